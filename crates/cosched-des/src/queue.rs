@@ -1,0 +1,252 @@
+use crate::SimTime;
+use std::cmp::Ordering;
+use std::collections::BinaryHeap;
+
+/// Handle of a scheduled event, used to cancel it. Sequence numbers are unique
+/// for the life of a queue.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct EventId(pub u64);
+
+/// An event popped from the queue.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Scheduled<E> {
+    pub time: SimTime,
+    pub id: EventId,
+    pub event: E,
+}
+
+struct Entry<E> {
+    time: SimTime,
+    seq: u64,
+    event: E,
+}
+
+impl<E> PartialEq for Entry<E> {
+    fn eq(&self, o: &Self) -> bool {
+        self.time == o.time && self.seq == o.seq
+    }
+}
+impl<E> Eq for Entry<E> {}
+impl<E> PartialOrd for Entry<E> {
+    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl<E> Ord for Entry<E> {
+    // BinaryHeap is a max-heap: reverse so the smallest (time, seq) is on top.
+    fn cmp(&self, o: &Self) -> Ordering {
+        o.time.cmp(&self.time).then_with(|| o.seq.cmp(&self.seq))
+    }
+}
+
+/// Future-event list ordered by `(time, sequence)`.
+///
+/// Events at equal times pop in the order they were scheduled. Cancellation is
+/// lazy: a cancelled entry stays in the heap and is skipped when it surfaces, so
+/// both `schedule` and `cancel` are O(log n) / O(1). Scheduling an event before
+/// the current time is refused: time never goes backwards.
+pub struct EventQueue<E> {
+    heap: BinaryHeap<Entry<E>>,
+    next_seq: u64,
+    now: SimTime,
+    /// Sequence numbers cancelled but still in the heap.
+    cancelled: std::collections::HashSet<u64>,
+    /// Sequence numbers scheduled and neither popped nor cancelled.
+    live: std::collections::HashSet<u64>,
+}
+
+impl<E> Default for EventQueue<E> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// Error returned when an event is scheduled in the past.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PastEvent {
+    pub now: SimTime,
+    pub requested: SimTime,
+}
+
+impl std::fmt::Display for PastEvent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "event scheduled at {} but the clock is at {}",
+            self.requested, self.now
+        )
+    }
+}
+impl std::error::Error for PastEvent {}
+
+impl<E> EventQueue<E> {
+    pub fn new() -> Self {
+        Self {
+            heap: BinaryHeap::new(),
+            next_seq: 0,
+            now: SimTime::ZERO,
+            cancelled: Default::default(),
+            live: Default::default(),
+        }
+    }
+
+    /// Current simulated time: the time of the last popped event.
+    pub fn now(&self) -> SimTime {
+        self.now
+    }
+
+    /// Schedules `event` at absolute time `at`.
+    pub fn schedule(&mut self, at: SimTime, event: E) -> Result<EventId, PastEvent> {
+        if at < self.now {
+            return Err(PastEvent {
+                now: self.now,
+                requested: at,
+            });
+        }
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        self.heap.push(Entry {
+            time: at,
+            seq,
+            event,
+        });
+        self.live.insert(seq);
+        Ok(EventId(seq))
+    }
+
+    /// Cancels a pending event. Returns false if it was already popped or cancelled.
+    pub fn cancel(&mut self, id: EventId) -> bool {
+        if self.live.remove(&id.0) {
+            self.cancelled.insert(id.0)
+        } else {
+            false
+        }
+    }
+
+    fn skip_cancelled(&mut self) {
+        while let Some(top) = self.heap.peek() {
+            if self.cancelled.is_empty() || !self.cancelled.contains(&top.seq) {
+                break;
+            }
+            let e = self.heap.pop().expect("peeked");
+            self.cancelled.remove(&e.seq);
+        }
+    }
+
+    /// Time of the next pending event, if any.
+    pub fn peek_time(&mut self) -> Option<SimTime> {
+        self.skip_cancelled();
+        self.heap.peek().map(|e| e.time)
+    }
+
+    /// Pops the next event and advances the clock to its time.
+    pub fn pop(&mut self) -> Option<Scheduled<E>> {
+        self.skip_cancelled();
+        let e = self.heap.pop()?;
+        self.live.remove(&e.seq);
+        debug_assert!(e.time >= self.now, "time went backwards");
+        self.now = e.time;
+        Some(Scheduled {
+            time: e.time,
+            id: EventId(e.seq),
+            event: e.event,
+        })
+    }
+
+    /// Pops the next event only if it happens exactly at `t`.
+    pub fn pop_at(&mut self, t: SimTime) -> Option<Scheduled<E>> {
+        match self.peek_time() {
+            Some(nt) if nt == t => self.pop(),
+            _ => None,
+        }
+    }
+
+    /// Number of pending (not cancelled) events.
+    pub fn len(&self) -> usize {
+        self.live.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Advances the clock without an event (e.g. to an externally known instant).
+    pub fn advance_to(&mut self, t: SimTime) -> Result<(), PastEvent> {
+        if t < self.now {
+            return Err(PastEvent {
+                now: self.now,
+                requested: t,
+            });
+        }
+        if let Some(nt) = self.peek_time() {
+            if nt < t {
+                return Err(PastEvent {
+                    now: nt,
+                    requested: t,
+                });
+            }
+        }
+        self.now = t;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn same_time_events_keep_insertion_order() {
+        let mut q = EventQueue::new();
+        q.schedule(SimTime(5), "a").unwrap();
+        q.schedule(SimTime(1), "b").unwrap();
+        q.schedule(SimTime(5), "c").unwrap();
+        let order: Vec<_> = std::iter::from_fn(|| q.pop().map(|s| s.event)).collect();
+        assert_eq!(order, vec!["b", "a", "c"]);
+    }
+
+    #[test]
+    fn cancel_skips_event() {
+        let mut q = EventQueue::new();
+        let a = q.schedule(SimTime(1), 1).unwrap();
+        q.schedule(SimTime(2), 2).unwrap();
+        assert!(q.cancel(a));
+        assert!(!q.cancel(a));
+        assert_eq!(q.len(), 1);
+        assert_eq!(q.pop().unwrap().event, 2);
+        assert!(q.pop().is_none());
+    }
+
+    #[test]
+    fn refuses_past_events() {
+        let mut q = EventQueue::new();
+        q.schedule(SimTime(10), ()).unwrap();
+        q.pop();
+        assert_eq!(
+            q.schedule(SimTime(9), ()),
+            Err(PastEvent {
+                now: SimTime(10),
+                requested: SimTime(9)
+            })
+        );
+        assert!(q.schedule(SimTime(10), ()).is_ok());
+    }
+
+    proptest! {
+        #[test]
+        fn pops_in_time_then_seq_order(times in proptest::collection::vec(0i64..50, 0..200),
+                                       cancel_mask in proptest::collection::vec(any::<bool>(), 200)) {
+            let mut q = EventQueue::new();
+            let ids: Vec<_> = times.iter().enumerate()
+                .map(|(i, &t)| q.schedule(SimTime(t), i).unwrap()).collect();
+            let mut expected: Vec<(i64, usize)> = Vec::new();
+            for (i, id) in ids.iter().enumerate() {
+                if cancel_mask[i] { prop_assert!(q.cancel(*id)); } else { expected.push((times[i], i)); }
+            }
+            expected.sort();
+            let got: Vec<(i64, usize)> = std::iter::from_fn(|| q.pop().map(|s| (s.time.0, s.event))).collect();
+            prop_assert_eq!(got, expected);
+        }
+    }
+}

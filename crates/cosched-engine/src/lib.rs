@@ -1,0 +1,20 @@
+//! The mechanism side of cosched: engines that apply policies' decisions.
+//!
+//! - [`cluster`]: the job-level cluster engine. It owns time, processors and
+//!   job states; a [`ClusterPolicy`] receives batches of [`Event`]s and returns
+//!   [`Decision`]s, which the engine validates (a typed [`DecisionError`] for an
+//!   invalid one) and applies.
+//! - [`alloc`]: processor allocators (PACKING and NO PACKING placement).
+//! - [`metrics`]: per-job rows and the run summary, with exact energy integration.
+//! - [`check`]: an independent checker of a finished schedule's invariants.
+
+pub mod alloc;
+pub mod check;
+pub mod cluster;
+pub mod metrics;
+pub mod policy;
+
+pub use cluster::{
+    simulate, EngineError, EngineStats, JobRecord, JobStatus, SimOptions, SimOutput,
+};
+pub use policy::{ClusterPolicy, ClusterView, Decision, DecisionError, Event};

@@ -1,0 +1,244 @@
+//! Per-job rows and the run summary.
+//!
+//! Definitions (all documented in `docs/formats/jobs.md` and `docs/formats/summary.md`):
+//! - wait = start - submit; execution = end - start; response = end - submit;
+//! - slowdown = response / execution (undefined, NaN, when execution is 0);
+//! - bounded slowdown = max(1, response / max(execution, threshold));
+//! - makespan = last end - first submit, over simulated (started) jobs;
+//! - utilization = sum(procs * execution) / (machine procs * makespan);
+//! - energy: node power is linear in its busy processors, so with B = idle watts and
+//!   W = busy watts, busy node-seconds = sum(procs * execution) / procs_per_node,
+//!   idle node-seconds = nodes * makespan - busy node-seconds,
+//!   energy_busy = W * busy node-seconds, energy_idle = B * idle node-seconds (exact);
+//!   a job's energy share = W * procs * execution / procs_per_node.
+//! - percentiles use linear interpolation between closest ranks (numpy's default).
+
+use crate::alloc::node_list;
+use crate::cluster::{JobStatus, SimOutput};
+use cosched_model::{Platform, Workload};
+use serde::Serialize;
+
+/// The per-job table in columnar form (times in seconds).
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct JobTable {
+    pub job_id: Vec<i64>,
+    pub submit_s: Vec<f64>,
+    pub start_s: Vec<f64>,
+    pub end_s: Vec<f64>,
+    pub wait_s: Vec<f64>,
+    pub execution_s: Vec<f64>,
+    pub response_s: Vec<f64>,
+    pub slowdown: Vec<f64>,
+    pub bounded_slowdown: Vec<f64>,
+    pub procs: Vec<u32>,
+    pub nodes: Vec<u32>,
+    pub runtime_s: Vec<f64>,
+    pub estimate_s: Vec<f64>,
+    pub requested_s: Vec<f64>,
+    pub status: Vec<&'static str>,
+    pub energy_j: Vec<f64>,
+    pub node_list: Vec<String>,
+}
+
+/// The run summary; field names are the public summary.json keys.
+#[derive(Clone, Debug, Default, Serialize, PartialEq)]
+pub struct Summary {
+    pub policy: String,
+    pub jobs_total: u64,
+    pub jobs_simulated: u64,
+    pub jobs_completed: u64,
+    pub jobs_killed: u64,
+    pub jobs_rejected: u64,
+    pub jobs_dropped: u64,
+    pub jobs_dropped_never_ran: u64,
+    pub jobs_dropped_no_procs: u64,
+    pub mean_wait_s: f64,
+    pub median_wait_s: f64,
+    pub p90_wait_s: f64,
+    pub mean_response_s: f64,
+    pub median_response_s: f64,
+    pub p90_response_s: f64,
+    pub mean_execution_s: f64,
+    pub mean_slowdown: f64,
+    pub mean_bounded_slowdown: f64,
+    pub median_bounded_slowdown: f64,
+    pub p90_bounded_slowdown: f64,
+    pub bounded_slowdown_threshold_s: f64,
+    pub utilization: f64,
+    pub first_submit_s: f64,
+    pub last_end_s: f64,
+    pub makespan_s: f64,
+    pub energy_j: f64,
+    pub energy_busy_j: f64,
+    pub energy_idle_j: f64,
+    /// Seed 000's estimate E = (B + X*U) * N * T, for comparison with the exact integral.
+    pub energy_estimate_j: f64,
+    pub machine_procs: u32,
+    pub machine_nodes: u32,
+    pub procs_per_node: u32,
+    pub policy_calls: u64,
+    pub decisions: u64,
+}
+
+/// Linear-interpolation percentile of a sorted slice (numpy "linear"); NaN if empty.
+pub fn percentile_sorted(sorted: &[f64], q: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    let pos = q / 100.0 * (sorted.len() - 1) as f64;
+    let lo = pos.floor() as usize;
+    let hi = pos.ceil() as usize;
+    sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - lo as f64)
+}
+
+fn mean(v: &[f64]) -> f64 {
+    if v.is_empty() {
+        f64::NAN
+    } else {
+        v.iter().sum::<f64>() / v.len() as f64
+    }
+}
+
+fn sorted(mut v: Vec<f64>) -> Vec<f64> {
+    v.sort_by(|a, b| a.total_cmp(b));
+    v
+}
+
+/// Builds the job table and the summary of a finished run.
+pub fn summarize(
+    workload: &Workload,
+    platform: &Platform,
+    out: &SimOutput,
+    bsld_threshold_s: f64,
+) -> (JobTable, Summary) {
+    let n = workload.jobs.len();
+    let mut t = JobTable::default();
+    let ppn = platform.procs_per_node as f64;
+    let (mut waits, mut resps, mut bslds, mut slds, mut execs) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let mut busy_proc_s = 0.0;
+    let mut first_submit = f64::INFINITY;
+    let mut last_end = f64::NEG_INFINITY;
+    let mut s = Summary {
+        jobs_total: n as u64,
+        ..Default::default()
+    };
+    for (spec, rec) in workload.jobs.iter().zip(&out.records) {
+        let submit = spec.submit.as_secs_f64();
+        t.job_id.push(spec.source_id);
+        t.submit_s.push(submit);
+        t.procs.push(spec.procs);
+        t.runtime_s.push(spec.runtime.as_secs_f64());
+        t.estimate_s.push(spec.estimate.as_secs_f64());
+        t.requested_s
+            .push(spec.requested.map_or(f64::NAN, |r| r.as_secs_f64()));
+        t.status.push(rec.status.as_str());
+        t.nodes.push(rec.nodes);
+        t.node_list
+            .push(node_list(&rec.alloc, platform.procs_per_node));
+        match (rec.start, rec.end) {
+            (Some(st), Some(en)) => {
+                let (start, end) = (st.as_secs_f64(), en.as_secs_f64());
+                let wait = (st - spec.submit).as_secs_f64();
+                let exec = (en - st).as_secs_f64();
+                let resp = (en - spec.submit).as_secs_f64();
+                let sld = if exec > 0.0 { resp / exec } else { f64::NAN };
+                let bsld = (resp / exec.max(bsld_threshold_s)).max(1.0);
+                let energy = platform.busy_watts * spec.procs as f64 * exec / ppn;
+                t.start_s.push(start);
+                t.end_s.push(end);
+                t.wait_s.push(wait);
+                t.execution_s.push(exec);
+                t.response_s.push(resp);
+                t.slowdown.push(sld);
+                t.bounded_slowdown.push(bsld);
+                t.energy_j.push(energy);
+                waits.push(wait);
+                resps.push(resp);
+                bslds.push(bsld);
+                execs.push(exec);
+                if !sld.is_nan() {
+                    slds.push(sld);
+                }
+                busy_proc_s += spec.procs as f64 * exec;
+                first_submit = first_submit.min(submit);
+                last_end = last_end.max(end);
+                match rec.status {
+                    JobStatus::Killed => s.jobs_killed += 1,
+                    _ => s.jobs_completed += 1,
+                }
+            }
+            _ => {
+                for col in [
+                    &mut t.start_s,
+                    &mut t.end_s,
+                    &mut t.wait_s,
+                    &mut t.execution_s,
+                    &mut t.response_s,
+                    &mut t.slowdown,
+                    &mut t.bounded_slowdown,
+                ] {
+                    col.push(f64::NAN);
+                }
+                t.energy_j.push(0.0);
+                s.jobs_rejected += 1;
+            }
+        }
+    }
+    s.policy = out.policy.clone();
+    s.jobs_simulated = s.jobs_completed + s.jobs_killed;
+    s.jobs_dropped_never_ran = workload.dropped_never_ran;
+    s.jobs_dropped_no_procs = workload.dropped_no_procs;
+    s.jobs_dropped = workload.dropped();
+    s.mean_wait_s = mean(&waits);
+    s.mean_response_s = mean(&resps);
+    s.mean_execution_s = mean(&execs);
+    s.mean_slowdown = mean(&slds);
+    s.mean_bounded_slowdown = mean(&bslds);
+    let (waits, resps, bslds) = (sorted(waits), sorted(resps), sorted(bslds));
+    s.median_wait_s = percentile_sorted(&waits, 50.0);
+    s.p90_wait_s = percentile_sorted(&waits, 90.0);
+    s.median_response_s = percentile_sorted(&resps, 50.0);
+    s.p90_response_s = percentile_sorted(&resps, 90.0);
+    s.median_bounded_slowdown = percentile_sorted(&bslds, 50.0);
+    s.p90_bounded_slowdown = percentile_sorted(&bslds, 90.0);
+    s.bounded_slowdown_threshold_s = bsld_threshold_s;
+    s.machine_procs = platform.total_procs();
+    s.machine_nodes = platform.nodes;
+    s.procs_per_node = platform.procs_per_node;
+    s.policy_calls = out.stats.policy_calls;
+    s.decisions = out.stats.decisions;
+    if s.jobs_simulated > 0 {
+        s.first_submit_s = first_submit;
+        s.last_end_s = last_end;
+        s.makespan_s = last_end - first_submit;
+        let capacity = platform.total_procs() as f64 * s.makespan_s;
+        s.utilization = if capacity > 0.0 {
+            busy_proc_s / capacity
+        } else {
+            0.0
+        };
+        let busy_node_s = busy_proc_s / ppn;
+        let idle_node_s = platform.nodes as f64 * s.makespan_s - busy_node_s;
+        s.energy_busy_j = platform.busy_watts * busy_node_s;
+        s.energy_idle_j = platform.idle_watts * idle_node_s;
+        s.energy_j = s.energy_busy_j + s.energy_idle_j;
+        let x = platform.busy_watts - platform.idle_watts;
+        s.energy_estimate_j =
+            (platform.idle_watts + x * s.utilization) * platform.nodes as f64 * s.makespan_s;
+    }
+    (t, s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    #[test]
+    fn percentiles_match_numpy_linear() {
+        let v = [1.0, 2.0, 3.0, 4.0];
+        assert_eq!(percentile_sorted(&v, 50.0), 2.5);
+        assert!((percentile_sorted(&v, 90.0) - 3.7).abs() < 1e-12);
+        assert_eq!(percentile_sorted(&[5.0], 90.0), 5.0);
+        assert!(percentile_sorted(&[], 50.0).is_nan());
+    }
+}

@@ -1,0 +1,233 @@
+//! The engine validates every decision and reports a typed error for invalid ones.
+
+use cosched_des::SimTime;
+use cosched_engine::{
+    simulate, ClusterPolicy, ClusterView, Decision, DecisionError, EngineError, Event, SimOptions,
+};
+use cosched_model::{JobId, JobSpec, Platform, Workload};
+
+fn job(id: i64, submit: i64, procs: u32, runtime: i64) -> JobSpec {
+    let rt = SimTime::from_secs(runtime);
+    JobSpec {
+        source_id: id,
+        submit: SimTime::from_secs(submit),
+        runtime: rt,
+        procs,
+        requested: None,
+        estimate: rt,
+        kill_after: None,
+    }
+}
+
+/// A policy that replays a script: at its n-th call it pushes `script[n]`.
+struct Scripted(Vec<Vec<Decision>>, usize);
+
+impl ClusterPolicy for Scripted {
+    fn name(&self) -> String {
+        "scripted".into()
+    }
+    fn on_events(&mut self, _e: &[Event], _v: &dyn ClusterView, out: &mut Vec<Decision>) {
+        if let Some(d) = self.0.get(self.1) {
+            out.extend(d.iter().cloned());
+        }
+        self.1 += 1;
+    }
+    fn dump(&self) -> String {
+        format!("call {}", self.1)
+    }
+}
+
+fn run(jobs: Vec<JobSpec>, procs: u32, script: Vec<Vec<Decision>>) -> Result<(), EngineError> {
+    let w = Workload {
+        jobs,
+        ..Default::default()
+    };
+    simulate(
+        &w,
+        &Platform::new(procs, 1),
+        &mut Scripted(script, 0),
+        &SimOptions::default(),
+    )
+    .map(|_| ())
+}
+
+fn decision_error(r: Result<(), EngineError>) -> DecisionError {
+    match r {
+        Err(EngineError::InvalidDecision { source, .. }) => source,
+        other => panic!("expected an invalid decision, got {other:?}"),
+    }
+}
+
+#[test]
+fn starting_on_busy_processors_is_refused() {
+    let r = run(
+        vec![job(1, 0, 2, 10), job(2, 0, 2, 10)],
+        4,
+        vec![vec![
+            Decision::StartOn(JobId(0), vec![0, 1]),
+            Decision::StartOn(JobId(1), vec![1, 2]),
+        ]],
+    );
+    assert_eq!(
+        decision_error(r),
+        DecisionError::ProcessorBusy { job: 2, proc: 1 }
+    );
+}
+
+#[test]
+fn starting_without_enough_processors_is_refused() {
+    let r = run(
+        vec![job(1, 0, 3, 10), job(2, 0, 2, 10)],
+        4,
+        vec![vec![Decision::Start(JobId(0)), Decision::Start(JobId(1))]],
+    );
+    assert_eq!(
+        decision_error(r),
+        DecisionError::InsufficientProcessors {
+            job: 2,
+            need: 2,
+            free: 1
+        }
+    );
+}
+
+#[test]
+fn starting_twice_is_refused() {
+    let r = run(
+        vec![job(1, 0, 1, 10)],
+        4,
+        vec![vec![Decision::Start(JobId(0)), Decision::Start(JobId(0))]],
+    );
+    assert_eq!(
+        decision_error(r),
+        DecisionError::NotQueued {
+            job: 1,
+            state: "running"
+        }
+    );
+}
+
+#[test]
+fn starting_an_unsubmitted_or_unknown_job_is_refused() {
+    let r = run(
+        vec![job(1, 0, 1, 10), job(2, 5, 1, 10)],
+        4,
+        vec![vec![Decision::Start(JobId(1))]],
+    );
+    assert_eq!(
+        decision_error(r),
+        DecisionError::NotQueued {
+            job: 2,
+            state: "not submitted"
+        }
+    );
+    let r = run(
+        vec![job(1, 0, 1, 10)],
+        4,
+        vec![vec![Decision::Start(JobId(9))]],
+    );
+    assert_eq!(decision_error(r), DecisionError::UnknownJob(9));
+}
+
+#[test]
+fn wrong_processor_sets_are_refused() {
+    let r = run(
+        vec![job(1, 0, 2, 10)],
+        4,
+        vec![vec![Decision::StartOn(JobId(0), vec![0])]],
+    );
+    assert_eq!(
+        decision_error(r),
+        DecisionError::WrongProcessorCount {
+            job: 1,
+            given: 1,
+            need: 2
+        }
+    );
+    let r = run(
+        vec![job(1, 0, 2, 10)],
+        4,
+        vec![vec![Decision::StartOn(JobId(0), vec![0, 7])]],
+    );
+    assert_eq!(
+        decision_error(r),
+        DecisionError::NoSuchProcessor {
+            job: 1,
+            proc: 7,
+            total: 4
+        }
+    );
+    let r = run(
+        vec![job(1, 0, 2, 10)],
+        4,
+        vec![vec![Decision::StartOn(JobId(0), vec![3, 3])]],
+    );
+    assert_eq!(
+        decision_error(r),
+        DecisionError::ProcessorBusy { job: 1, proc: 3 }
+    );
+}
+
+#[test]
+fn wake_up_in_the_past_is_refused() {
+    let r = run(
+        vec![job(1, 5, 1, 10)],
+        4,
+        vec![vec![Decision::WakeAt(SimTime::from_secs(1))]],
+    );
+    assert_eq!(
+        decision_error(r),
+        DecisionError::WakeInPast {
+            at: SimTime::from_secs(1),
+            now: SimTime::from_secs(5)
+        }
+    );
+}
+
+#[test]
+fn error_message_names_time_policy_and_decision() {
+    let r = run(
+        vec![job(1, 0, 3, 10), job(2, 0, 2, 10)],
+        4,
+        vec![vec![Decision::Start(JobId(0)), Decision::Start(JobId(1))]],
+    );
+    let msg = r.unwrap_err().to_string();
+    assert_eq!(msg, "at t=0.000000000s: policy scripted made an invalid decision Start(JobId(1)): job 2 needs 2 processors but only 1 are free");
+}
+
+#[test]
+fn a_policy_that_never_starts_a_job_is_reported_as_stalled() {
+    let r = run(vec![job(1, 0, 1, 10)], 4, vec![]);
+    match r {
+        Err(EngineError::Stalled { waiting, dump, .. }) => {
+            assert_eq!(waiting, 1);
+            assert_eq!(dump, "call 1");
+        }
+        other => panic!("expected a stall, got {other:?}"),
+    }
+}
+
+#[test]
+fn timers_are_delivered_and_can_start_jobs() {
+    // Start the job at the timer, 7 s after its submission.
+    let w = Workload {
+        jobs: vec![job(1, 0, 1, 10)],
+        ..Default::default()
+    };
+    let mut p = Scripted(
+        vec![
+            vec![Decision::WakeAt(SimTime::from_secs(7))],
+            vec![Decision::Start(JobId(0))],
+        ],
+        0,
+    );
+    let out = simulate(&w, &Platform::new(1, 1), &mut p, &SimOptions::default()).unwrap();
+    assert_eq!(out.records[0].start, Some(SimTime::from_secs(7)));
+    assert_eq!(out.records[0].end, Some(SimTime::from_secs(17)));
+}
+
+#[test]
+fn unsorted_workloads_are_refused() {
+    let r = run(vec![job(1, 5, 1, 1), job(2, 0, 1, 1)], 4, vec![]);
+    assert!(matches!(r, Err(EngineError::Unsorted(1))));
+}

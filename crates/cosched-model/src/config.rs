@@ -1,0 +1,259 @@
+//! Run configuration (TOML or JSON). The schema is documented in
+//! `docs/formats/config.md`; every table refuses unknown keys.
+
+use crate::Platform;
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+use thiserror::Error;
+
+/// Where the scheduler's runtime estimate comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum EstimateSource {
+    /// The user's requested time (SWF field 9); the real runtime when it is missing.
+    #[default]
+    Requested,
+    /// The real runtime (perfect estimates).
+    Exact,
+}
+
+/// What happens to a job whose real runtime exceeds its requested time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum OverrunPolicy {
+    /// The estimate becomes max(requested, runtime): the job runs to completion
+    /// and the scheduler never sees a job outlive its estimate.
+    #[default]
+    Extend,
+    /// The estimate is the requested time and the job is killed when it reaches it.
+    Kill,
+}
+
+/// Node placement of a started job's processors.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Placement {
+    /// PACKING: the lowest-numbered free processors, so a job occupies contiguous nodes when it can.
+    #[default]
+    Packing,
+    /// NO PACKING: processors drawn uniformly at random among the free ones (seeded stream "placement").
+    Random,
+}
+
+/// How a trace becomes a workload.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorkloadOptions {
+    /// Where the runtime estimate comes from.
+    #[serde(default)]
+    pub estimates: EstimateSource,
+    /// What happens when a job runs longer than its requested time.
+    #[serde(default)]
+    pub overrun: OverrunPolicy,
+    /// Take the machine size from `MaxNodes` instead of `MaxProcs`.
+    #[serde(default)]
+    pub machine_size_from_nodes: bool,
+    /// Machine size in processors, overriding the trace header.
+    #[serde(default)]
+    pub machine_size: Option<u32>,
+}
+
+impl Default for WorkloadOptions {
+    fn default() -> Self {
+        Self { estimates: EstimateSource::Requested, overrun: OverrunPolicy::Extend, machine_size_from_nodes: false, machine_size: None }
+    }
+}
+
+/// The `[workload]` table.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorkloadConfig {
+    /// Path of an SWF trace (plain or .gz), relative to the config file.
+    pub trace: PathBuf,
+    /// Keep only the first N jobs (after dropping never-ran jobs).
+    #[serde(default)]
+    pub max_jobs: Option<usize>,
+    #[serde(flatten)]
+    pub options: WorkloadOptions,
+}
+
+/// The `[scheduler]` table.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SchedulerConfig {
+    /// Policy name with optional parameters, e.g. `"easy"` or `"fcfs"`; see `cosched policies`.
+    pub policy: String,
+    #[serde(default)]
+    pub placement: Placement,
+}
+
+/// The `[metrics]` table.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MetricsConfig {
+    /// Bounded-slowdown threshold in seconds: max(1, response / max(runtime, threshold)).
+    #[serde(default = "default_bsld")]
+    pub bounded_slowdown_threshold_s: f64,
+}
+
+fn default_bsld() -> f64 {
+    10.0
+}
+
+impl Default for MetricsConfig {
+    fn default() -> Self {
+        Self { bounded_slowdown_threshold_s: default_bsld() }
+    }
+}
+
+/// A whole run: `cosched simulate CONFIG`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunConfig {
+    /// Master seed of every random stream.
+    #[serde(default)]
+    pub seed: u64,
+    /// Fidelity of the model; only `"job"` exists so far.
+    #[serde(default = "default_fidelity")]
+    pub fidelity: String,
+    pub workload: WorkloadConfig,
+    /// The platform; when absent it is derived from the trace (machine size, 1 processor per node
+    /// unless MaxProcs is a multiple of MaxNodes).
+    #[serde(default)]
+    pub platform: Option<Platform>,
+    pub scheduler: SchedulerConfig,
+    #[serde(default)]
+    pub metrics: MetricsConfig,
+}
+
+fn default_fidelity() -> String {
+    "job".into()
+}
+
+#[derive(Debug, Error)]
+pub enum ConfigError {
+    #[error("{path}: cannot read: {source}")]
+    Io { path: String, source: std::io::Error },
+    #[error("{path}: {msg}")]
+    Parse { path: String, msg: String },
+    #[error("{path}: field `{field}`: {msg}")]
+    Invalid { path: String, field: String, msg: String },
+}
+
+impl RunConfig {
+    /// Parses a TOML (`.toml`) or JSON (anything else) configuration text. `origin` names
+    /// the source in error messages. Relative trace paths are resolved against `base_dir`.
+    pub fn from_str_with(text: &str, origin: &str, base_dir: Option<&Path>) -> Result<Self, ConfigError> {
+        let is_toml = origin.ends_with(".toml") || !text.trim_start().starts_with('{');
+        let mut cfg: RunConfig = if is_toml {
+            toml::from_str(text).map_err(|e| ConfigError::Parse { path: origin.into(), msg: toml_msg(&e, text) })?
+        } else {
+            serde_json::from_str(text)
+                .map_err(|e| ConfigError::Parse { path: origin.into(), msg: format!("line {}, column {}: {}", e.line(), e.column(), e) })?
+        };
+        if let Some(base) = base_dir {
+            if cfg.workload.trace.is_relative() {
+                cfg.workload.trace = base.join(&cfg.workload.trace);
+            }
+        }
+        cfg.validate(origin)?;
+        Ok(cfg)
+    }
+
+    /// Reads and validates a configuration file.
+    pub fn load(path: &Path) -> Result<Self, ConfigError> {
+        let origin = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Io { path: origin.clone(), source })?;
+        Self::from_str_with(&text, &origin, path.parent())
+    }
+
+    /// Semantic checks serde cannot express.
+    pub fn validate(&self, origin: &str) -> Result<(), ConfigError> {
+        let bad = |field: &str, msg: String| Err(ConfigError::Invalid { path: origin.into(), field: field.into(), msg });
+        if self.fidelity != "job" {
+            return bad("fidelity", format!("unknown fidelity {:?}; valid: \"job\"", self.fidelity));
+        }
+        if let Some(p) = &self.platform {
+            if let Err(crate::PlatformError::Invalid { field, msg }) = p.validate() {
+                return bad(&format!("platform.{field}"), msg);
+            }
+        }
+        let t = self.metrics.bounded_slowdown_threshold_s;
+        if !(t.is_finite() && t > 0.0) {
+            return bad("metrics.bounded_slowdown_threshold_s", format!("must be a finite number > 0, got {t}"));
+        }
+        if self.scheduler.policy.trim().is_empty() {
+            return bad("scheduler.policy", "must not be empty".into());
+        }
+        if self.workload.options.machine_size == Some(0) {
+            return bad("workload.machine_size", "must be at least 1".into());
+        }
+        Ok(())
+    }
+}
+
+/// Formats a TOML error as "line L, column C: message".
+fn toml_msg(e: &toml::de::Error, text: &str) -> String {
+    match e.span() {
+        Some(span) => {
+            let before = &text[..span.start.min(text.len())];
+            let line = before.matches('\n').count() + 1;
+            let col = before.rsplit('\n').next().map(|l| l.chars().count()).unwrap_or(0) + 1;
+            format!("line {line}, column {col}: {}", e.message())
+        }
+        None => e.message().to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GOOD: &str = r#"
+seed = 7
+[workload]
+trace = "t.swf"
+estimates = "exact"
+[scheduler]
+policy = "easy"
+placement = "random"
+"#;
+
+    #[test]
+    fn parses_toml_and_resolves_paths() {
+        let c = RunConfig::from_str_with(GOOD, "x.toml", Some(Path::new("/base"))).unwrap();
+        assert_eq!(c.seed, 7);
+        assert_eq!(c.workload.trace, PathBuf::from("/base/t.swf"));
+        assert_eq!(c.workload.options.estimates, EstimateSource::Exact);
+        assert_eq!(c.scheduler.placement, Placement::Random);
+        assert_eq!(c.metrics.bounded_slowdown_threshold_s, 10.0);
+    }
+
+    #[test]
+    fn unknown_key_names_line_and_field() {
+        let text = GOOD.replace("placement = \"random\"", "placment = \"random\"");
+        let e = RunConfig::from_str_with(&text, "x.toml", None).unwrap_err().to_string();
+        assert!(e.starts_with("x.toml: line 8"), "{e}");
+        assert!(e.contains("placment"), "{e}");
+    }
+
+    #[test]
+    fn bad_enum_value_is_named() {
+        let text = GOOD.replace("\"exact\"", "\"perfect\"");
+        let e = RunConfig::from_str_with(&text, "x.toml", None).unwrap_err().to_string();
+        assert!(e.contains("line 5") && e.contains("perfect"), "{e}");
+    }
+
+    #[test]
+    fn impossible_platform_is_refused() {
+        let text = format!("{GOOD}\n[platform]\nnodes = 0\n");
+        let e = RunConfig::from_str_with(&text, "x.toml", None).unwrap_err().to_string();
+        assert_eq!(e, "x.toml: field `platform.nodes`: must be at least 1");
+    }
+
+    #[test]
+    fn json_errors_have_line() {
+        let e = RunConfig::from_str_with("{\n \"seed\": \"x\"\n}", "c.json", None).unwrap_err().to_string();
+        assert!(e.starts_with("c.json: line 2"), "{e}");
+    }
+}

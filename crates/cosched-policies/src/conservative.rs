@@ -1,0 +1,172 @@
+//! Conservative backfilling (Mu'alem and Feitelson 2001).
+//!
+//! Algorithm: every queued job holds a reservation in an availability
+//! [`Profile`] built from the running jobs' estimated ends and the earlier
+//! jobs' reservations.
+//! - On arrival, a job gets the earliest slot (start, start + estimate) where
+//!   enough processors are free given every existing reservation; it never
+//!   moves an earlier job.
+//! - When a job ends before its estimate, the processors it leaves are given
+//!   back to the profile and the schedule is compressed: in queue order, each
+//!   job's reservation is removed and re-made at the earliest slot. Its old slot
+//!   is still free at that point, so no reservation ever moves later.
+//! - Jobs whose reservation starts now are started. A job therefore starts
+//!   early only into a hole that delays no reservation.
+//!
+//! Parameters: none.
+
+use crate::profile::Profile;
+use crate::registry::{ParamInfo, PolicyInfo, PolicySpec, RegistryError};
+use cosched_des::SimTime;
+use cosched_engine::{ClusterPolicy, ClusterView, Decision, Event};
+use cosched_model::JobId;
+
+pub fn info() -> PolicyInfo {
+    PolicyInfo {
+        name: "conservative",
+        level: "cluster",
+        summary: "Conservative backfilling: every queued job holds a reservation; a job starts early only if it delays none.",
+        params: Vec::<ParamInfo>::new(),
+    }
+}
+
+pub fn build(spec: &PolicySpec) -> Result<Box<dyn ClusterPolicy>, RegistryError> {
+    spec.expect_only(&[])?;
+    Ok(Box::new(Conservative::default()))
+}
+
+#[derive(Default)]
+pub struct Conservative {
+    profile: Option<Profile>,
+    /// Queued jobs in submission order with their reserved start.
+    queue: Vec<(JobId, SimTime)>,
+    /// Estimated end of each running job, indexed by job.
+    est_end: Vec<SimTime>,
+    log: Option<Vec<(JobId, SimTime, SimTime)>>,
+    /// Scratch buffer for the profile's running maximum.
+    prefix: Vec<u32>,
+}
+
+impl Conservative {
+    /// A policy that records every reservation made: (job, instant, reserved start).
+    pub fn with_reservation_log() -> Self {
+        Self {
+            log: Some(Vec::new()),
+            ..Default::default()
+        }
+    }
+
+    pub fn reservation_log(&self) -> &[(JobId, SimTime, SimTime)] {
+        self.log.as_deref().unwrap_or(&[])
+    }
+
+    /// Length of a job's slot in the profile: its estimate, and at least one
+    /// nanosecond so that a zero-length job still holds its processors at its start.
+    fn slot(view: &dyn ClusterView, j: JobId) -> SimTime {
+        view.job(j).estimate.max(SimTime(1))
+    }
+
+    fn reserve(profile: &mut Profile, now: SimTime, j: JobId, view: &dyn ClusterView) -> SimTime {
+        let dur = Self::slot(view, j);
+        let t = profile.earliest(now, view.job(j).procs, dur);
+        profile.reserve(t, dur, view.job(j).procs);
+        t
+    }
+}
+
+impl ClusterPolicy for Conservative {
+    fn name(&self) -> String {
+        "conservative".into()
+    }
+
+    fn on_events(&mut self, events: &[Event], view: &dyn ClusterView, out: &mut Vec<Decision>) {
+        let now = view.now();
+        let profile = self
+            .profile
+            .get_or_insert_with(|| Profile::new(now, view.total_procs()));
+        profile.advance(now);
+        let mut compress = false;
+        let first_new = self.queue.len();
+        for e in events {
+            match *e {
+                Event::Completed(j) | Event::Killed(j) => {
+                    let est_end = self.est_end[j.idx()];
+                    if est_end > now {
+                        profile.release(now, est_end - now, view.job(j).procs);
+                        compress = true;
+                    }
+                }
+                Event::Submitted(j) => self.queue.push((j, SimTime::MAX)),
+                Event::Timer => {}
+            }
+        }
+        let upto = if compress { 0 } else { first_new };
+        // Running maximum of free processors, to skip jobs that cannot fit anywhere
+        // before their reservation; recomputed after each move.
+        let prefix = &mut self.prefix;
+        let mut prefix_valid = false;
+        for k in upto..self.queue.len() {
+            let (j, old) = self.queue[k];
+            let t = if old == SimTime::MAX {
+                prefix_valid = false;
+                Self::reserve(profile, now, j, view)
+            } else {
+                let (need, dur) = (view.job(j).procs, Self::slot(view, j));
+                if !prefix_valid {
+                    profile.prefix_max(prefix);
+                    prefix_valid = true;
+                }
+                let Some(first) = profile.first_fit_before(prefix, need, old) else {
+                    continue;
+                };
+                match profile.earlier_than_from(first, now, need, dur, old) {
+                    Some(t) => {
+                        profile.release(old, dur, need);
+                        profile.reserve(t, dur, need);
+                        prefix_valid = false;
+                        t
+                    }
+                    None => continue,
+                }
+            };
+            self.queue[k].1 = t;
+            if let Some(log) = &mut self.log {
+                log.push((j, now, t));
+            }
+        }
+        let mut next_wake = SimTime::MAX;
+        let est_end = &mut self.est_end;
+        self.queue.retain(|&(j, t)| {
+            if t == now {
+                if est_end.len() <= j.idx() {
+                    est_end.resize(j.idx() + 1, SimTime::ZERO);
+                }
+                est_end[j.idx()] = now + view.job(j).estimate.max(SimTime(1));
+                out.push(Decision::Start(j));
+                false
+            } else {
+                next_wake = next_wake.min(t);
+                true
+            }
+        });
+        // Reservations start at some job's estimated end, which is an event when
+        // estimates are exact; the wake-up covers the other cases.
+        if next_wake != SimTime::MAX {
+            out.push(Decision::WakeAt(next_wake));
+        }
+    }
+
+    fn dump(&self) -> String {
+        let q: Vec<String> = self
+            .queue
+            .iter()
+            .take(10)
+            .map(|(j, t)| format!("{}@{}", j.0, t))
+            .collect();
+        format!(
+            "conservative: {} queued; first reservations: {}",
+            self.queue.len(),
+            q.join(" ")
+        )
+    }
+}

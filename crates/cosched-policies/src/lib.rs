@@ -1,0 +1,15 @@
+//! Scheduling policies, one file each, and the registry that builds them from a
+//! `name[param=value,...]` string.
+//!
+//! Cluster-level (job-level engine):
+//! - [`fcfs`]: first come, first served.
+//! - [`easy`]: EASY backfilling.
+//! - [`conservative`]: conservative backfilling.
+
+pub mod conservative;
+pub mod easy;
+pub mod fcfs;
+pub mod profile;
+pub mod registry;
+
+pub use registry::{build, catalog, ParamInfo, PolicyInfo, PolicySpec, RegistryError};

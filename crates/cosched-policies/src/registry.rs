@@ -1,0 +1,213 @@
+//! The policy registry: `name` or `name[key=value,...]` -> a boxed policy.
+//!
+//! Unknown names and unknown or malformed parameters are errors that list what
+//! is valid; nothing here panics on user input.
+
+use cosched_engine::ClusterPolicy;
+use serde::Serialize;
+use std::collections::BTreeMap;
+use thiserror::Error;
+
+/// A parsed policy string.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PolicySpec {
+    pub name: String,
+    pub params: BTreeMap<String, String>,
+}
+
+#[derive(Debug, Error, PartialEq, Eq)]
+pub enum RegistryError {
+    #[error("malformed policy {spec:?}: {msg}; expected name or name[key=value,...]")]
+    Malformed { spec: String, msg: String },
+    #[error("unknown policy {name:?}; valid policies: {valid}")]
+    UnknownPolicy { name: String, valid: String },
+    #[error("policy {policy}: unknown parameter {param:?}; valid parameters: {valid}")]
+    UnknownParam {
+        policy: String,
+        param: String,
+        valid: String,
+    },
+    #[error("policy {policy}: parameter {param}={value:?}: {msg}")]
+    BadValue {
+        policy: String,
+        param: String,
+        value: String,
+        msg: String,
+    },
+}
+
+/// Documentation of one parameter.
+#[derive(Clone, Debug, Serialize)]
+pub struct ParamInfo {
+    pub name: &'static str,
+    pub kind: &'static str,
+    pub default: &'static str,
+    pub doc: &'static str,
+}
+
+/// Documentation of one registered policy.
+#[derive(Clone, Debug, Serialize)]
+pub struct PolicyInfo {
+    pub name: &'static str,
+    pub level: &'static str,
+    pub summary: &'static str,
+    pub params: Vec<ParamInfo>,
+}
+
+impl PolicySpec {
+    pub fn parse(spec: &str) -> Result<Self, RegistryError> {
+        let s = spec.trim();
+        let bad = |msg: &str| RegistryError::Malformed {
+            spec: spec.to_string(),
+            msg: msg.to_string(),
+        };
+        let (name, rest) = match s.find('[') {
+            Some(i) => {
+                if !s.ends_with(']') {
+                    return Err(bad("missing closing ']'"));
+                }
+                (&s[..i], Some(&s[i + 1..s.len() - 1]))
+            }
+            None => (s, None),
+        };
+        let name = name.trim();
+        if name.is_empty()
+            || !name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "_-:.".contains(c))
+        {
+            return Err(bad("bad policy name"));
+        }
+        let mut params = BTreeMap::new();
+        if let Some(rest) = rest {
+            for kv in rest.split(',').map(str::trim).filter(|kv| !kv.is_empty()) {
+                let (k, v) = kv
+                    .split_once('=')
+                    .ok_or_else(|| bad(&format!("parameter {kv:?} has no '='")))?;
+                let (k, v) = (k.trim(), v.trim());
+                if k.is_empty() {
+                    return Err(bad("empty parameter name"));
+                }
+                if params.insert(k.to_string(), v.to_string()).is_some() {
+                    return Err(bad(&format!("parameter {k:?} given twice")));
+                }
+            }
+        }
+        Ok(Self {
+            name: name.to_string(),
+            params,
+        })
+    }
+
+    /// Fails on any parameter not in `valid`.
+    pub fn expect_only(&self, valid: &[&str]) -> Result<(), RegistryError> {
+        for k in self.params.keys() {
+            if !valid.contains(&k.as_str()) {
+                let valid = if valid.is_empty() {
+                    "(none)".to_string()
+                } else {
+                    valid.join(", ")
+                };
+                return Err(RegistryError::UnknownParam {
+                    policy: self.name.clone(),
+                    param: k.clone(),
+                    valid,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Parses parameter `key` with `FromStr`, or returns `default` when absent.
+    pub fn get<T: std::str::FromStr>(&self, key: &str, default: T) -> Result<T, RegistryError>
+    where
+        T::Err: std::fmt::Display,
+    {
+        match self.params.get(key) {
+            None => Ok(default),
+            Some(v) => v.parse().map_err(|e: T::Err| RegistryError::BadValue {
+                policy: self.name.clone(),
+                param: key.to_string(),
+                value: v.clone(),
+                msg: e.to_string(),
+            }),
+        }
+    }
+}
+
+type Builder = fn(&PolicySpec) -> Result<Box<dyn ClusterPolicy>, RegistryError>;
+
+/// Every registered cluster-level policy: (info, builder).
+fn entries() -> Vec<(PolicyInfo, Builder)> {
+    vec![
+        (crate::fcfs::info(), crate::fcfs::build),
+        (crate::easy::info(), crate::easy::build),
+        (crate::conservative::info(), crate::conservative::build),
+    ]
+}
+
+/// Documentation of every registered policy, in registry order.
+pub fn catalog() -> Vec<PolicyInfo> {
+    entries().into_iter().map(|(i, _)| i).collect()
+}
+
+/// Builds the policy named by `spec` (e.g. `"easy"`, `"fcfs"`).
+pub fn build(spec: &str) -> Result<Box<dyn ClusterPolicy>, RegistryError> {
+    let parsed = PolicySpec::parse(spec)?;
+    let all = entries();
+    match all.iter().find(|(i, _)| i.name == parsed.name) {
+        Some((_, b)) => b(&parsed),
+        None => Err(RegistryError::UnknownPolicy {
+            name: parsed.name.clone(),
+            valid: all
+                .iter()
+                .map(|(i, _)| i.name)
+                .collect::<Vec<_>>()
+                .join(", "),
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_names_and_params() {
+        let s = PolicySpec::parse(" easy[ reserve = 2 ,x=y] ").unwrap();
+        assert_eq!(s.name, "easy");
+        assert_eq!(s.params.get("reserve").map(String::as_str), Some("2"));
+        assert_eq!(s.params.len(), 2);
+        assert!(PolicySpec::parse("easy[").is_err());
+        assert!(PolicySpec::parse("easy[a]").is_err());
+        assert!(PolicySpec::parse("").is_err());
+        assert!(PolicySpec::parse("easy[a=1,a=2]").is_err());
+    }
+
+    #[test]
+    fn unknown_policy_lists_valid_ones() {
+        let e = build("sjf").err().unwrap();
+        assert_eq!(
+            e.to_string(),
+            "unknown policy \"sjf\"; valid policies: fcfs, easy, conservative"
+        );
+    }
+
+    #[test]
+    fn unknown_param_lists_valid_ones() {
+        let e = build("fcfs[depth=3]").err().unwrap();
+        assert!(
+            e.to_string()
+                .starts_with("policy fcfs: unknown parameter \"depth\""),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn every_catalog_entry_builds_with_defaults() {
+        for info in catalog() {
+            let p = build(info.name).unwrap();
+            assert!(p.name().starts_with(info.name));
+        }
+    }
+}

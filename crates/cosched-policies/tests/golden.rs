@@ -1,0 +1,130 @@
+//! Golden scenarios: small workloads whose schedules are worked out by hand.
+//! A change to any expected schedule here is a change of algorithm.
+
+mod common;
+use common::*;
+use cosched_policies::build;
+
+fn sched(policy: &str, w: &cosched_model::Workload, procs: u32) -> Vec<(i64, i64)> {
+    let mut p = build(policy).unwrap();
+    spans(&run(w, procs, p.as_mut()))
+}
+
+/// Machine of 10 processors.
+/// A: t=0, 6 procs, 10 s.   B: t=1, 8 procs, 10 s.   C: t=2, 9 procs, 10 s.   D: t=3, 2 procs, 25 s.
+///
+/// EASY: at t=3 the head B has shadow time 10 (A's end) with 10-8 = 2 extra processors;
+/// D ends at 28 > 10 but needs only 2 <= extra, so D is backfilled at 3. B runs [10,20);
+/// at 20 only 8 are free (D holds 2) and C (9) waits for D's end at 28.
+/// Conservative: C holds a reservation [20,30) leaving 1 free processor, so D (2 procs,
+/// 25 s) fits nowhere before 30: no backfilling, and C is not delayed.
+/// FCFS: same as conservative here.
+fn classic() -> cosched_model::Workload {
+    workload(vec![
+        job(1, 0, 6, 10, Some(10), false),
+        job(2, 1, 8, 10, Some(10), false),
+        job(3, 2, 9, 10, Some(10), false),
+        job(4, 3, 2, 25, Some(25), false),
+    ])
+}
+
+#[test]
+fn easy_backfills_a_short_job_that_conservative_does_not() {
+    let w = classic();
+    assert_eq!(
+        sched("easy", &w, 10),
+        vec![(0, 10), (10, 20), (28, 38), (3, 28)]
+    );
+    assert_eq!(
+        sched("conservative", &w, 10),
+        vec![(0, 10), (10, 20), (20, 30), (30, 55)]
+    );
+    assert_eq!(
+        sched("fcfs", &w, 10),
+        vec![(0, 10), (10, 20), (20, 30), (30, 55)]
+    );
+}
+
+/// A: t=0, 6 procs, runs 10 s but requested 100 s.  B: t=1, 8 procs, 10 s.  E: t=3, 4 procs, 20 s.
+///
+/// Exact estimates: B's shadow is 10 with 2 extra; E (ends 23, 4 procs) cannot backfill;
+/// A ends at 10, B runs [10,20), E runs [20,40).
+/// Requested estimates (A estimated at 100): B's shadow is 100, E ends at 23 <= 100 and is
+/// backfilled at 3; when A really ends at 10 only 6 are free, so B waits for E: [23,33).
+#[test]
+fn an_inaccurate_estimate_changes_the_easy_schedule() {
+    let over = workload(vec![
+        job(1, 0, 6, 10, Some(100), false),
+        job(2, 1, 8, 10, Some(10), false),
+        job(3, 3, 4, 20, Some(20), false),
+    ]);
+    let exact = workload(vec![
+        job(1, 0, 6, 10, Some(10), false),
+        job(2, 1, 8, 10, Some(10), false),
+        job(3, 3, 4, 20, Some(20), false),
+    ]);
+    assert_eq!(sched("easy", &exact, 10), vec![(0, 10), (10, 20), (20, 40)]);
+    assert_eq!(sched("easy", &over, 10), vec![(0, 10), (23, 33), (3, 23)]);
+    // Conservative gives E the reservation [3,23) too (B is reserved at 100 by the estimate),
+    // and after A's early end the compression moves B to E's end.
+    assert_eq!(
+        sched("conservative", &over, 10),
+        vec![(0, 10), (23, 33), (3, 23)]
+    );
+}
+
+/// Conservative compression: an early completion moves reservations earlier, in queue order.
+/// Machine 4. A: t=0, 4 procs, runs 5 s, requested 50 s. B: t=1, 4 procs, 10 s. C: t=2, 2 procs, 10 s.
+/// Reservations at t=2: B [50,60), C [60,70). A ends at 5: B moves to [5,15), C to [15,25).
+#[test]
+fn conservative_compresses_after_an_early_end() {
+    let w = workload(vec![
+        job(1, 0, 4, 5, Some(50), false),
+        job(2, 1, 4, 10, Some(10), false),
+        job(3, 2, 2, 10, Some(10), false),
+    ]);
+    assert_eq!(
+        sched("conservative", &w, 4),
+        vec![(0, 5), (5, 15), (15, 25)]
+    );
+    assert_eq!(sched("easy", &w, 4), vec![(0, 5), (5, 15), (15, 25)]);
+}
+
+/// Kill at the estimate: A requested 5 s but needs 10 s; it is killed at 5.
+#[test]
+fn kill_at_estimate() {
+    let w = workload(vec![
+        job(1, 0, 4, 10, Some(5), true),
+        job(2, 0, 4, 3, Some(3), true),
+    ]);
+    let mut p = build("fcfs").unwrap();
+    let out = run(&w, 4, p.as_mut());
+    assert_eq!(spans(&out), vec![(0, 5), (5, 8)]);
+    assert_eq!(out.records[0].status, cosched_engine::JobStatus::Killed);
+    assert_eq!(out.records[1].status, cosched_engine::JobStatus::Completed);
+}
+
+/// FCFS head-of-line blocking: a small job waits behind a big one even if it fits.
+#[test]
+fn fcfs_blocks_behind_the_head() {
+    let w = workload(vec![
+        job(1, 0, 3, 10, None, false),
+        job(2, 1, 4, 5, None, false),
+        job(3, 2, 1, 1, None, false),
+    ]);
+    assert_eq!(sched("fcfs", &w, 4), vec![(0, 10), (10, 15), (15, 16)]);
+    assert_eq!(sched("easy", &w, 4), vec![(0, 10), (10, 15), (2, 3)]);
+}
+
+/// A job larger than the machine is rejected at submission and never reaches the policy.
+#[test]
+fn oversized_jobs_are_rejected() {
+    let w = workload(vec![
+        job(1, 0, 5, 10, None, false),
+        job(2, 0, 2, 1, None, false),
+    ]);
+    let mut p = build("easy").unwrap();
+    let out = run(&w, 4, p.as_mut());
+    assert_eq!(out.records[0].status, cosched_engine::JobStatus::Rejected);
+    assert_eq!(spans(&out), vec![(-1, -1), (0, 1)]);
+}

@@ -1,0 +1,101 @@
+//! Property tests on random workloads for every batch policy.
+
+mod common;
+use common::*;
+use cosched_des::SimTime;
+use cosched_engine::{ClusterPolicy, JobStatus};
+use cosched_model::{JobId, Workload};
+use cosched_policies::conservative::Conservative;
+use cosched_policies::easy::Easy;
+use cosched_policies::fcfs::Fcfs;
+use proptest::prelude::*;
+
+/// (machine procs, workload, kill mode)
+fn arb_case() -> impl Strategy<Value = (u32, Workload, bool)> {
+    (1u32..=16, any::<bool>()).prop_flat_map(|(m, kill)| {
+        let jobs = proptest::collection::vec(
+            (
+                0i64..60,
+                1u32..=m + 2,
+                0i64..40,
+                prop_oneof![Just(None), (0i64..60).prop_map(Some)],
+            ),
+            0..30,
+        );
+        jobs.prop_map(move |mut js| {
+            js.sort_by_key(|j| j.0);
+            let specs = js
+                .into_iter()
+                .enumerate()
+                .map(|(i, (sub, p, rt, req))| {
+                    job(i as i64, sub, p, rt, req.map(|r: i64| r.max(1)), kill)
+                })
+                .collect();
+            (m, workload(specs), kill)
+        })
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+
+    #[test]
+    fn fcfs_starts_in_submit_order((m, w, _k) in arb_case()) {
+        let out = run(&w, m, &mut Fcfs::default());
+        let starts: Vec<SimTime> = out.records.iter().filter(|r| r.status != JobStatus::Rejected)
+            .map(|r| r.start.unwrap()).collect();
+        prop_assert!(starts.windows(2).all(|p| p[0] <= p[1]), "{starts:?}");
+    }
+
+    #[test]
+    fn easy_never_delays_the_head_reservation((m, w, _k) in arb_case()) {
+        let mut p = Easy::with_reservation_log();
+        let out = run(&w, m, &mut p);
+        for &(j, at, reserved) in p.reservation_log() {
+            let start = out.records[j.idx()].start.unwrap();
+            prop_assert!(start <= reserved, "job {} reserved at {} (made at {}) started at {}", j.0, reserved, at, start);
+        }
+    }
+
+    #[test]
+    fn conservative_never_delays_a_reservation((m, w, _k) in arb_case()) {
+        let mut p = Conservative::with_reservation_log();
+        let out = run(&w, m, &mut p);
+        let mut last: std::collections::HashMap<JobId, SimTime> = Default::default();
+        for &(j, _at, reserved) in p.reservation_log() {
+            if let Some(&prev) = last.get(&j) {
+                prop_assert!(reserved <= prev, "job {} moved later: {} -> {}", j.0, prev, reserved);
+            }
+            last.insert(j, reserved);
+        }
+        for (i, r) in out.records.iter().enumerate() {
+            if let Some(start) = r.start {
+                prop_assert_eq!(Some(&start), last.get(&JobId(i as u32)), "job {} started off its reservation", i);
+            }
+        }
+    }
+
+    #[test]
+    fn every_policy_yields_a_valid_schedule((m, w, _k) in arb_case()) {
+        // `run` checks: no over-commit, start >= submit, exact (or killed) runtimes,
+        // every job ends exactly once or is rejected.
+        let policies: Vec<Box<dyn ClusterPolicy>> = vec![Box::new(Fcfs::default()), Box::new(Easy::default()), Box::new(Conservative::default())];
+        for mut p in policies {
+            let out = run(&w, m, p.as_mut());
+            for (spec, r) in w.jobs.iter().zip(&out.records) {
+                prop_assert_eq!(r.status == JobStatus::Rejected, spec.procs > m);
+            }
+        }
+    }
+
+    #[test]
+    fn backfilling_never_loses_to_nothing((m, w, _k) in arb_case()) {
+        // Sanity: with every policy, the machine is never idle while the queue head fits.
+        // (Work-conserving for the head: the head's start is never later than FCFS's.)
+        let f = run(&w, m, &mut Fcfs::default());
+        let e = run(&w, m, &mut Easy::default());
+        if let (Some(fr), Some(er)) = (f.records.iter().find(|r| r.start.is_some()), e.records.iter().find(|r| r.start.is_some())) {
+            prop_assert_eq!(fr.start, er.start);
+        }
+    }
+}

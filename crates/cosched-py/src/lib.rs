@@ -1,0 +1,389 @@
+//! `coscheduling._core`: the private Python binding of cosched.
+//!
+//! This crate only converts: Python arguments to the Rust API of the `cosched`
+//! facade, and results back to Python objects. Errors become Python exceptions
+//! carrying the Rust error's message (which names the file, line and field):
+//! `ValueError` for bad input (trace, configuration, options, policy names),
+//! `RuntimeError` for failures of the engine itself.
+
+use cosched::model::swf::{self, SwfHeader, SwfRecord, SwfTrace};
+use cosched::model::{EstimateSource, OverrunPolicy, Placement, Platform, RunConfig, WorkloadOptions};
+use cosched::{engine::EngineError, Error, TraceRun};
+use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList};
+use pyo3_stub_gen::derive::{gen_stub_pyclass, gen_stub_pyfunction, gen_stub_pymethods};
+use serde::de::DeserializeOwned;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+// ---------------------------------------------------------------------------
+// Errors
+
+fn value_error(msg: impl Into<String>) -> PyErr {
+    PyValueError::new_err(msg.into())
+}
+
+/// Maps a facade error to a Python exception: input errors to `ValueError`,
+/// engine failures to `RuntimeError`.
+fn to_py(e: Error) -> PyErr {
+    match e {
+        Error::Engine(EngineError::Platform(_) | EngineError::Unsorted(_)) => value_error(e.to_string()),
+        Error::Engine(_) => PyRuntimeError::new_err(e.to_string()),
+        _ => value_error(e.to_string()),
+    }
+}
+
+fn json_text<T: serde::Serialize>(v: &T) -> PyResult<String> {
+    serde_json::to_string(v).map_err(|e| PyRuntimeError::new_err(format!("cannot serialize to JSON: {e}")))
+}
+
+// ---------------------------------------------------------------------------
+// Argument conversion
+
+/// Parses an option value with the Rust type's own serde names (`"requested"`, `"kill"`, ...).
+fn enum_arg<T: DeserializeOwned>(name: &str, value: &str) -> PyResult<T> {
+    serde_json::from_value(serde_json::Value::String(value.to_string())).map_err(|e| value_error(format!("{name}: {e}")))
+}
+
+fn workload_options(
+    estimates: &str,
+    overrun: &str,
+    machine_size: Option<i64>,
+    machine_size_from_nodes: bool,
+) -> PyResult<WorkloadOptions> {
+    let machine_size = match machine_size {
+        None => None,
+        Some(n) if (1..=u32::MAX as i64).contains(&n) => Some(n as u32),
+        Some(n) => return Err(value_error(format!("machine_size: must be between 1 and {}, got {n}", u32::MAX))),
+    };
+    Ok(WorkloadOptions {
+        estimates: enum_arg::<EstimateSource>("estimates", estimates)?,
+        overrun: enum_arg::<OverrunPolicy>("overrun", overrun)?,
+        machine_size_from_nodes,
+        machine_size,
+    })
+}
+
+fn seed_arg(seed: i128) -> PyResult<u64> {
+    u64::try_from(seed).map_err(|_| value_error(format!("seed: must be between 0 and {}, got {seed}", u64::MAX)))
+}
+
+fn count_arg(name: &str, v: i64) -> PyResult<usize> {
+    usize::try_from(v).map_err(|_| value_error(format!("{name}: must be >= 0, got {v}")))
+}
+
+/// Converts a platform dict (`nodes`, `procs_per_node`, `idle_watts`, `busy_watts`)
+/// through the Rust type's serde schema, so defaults and unknown-key errors are the Rust ones.
+fn platform_arg(d: &Bound<'_, PyDict>) -> PyResult<Platform> {
+    let mut map = serde_json::Map::new();
+    for (k, v) in d.iter() {
+        let key: String = k.extract().map_err(|_| value_error("platform: keys must be strings"))?;
+        let value = if v.is_instance_of::<PyBool>() {
+            return Err(value_error(format!("platform.{key}: expected a number, got a bool")));
+        } else if v.is_instance_of::<PyInt>() {
+            serde_json::Value::from(v.extract::<i64>().map_err(|e| value_error(format!("platform.{key}: {e}")))?)
+        } else if v.is_instance_of::<PyFloat>() {
+            let x: f64 = v.extract()?;
+            if !x.is_finite() {
+                return Err(value_error(format!("platform.{key}: must be finite, got {x}")));
+            }
+            serde_json::Value::from(x)
+        } else {
+            return Err(value_error(format!("platform.{key}: expected a number, got {}", v.get_type().name()?)));
+        };
+        map.insert(key, value);
+    }
+    let p: Platform = serde_json::from_value(serde_json::Value::Object(map)).map_err(|e| value_error(format!("platform: {e}")))?;
+    p.validate().map_err(|e| value_error(e.to_string()))?;
+    Ok(p)
+}
+
+// ---------------------------------------------------------------------------
+// Results
+
+/// The result of one run: the per-job table, the summary, warnings and wall-clock timings.
+#[gen_stub_pyclass]
+#[pyclass(module = "coscheduling._core", frozen)]
+pub struct RunResult {
+    inner: cosched::RunResult,
+}
+
+#[gen_stub_pymethods]
+#[pymethods]
+impl RunResult {
+    /// Every column of the job table, in table order: name -> list of values
+    /// (times in seconds; NaN for jobs that never started).
+    #[gen_stub(override_return_type(type_repr = "dict[str, list[typing.Any]]", imports = ("typing")))]
+    fn columns<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let t = &self.inner.table;
+        let d = PyDict::new(py);
+        d.set_item("job_id", PyList::new(py, &t.job_id)?)?;
+        d.set_item("submit_s", PyList::new(py, &t.submit_s)?)?;
+        d.set_item("start_s", PyList::new(py, &t.start_s)?)?;
+        d.set_item("end_s", PyList::new(py, &t.end_s)?)?;
+        d.set_item("wait_s", PyList::new(py, &t.wait_s)?)?;
+        d.set_item("execution_s", PyList::new(py, &t.execution_s)?)?;
+        d.set_item("response_s", PyList::new(py, &t.response_s)?)?;
+        d.set_item("slowdown", PyList::new(py, &t.slowdown)?)?;
+        d.set_item("bounded_slowdown", PyList::new(py, &t.bounded_slowdown)?)?;
+        d.set_item("procs", PyList::new(py, &t.procs)?)?;
+        d.set_item("nodes", PyList::new(py, &t.nodes)?)?;
+        d.set_item("runtime_s", PyList::new(py, &t.runtime_s)?)?;
+        d.set_item("estimate_s", PyList::new(py, &t.estimate_s)?)?;
+        d.set_item("requested_s", PyList::new(py, &t.requested_s)?)?;
+        d.set_item("status", PyList::new(py, &t.status)?)?;
+        d.set_item("energy_j", PyList::new(py, &t.energy_j)?)?;
+        d.set_item("node_list", PyList::new(py, &t.node_list)?)?;
+        Ok(d)
+    }
+
+    /// The run summary as JSON text (the summary.json keys, in a fixed order; NaN as null).
+    fn summary_json(&self) -> PyResult<String> {
+        json_text(&self.inner.summary)
+    }
+
+    /// The platform the run used: nodes, procs_per_node, idle_watts, busy_watts.
+    fn platform_json(&self) -> PyResult<String> {
+        json_text(&self.inner.platform)
+    }
+
+    /// Warnings produced while building the workload.
+    #[getter]
+    fn warnings(&self) -> Vec<String> {
+        self.inner.warnings.clone()
+    }
+
+    /// Wall-clock seconds of each phase: parse_s, simulate_s, metrics_s.
+    fn timings(&self) -> BTreeMap<String, f64> {
+        let t = &self.inner.timings;
+        BTreeMap::from([
+            ("parse_s".to_string(), t.parse_s),
+            ("simulate_s".to_string(), t.simulate_s),
+            ("metrics_s".to_string(), t.metrics_s),
+        ])
+    }
+
+    /// Number of jobs in the table.
+    fn __len__(&self) -> usize {
+        self.inner.table.job_id.len()
+    }
+}
+
+fn wrap(r: cosched::RunResult) -> RunResult {
+    RunResult { inner: r }
+}
+
+// ---------------------------------------------------------------------------
+// Functions
+
+/// The version of the Rust core.
+#[gen_stub_pyfunction]
+#[pyfunction]
+fn version() -> &'static str {
+    cosched::VERSION
+}
+
+/// Reads an SWF trace and simulates it under a policy (job-level model).
+///
+/// `platform` (keys nodes, procs_per_node, idle_watts, busy_watts) overrides the
+/// platform derived from the trace header.
+#[gen_stub_pyfunction]
+#[pyfunction]
+#[pyo3(signature = (
+    trace, policy, *, estimates = "requested", overrun = "extend", machine_size = None,
+    machine_size_from_nodes = false, max_jobs = None, platform = None, placement = "packing",
+    seed = 0, bsld_threshold_s = 10.0
+))]
+#[allow(clippy::too_many_arguments)]
+fn run_trace(
+    py: Python<'_>,
+    trace: PathBuf,
+    policy: &str,
+    estimates: &str,
+    overrun: &str,
+    machine_size: Option<i64>,
+    machine_size_from_nodes: bool,
+    max_jobs: Option<i64>,
+    platform: Option<Bound<'_, PyDict>>,
+    placement: &str,
+    seed: i128,
+    bsld_threshold_s: f64,
+) -> PyResult<RunResult> {
+    let mut run = TraceRun::new(trace, policy);
+    run.options = workload_options(estimates, overrun, machine_size, machine_size_from_nodes)?;
+    run.max_jobs = max_jobs.map(|n| count_arg("max_jobs", n)).transpose()?;
+    run.platform = platform.as_ref().map(platform_arg).transpose()?;
+    run.placement = enum_arg::<Placement>("placement", placement)?;
+    run.seed = seed_arg(seed)?;
+    run.bsld_threshold_s = bsld_threshold_s;
+    py.detach(|| cosched::run_trace(&run)).map(wrap).map_err(to_py)
+}
+
+/// Loads and validates a run configuration file (TOML or JSON) and runs it.
+#[gen_stub_pyfunction]
+#[pyfunction]
+fn run_config(py: Python<'_>, path: PathBuf) -> PyResult<RunResult> {
+    let cfg = RunConfig::load(&path).map_err(|e| value_error(e.to_string()))?;
+    py.detach(|| cosched::run_config(&cfg)).map(wrap).map_err(to_py)
+}
+
+/// Loads and validates a run configuration file; returns it as JSON text with
+/// every default filled in and the trace path resolved against the file's folder.
+#[gen_stub_pyfunction]
+#[pyfunction]
+fn load_config(path: PathBuf) -> PyResult<String> {
+    let cfg = RunConfig::load(&path).map_err(|e| value_error(e.to_string()))?;
+    json_text(&cfg)
+}
+
+fn check_len(name: &str, len: usize, n: usize) -> PyResult<()> {
+    if len != n {
+        return Err(value_error(format!("jobs: column {name} has {len} rows, submit_s has {n}")));
+    }
+    Ok(())
+}
+
+/// Job ids travel through the SWF record's f64 fields: they must be exact there.
+const MAX_EXACT_ID: i64 = 1 << 53;
+
+/// Simulates an in-memory workload (one entry per job in every list).
+///
+/// `requested_s` is the user's requested time; NaN or <= 0 means unknown.
+/// `job_id` defaults to the row index. Jobs are sorted stably by submit time;
+/// the estimate each job gets follows the same rules as for SWF traces.
+#[gen_stub_pyfunction]
+#[pyfunction]
+#[pyo3(signature = (
+    submit_s, runtime_s, procs, requested_s, job_id = None, *, platform, policy,
+    estimates = "requested", overrun = "extend", placement = "packing", seed = 0, bsld_threshold_s = 10.0
+))]
+#[allow(clippy::too_many_arguments)]
+fn run_jobs(
+    py: Python<'_>,
+    submit_s: Vec<f64>,
+    runtime_s: Vec<f64>,
+    procs: Vec<i64>,
+    requested_s: Vec<f64>,
+    job_id: Option<Vec<i64>>,
+    platform: Bound<'_, PyDict>,
+    policy: &str,
+    estimates: &str,
+    overrun: &str,
+    placement: &str,
+    seed: i128,
+    bsld_threshold_s: f64,
+) -> PyResult<RunResult> {
+    let n = submit_s.len();
+    check_len("runtime_s", runtime_s.len(), n)?;
+    check_len("procs", procs.len(), n)?;
+    check_len("requested_s", requested_s.len(), n)?;
+    if let Some(ids) = &job_id {
+        check_len("job_id", ids.len(), n)?;
+    }
+    let platform = platform_arg(&platform)?;
+    let mut opts = workload_options(estimates, overrun, None, false)?;
+    opts.machine_size = Some(platform.total_procs());
+    let placement = enum_arg::<Placement>("placement", placement)?;
+    let seed = seed_arg(seed)?;
+
+    let bad = |i: usize, col: &str, msg: String| value_error(format!("jobs row {i}: column {col}: {msg}"));
+    let mut records = Vec::with_capacity(n);
+    for i in 0..n {
+        let (s, r, p, q) = (submit_s[i], runtime_s[i], procs[i], requested_s[i]);
+        if !(s.is_finite() && s >= 0.0) {
+            return Err(bad(i, "submit_s", format!("must be a finite number >= 0, got {s}")));
+        }
+        if !(r.is_finite() && r >= 0.0) {
+            return Err(bad(i, "runtime_s", format!("must be a finite number >= 0, got {r}")));
+        }
+        if !(1..=u32::MAX as i64).contains(&p) {
+            return Err(bad(i, "procs", format!("must be between 1 and {}, got {p}", u32::MAX)));
+        }
+        if q.is_infinite() {
+            return Err(bad(i, "requested_s", format!("must be finite (NaN or <= 0 for unknown), got {q}")));
+        }
+        let id = match &job_id {
+            Some(ids) => ids[i],
+            None => i as i64,
+        };
+        if id.abs() > MAX_EXACT_ID {
+            return Err(bad(i, "job_id", format!("must be within +-2^53, got {id}")));
+        }
+        let mut fields = [-1.0; 18];
+        fields[swf::field::JOB_NUMBER] = id as f64;
+        fields[swf::field::SUBMIT_TIME] = s;
+        fields[swf::field::RUN_TIME] = r;
+        fields[swf::field::ALLOCATED_PROCS] = p as f64;
+        fields[swf::field::REQUESTED_TIME] = if q > 0.0 { q } else { -1.0 };
+        records.push(SwfRecord { line: i, fields });
+    }
+    let trace = SwfTrace { origin: "jobs".into(), header: SwfHeader::default(), records };
+    let (workload, _) = swf::to_workload(&trace, &opts, None).map_err(|e| value_error(e.to_string()))?;
+    py.detach(|| cosched::run_workload(&workload, &platform, policy, placement, seed, bsld_threshold_s))
+        .map(wrap)
+        .map_err(to_py)
+}
+
+/// Statistics of an SWF trace, as JSON text.
+#[gen_stub_pyfunction]
+#[pyfunction]
+#[pyo3(signature = (path, *, machine_size_from_nodes = false, machine_size = None))]
+fn trace_info(py: Python<'_>, path: PathBuf, machine_size_from_nodes: bool, machine_size: Option<i64>) -> PyResult<String> {
+    let opts = workload_options("requested", "extend", machine_size, machine_size_from_nodes)?;
+    let stats = py
+        .detach(|| swf::read_swf(&path).and_then(|t| swf::trace_stats(&t, &opts)))
+        .map_err(|e| value_error(e.to_string()))?;
+    json_text(&stats)
+}
+
+/// Writes the first `first` data records of the trace `src` to `dst` (gzip when
+/// `dst` ends in .gz), keeping every header comment line. Atomic.
+#[gen_stub_pyfunction]
+#[pyfunction]
+fn slice_trace(py: Python<'_>, src: PathBuf, dst: PathBuf, first: i64) -> PyResult<()> {
+    let first = count_arg("first", first)?;
+    py.detach(|| {
+        let mut t = swf::read_swf(Path::new(&src))?;
+        t.records.truncate(first);
+        swf::write_swf(&t, &dst)
+    })
+    .map_err(|e| value_error(e.to_string()))
+}
+
+/// Every registered policy with its level, summary and parameters, as JSON text.
+#[gen_stub_pyfunction]
+#[pyfunction]
+fn policies() -> PyResult<String> {
+    json_text(&cosched::policies::catalog())
+}
+
+pyo3_stub_gen::module_variable!("coscheduling._core", "__version__", String);
+pyo3_stub_gen::module_doc!(
+    "coscheduling._core",
+    "The Rust core of coscheduling (private: use the `coscheduling` package)."
+);
+
+#[pymodule]
+fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("__doc__", "The Rust core of coscheduling (private: use the `coscheduling` package).")?;
+    m.add("__version__", cosched::VERSION)?;
+    m.add_class::<RunResult>()?;
+    m.add_function(wrap_pyfunction!(version, m)?)?;
+    m.add_function(wrap_pyfunction!(run_trace, m)?)?;
+    m.add_function(wrap_pyfunction!(run_config, m)?)?;
+    m.add_function(wrap_pyfunction!(load_config, m)?)?;
+    m.add_function(wrap_pyfunction!(run_jobs, m)?)?;
+    m.add_function(wrap_pyfunction!(trace_info, m)?)?;
+    m.add_function(wrap_pyfunction!(slice_trace, m)?)?;
+    m.add_function(wrap_pyfunction!(policies, m)?)?;
+    Ok(())
+}
+
+/// Gathers the stub information of this module, configured by the repository's
+/// pyproject.toml (used by the `stub_gen` binary).
+pub fn stub_info() -> pyo3_stub_gen::Result<pyo3_stub_gen::StubInfo> {
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let root = manifest.parent().and_then(Path::parent).unwrap_or(manifest);
+    pyo3_stub_gen::StubInfo::from_pyproject_toml(root.join("pyproject.toml"))
+}

@@ -1,0 +1,167 @@
+//! cosched: run a simulation end to end.
+//!
+//! `trace or workload -> policy (by name) -> engine -> metrics`. This is the
+//! API the Python bindings and the benchmarks use; it adds no behaviour of its
+//! own beyond wiring and timing.
+
+use cosched_engine::metrics::{summarize, JobTable, Summary};
+use cosched_engine::{simulate, EngineError, SimOptions};
+use cosched_model::swf::{self, MachineSize, SwfError};
+use cosched_model::{ConfigError, Placement, Platform, RunConfig, Workload, WorkloadOptions};
+use std::path::PathBuf;
+use std::time::Instant;
+use thiserror::Error;
+
+pub use cosched_engine as engine;
+pub use cosched_model as model;
+pub use cosched_policies as policies;
+
+/// The package version.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+#[derive(Debug, Error)]
+pub enum Error {
+    #[error(transparent)]
+    Swf(#[from] SwfError),
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    #[error(transparent)]
+    Policy(#[from] cosched_policies::RegistryError),
+    #[error(transparent)]
+    Engine(#[from] EngineError),
+    #[error("{0}")]
+    Invalid(String),
+}
+
+/// One job-level run of a trace.
+#[derive(Clone, Debug)]
+pub struct TraceRun {
+    pub trace: PathBuf,
+    pub policy: String,
+    pub options: WorkloadOptions,
+    pub max_jobs: Option<usize>,
+    /// Overrides the platform derived from the trace header.
+    pub platform: Option<Platform>,
+    pub placement: Placement,
+    pub seed: u64,
+    pub bsld_threshold_s: f64,
+}
+
+impl TraceRun {
+    pub fn new(trace: impl Into<PathBuf>, policy: &str) -> Self {
+        Self {
+            trace: trace.into(),
+            policy: policy.to_string(),
+            options: WorkloadOptions::default(),
+            max_jobs: None,
+            platform: None,
+            placement: Placement::Packing,
+            seed: 0,
+            bsld_threshold_s: 10.0,
+        }
+    }
+}
+
+impl From<&RunConfig> for TraceRun {
+    fn from(c: &RunConfig) -> Self {
+        Self {
+            trace: c.workload.trace.clone(),
+            policy: c.scheduler.policy.clone(),
+            options: c.workload.options.clone(),
+            max_jobs: c.workload.max_jobs,
+            platform: c.platform.clone(),
+            placement: c.scheduler.placement,
+            seed: c.seed,
+            bsld_threshold_s: c.metrics.bounded_slowdown_threshold_s,
+        }
+    }
+}
+
+/// Wall-clock phases of a run (reported by benchmarks, never written to result files).
+#[derive(Clone, Debug, Default)]
+pub struct Timings {
+    pub parse_s: f64,
+    pub simulate_s: f64,
+    pub metrics_s: f64,
+}
+
+/// Everything a run produces.
+#[derive(Clone, Debug)]
+pub struct RunResult {
+    pub table: JobTable,
+    pub summary: Summary,
+    pub platform: Platform,
+    pub warnings: Vec<String>,
+    pub timings: Timings,
+}
+
+/// The platform a trace implies: its machine size, with the default power model.
+pub fn platform_of(m: &MachineSize) -> Platform {
+    Platform::new(m.nodes, m.procs_per_node)
+}
+
+/// Reads a trace and runs it.
+pub fn run_trace(run: &TraceRun) -> Result<RunResult, Error> {
+    let t0 = Instant::now();
+    let trace = swf::read_swf(&run.trace)?;
+    let (workload, machine) = swf::to_workload(&trace, &run.options, run.max_jobs)?;
+    let parse_s = t0.elapsed().as_secs_f64();
+    let platform = run
+        .platform
+        .clone()
+        .unwrap_or_else(|| platform_of(&machine));
+    let mut r = run_workload(
+        &workload,
+        &platform,
+        &run.policy,
+        run.placement,
+        run.seed,
+        run.bsld_threshold_s,
+    )?;
+    r.timings.parse_s = parse_s;
+    Ok(r)
+}
+
+/// Runs a configuration file's run.
+pub fn run_config(cfg: &RunConfig) -> Result<RunResult, Error> {
+    run_trace(&TraceRun::from(cfg))
+}
+
+/// Runs an in-memory workload.
+pub fn run_workload(
+    workload: &Workload,
+    platform: &Platform,
+    policy: &str,
+    placement: Placement,
+    seed: u64,
+    bsld_threshold_s: f64,
+) -> Result<RunResult, Error> {
+    if !(bsld_threshold_s.is_finite() && bsld_threshold_s > 0.0) {
+        return Err(Error::Invalid(format!(
+            "bounded slowdown threshold must be > 0, got {bsld_threshold_s}"
+        )));
+    }
+    let mut p = cosched_policies::build(policy)?;
+    let t1 = Instant::now();
+    let out = simulate(
+        workload,
+        platform,
+        p.as_mut(),
+        &SimOptions { placement, seed },
+    )?;
+    let simulate_s = t1.elapsed().as_secs_f64();
+    let t2 = Instant::now();
+    let (table, summary) = summarize(workload, platform, &out, bsld_threshold_s);
+    let metrics_s = t2.elapsed().as_secs_f64();
+    Ok(RunResult {
+        table,
+        summary,
+        platform: platform.clone(),
+        warnings: workload.warnings.clone(),
+        timings: Timings {
+            parse_s: 0.0,
+            simulate_s,
+            metrics_s,
+        },
+    })
+}

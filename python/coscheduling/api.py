@@ -1,0 +1,364 @@
+"""The Python API: run a simulation and get the job table and summary.
+
+>>> import coscheduling
+>>> df = coscheduling.simulate("trace.swf.gz", policy="easy")    # doctest: +SKIP
+>>> df.attrs["summary"]["mean_wait_s"]                            # doctest: +SKIP
+
+A run takes its jobs from exactly one of: an SWF trace (``trace``), a pandas
+DataFrame (``jobs``, with a ``platform``), or a run configuration file
+(``config``, TOML or JSON, whose options then come from the file).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from . import _core
+from .output import canonical_json, provenance, sha256_text, write_outputs
+
+__all__ = ["Result", "run", "simulate", "policies", "trace_info", "slice_trace", "JOB_COLUMNS"]
+
+#: Columns of the job table, in order (see docs/formats/jobs.md).
+JOB_COLUMNS = (
+    "job_id",
+    "submit_s",
+    "start_s",
+    "end_s",
+    "wait_s",
+    "execution_s",
+    "response_s",
+    "slowdown",
+    "bounded_slowdown",
+    "procs",
+    "nodes",
+    "runtime_s",
+    "estimate_s",
+    "requested_s",
+    "status",
+    "energy_j",
+    "node_list",
+)
+_INT_COLUMNS = frozenset({"job_id", "procs", "nodes"})
+_STR_COLUMNS = frozenset({"status", "node_list"})
+
+#: Columns a ``jobs`` DataFrame may have; the first three are required.
+INPUT_COLUMNS = ("submit_s", "runtime_s", "procs", "requested_s", "job_id")
+
+_DEFAULTS: dict[str, Any] = {
+    "policy": "easy",
+    "platform": None,
+    "estimates": "requested",
+    "overrun": "extend",
+    "placement": "packing",
+    "seed": 0,
+    "bsld_threshold_s": 10.0,
+    "machine_size": None,
+    "machine_size_from_nodes": False,
+    "max_jobs": None,
+}
+
+PathLike = str | os.PathLike[str]
+
+
+@dataclass
+class Result:
+    """One finished run."""
+
+    #: The job table, one row per job in submit order (columns: ``JOB_COLUMNS``).
+    jobs: pd.DataFrame
+    #: The summary (the summary.json keys without ``provenance``).
+    summary: dict[str, Any]
+    #: Warnings produced while building the workload.
+    warnings: list[str] = field(default_factory=list)
+    #: Wall-clock seconds per phase (parse_s, simulate_s, metrics_s); never written to files.
+    timings: dict[str, float] = field(default_factory=dict)
+    #: The platform the run used.
+    platform: dict[str, Any] = field(default_factory=dict)
+    #: The ``provenance`` object of summary.json.
+    provenance: dict[str, Any] = field(default_factory=dict)
+
+    def write(self, out_dir: PathLike) -> list[Path]:
+        """Writes ``jobs.csv``, ``jobs.parquet`` and ``summary.json`` into ``out_dir`` (atomically)."""
+        return write_outputs(out_dir, self.jobs, self.summary, self.provenance)
+
+
+def jobs_frame(columns: Mapping[str, list[Any]]) -> pd.DataFrame:
+    """The job table as a DataFrame with fixed dtypes (int64, float64, str)."""
+    data: dict[str, Any] = {}
+    for name in JOB_COLUMNS:
+        values = columns[name]
+        if name in _STR_COLUMNS:
+            data[name] = pd.Series(values, dtype=object)
+        elif name in _INT_COLUMNS:
+            data[name] = np.asarray(values, dtype=np.int64)
+        else:
+            data[name] = np.asarray(values, dtype=np.float64)
+    return pd.DataFrame(data, columns=list(JOB_COLUMNS))
+
+
+def _float_column(df: pd.DataFrame, name: str) -> list[float]:
+    col = df[name]
+    try:
+        return np.asarray(col, dtype=np.float64).tolist()
+    except (TypeError, ValueError):
+        for i, v in enumerate(col):
+            try:
+                float(v)
+            except (TypeError, ValueError):
+                raise ValueError(f"jobs row {i}: column {name}: not a number: {v!r}") from None
+        raise
+
+
+def _int_column(df: pd.DataFrame, name: str) -> list[int]:
+    col = df[name]
+    if col.dtype.kind in "iu" and not col.isna().any():
+        return [int(v) for v in col.tolist()]
+    values = _float_column(df, name)
+    for i, v in enumerate(values):
+        if not (np.isfinite(v) and float(v).is_integer()):
+            raise ValueError(f"jobs row {i}: column {name}: must be an integer, got {v!r}")
+    return [int(v) for v in values]
+
+
+def _jobs_args(jobs: pd.DataFrame) -> dict[str, Any]:
+    if not isinstance(jobs, pd.DataFrame):
+        raise ValueError(f"jobs: expected a pandas DataFrame, got {type(jobs).__name__}")
+    cols = [str(c) for c in jobs.columns]
+    missing = [c for c in INPUT_COLUMNS[:3] if c not in cols]
+    unknown = [c for c in cols if c not in INPUT_COLUMNS]
+    if missing or unknown:
+        what = []
+        if missing:
+            what.append(f"missing column(s) {', '.join(missing)}")
+        if unknown:
+            what.append(f"unknown column(s) {', '.join(unknown)}")
+        raise ValueError(
+            f"jobs: {'; '.join(what)}; columns are submit_s, runtime_s, procs (required), "
+            "requested_s, job_id (optional)"
+        )
+    n = len(jobs)
+    return {
+        "submit_s": _float_column(jobs, "submit_s"),
+        "runtime_s": _float_column(jobs, "runtime_s"),
+        "procs": _int_column(jobs, "procs"),
+        "requested_s": _float_column(jobs, "requested_s") if "requested_s" in cols else [float("nan")] * n,
+        "job_id": _int_column(jobs, "job_id") if "job_id" in cols else None,
+    }
+
+
+def _trace_options(trace: PathLike, o: Mapping[str, Any]) -> dict[str, Any]:
+    """The effective options of a trace run, shaped like a run configuration."""
+    return {
+        "seed": o["seed"],
+        "fidelity": "job",
+        "workload": {
+            "trace": str(trace),
+            "max_jobs": o["max_jobs"],
+            "estimates": o["estimates"],
+            "overrun": o["overrun"],
+            "machine_size_from_nodes": o["machine_size_from_nodes"],
+            "machine_size": o["machine_size"],
+        },
+        "platform": dict(o["platform"]) if o["platform"] is not None else None,
+        "scheduler": {"policy": o["policy"], "placement": o["placement"]},
+        "metrics": {"bounded_slowdown_threshold_s": o["bsld_threshold_s"]},
+    }
+
+
+def run(
+    trace: PathLike | None = None,
+    *,
+    jobs: pd.DataFrame | None = None,
+    config: PathLike | None = None,
+    policy: str = "easy",
+    platform: Mapping[str, Any] | None = None,
+    estimates: str = "requested",
+    overrun: str = "extend",
+    placement: str = "packing",
+    seed: int = 0,
+    bsld_threshold_s: float = 10.0,
+    machine_size: int | None = None,
+    machine_size_from_nodes: bool = False,
+    max_jobs: int | None = None,
+    command_line: str | None = None,
+) -> Result:
+    """Runs one simulation and returns its :class:`Result`.
+
+    Exactly one of ``trace`` (an SWF file, plain or gzip), ``jobs`` (a DataFrame
+    with columns submit_s, runtime_s, procs and optionally requested_s, job_id;
+    needs ``platform``) or ``config`` (a run configuration file) gives the jobs.
+
+    - ``policy``: a registered policy, e.g. ``"fcfs"``, ``"easy"``, ``"conservative"``
+      (see :func:`policies`), optionally with parameters ``"name[key=value]"``;
+    - ``platform``: ``{"nodes": N, "procs_per_node": C, "idle_watts": B, "busy_watts": W}``
+      (only ``nodes`` is required); for traces it overrides the header's machine size;
+    - ``estimates``: ``"requested"`` (the user's requested time) or ``"exact"``;
+    - ``overrun``: ``"extend"`` (a job outliving its request runs on) or ``"kill"``;
+    - ``placement``: ``"packing"`` or ``"random"``;
+    - ``machine_size`` / ``machine_size_from_nodes`` / ``max_jobs``: trace options;
+    - ``command_line``: recorded in the provenance (default: ``sys.argv``).
+
+    Bad input raises ``ValueError`` whose message names the file, line and field;
+    an engine failure raises ``RuntimeError``.
+    """
+    sources = [name for name, v in (("trace", trace), ("jobs", jobs), ("config", config)) if v is not None]
+    if len(sources) != 1:
+        raise ValueError(
+            "give exactly one of trace=, jobs= or config=" + (f" (got {', '.join(sources)})" if sources else "")
+        )
+    opts: dict[str, Any] = {
+        "policy": policy,
+        "platform": dict(platform) if platform is not None else None,
+        "estimates": estimates,
+        "overrun": overrun,
+        "placement": placement,
+        "seed": seed,
+        "bsld_threshold_s": bsld_threshold_s,
+        "machine_size": machine_size,
+        "machine_size_from_nodes": machine_size_from_nodes,
+        "max_jobs": max_jobs,
+    }
+    trace_path: PathLike | None = None
+    if config is not None:
+        changed = [k for k, v in opts.items() if v != _DEFAULTS[k]]
+        if changed:
+            raise ValueError(
+                f"{', '.join(changed)}: these options come from the configuration file {config}; "
+                "set them there"
+            )
+        options = json.loads(_core.load_config(config))
+        res = _core.run_config(config)
+        trace_path = options["workload"]["trace"]
+        policy_name = options["scheduler"]["policy"]
+        seed_used = options["seed"]
+    elif trace is not None:
+        options = _trace_options(trace, opts)
+        trace_path = trace
+        policy_name, seed_used = policy, seed
+        res = _core.run_trace(
+            trace,
+            policy,
+            estimates=estimates,
+            overrun=overrun,
+            machine_size=machine_size,
+            machine_size_from_nodes=machine_size_from_nodes,
+            max_jobs=max_jobs,
+            platform=opts["platform"],
+            placement=placement,
+            seed=seed,
+            bsld_threshold_s=bsld_threshold_s,
+        )
+    else:
+        if platform is None:
+            raise ValueError("platform: required with jobs= (e.g. platform={'nodes': 16})")
+        for k in ("machine_size", "machine_size_from_nodes", "max_jobs"):
+            if opts[k] != _DEFAULTS[k]:
+                raise ValueError(f"{k}: applies to traces only, not to jobs=")
+        assert jobs is not None
+        args = _jobs_args(jobs)
+        options = _trace_options("", opts)
+        options["workload"] = {
+            "jobs_sha256": sha256_text(canonical_json(args)),
+            "estimates": estimates,
+            "overrun": overrun,
+        }
+        policy_name, seed_used = policy, seed
+        res = _core.run_jobs(
+            args["submit_s"],
+            args["runtime_s"],
+            args["procs"],
+            args["requested_s"],
+            args["job_id"],
+            platform=opts["platform"],
+            policy=policy,
+            estimates=estimates,
+            overrun=overrun,
+            placement=placement,
+            seed=seed,
+            bsld_threshold_s=bsld_threshold_s,
+        )
+    summary = json.loads(res.summary_json())
+    plat = json.loads(res.platform_json())
+    prov = provenance(
+        version=_core.__version__,
+        seed=seed_used,
+        policy=policy_name,
+        options=options,
+        trace=trace_path,
+        platform=plat,
+        command=command_line,
+    )
+    return Result(
+        jobs=jobs_frame(res.columns()),
+        summary=summary,
+        warnings=list(res.warnings),
+        timings=dict(res.timings()),
+        platform=plat,
+        provenance=prov,
+    )
+
+
+def simulate(
+    trace: PathLike | None = None,
+    *,
+    jobs: pd.DataFrame | None = None,
+    policy: str = "easy",
+    platform: Mapping[str, Any] | None = None,
+    estimates: str = "requested",
+    overrun: str = "extend",
+    placement: str = "packing",
+    seed: int = 0,
+    bsld_threshold_s: float = 10.0,
+    machine_size: int | None = None,
+    machine_size_from_nodes: bool = False,
+    max_jobs: int | None = None,
+) -> pd.DataFrame:
+    """Runs one simulation (see :func:`run`) and returns its job table.
+
+    The summary is in ``df.attrs["summary"]`` and the warnings in ``df.attrs["warnings"]``.
+    """
+    r = run(
+        trace,
+        jobs=jobs,
+        policy=policy,
+        platform=platform,
+        estimates=estimates,
+        overrun=overrun,
+        placement=placement,
+        seed=seed,
+        bsld_threshold_s=bsld_threshold_s,
+        machine_size=machine_size,
+        machine_size_from_nodes=machine_size_from_nodes,
+        max_jobs=max_jobs,
+    )
+    df = r.jobs
+    df.attrs["summary"] = r.summary
+    df.attrs["warnings"] = r.warnings
+    return df
+
+
+def policies() -> list[dict[str, Any]]:
+    """Every registered policy: name, level, summary and params (name, kind, default, doc)."""
+    return json.loads(_core.policies())
+
+
+def trace_info(
+    path: PathLike, *, machine_size_from_nodes: bool = False, machine_size: int | None = None
+) -> dict[str, Any]:
+    """Statistics of an SWF trace (jobs, dropped records, machine size, span, offered load, ...)."""
+    return json.loads(
+        _core.trace_info(path, machine_size_from_nodes=machine_size_from_nodes, machine_size=machine_size)
+    )
+
+
+def slice_trace(src: PathLike, dst: PathLike, first: int) -> None:
+    """Writes the first ``first`` records of trace ``src`` to ``dst`` (gzip if ``.gz``), header kept."""
+    _core.slice_trace(src, dst, first)

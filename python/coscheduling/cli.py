@@ -1,0 +1,489 @@
+"""The ``cosched`` command.
+
+Exit codes: 0 success; 1 engine failure or an output that could not be
+written; 2 bad input (trace, configuration, option or policy name).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import time
+from collections.abc import Iterator
+from enum import Enum
+from pathlib import Path
+from typing import Annotated, Any
+
+import pandas as pd
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from . import __version__, _core, api
+from .output import git_commit, write_csv_atomic
+
+app = typer.Typer(
+    name="cosched",
+    help="cosched: a coscheduling simulator for clusters of parallel jobs.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode="rich",
+)
+trace_app = typer.Typer(help="Inspect SWF workload traces.", no_args_is_help=True)
+app.add_typer(trace_app, name="trace")
+
+out_console = Console(highlight=False)
+err_console = Console(stderr=True, highlight=False)
+
+DATA_DIR = Path(__file__).resolve().parent / "data"
+#: The demo's trace: the first 3,000 records of KTH-SP2-1996-2.1-cln (header kept).
+DEMO_TRACE = DATA_DIR / "KTH-SP2-1996-2.1-cln-first3000.swf.gz"
+DEMO_POLICIES = ("fcfs", "easy", "conservative")
+BENCH_TRACES = ("HPC2N-2002-2.2-cln.swf.gz", "CEA-Curie-2011-2.1-cln.swf.gz")
+
+
+class Estimates(str, Enum):
+    requested = "requested"
+    exact = "exact"
+
+
+class Overrun(str, Enum):
+    extend = "extend"
+    kill = "kill"
+
+
+class PlacementChoice(str, Enum):
+    packing = "packing"
+    random = "random"
+
+
+# ---------------------------------------------------------------------------
+# Helpers
+
+
+def warn(msg: str) -> None:
+    err_console.print(f"[yellow]warning:[/] {escape(msg)}")
+
+
+def fail(msg: str, code: int) -> typer.Exit:
+    err_console.print(f"[bold red]error:[/] [red]{escape(msg)}[/]")
+    return typer.Exit(code)
+
+
+@contextlib.contextmanager
+def user_errors() -> Iterator[None]:
+    """Turns the library's exceptions into a red message and an exit code."""
+    try:
+        yield
+    except ValueError as e:
+        raise fail(str(e), 2) from None
+    except RuntimeError as e:
+        raise fail(str(e), 1) from None
+    except OSError as e:
+        raise fail(f"{e.filename or ''}: {e.strerror or e}".lstrip(": "), 1) from None
+
+
+def fmt(v: Any, digits: int = 2) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, float):
+        if v != v:
+            return "-"
+        return f"{v:,.{digits}f}"
+    if isinstance(v, int):
+        return f"{v:,}"
+    return str(v)
+
+
+def summary_table(summary: dict[str, Any], title: str) -> Table:
+    t = Table(title=escape(title), show_header=True, header_style="bold")
+    t.add_column("metric")
+    t.add_column("value", justify="right")
+    energy = summary.get("energy_j")
+    rows = [
+        ("policy", summary.get("policy")),
+        ("machine", f"{summary['machine_nodes']:,} nodes x {summary['procs_per_node']} procs"),
+        ("jobs simulated", summary.get("jobs_simulated")),
+        ("jobs killed", summary.get("jobs_killed")),
+        ("jobs rejected (too wide)", summary.get("jobs_rejected")),
+        ("jobs dropped (never ran / no procs)", summary.get("jobs_dropped")),
+        ("mean wait (s)", summary.get("mean_wait_s")),
+        ("median wait (s)", summary.get("median_wait_s")),
+        ("p90 wait (s)", summary.get("p90_wait_s")),
+        ("mean response (s)", summary.get("mean_response_s")),
+        ("mean bounded slowdown", summary.get("mean_bounded_slowdown")),
+        ("bounded slowdown threshold (s)", summary.get("bounded_slowdown_threshold_s")),
+        ("utilization", fmt(summary.get("utilization"), 4)),
+        ("makespan (s)", summary.get("makespan_s")),
+        ("energy (MJ)", fmt(energy / 1e6, 3) if isinstance(energy, float) else None),
+    ]
+    for name, value in rows:
+        t.add_row(name, value if isinstance(value, str) else fmt(value))
+    return t
+
+
+def repo_root() -> Path | None:
+    """The source checkout this package runs from, if any."""
+    root = Path(__file__).resolve().parents[2]
+    return root if (root / "crates" / "cosched-py").is_dir() else None
+
+
+def traces_dir() -> Path:
+    """The shared traces folder: $COSCHED_TRACES, else ../shared/data/traces beside the checkout."""
+    env = os.environ.get("COSCHED_TRACES")
+    if env:
+        return Path(env)
+    candidates = []
+    root = repo_root()
+    if root is not None:
+        candidates.append(root.parent / "shared" / "data" / "traces")
+    candidates.append(Path.cwd().parent / "shared" / "data" / "traces")
+    for c in candidates:
+        if c.is_dir():
+            return c
+    return candidates[0]
+
+
+# ---------------------------------------------------------------------------
+# simulate
+
+
+@app.command()
+def simulate(
+    config: Annotated[
+        Path | None,
+        typer.Argument(
+            help="A run configuration file (TOML or JSON). Its options come from the file; "
+            "outputs go to results/<config stem>/ unless --out is given.",
+            show_default=False,
+        ),
+    ] = None,
+    trace: Annotated[
+        Path | None,
+        typer.Option("--trace", "-t", help="An SWF trace (plain or .gz) to replay.", show_default=False),
+    ] = None,
+    policy: Annotated[
+        str | None,
+        typer.Option(help="Policy, e.g. fcfs, easy, conservative (see `cosched policies`). [default: easy]"),
+    ] = None,
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            "--out",
+            "-o",
+            help="Write jobs.csv, jobs.parquet and summary.json into this folder. Default: none for "
+            "--trace runs, results/<config stem> for CONFIG runs.",
+            show_default=False,
+        ),
+    ] = None,
+    estimates: Annotated[
+        Estimates | None,
+        typer.Option(help="Runtime estimate the scheduler sees. [default: requested]"),
+    ] = None,
+    overrun: Annotated[
+        Overrun | None,
+        typer.Option(help="A job outliving its requested time runs on (extend) or is killed. [default: extend]"),
+    ] = None,
+    placement: Annotated[
+        PlacementChoice | None,
+        typer.Option(help="Node placement: packing (contiguous) or random. [default: packing]"),
+    ] = None,
+    machine_size: Annotated[
+        int | None,
+        typer.Option(min=1, help="Machine size in processors, overriding the trace header.", show_default=False),
+    ] = None,
+    machine_size_from_nodes: Annotated[
+        bool,
+        typer.Option("--machine-size-from-nodes", help="Size the machine from MaxNodes instead of MaxProcs."),
+    ] = False,
+    max_jobs: Annotated[
+        int | None, typer.Option(min=0, help="Simulate only the first N jobs.", show_default=False)
+    ] = None,
+    seed: Annotated[int | None, typer.Option(min=0, help="Master seed of every random stream. [default: 0]")] = None,
+    bsld_threshold: Annotated[
+        float | None,
+        typer.Option("--bsld-threshold", help="Bounded-slowdown threshold in seconds. [default: 10]"),
+    ] = None,
+) -> None:
+    """Simulate a trace (--trace FILE) or a run configuration (CONFIG) and print a summary."""
+    flags = {
+        "--policy": policy,
+        "--estimates": estimates,
+        "--overrun": overrun,
+        "--placement": placement,
+        "--machine-size": machine_size,
+        "--machine-size-from-nodes": machine_size_from_nodes or None,
+        "--max-jobs": max_jobs,
+        "--seed": seed,
+        "--bsld-threshold": bsld_threshold,
+    }
+    if (config is None) == (trace is None):
+        raise fail("give either a CONFIG file or --trace FILE (see cosched simulate --help)", 2)
+    with user_errors():
+        if config is not None:
+            given = [k for k, v in flags.items() if v is not None]
+            if given:
+                raise ValueError(
+                    f"{', '.join(given)}: with a CONFIG file, set these options in the file ({config})"
+                )
+            result = api.run(config=config)
+            title = f"{config}"
+            out = out if out is not None else Path("results") / config.stem
+        else:
+            assert trace is not None
+            result = api.run(
+                trace,
+                policy=policy or "easy",
+                estimates=(estimates or Estimates.requested).value,
+                overrun=(overrun or Overrun.extend).value,
+                placement=(placement or PlacementChoice.packing).value,
+                machine_size=machine_size,
+                machine_size_from_nodes=machine_size_from_nodes,
+                max_jobs=max_jobs,
+                seed=seed or 0,
+                bsld_threshold_s=10.0 if bsld_threshold is None else bsld_threshold,
+            )
+            title = f"{trace.name}"
+        for w in result.warnings:
+            warn(w)
+        if out is not None:
+            result.write(out)
+    out_console.print(summary_table(result.summary, f"{result.summary['policy']} on {title}"))
+    if out is not None:
+        out_console.print(f"wrote {out}/jobs.csv, jobs.parquet, summary.json")
+
+
+# ---------------------------------------------------------------------------
+# trace info
+
+
+@trace_app.command("info")
+def trace_info(
+    file: Annotated[Path, typer.Argument(help="An SWF trace (plain or .gz).", show_default=False)],
+    as_json: Annotated[bool, typer.Option("--json", help="Print the statistics as JSON.")] = False,
+    machine_size: Annotated[
+        int | None, typer.Option(min=1, help="Machine size in processors (overrides the header).")
+    ] = None,
+    machine_size_from_nodes: Annotated[
+        bool, typer.Option("--machine-size-from-nodes", help="Size the machine from MaxNodes.")
+    ] = False,
+) -> None:
+    """Statistics of an SWF trace: records, usable jobs, machine size, span, offered load, anomalies."""
+    with user_errors():
+        stats = api.trace_info(file, machine_size=machine_size, machine_size_from_nodes=machine_size_from_nodes)
+    if as_json:
+        out_console.print_json(json.dumps(stats))
+        return
+    for w in stats.get("warnings", []):
+        warn(w)
+    t = Table(title=escape(str(file)), show_header=True, header_style="bold")
+    t.add_column("field")
+    t.add_column("value", justify="right")
+    for key, value in stats.items():
+        if key in ("warnings", "origin"):
+            continue
+        if key == "status_counts":
+            value = ", ".join(f"{k}: {v:,}" for k, v in value.items())
+        t.add_row(key, value if isinstance(value, str) else fmt(value))
+    out_console.print(t)
+
+
+# ---------------------------------------------------------------------------
+# policies
+
+
+@app.command()
+def policies(
+    as_json: Annotated[bool, typer.Option("--json", help="Print the catalog as JSON.")] = False,
+) -> None:
+    """List the registered scheduling policies and their parameters."""
+    catalog = api.policies()
+    if as_json:
+        out_console.print_json(json.dumps(catalog))
+        return
+    t = Table(title="policies", show_header=True, header_style="bold", show_lines=True)
+    for col in ("name", "level", "summary", "parameters"):
+        t.add_column(col)
+    for p in catalog:
+        params = "\n".join(f"{q['name']} ({q['kind']}, default {q['default']}): {q['doc']}" for q in p["params"])
+        t.add_row(p["name"], p["level"], escape(p["summary"]), escape(params or "-"))
+    out_console.print(t)
+
+
+# ---------------------------------------------------------------------------
+# demo
+
+COMPARISON_COLUMNS = (
+    "policy",
+    "jobs",
+    "mean_wait_s",
+    "p90_wait_s",
+    "mean_response_s",
+    "mean_bounded_slowdown",
+    "utilization",
+    "makespan_s",
+    "energy_mj",
+)
+
+
+def comparison_row(policy: str, s: dict[str, Any]) -> dict[str, Any]:
+    energy = s.get("energy_j")
+    return {
+        "policy": policy,
+        "jobs": s["jobs_simulated"],
+        "mean_wait_s": s["mean_wait_s"],
+        "p90_wait_s": s["p90_wait_s"],
+        "mean_response_s": s["mean_response_s"],
+        "mean_bounded_slowdown": s["mean_bounded_slowdown"],
+        "utilization": s["utilization"],
+        "makespan_s": s["makespan_s"],
+        "energy_mj": energy / 1e6 if energy is not None else None,
+    }
+
+
+@app.command()
+def demo(
+    out: Annotated[
+        Path, typer.Option("--out", "-o", help="Folder for each policy's outputs and comparison.csv.")
+    ] = Path("cosched-demo"),
+) -> None:
+    """Compare fcfs, easy and conservative backfilling on a built-in excerpt of a real trace.
+
+    The trace is the first 3,000 jobs of the KTH SP2 log (Parallel Workloads
+    Archive, KTH-SP2-1996-2.1-cln, 100 processors). Each policy's jobs.csv,
+    jobs.parquet and summary.json go to OUT/<policy>/, the comparison to
+    OUT/comparison.csv.
+    """
+    rows = []
+    results = {}
+    with user_errors():
+        progress = Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=err_console,
+        )
+        with progress:
+            task = progress.add_task("simulating", total=len(DEMO_POLICIES))
+            for policy in DEMO_POLICIES:
+                progress.update(task, description=f"simulating {policy}")
+                results[policy] = api.run(DEMO_TRACE, policy=policy)
+                progress.advance(task)
+            progress.update(task, description="done")
+        for w in results[DEMO_POLICIES[0]].warnings:
+            warn(w)
+        for policy, r in results.items():
+            r.write(out / policy)
+            rows.append(comparison_row(policy, r.summary))
+        write_csv_atomic(out / "comparison.csv", pd.DataFrame(rows, columns=list(COMPARISON_COLUMNS)))
+
+    t = Table(title=f"{DEMO_TRACE.name}: policy comparison", show_header=True, header_style="bold")
+    headers = (
+        "policy", "jobs", "mean wait (s)", "p90 wait (s)", "mean response (s)",
+        "mean bounded slowdown", "utilization", "makespan (s)", "energy (MJ)",
+    )
+    for i, h in enumerate(headers):
+        t.add_column(h, justify="left" if i == 0 else "right")
+    for r in rows:
+        t.add_row(
+            r["policy"], fmt(r["jobs"]), fmt(r["mean_wait_s"], 0), fmt(r["p90_wait_s"], 0),
+            fmt(r["mean_response_s"], 0), fmt(r["mean_bounded_slowdown"]), fmt(r["utilization"], 4),
+            fmt(r["makespan_s"], 0), fmt(r["energy_mj"], 1),
+        )
+    out_console.print(t)
+    out_console.print(f"wrote {out}/<policy>/{{jobs.csv,jobs.parquet,summary.json}} and {out}/comparison.csv")
+
+
+# ---------------------------------------------------------------------------
+# bench
+
+
+@app.command()
+def bench(
+    trace: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--trace",
+            "-t",
+            help="Trace to replay (repeatable). Default: HPC2N-2002-2.2-cln and CEA-Curie-2011-2.1-cln "
+            "from $COSCHED_TRACES, else ../shared/data/traces beside the source checkout.",
+            show_default=False,
+        ),
+    ] = None,
+    policy: Annotated[
+        list[str] | None, typer.Option("--policy", "-p", help="Policy (repeatable). [default: easy]")
+    ] = None,
+    max_jobs: Annotated[int | None, typer.Option(min=0, help="Replay only the first N jobs.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the measurements as JSON.")] = False,
+) -> None:
+    """Replay whole traces end to end (parse + simulate + metrics) and report the time of each phase."""
+    if trace:
+        traces = list(trace)
+    else:
+        d = traces_dir()
+        traces = [d / name for name in BENCH_TRACES]
+        missing = [str(t) for t in traces if not t.is_file()]
+        if missing:
+            raise fail(
+                f"trace(s) not found: {', '.join(missing)}; set COSCHED_TRACES to the folder of the "
+                "shared traces or pass --trace FILE",
+                2,
+            )
+    policies_ = policy or ["easy"]
+    rows = []
+    with user_errors():
+        for t in traces:
+            for p in policies_:
+                t0 = time.perf_counter()
+                r = _core.run_trace(t, p, max_jobs=max_jobs)
+                wall = time.perf_counter() - t0
+                s = json.loads(r.summary_json())
+                tm = r.timings()
+                sim = tm["simulate_s"]
+                rows.append({
+                    "trace": t.name,
+                    "policy": p,
+                    "jobs": s["jobs_total"],
+                    "parse_s": tm["parse_s"],
+                    "simulate_s": sim,
+                    "metrics_s": tm["metrics_s"],
+                    "jobs_per_s": s["jobs_total"] / sim if sim > 0 else None,
+                    "total_s": wall,
+                })
+                if not as_json:
+                    err_console.print(f"{escape(t.name)} / {escape(p)}: {wall:.2f} s")
+    if as_json:
+        out_console.print_json(json.dumps(rows))
+        return
+    tb = Table(title="end-to-end replay", show_header=True, header_style="bold")
+    for h in ("trace", "policy", "jobs", "parse s", "simulate s", "jobs/s (simulate)", "total wall s"):
+        tb.add_column(h, justify="left" if h in ("trace", "policy") else "right")
+    for r in rows:
+        tb.add_row(
+            escape(r["trace"]), escape(r["policy"]), fmt(r["jobs"]), fmt(r["parse_s"], 3),
+            fmt(r["simulate_s"], 3), fmt(r["jobs_per_s"], 0), fmt(r["total_s"], 3),
+        )
+    out_console.print(tb)
+
+
+# ---------------------------------------------------------------------------
+# version
+
+
+@app.command()
+def version() -> None:
+    """Print the version and the git commit of the source checkout, if known."""
+    out_console.print(f"cosched {__version__} (core {_core.version()}, commit {git_commit()})")
+
+
+def main() -> None:  # pragma: no cover
+    app()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()
