@@ -2,6 +2,7 @@
 //! `docs/formats/config.md`; every table refuses unknown keys.
 
 use crate::Platform;
+use cosched_des::SimTime;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use thiserror::Error;
@@ -58,9 +59,34 @@ pub struct WorkloadOptions {
     pub machine_size: Option<u32>,
 }
 
+impl WorkloadOptions {
+    /// The scheduler's estimate and the kill time of a job with this real runtime and
+    /// requested time: exact -> (runtime, none); requested + extend -> (max(requested,
+    /// runtime), none); requested + kill -> (requested, requested); a missing requested
+    /// time falls back to (runtime, none).
+    pub fn estimate(
+        &self,
+        runtime: SimTime,
+        requested: Option<SimTime>,
+    ) -> (SimTime, Option<SimTime>) {
+        match (self.estimates, self.overrun, requested) {
+            (EstimateSource::Exact, _, _) | (EstimateSource::Requested, _, None) => (runtime, None),
+            (EstimateSource::Requested, OverrunPolicy::Extend, Some(req)) => {
+                (req.max(runtime), None)
+            }
+            (EstimateSource::Requested, OverrunPolicy::Kill, Some(req)) => (req, Some(req)),
+        }
+    }
+}
+
 impl Default for WorkloadOptions {
     fn default() -> Self {
-        Self { estimates: EstimateSource::Requested, overrun: OverrunPolicy::Extend, machine_size_from_nodes: false, machine_size: None }
+        Self {
+            estimates: EstimateSource::Requested,
+            overrun: OverrunPolicy::Extend,
+            machine_size_from_nodes: false,
+            machine_size: None,
+        }
     }
 }
 
@@ -73,8 +99,30 @@ pub struct WorkloadConfig {
     /// Keep only the first N jobs (after dropping never-ran jobs).
     #[serde(default)]
     pub max_jobs: Option<usize>,
-    #[serde(flatten)]
-    pub options: WorkloadOptions,
+    /// Where the runtime estimate comes from.
+    #[serde(default)]
+    pub estimates: EstimateSource,
+    /// What happens when a job runs longer than its requested time.
+    #[serde(default)]
+    pub overrun: OverrunPolicy,
+    /// Take the machine size from `MaxNodes` instead of `MaxProcs`.
+    #[serde(default)]
+    pub machine_size_from_nodes: bool,
+    /// Machine size in processors, overriding the trace header.
+    #[serde(default)]
+    pub machine_size: Option<u32>,
+}
+
+impl WorkloadConfig {
+    /// The options that turn the trace into a workload.
+    pub fn options(&self) -> WorkloadOptions {
+        WorkloadOptions {
+            estimates: self.estimates,
+            overrun: self.overrun,
+            machine_size_from_nodes: self.machine_size_from_nodes,
+            machine_size: self.machine_size,
+        }
+    }
 }
 
 /// The `[scheduler]` table.
@@ -102,7 +150,9 @@ fn default_bsld() -> f64 {
 
 impl Default for MetricsConfig {
     fn default() -> Self {
-        Self { bounded_slowdown_threshold_s: default_bsld() }
+        Self {
+            bounded_slowdown_threshold_s: default_bsld(),
+        }
     }
 }
 
@@ -133,23 +183,39 @@ fn default_fidelity() -> String {
 #[derive(Debug, Error)]
 pub enum ConfigError {
     #[error("{path}: cannot read: {source}")]
-    Io { path: String, source: std::io::Error },
+    Io {
+        path: String,
+        source: std::io::Error,
+    },
     #[error("{path}: {msg}")]
     Parse { path: String, msg: String },
     #[error("{path}: field `{field}`: {msg}")]
-    Invalid { path: String, field: String, msg: String },
+    Invalid {
+        path: String,
+        field: String,
+        msg: String,
+    },
 }
 
 impl RunConfig {
     /// Parses a TOML (`.toml`) or JSON (anything else) configuration text. `origin` names
     /// the source in error messages. Relative trace paths are resolved against `base_dir`.
-    pub fn from_str_with(text: &str, origin: &str, base_dir: Option<&Path>) -> Result<Self, ConfigError> {
+    pub fn from_str_with(
+        text: &str,
+        origin: &str,
+        base_dir: Option<&Path>,
+    ) -> Result<Self, ConfigError> {
         let is_toml = origin.ends_with(".toml") || !text.trim_start().starts_with('{');
         let mut cfg: RunConfig = if is_toml {
-            toml::from_str(text).map_err(|e| ConfigError::Parse { path: origin.into(), msg: toml_msg(&e, text) })?
+            toml::from_str(text).map_err(|e| ConfigError::Parse {
+                path: origin.into(),
+                msg: toml_msg(&e, text),
+            })?
         } else {
-            serde_json::from_str(text)
-                .map_err(|e| ConfigError::Parse { path: origin.into(), msg: format!("line {}, column {}: {}", e.line(), e.column(), e) })?
+            serde_json::from_str(text).map_err(|e| ConfigError::Parse {
+                path: origin.into(),
+                msg: format!("line {}, column {}: {}", e.line(), e.column(), e),
+            })?
         };
         if let Some(base) = base_dir {
             if cfg.workload.trace.is_relative() {
@@ -163,15 +229,27 @@ impl RunConfig {
     /// Reads and validates a configuration file.
     pub fn load(path: &Path) -> Result<Self, ConfigError> {
         let origin = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Io { path: origin.clone(), source })?;
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Io {
+            path: origin.clone(),
+            source,
+        })?;
         Self::from_str_with(&text, &origin, path.parent())
     }
 
     /// Semantic checks serde cannot express.
     pub fn validate(&self, origin: &str) -> Result<(), ConfigError> {
-        let bad = |field: &str, msg: String| Err(ConfigError::Invalid { path: origin.into(), field: field.into(), msg });
+        let bad = |field: &str, msg: String| {
+            Err(ConfigError::Invalid {
+                path: origin.into(),
+                field: field.into(),
+                msg,
+            })
+        };
         if self.fidelity != "job" {
-            return bad("fidelity", format!("unknown fidelity {:?}; valid: \"job\"", self.fidelity));
+            return bad(
+                "fidelity",
+                format!("unknown fidelity {:?}; valid: \"job\"", self.fidelity),
+            );
         }
         if let Some(p) = &self.platform {
             if let Err(crate::PlatformError::Invalid { field, msg }) = p.validate() {
@@ -180,12 +258,15 @@ impl RunConfig {
         }
         let t = self.metrics.bounded_slowdown_threshold_s;
         if !(t.is_finite() && t > 0.0) {
-            return bad("metrics.bounded_slowdown_threshold_s", format!("must be a finite number > 0, got {t}"));
+            return bad(
+                "metrics.bounded_slowdown_threshold_s",
+                format!("must be a finite number > 0, got {t}"),
+            );
         }
         if self.scheduler.policy.trim().is_empty() {
             return bad("scheduler.policy", "must not be empty".into());
         }
-        if self.workload.options.machine_size == Some(0) {
+        if self.workload.machine_size == Some(0) {
             return bad("workload.machine_size", "must be at least 1".into());
         }
         Ok(())
@@ -198,7 +279,12 @@ fn toml_msg(e: &toml::de::Error, text: &str) -> String {
         Some(span) => {
             let before = &text[..span.start.min(text.len())];
             let line = before.matches('\n').count() + 1;
-            let col = before.rsplit('\n').next().map(|l| l.chars().count()).unwrap_or(0) + 1;
+            let col = before
+                .rsplit('\n')
+                .next()
+                .map(|l| l.chars().count())
+                .unwrap_or(0)
+                + 1;
             format!("line {line}, column {col}: {}", e.message())
         }
         None => e.message().to_string(),
@@ -224,7 +310,7 @@ placement = "random"
         let c = RunConfig::from_str_with(GOOD, "x.toml", Some(Path::new("/base"))).unwrap();
         assert_eq!(c.seed, 7);
         assert_eq!(c.workload.trace, PathBuf::from("/base/t.swf"));
-        assert_eq!(c.workload.options.estimates, EstimateSource::Exact);
+        assert_eq!(c.workload.options().estimates, EstimateSource::Exact);
         assert_eq!(c.scheduler.placement, Placement::Random);
         assert_eq!(c.metrics.bounded_slowdown_threshold_s, 10.0);
     }
@@ -232,28 +318,48 @@ placement = "random"
     #[test]
     fn unknown_key_names_line_and_field() {
         let text = GOOD.replace("placement = \"random\"", "placment = \"random\"");
-        let e = RunConfig::from_str_with(&text, "x.toml", None).unwrap_err().to_string();
+        let e = RunConfig::from_str_with(&text, "x.toml", None)
+            .unwrap_err()
+            .to_string();
         assert!(e.starts_with("x.toml: line 8"), "{e}");
         assert!(e.contains("placment"), "{e}");
     }
 
     #[test]
+    fn unknown_workload_key_is_refused() {
+        let text = GOOD.replace("estimates = \"exact\"", "estimate = \"exact\"");
+        let e = RunConfig::from_str_with(&text, "x.toml", None)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("x.toml: line 5") && e.contains("estimate"),
+            "{e}"
+        );
+    }
+
+    #[test]
     fn bad_enum_value_is_named() {
         let text = GOOD.replace("\"exact\"", "\"perfect\"");
-        let e = RunConfig::from_str_with(&text, "x.toml", None).unwrap_err().to_string();
+        let e = RunConfig::from_str_with(&text, "x.toml", None)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("line 5") && e.contains("perfect"), "{e}");
     }
 
     #[test]
     fn impossible_platform_is_refused() {
         let text = format!("{GOOD}\n[platform]\nnodes = 0\n");
-        let e = RunConfig::from_str_with(&text, "x.toml", None).unwrap_err().to_string();
+        let e = RunConfig::from_str_with(&text, "x.toml", None)
+            .unwrap_err()
+            .to_string();
         assert_eq!(e, "x.toml: field `platform.nodes`: must be at least 1");
     }
 
     #[test]
     fn json_errors_have_line() {
-        let e = RunConfig::from_str_with("{\n \"seed\": \"x\"\n}", "c.json", None).unwrap_err().to_string();
+        let e = RunConfig::from_str_with("{\n \"seed\": \"x\"\n}", "c.json", None)
+            .unwrap_err()
+            .to_string();
         assert!(e.starts_with("c.json: line 2"), "{e}");
     }
 }

@@ -10,6 +10,8 @@ pub mod platform;
 pub mod swf;
 pub mod write;
 
-pub use config::{ConfigError, EstimateSource, OverrunPolicy, Placement, RunConfig, WorkloadOptions};
+pub use config::{
+    ConfigError, EstimateSource, OverrunPolicy, Placement, RunConfig, WorkloadOptions,
+};
 pub use job::{JobId, JobSpec, Workload};
 pub use platform::{Platform, PlatformError};

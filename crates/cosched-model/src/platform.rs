@@ -44,7 +44,12 @@ pub enum PlatformError {
 
 impl Platform {
     pub fn new(nodes: u32, procs_per_node: u32) -> Self {
-        Self { nodes, procs_per_node, idle_watts: default_idle_watts(), busy_watts: default_busy_watts() }
+        Self {
+            nodes,
+            procs_per_node,
+            idle_watts: default_idle_watts(),
+            busy_watts: default_busy_watts(),
+        }
     }
 
     pub fn total_procs(&self) -> u32 {
@@ -61,13 +66,28 @@ impl Platform {
             return bad("procs_per_node", "must be at least 1".into());
         }
         if (self.nodes as u64) * (self.procs_per_node as u64) > u32::MAX as u64 {
-            return bad("nodes", format!("nodes x procs_per_node = {} overflows", self.nodes as u64 * self.procs_per_node as u64));
+            return bad(
+                "nodes",
+                format!(
+                    "nodes x procs_per_node = {} overflows",
+                    self.nodes as u64 * self.procs_per_node as u64
+                ),
+            );
         }
         if !(self.idle_watts.is_finite() && self.idle_watts >= 0.0) {
-            return bad("idle_watts", format!("must be a finite number >= 0, got {}", self.idle_watts));
+            return bad(
+                "idle_watts",
+                format!("must be a finite number >= 0, got {}", self.idle_watts),
+            );
         }
         if !(self.busy_watts.is_finite() && self.busy_watts >= self.idle_watts) {
-            return bad("busy_watts", format!("must be finite and >= idle_watts ({}), got {}", self.idle_watts, self.busy_watts));
+            return bad(
+                "busy_watts",
+                format!(
+                    "must be finite and >= idle_watts ({}), got {}",
+                    self.idle_watts, self.busy_watts
+                ),
+            );
         }
         Ok(())
     }

@@ -24,7 +24,7 @@
 //!   header values may carry a trailing note (`; MaxNodes: 338 (batch partition)`);
 //! - status codes other than 0-5 exist (Sandia-Ross: 126, 127, 265, -2, -4).
 
-use crate::{EstimateSource, JobSpec, OverrunPolicy, Workload, WorkloadOptions};
+use crate::{JobSpec, Workload, WorkloadOptions};
 use cosched_des::SimTime;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -443,6 +443,9 @@ pub struct MachineSize {
     pub nodes: u32,
     /// Where the size came from: "MaxProcs header", "MaxNodes header" or "override".
     pub source: String,
+    /// Trace processors per schedulable unit: 1, or MaxProcs / MaxNodes when the machine is
+    /// sized in nodes of an SMP trace; a job of p processors then needs ceil(p / unit) nodes.
+    pub unit_procs: u32,
 }
 
 fn header_u32(trace: &SwfTrace, key: &str, v: Option<u64>) -> Result<Option<u32>, SwfError> {
@@ -485,6 +488,7 @@ pub fn machine_size(
             procs_per_node: 1,
             nodes: p,
             source: "override".into(),
+            unit_procs: 1,
         });
     }
     let max_procs = header_u32(trace, "MaxProcs", trace.header.max_procs)?;
@@ -499,6 +503,7 @@ pub fn machine_size(
             procs_per_node: ppn,
             nodes: p / ppn,
             source: "MaxProcs header".into(),
+            unit_procs: 1,
         }
     };
     let from_nodes = |n: u32| MachineSize {
@@ -506,6 +511,10 @@ pub fn machine_size(
         procs_per_node: 1,
         nodes: n,
         source: "MaxNodes header".into(),
+        unit_procs: match max_procs {
+            Some(p) if p.checked_rem(n) == Some(0) => p / n,
+            _ => 1,
+        },
     };
     match (opts.machine_size_from_nodes, max_procs, max_nodes) {
         (true, _, Some(n)) => Ok(from_nodes(n)),
@@ -615,18 +624,12 @@ pub fn to_workload(
         let runtime = SimTime::from_secs_f64(f[field::RUN_TIME]);
         let requested = (f[field::REQUESTED_TIME] > 0.0)
             .then(|| SimTime::from_secs_f64(f[field::REQUESTED_TIME]));
-        let (estimate, kill_after) = match (opts.estimates, opts.overrun, requested) {
-            (EstimateSource::Exact, _, _) | (EstimateSource::Requested, _, None) => (runtime, None),
-            (EstimateSource::Requested, OverrunPolicy::Extend, Some(req)) => {
-                (req.max(runtime), None)
-            }
-            (EstimateSource::Requested, OverrunPolicy::Kill, Some(req)) => (req, Some(req)),
-        };
+        let (estimate, kill_after) = opts.estimate(runtime, requested);
         jobs.push(JobSpec {
             source_id: f[field::JOB_NUMBER] as i64,
             submit: SimTime::from_secs_f64(submit_s),
             runtime,
-            procs: procs as u32,
+            procs: (procs as u32).div_ceil(machine.unit_procs),
             requested,
             estimate,
             kill_after,

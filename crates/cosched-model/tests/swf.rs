@@ -168,6 +168,37 @@ fn bad_header_value() {
 }
 
 #[test]
+fn number_spellings() {
+    let ok = |v: &str| parse_swf(&line_with(6, v), "ok.swf").unwrap().records[0].field(6);
+    assert_eq!(ok("0012"), 12.0);
+    assert_eq!(ok("12.50"), 12.5);
+    assert_eq!(ok(".5"), 0.5);
+    assert_eq!(ok("1e3"), 1000.0);
+    assert_eq!(ok("+7"), 7.0);
+    assert_eq!(ok("1234567890123456789"), 1234567890123456789.0);
+    assert_eq!(ok("-1"), -1.0);
+    assert_eq!(ok("-1.0"), -1.0);
+    for bad in ["-", "1-", "12abc", "--1", "1,5", "0x10"] {
+        assert_eq!(
+            parse_err(&line_with(6, bad)),
+            format!("bad.swf:1: field 6 (avg_cpu_time): not a number (value {bad:?})")
+        );
+    }
+}
+
+#[test]
+fn latin1_header_is_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("latin1.swf");
+    let mut bytes = b"; Acknowledge: Jos\xe9\n; MaxProcs: 4\n".to_vec();
+    bytes.extend_from_slice(line_with(1, "1").as_bytes());
+    std::fs::write(&path, bytes).unwrap();
+    let t = read_swf(&path).unwrap();
+    assert_eq!(t.header.lines[0], "; Acknowledge: Jos\u{e9}");
+    assert_eq!((t.header.max_procs, t.records.len()), (Some(4), 1));
+}
+
+#[test]
 fn missing_file_is_an_io_error_naming_the_path() {
     let path = data("does-not-exist.swf");
     let e = read_swf(&path).unwrap_err();
@@ -412,7 +443,8 @@ fn machine_size_from_max_procs() {
             procs: 128,
             procs_per_node: 1,
             nodes: 128,
-            source: "MaxProcs header".into()
+            source: "MaxProcs header".into(),
+            unit_procs: 1
         }
     );
     assert!(warnings.is_empty());
@@ -428,7 +460,8 @@ fn machine_size_smp_nodes_sdsc_blue_style() {
             procs: 1152,
             procs_per_node: 8,
             nodes: 144,
-            source: "MaxProcs header".into()
+            source: "MaxProcs header".into(),
+            unit_procs: 1,
         }
     );
     assert!(warnings.is_empty());
@@ -455,10 +488,17 @@ fn machine_size_from_max_nodes_with_the_flag() {
             procs: 144,
             procs_per_node: 1,
             nodes: 144,
-            source: "MaxNodes header".into()
+            source: "MaxNodes header".into(),
+            unit_procs: 8,
         }
     );
     assert!(warnings.is_empty());
+    // Jobs are then counted in whole nodes: 8 processors -> 1 node, 16 -> 2 nodes.
+    let (w, _) = to_workload(&read("blue_style.swf"), &o, None).unwrap();
+    assert_eq!(
+        w.jobs.iter().map(|j| j.procs).take(2).collect::<Vec<_>>(),
+        vec![1, 2]
+    );
     // The flag without a MaxNodes header falls back to MaxProcs, with a warning.
     let t = parse_swf("; MaxProcs: 64\n", "p.swf").unwrap();
     let m = machine_size(&t, &o, &mut warnings).unwrap();
@@ -480,7 +520,8 @@ fn machine_size_falls_back_to_max_nodes_with_a_warning() {
             procs: 256,
             procs_per_node: 1,
             nodes: 256,
-            source: "MaxNodes header".into()
+            source: "MaxNodes header".into(),
+            unit_procs: 1,
         }
     );
     assert_eq!(
@@ -509,7 +550,8 @@ fn machine_size_override() {
             procs: 500,
             procs_per_node: 1,
             nodes: 500,
-            source: "override".into()
+            source: "override".into(),
+            unit_procs: 1,
         }
     );
     // The override also sizes a trace without header sizes.

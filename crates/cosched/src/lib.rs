@@ -67,7 +67,7 @@ impl From<&RunConfig> for TraceRun {
         Self {
             trace: c.workload.trace.clone(),
             policy: c.scheduler.policy.clone(),
-            options: c.workload.options.clone(),
+            options: c.workload.options(),
             max_jobs: c.workload.max_jobs,
             platform: c.platform.clone(),
             placement: c.scheduler.placement,
