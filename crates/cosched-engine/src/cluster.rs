@@ -92,7 +92,26 @@ pub enum EngineError {
     Platform(#[from] cosched_model::PlatformError),
     #[error("workload is not sorted by submit time at job index {0}")]
     Unsorted(usize),
+    #[error("job {job} (index {index}): estimate {estimate} is shorter than its runtime {runtime} and the job is not killed at it; policies rely on estimates being upper bounds")]
+    EstimateBelowRuntime {
+        job: i64,
+        index: usize,
+        estimate: SimTime,
+        runtime: SimTime,
+    },
+    #[error("policy {policy} made no progress at t={time}: {calls} calls without starting or rejecting a job while {waiting} wait; policy state:\n{dump}")]
+    NoProgress {
+        time: SimTime,
+        policy: String,
+        calls: u64,
+        waiting: usize,
+        dump: String,
+    },
 }
+
+/// Consecutive policy calls, with jobs waiting and nothing running, after which a
+/// policy that neither starts nor rejects a job is declared stuck.
+const NO_PROGRESS_LIMIT: u64 = 1_000_000;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum State {
@@ -157,6 +176,18 @@ pub fn simulate(
     if let Some(i) = jobs.windows(2).position(|w| w[1].submit < w[0].submit) {
         return Err(EngineError::Unsorted(i + 1));
     }
+    if let Some((index, j)) = jobs
+        .iter()
+        .enumerate()
+        .find(|(_, j)| j.kill_after.is_none() && j.estimate < j.runtime)
+    {
+        return Err(EngineError::EstimateBelowRuntime {
+            job: j.source_id,
+            index,
+            estimate: j.estimate,
+            runtime: j.runtime,
+        });
+    }
     let total = platform.total_procs();
     let ppn = platform.procs_per_node;
     let streams = RngStreams::new(opts.seed);
@@ -180,6 +211,8 @@ pub fn simulate(
     let mut events: Vec<Event> = Vec::new();
     let mut decisions: Vec<Decision> = Vec::new();
     let mut timer: Option<(SimTime, cosched_des::EventId)> = None;
+    let mut idle_calls: u64 = 0;
+    let mut running = 0usize;
 
     loop {
         let t_sub = jobs.get(next_submit).map(|j| j.submit);
@@ -197,6 +230,7 @@ pub fn simulate(
                 Internal::End(j) => {
                     let rec = &mut records[j.idx()];
                     alloc.release(&rec.alloc);
+                    running -= 1;
                     rec.end = Some(now);
                     state[j.idx()] = State::Done;
                     events.push(if rec.status == JobStatus::Killed {
@@ -289,6 +323,8 @@ pub fn simulate(
                     rec.alloc = ranges;
                     state[j.idx()] = State::Running;
                     waiting -= 1;
+                    running += 1;
+                    idle_calls = 0;
                     queue
                         .schedule(now + run, Internal::End(j))
                         .expect("runtime >= 0");
@@ -297,6 +333,7 @@ pub fn simulate(
                     queued(*j).map_err(|e| invalid(e, &d))?;
                     state[j.idx()] = State::Done;
                     waiting -= 1;
+                    idle_calls = 0;
                 }
                 Decision::WakeAt(t) => {
                     if *t < now {
@@ -315,6 +352,18 @@ pub fn simulate(
                 }
             }
             stats.decisions += 1;
+        }
+        if waiting > 0 && running == 0 {
+            idle_calls += 1;
+            if idle_calls > NO_PROGRESS_LIMIT {
+                return Err(EngineError::NoProgress {
+                    time: now,
+                    policy: policy_name,
+                    calls: idle_calls,
+                    waiting,
+                    dump: policy.dump(),
+                });
+            }
         }
         if waiting > 0 && next_submit == jobs.len() && queue.is_empty() {
             return Err(EngineError::Stalled {

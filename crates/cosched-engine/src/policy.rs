@@ -1,8 +1,10 @@
 //! The cluster-policy contract.
 //!
-//! The engine calls [`ClusterPolicy::on_events`] once per simulated instant at
-//! which something happened, with every event of that instant in delivery order
-//! (completions first, then submissions in submit order, then timers). The
+//! The engine calls [`ClusterPolicy::on_events`] with each batch of events of a
+//! simulated instant, in delivery order (completions first, then submissions in
+//! submit order, then the timer). An instant normally makes one call; it makes
+//! more when a decision creates new events at the same instant (a zero-length
+//! job's completion, a wake-up requested for now). The
 //! policy answers by pushing [`Decision`]s; the engine applies them in order,
 //! stopping the run with a [`DecisionError`] at the first invalid one. A
 //! policy never mutates engine state itself; it keeps its own bookkeeping
@@ -34,7 +36,9 @@ pub enum Decision {
     StartOn(JobId, Vec<u32>),
     /// Refuse a queued job; it ends with status `rejected` and is not simulated.
     Reject(JobId),
-    /// Deliver an [`Event::Timer`] at this time (no earlier than now).
+    /// Deliver an [`Event::Timer`] at this time (no earlier than now). One wake-up is
+    /// pending at a time: an earlier request replaces a later pending one, and a request
+    /// later than the pending one is dropped, so a policy asks again after each timer.
     WakeAt(SimTime),
 }
 

@@ -231,3 +231,52 @@ fn unsorted_workloads_are_refused() {
     let r = run(vec![job(1, 5, 1, 1), job(2, 0, 1, 1)], 4, vec![]);
     assert!(matches!(r, Err(EngineError::Unsorted(1))));
 }
+
+#[test]
+fn estimates_shorter_than_runtimes_are_refused_unless_killed() {
+    let mut j = job(7, 0, 1, 10);
+    j.estimate = SimTime::from_secs(5);
+    let r = run(vec![j.clone()], 4, vec![vec![Decision::Start(JobId(0))]]);
+    assert!(
+        matches!(
+            r,
+            Err(EngineError::EstimateBelowRuntime {
+                job: 7,
+                index: 0,
+                ..
+            })
+        ),
+        "{r:?}"
+    );
+    j.kill_after = Some(SimTime::from_secs(5));
+    assert!(run(vec![j], 4, vec![vec![Decision::Start(JobId(0))]]).is_ok());
+}
+
+/// Asks to be woken up now, forever, without starting anything.
+struct WakeNowForever;
+impl ClusterPolicy for WakeNowForever {
+    fn name(&self) -> String {
+        "wake-now".into()
+    }
+    fn on_events(&mut self, _e: &[Event], v: &dyn ClusterView, out: &mut Vec<Decision>) {
+        out.push(Decision::WakeAt(v.now()));
+    }
+}
+
+#[test]
+fn a_policy_that_spins_without_progress_is_stopped() {
+    let w = Workload {
+        jobs: vec![job(1, 0, 1, 10)],
+        ..Default::default()
+    };
+    let r = simulate(
+        &w,
+        &Platform::new(1, 1),
+        &mut WakeNowForever,
+        &SimOptions::default(),
+    );
+    assert!(
+        matches!(r, Err(EngineError::NoProgress { waiting: 1, .. })),
+        "{r:?}"
+    );
+}

@@ -205,7 +205,13 @@ impl RunConfig {
         origin: &str,
         base_dir: Option<&Path>,
     ) -> Result<Self, ConfigError> {
-        let is_toml = origin.ends_with(".toml") || !text.trim_start().starts_with('{');
+        let is_toml = if origin.ends_with(".toml") {
+            true
+        } else if origin.ends_with(".json") {
+            false
+        } else {
+            !text.trim_start().starts_with('{')
+        };
         let mut cfg: RunConfig = if is_toml {
             toml::from_str(text).map_err(|e| ConfigError::Parse {
                 path: origin.into(),
@@ -214,7 +220,7 @@ impl RunConfig {
         } else {
             serde_json::from_str(text).map_err(|e| ConfigError::Parse {
                 path: origin.into(),
-                msg: format!("line {}, column {}: {}", e.line(), e.column(), e),
+                msg: json_msg(&e),
             })?
         };
         if let Some(base) = base_dir {
@@ -271,6 +277,15 @@ impl RunConfig {
         }
         Ok(())
     }
+}
+
+/// Formats a JSON error as "line L, column C: message".
+fn json_msg(e: &serde_json::Error) -> String {
+    let mut msg = e.to_string();
+    if let Some(i) = msg.rfind(" at line ") {
+        msg.truncate(i);
+    }
+    format!("line {}, column {}: {msg}", e.line(), e.column())
 }
 
 /// Formats a TOML error as "line L, column C: message".
@@ -360,6 +375,10 @@ placement = "random"
         let e = RunConfig::from_str_with("{\n \"seed\": \"x\"\n}", "c.json", None)
             .unwrap_err()
             .to_string();
-        assert!(e.starts_with("c.json: line 2"), "{e}");
+        assert!(
+            e.starts_with("c.json: line 2, column 12: invalid type"),
+            "{e}"
+        );
+        assert_eq!(e.matches("line").count(), 1, "{e}");
     }
 }

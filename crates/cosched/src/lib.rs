@@ -104,7 +104,12 @@ pub fn platform_of(m: &MachineSize) -> Platform {
 pub fn run_trace(run: &TraceRun) -> Result<RunResult, Error> {
     let t0 = Instant::now();
     let trace = swf::read_swf(&run.trace)?;
-    let (workload, machine) = swf::to_workload(&trace, &run.options, run.max_jobs)?;
+    let mut options = run.options.clone();
+    if let (Some(p), None) = (&run.platform, options.machine_size) {
+        // An explicit platform sizes the machine; the trace header is then not needed.
+        options.machine_size = Some(p.total_procs());
+    }
+    let (workload, machine) = swf::to_workload(&trace, &options, run.max_jobs)?;
     let parse_s = t0.elapsed().as_secs_f64();
     let platform = run
         .platform
@@ -125,6 +130,22 @@ pub fn run_trace(run: &TraceRun) -> Result<RunResult, Error> {
 /// Runs a configuration file's run.
 pub fn run_config(cfg: &RunConfig) -> Result<RunResult, Error> {
     run_trace(&TraceRun::from(cfg))
+}
+
+/// Loads a configuration file and checks everything that can be checked before a
+/// run, including that its policy exists and accepts its parameters; errors name
+/// the file and the field.
+pub fn load_config(path: &std::path::Path) -> Result<RunConfig, Error> {
+    let cfg = RunConfig::load(path)?;
+    if let Err(e) = cosched_policies::build(&cfg.scheduler.policy) {
+        return Err(ConfigError::Invalid {
+            path: path.display().to_string(),
+            field: "scheduler.policy".into(),
+            msg: e.to_string(),
+        }
+        .into());
+    }
+    Ok(cfg)
 }
 
 /// Runs an in-memory workload.

@@ -4,7 +4,9 @@ use cosched::model::RunConfig;
 use std::path::Path;
 
 fn example(name: &str) -> RunConfig {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples").join(name);
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../examples")
+        .join(name);
     RunConfig::load(&path).unwrap_or_else(|e| panic!("{e}"))
 }
 
@@ -13,12 +15,23 @@ fn example_configs_run() {
     for name in ["kth-easy.toml", "kth-conservative-kill.json"] {
         let cfg = example(name);
         let r = cosched::run_config(&cfg).unwrap_or_else(|e| panic!("{name}: {e}"));
-        assert_eq!(r.summary.jobs_total, r.summary.jobs_simulated + r.summary.jobs_rejected, "{name}");
-        assert!(r.summary.jobs_simulated > 2900, "{name}: {}", r.summary.jobs_simulated);
+        assert_eq!(
+            r.summary.jobs_total,
+            r.summary.jobs_simulated + r.summary.jobs_rejected,
+            "{name}"
+        );
+        assert!(
+            r.summary.jobs_simulated > 2900,
+            "{name}: {}",
+            r.summary.jobs_simulated
+        );
         assert!(r.summary.utilization > 0.0 && r.summary.utilization <= 1.0);
     }
     let kill = cosched::run_config(&example("kth-conservative-kill.json")).unwrap();
-    assert!(kill.summary.jobs_killed > 0, "the KTH excerpt has jobs that outlive their request");
+    assert!(
+        kill.summary.jobs_killed > 0,
+        "the KTH excerpt has jobs that outlive their request"
+    );
     assert_eq!(kill.summary.policy, "conservative");
 }
 
@@ -32,5 +45,26 @@ fn same_config_and_seed_give_identical_results() {
     let mut other = cfg.clone();
     other.seed = 2;
     let c = cosched::run_config(&other).unwrap();
-    assert_ne!(a.table.node_list, c.table.node_list, "random placement depends on the seed");
+    assert_ne!(
+        a.table.node_list, c.table.node_list,
+        "random placement depends on the seed"
+    );
+}
+
+#[test]
+fn config_with_an_unknown_policy_names_file_and_field() {
+    let dir = std::env::temp_dir().join(format!("cosched-cfg-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("bad.toml");
+    std::fs::write(
+        &path,
+        "[workload]\ntrace = \"t.swf\"\n[scheduler]\npolicy = \"sjf\"\n",
+    )
+    .unwrap();
+    let e = cosched::load_config(&path).unwrap_err().to_string();
+    assert_eq!(
+        e,
+        format!("{}: field `scheduler.policy`: unknown policy \"sjf\"; valid policies: fcfs, easy, conservative", path.display())
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
 }
