@@ -197,6 +197,30 @@ mod tests {
         assert_eq!(p.steps(), &[(s(11), 10)]);
     }
 
+    /// The accelerated search of conservative backfilling (start at the first step that
+    /// can hold the job) gives the same answer as the plain scan, on random profiles.
+    #[test]
+    fn accelerated_search_matches_the_plain_scan() {
+        use proptest::prelude::*;
+        let ops = proptest::collection::vec((0i64..50, 1i64..20, 1u32..=8), 0..25);
+        proptest!(ProptestConfig::with_cases(500), |(ops in ops, need in 1u32..=8, dur in 1i64..30, old in 0i64..80, from in 0i64..10)| {
+            let mut p = Profile::new(s(0), 8);
+            for (t, d, n) in ops {
+                if p.earliest(s(t), n, s(d)) == s(t) {
+                    p.reserve(s(t), s(d), n);
+                }
+            }
+            let old = p.earliest(s(old), need, s(dur));
+            p.reserve(old, s(dur), need);
+            p.advance(s(from));
+            let plain = p.earlier_than(s(from), need, s(dur), old);
+            let mut prefix = Vec::new();
+            p.prefix_max(&mut prefix);
+            let fast = p.first_fit_before(&prefix, need, old).and_then(|first| p.earlier_than_from(first, s(from), need, s(dur), old));
+            prop_assert_eq!(plain, fast);
+        });
+    }
+
     #[test]
     fn hole_too_short_is_skipped() {
         let mut p = Profile::new(s(0), 10);
