@@ -7,11 +7,13 @@
 //! - [`alloc`]: processor allocators (PACKING and NO PACKING placement).
 //! - [`metrics`]: per-job rows and the run summary, with exact energy integration.
 //! - [`check`]: an independent checker of a finished schedule's invariants.
+//! - [`os`]: native OS CPU scheduler models of a node (Linux 2.4, CFS-like, MLFQ, round robin).
 
 pub mod alloc;
 pub mod check;
 pub mod cluster;
 pub mod metrics;
+pub mod os;
 pub mod policy;
 
 pub use cluster::{

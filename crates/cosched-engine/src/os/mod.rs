@@ -1,0 +1,300 @@
+//! Native OS CPU scheduler models of a node (the "native scheduler" of the seeds).
+//!
+//! A [`NativeScheduler`] owns the runnable set of one node and decides which
+//! process a free CPU runs next and for how long. The process-level node runtime
+//! drives it with the calls below; a coscheduling policy (the seeds' SchedAsst)
+//! may pass a *recommendation* to [`NativeScheduler::pick`] or ask for a priority
+//! boost, and the native scheduler decides whether its fairness rules allow it.
+//!
+//! Protocol (the runtime's obligations):
+//! - [`add`](NativeScheduler::add) once per process placed on the node, before anything else;
+//!   [`exit`](NativeScheduler::exit) once when it ends.
+//! - A process is in exactly one of: runnable (after `enqueue`), running (returned
+//!   by `pick`, until `stop`), or sleeping (after `stop` with [`Stop::Blocked`]).
+//! - [`stop`](NativeScheduler::stop) reports how long the process ran since it was
+//!   picked; a preempted or expired process is `enqueue`d again by the runtime.
+//!
+//! Models: [`linux24`] (epoch/counter goodness), [`cfs`] (fair, virtual runtime),
+//! [`mlfq`] (Solaris TS dispatch table), [`rr`] (strict round robin). Built by
+//! name with [`build`].
+
+pub mod cfs;
+pub mod linux24;
+pub mod mlfq;
+pub mod rr;
+
+use cosched_des::SimTime;
+use serde::{Deserialize, Serialize};
+
+/// A process, as the node's scheduler knows it (dense per run).
+pub type Pid = u32;
+
+/// Why a process becomes runnable.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Wake {
+    /// It was just created.
+    New,
+    /// It slept (blocked) for this long and was woken.
+    Woken { slept: SimTime },
+    /// It was running and was preempted before its slice ended.
+    Preempted,
+    /// It was running and used its whole slice.
+    Expired,
+}
+
+/// Why a running process stops running.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stop {
+    /// Preempted by another process (it goes back to the runnable set).
+    Preempted,
+    /// Its slice ran out (it goes back to the runnable set).
+    Expired,
+    /// It blocks (sleeps) until woken.
+    Blocked,
+}
+
+/// A scheduling decision for a free CPU.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Pick {
+    pub pid: Pid,
+    /// How long it may run before the scheduler wants the CPU back.
+    pub slice: SimTime,
+    /// Whether the recommendation passed to `pick` was followed.
+    pub followed_hint: bool,
+}
+
+/// A node's native CPU scheduler.
+pub trait NativeScheduler: Send {
+    /// Canonical name with parameters.
+    fn name(&self) -> String;
+    /// Registers a process (sleeping, not yet runnable).
+    fn add(&mut self, p: Pid, now: SimTime);
+    /// Forgets a process that ended (it is not runnable nor running).
+    fn exit(&mut self, p: Pid);
+    /// Makes `p` runnable.
+    fn enqueue(&mut self, p: Pid, how: Wake, now: SimTime);
+    /// Takes `p` out of the runnable set without running it (it blocks while queued).
+    fn remove(&mut self, p: Pid, now: SimTime);
+    /// Chooses and dequeues the process a free CPU runs next. `hint` is a coscheduling
+    /// policy's recommendation; it is followed only if it is runnable and the
+    /// scheduler's fairness rule allows it (each model documents its rule).
+    fn pick(&mut self, now: SimTime, hint: Option<Pid>) -> Option<Pick>;
+    /// The running process `p` stops after running `ran` since it was picked.
+    fn stop(&mut self, p: Pid, ran: SimTime, why: Stop, now: SimTime);
+    /// Whether the newly woken `woken` should preempt `running`, which has run
+    /// `ran` since it was picked.
+    fn should_preempt(&self, woken: Pid, running: Pid, ran: SimTime) -> bool;
+    /// Raises `p`'s priority until [`unboost`](NativeScheduler::unboost) (HYBRID) or until it
+    /// next runs (DCS, PB, CC), as far as the model's fairness rule allows.
+    fn boost(&mut self, p: Pid, now: SimTime);
+    /// Restores `p`'s normal priority.
+    fn unboost(&mut self, p: Pid);
+    /// Number of runnable (queued) processes.
+    fn runnable(&self) -> usize;
+    /// Internal state, for debugging.
+    fn dump(&self) -> String;
+}
+
+/// Which native scheduler a node runs, with its parameters.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "model", rename_all = "lowercase", deny_unknown_fields)]
+pub enum OsConfig {
+    /// Linux 2.4 epoch/counter goodness scheduler.
+    Linux24 {
+        /// Timer tick (10 ms at HZ = 100).
+        #[serde(default = "linux24::default_tick_ms")]
+        tick_ms: f64,
+        /// Base time slice of a nice-0 process, in ticks (kernel: 6; seed 002 states 50 ms).
+        #[serde(default = "linux24::default_base_ticks")]
+        base_ticks: u32,
+    },
+    /// A CFS-like fair scheduler.
+    Cfs {
+        #[serde(default = "cfs::default_latency_ms")]
+        latency_ms: f64,
+        #[serde(default = "cfs::default_min_granularity_ms")]
+        min_granularity_ms: f64,
+        #[serde(default = "cfs::default_wakeup_granularity_ms")]
+        wakeup_granularity_ms: f64,
+    },
+    /// Multi-level feedback queue with the Solaris TS dispatch table.
+    Mlfq {
+        /// Multiplies every quantum of the table.
+        #[serde(default = "one")]
+        quantum_scale: f64,
+    },
+    /// Strict round robin.
+    Rr {
+        #[serde(default = "rr::default_quantum_ms")]
+        quantum_ms: f64,
+    },
+}
+
+fn one() -> f64 {
+    1.0
+}
+
+/// Builds a native scheduler.
+pub fn build(cfg: &OsConfig) -> Box<dyn NativeScheduler> {
+    let ms = |x: f64| SimTime::from_secs_f64(x / 1000.0);
+    match *cfg {
+        OsConfig::Linux24 {
+            tick_ms,
+            base_ticks,
+        } => Box::new(linux24::Linux24::new(ms(tick_ms), base_ticks)),
+        OsConfig::Cfs {
+            latency_ms,
+            min_granularity_ms,
+            wakeup_granularity_ms,
+        } => Box::new(cfs::Cfs::new(
+            ms(latency_ms),
+            ms(min_granularity_ms),
+            ms(wakeup_granularity_ms),
+        )),
+        OsConfig::Mlfq { quantum_scale } => Box::new(mlfq::Mlfq::solaris_ts(quantum_scale)),
+        OsConfig::Rr { quantum_ms } => Box::new(rr::RoundRobin::new(ms(quantum_ms))),
+    }
+}
+
+/// Dense per-pid storage grown on demand.
+pub(crate) fn slot<T: Default>(v: &mut Vec<T>, p: Pid) -> &mut T {
+    let i = p as usize;
+    if v.len() <= i {
+        v.resize_with(i + 1, T::default);
+    }
+    &mut v[i]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn all_models() -> Vec<OsConfig> {
+        vec![
+            OsConfig::Linux24 {
+                tick_ms: 10.0,
+                base_ticks: 6,
+            },
+            OsConfig::Cfs {
+                latency_ms: 6.0,
+                min_granularity_ms: 0.75,
+                wakeup_granularity_ms: 1.0,
+            },
+            OsConfig::Mlfq { quantum_scale: 1.0 },
+            OsConfig::Rr { quantum_ms: 50.0 },
+        ]
+    }
+
+    /// One CPU, `n` CPU-bound processes, `horizon` of simulated time, a context-switch
+    /// cost charged to nobody. Returns the CPU time each process got.
+    fn share(cfg: &OsConfig, n: u32, horizon: SimTime, switch: SimTime) -> Vec<i64> {
+        let mut s = build(cfg);
+        let mut got = vec![0i64; n as usize];
+        for p in 0..n {
+            s.add(p, SimTime::ZERO);
+            s.enqueue(p, Wake::New, SimTime::ZERO);
+        }
+        let mut now = SimTime::ZERO;
+        while now < horizon {
+            let pk = s.pick(now, None).expect("always runnable");
+            assert!(pk.slice > SimTime::ZERO, "{}: empty slice", s.name());
+            now += switch;
+            let ran = pk.slice.min(horizon - now).max(SimTime::ZERO);
+            now += ran;
+            got[pk.pid as usize] += ran.as_ns();
+            s.stop(pk.pid, ran, Stop::Expired, now);
+            s.enqueue(pk.pid, Wake::Expired, now);
+        }
+        got
+    }
+
+    #[test]
+    fn cpu_bound_processes_share_a_cpu_within_two_percent() {
+        for cfg in all_models() {
+            for n in [2u32, 3] {
+                let got = share(&cfg, n, SimTime::from_secs(600), SimTime::from_us(5));
+                let total: i64 = got.iter().sum();
+                for g in &got {
+                    let frac = *g as f64 / total as f64;
+                    assert!(
+                        (frac - 1.0 / n as f64).abs() < 0.02,
+                        "{cfg:?} n={n}: shares {got:?}"
+                    );
+                }
+            }
+        }
+    }
+
+    /// A process that computes 5 ms then sleeps 20 ms, against a CPU hog: under every
+    /// model with priorities, the sleeper's wake-ups preempt the hog, so it is never
+    /// delayed by more than a short slice; under round robin it waits for the hog's quantum.
+    #[test]
+    fn interactive_process_is_favoured_except_by_round_robin() {
+        for cfg in all_models() {
+            let mut s = build(&cfg);
+            let (hog, io) = (0u32, 1u32);
+            s.add(hog, SimTime::ZERO);
+            s.add(io, SimTime::ZERO);
+            s.enqueue(hog, Wake::New, SimTime::ZERO);
+            let mut now = SimTime::ZERO;
+            let mut delays = Vec::new();
+            let mut wake_at = SimTime::from_ms(20);
+            let (mut running, mut ran_since) = (s.pick(now, None).unwrap(), now);
+            for _ in 0..400 {
+                // Advance to the sleeper's wake-up, cutting the hog's slices as needed.
+                while ran_since + running.slice <= wake_at {
+                    now = ran_since + running.slice;
+                    s.stop(running.pid, running.slice, Stop::Expired, now);
+                    s.enqueue(running.pid, Wake::Expired, now);
+                    running = s.pick(now, None).unwrap();
+                    ran_since = now;
+                }
+                now = wake_at;
+                s.enqueue(
+                    io,
+                    Wake::Woken {
+                        slept: SimTime::from_ms(20),
+                    },
+                    now,
+                );
+                let start = if s.should_preempt(io, running.pid, now - ran_since) {
+                    s.stop(running.pid, now - ran_since, Stop::Preempted, now);
+                    s.enqueue(running.pid, Wake::Preempted, now);
+                    now
+                } else {
+                    let end = ran_since + running.slice;
+                    s.stop(running.pid, running.slice, Stop::Expired, end);
+                    s.enqueue(running.pid, Wake::Expired, end);
+                    end
+                };
+                // The next pick at `start` should be the sleeper in the favouring models.
+                let pk = s.pick(start, None).unwrap();
+                let io_start = if pk.pid == io {
+                    start
+                } else {
+                    // Let the other process use its slice first.
+                    let end = start + pk.slice;
+                    s.stop(pk.pid, pk.slice, Stop::Expired, end);
+                    s.enqueue(pk.pid, Wake::Expired, end);
+                    let again = s.pick(end, None).unwrap();
+                    assert_eq!(again.pid, io);
+                    end
+                };
+                delays.push((io_start - wake_at).as_ns());
+                let burst = SimTime::from_ms(5);
+                now = io_start + burst;
+                s.stop(io, burst, Stop::Blocked, now);
+                wake_at = now + SimTime::from_ms(20);
+                running = s.pick(now, None).unwrap();
+                ran_since = now;
+            }
+            let mean_ms = delays.iter().sum::<i64>() as f64 / delays.len() as f64 / 1e6;
+            match cfg {
+                OsConfig::Rr { .. } => {
+                    assert!(mean_ms > 5.0, "{cfg:?}: mean wake-up delay {mean_ms} ms")
+                }
+                _ => assert!(mean_ms < 1.0, "{cfg:?}: mean wake-up delay {mean_ms} ms"),
+            }
+        }
+    }
+}
