@@ -7,6 +7,7 @@
 pub mod config;
 pub mod job;
 pub mod platform;
+pub mod program;
 pub mod swf;
 pub mod write;
 

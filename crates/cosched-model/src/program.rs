@@ -1,0 +1,402 @@
+//! Application programs for the process-level model: a small intermediate
+//! representation of SPMD programs, one operation list per rank.
+//!
+//! Semantics the process-level engine gives these operations (its contract):
+//! - [`Op::Compute`]: the process needs this much CPU time (it progresses only
+//!   while it runs on a CPU).
+//! - [`Op::Send`] / [`Op::Isend`]: the sender pays the platform's send overhead on
+//!   its CPU; the message then travels (latency + bytes / bandwidth) and lands in
+//!   the receiver's buffer whether or not the receiver runs (user-level NIC). A
+//!   blocking `Send` completes when the NIC acknowledges delivery; how the sender
+//!   waits (spin, spin-block, block) is the node policy's choice.
+//! - [`Op::Recv`] / [`Op::Irecv`]: a receive completes when a matching message is
+//!   in the buffer AND the receiver runs to consume it (paying the receive
+//!   overhead). `from: None` matches any sender.
+//! - [`Op::Reply`]: sends to the sender of the last message this rank received
+//!   (request/reply servers).
+//! - [`Op::Wait`]: waits for all outstanding non-blocking requests.
+//! - [`Op::CollBegin`] / [`Op::CollEnd`]: mark a collective's extent (HYBRID boosts
+//!   inside it); the collective itself is the point-to-point rounds between them.
+//! - [`Op::Io`]: a disk burst: the process blocks for this long without using a CPU.
+//! - [`Op::Loop`]: repeats the next `len` operations `count` times (kept compact so
+//!   long runs do not need long lists).
+//!
+//! Collectives are decomposed into point-to-point rounds with the usual algorithms
+//! ([`Builder::barrier`], [`Builder::allreduce`], [`Builder::alltoall`], [`Builder::bcast`]).
+
+use serde::Serialize;
+
+/// A rank of a job (0-based).
+pub type Rank = u32;
+
+/// Kinds of collectives, for the collective markers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum Collective {
+    Barrier,
+    Allreduce,
+    Alltoall,
+    Bcast,
+}
+
+/// One operation of a rank's program.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum Op {
+    Compute { ns: i64 },
+    Send { to: Rank, bytes: u64, tag: u32 },
+    Isend { to: Rank, bytes: u64, tag: u32 },
+    Recv { from: Option<Rank>, tag: u32 },
+    Irecv { from: Option<Rank>, tag: u32 },
+    Reply { bytes: u64, tag: u32 },
+    Wait,
+    CollBegin(Collective),
+    CollEnd(Collective),
+    Io { ns: i64 },
+    Loop { count: u32, len: u32 },
+}
+
+/// A parallel program: one operation list per rank, plus its memory footprint.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Program {
+    pub name: String,
+    pub ranks: Vec<Vec<Op>>,
+    /// Resident memory per process, MB.
+    pub memory_mb: f64,
+}
+
+impl Program {
+    pub fn size(&self) -> u32 {
+        self.ranks.len() as u32
+    }
+}
+
+/// Builds the same sequence of operations for every rank of a `p`-process job; a
+/// closure given the rank decides the rank-specific parts.
+pub struct Builder {
+    p: u32,
+    ranks: Vec<Vec<Op>>,
+    /// Tags for collective rounds are drawn from a counter so that consecutive
+    /// collectives never match each other's messages.
+    next_tag: u32,
+}
+
+/// Tags at or above this value are reserved for collective rounds.
+pub const COLLECTIVE_TAG_BASE: u32 = 1 << 24;
+
+fn ceil_log2(p: u32) -> u32 {
+    32 - (p.max(1) - 1).leading_zeros()
+}
+
+impl Builder {
+    pub fn new(p: u32) -> Self {
+        assert!(p >= 1, "a program has at least one rank");
+        Self {
+            p,
+            ranks: vec![Vec::new(); p as usize],
+            next_tag: COLLECTIVE_TAG_BASE,
+        }
+    }
+
+    pub fn size(&self) -> u32 {
+        self.p
+    }
+
+    /// Appends `f(rank)`'s operations to every rank.
+    pub fn each(&mut self, mut f: impl FnMut(Rank) -> Vec<Op>) -> &mut Self {
+        for r in 0..self.p {
+            let ops = f(r);
+            self.ranks[r as usize].extend(ops);
+        }
+        self
+    }
+
+    /// Appends the same operation to every rank.
+    pub fn all(&mut self, op: Op) -> &mut Self {
+        self.each(|_| vec![op])
+    }
+
+    fn tag(&mut self) -> u32 {
+        let t = self.next_tag;
+        self.next_tag += 1;
+        t
+    }
+
+    /// Dissemination barrier: ceil(log2 p) rounds; in round k rank r sends to
+    /// r + 2^k and receives from r - 2^k (mod p). p * ceil(log2 p) messages.
+    pub fn barrier(&mut self) -> &mut Self {
+        let rounds = ceil_log2(self.p);
+        let p = self.p;
+        let tags: Vec<u32> = (0..rounds).map(|_| self.tag()).collect();
+        self.each(|r| {
+            let mut ops = vec![Op::CollBegin(Collective::Barrier)];
+            for (k, &tag) in tags.iter().enumerate() {
+                let d = 1u32 << k;
+                ops.push(Op::Isend {
+                    to: (r + d) % p,
+                    bytes: 0,
+                    tag,
+                });
+                ops.push(Op::Recv {
+                    from: Some((r + p - d % p) % p),
+                    tag,
+                });
+                ops.push(Op::Wait);
+            }
+            ops.push(Op::CollEnd(Collective::Barrier));
+            ops
+        })
+    }
+
+    /// Recursive-doubling allreduce of `bytes` per process. With p not a power of
+    /// two, the `p - 2^floor(log2 p)` extra ranks first send their data to a partner
+    /// among the first ones and get the result back at the end (the MPICH scheme).
+    pub fn allreduce(&mut self, bytes: u64) -> &mut Self {
+        let p = self.p;
+        let pof2 = if p.is_power_of_two() {
+            p
+        } else {
+            1 << (ceil_log2(p) - 1)
+        };
+        let extra = p - pof2;
+        let rounds = pof2.trailing_zeros();
+        let (pre, post) = (self.tag(), self.tag());
+        let tags: Vec<u32> = (0..rounds).map(|_| self.tag()).collect();
+        self.each(|r| {
+            let mut ops = vec![Op::CollBegin(Collective::Allreduce)];
+            if r >= pof2 {
+                // Extra rank: hand its data to r - pof2, wait for the result.
+                ops.push(Op::Send {
+                    to: r - pof2,
+                    bytes,
+                    tag: pre,
+                });
+                ops.push(Op::Recv {
+                    from: Some(r - pof2),
+                    tag: post,
+                });
+            } else {
+                if r < extra {
+                    ops.push(Op::Recv {
+                        from: Some(r + pof2),
+                        tag: pre,
+                    });
+                }
+                for (k, &tag) in tags.iter().enumerate() {
+                    let partner = r ^ (1 << k);
+                    ops.push(Op::Isend {
+                        to: partner,
+                        bytes,
+                        tag,
+                    });
+                    ops.push(Op::Recv {
+                        from: Some(partner),
+                        tag,
+                    });
+                    ops.push(Op::Wait);
+                }
+                if r < extra {
+                    ops.push(Op::Send {
+                        to: r + pof2,
+                        bytes,
+                        tag: post,
+                    });
+                }
+            }
+            ops.push(Op::CollEnd(Collective::Allreduce));
+            ops
+        })
+    }
+
+    /// Pairwise-exchange alltoall of `bytes` per pair: p - 1 rounds; in round k rank r
+    /// sends to r + k and receives from r - k (mod p). p * (p - 1) messages.
+    pub fn alltoall(&mut self, bytes: u64) -> &mut Self {
+        let p = self.p;
+        let tags: Vec<u32> = (1..p).map(|_| self.tag()).collect();
+        self.each(|r| {
+            let mut ops = vec![Op::CollBegin(Collective::Alltoall)];
+            for (k, &tag) in (1..p).zip(&tags) {
+                ops.push(Op::Isend {
+                    to: (r + k) % p,
+                    bytes,
+                    tag,
+                });
+                ops.push(Op::Recv {
+                    from: Some((r + p - k) % p),
+                    tag,
+                });
+                ops.push(Op::Wait);
+            }
+            ops.push(Op::CollEnd(Collective::Alltoall));
+            ops
+        })
+    }
+
+    /// Binomial-tree broadcast of `bytes` from `root`: ceil(log2 p) rounds, p - 1 messages.
+    pub fn bcast(&mut self, root: Rank, bytes: u64) -> &mut Self {
+        let p = self.p;
+        let tag = self.tag();
+        self.each(|r| {
+            let rel = (r + p - root) % p;
+            let mut ops = vec![Op::CollBegin(Collective::Bcast)];
+            // Receive from the parent: clear the lowest set bit of the relative rank.
+            let mut mask = 1u32;
+            while mask < p {
+                if rel & mask != 0 {
+                    ops.push(Op::Recv {
+                        from: Some((rel - mask + root) % p),
+                        tag,
+                    });
+                    break;
+                }
+                mask <<= 1;
+            }
+            // Send to children: relative ranks rel + m for m below the receive bit.
+            mask >>= 1;
+            while mask > 0 {
+                if rel + mask < p {
+                    ops.push(Op::Send {
+                        to: (rel + mask + root) % p,
+                        bytes,
+                        tag,
+                    });
+                }
+                mask >>= 1;
+            }
+            ops.push(Op::CollEnd(Collective::Bcast));
+            ops
+        })
+    }
+
+    /// Wraps everything appended by `body` in a loop repeated `count` times.
+    pub fn repeat(&mut self, count: u32, body: impl FnOnce(&mut Builder)) -> &mut Self {
+        let starts: Vec<usize> = self.ranks.iter().map(Vec::len).collect();
+        body(self);
+        for (ops, start) in self.ranks.iter_mut().zip(starts) {
+            let len = (ops.len() - start) as u32;
+            if len > 0 {
+                ops.insert(start, Op::Loop { count, len });
+            }
+        }
+        self
+    }
+
+    pub fn build(self, name: &str, memory_mb: f64) -> Program {
+        Program {
+            name: name.to_string(),
+            ranks: self.ranks,
+            memory_mb,
+        }
+    }
+}
+
+/// Expands loops: the flat operation sequence a rank executes (for tests and small programs).
+pub fn flatten(ops: &[Op]) -> Vec<Op> {
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < ops.len() {
+        match ops[i] {
+            Op::Loop { count, len } => {
+                let body = flatten(&ops[i + 1..i + 1 + len as usize]);
+                for _ in 0..count {
+                    out.extend_from_slice(&body);
+                }
+                i += 1 + len as usize;
+            }
+            op => {
+                out.push(op);
+                i += 1;
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    /// Every send has exactly one matching receive (same tag, same pair).
+    fn matched(p: &Program) -> usize {
+        let mut sends: HashMap<(Rank, Rank, u32), i64> = HashMap::new();
+        for (r, ops) in p.ranks.iter().enumerate() {
+            for op in flatten(ops) {
+                match op {
+                    Op::Send { to, tag, .. } | Op::Isend { to, tag, .. } => {
+                        *sends.entry((r as u32, to, tag)).or_default() += 1
+                    }
+                    Op::Recv { from: Some(f), tag } | Op::Irecv { from: Some(f), tag } => {
+                        *sends.entry((f, r as u32, tag)).or_default() -= 1
+                    }
+                    _ => {}
+                }
+            }
+        }
+        assert!(
+            sends.values().all(|&v| v == 0),
+            "unmatched messages in {}: {sends:?}",
+            p.name
+        );
+        p.ranks
+            .iter()
+            .map(|ops| {
+                flatten(ops)
+                    .iter()
+                    .filter(|o| matches!(o, Op::Send { .. } | Op::Isend { .. }))
+                    .count()
+            })
+            .sum()
+    }
+
+    #[test]
+    fn collective_message_counts_follow_their_algorithms() {
+        for p in [1u32, 2, 3, 4, 8, 9, 16] {
+            let lg = ceil_log2(p) as usize;
+            let n = p as usize;
+            let mut b = Builder::new(p);
+            b.barrier();
+            assert_eq!(matched(&b.build("barrier", 0.0)), n * lg, "barrier p={p}");
+            let mut b = Builder::new(p);
+            b.alltoall(8);
+            assert_eq!(
+                matched(&b.build("alltoall", 0.0)),
+                n * (n - 1),
+                "alltoall p={p}"
+            );
+            let mut b = Builder::new(p);
+            b.bcast(p / 2, 8);
+            assert_eq!(matched(&b.build("bcast", 0.0)), n - 1, "bcast p={p}");
+            let mut b = Builder::new(p);
+            b.allreduce(8);
+            let pof2 = if p.is_power_of_two() {
+                p
+            } else {
+                1 << (lg - 1)
+            } as usize;
+            let extra = n - pof2;
+            assert_eq!(
+                matched(&b.build("allreduce", 0.0)),
+                pof2 * pof2.trailing_zeros() as usize + 2 * extra,
+                "allreduce p={p}"
+            );
+        }
+    }
+
+    #[test]
+    fn loops_repeat_their_body() {
+        let mut b = Builder::new(2);
+        b.repeat(3, |b| {
+            b.all(Op::Compute { ns: 5 });
+            b.barrier();
+        });
+        let p = b.build("loop", 1.0);
+        assert_eq!(matched(&p), 2 * 3);
+        let flat = flatten(&p.ranks[0]);
+        assert_eq!(
+            flat.iter()
+                .filter(|o| matches!(o, Op::Compute { .. }))
+                .count(),
+            3
+        );
+        assert!(matches!(p.ranks[0][0], Op::Loop { count: 3, .. }));
+    }
+}
