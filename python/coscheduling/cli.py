@@ -9,9 +9,10 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import sys
 import time
 from collections.abc import Iterator
-from enum import Enum
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -36,8 +37,13 @@ app = typer.Typer(
 trace_app = typer.Typer(help="Inspect SWF workload traces.", no_args_is_help=True)
 app.add_typer(trace_app, name="trace")
 
-out_console = Console(highlight=False)
-err_console = Console(stderr=True, highlight=False)
+
+
+def console(stderr: bool = False) -> Console:
+    """A console on stdout or stderr; 160 columns wide when not a terminal (logs, pipes)."""
+    stream = sys.stderr if stderr else sys.stdout
+    wide = not stream.isatty() and "COLUMNS" not in os.environ
+    return Console(stderr=stderr, highlight=False, width=160 if wide else None)
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
 #: The demo's trace: the first 3,000 records of KTH-SP2-1996-2.1-cln (header kept).
@@ -46,17 +52,17 @@ DEMO_POLICIES = ("fcfs", "easy", "conservative")
 BENCH_TRACES = ("HPC2N-2002-2.2-cln.swf.gz", "CEA-Curie-2011-2.1-cln.swf.gz")
 
 
-class Estimates(str, Enum):
+class Estimates(StrEnum):
     requested = "requested"
     exact = "exact"
 
 
-class Overrun(str, Enum):
+class Overrun(StrEnum):
     extend = "extend"
     kill = "kill"
 
 
-class PlacementChoice(str, Enum):
+class PlacementChoice(StrEnum):
     packing = "packing"
     random = "random"
 
@@ -66,11 +72,11 @@ class PlacementChoice(str, Enum):
 
 
 def warn(msg: str) -> None:
-    err_console.print(f"[yellow]warning:[/] {escape(msg)}")
+    console(True).print(f"[yellow]warning:[/] {escape(msg)}")
 
 
 def fail(msg: str, code: int) -> typer.Exit:
-    err_console.print(f"[bold red]error:[/] [red]{escape(msg)}[/]")
+    console(True).print(f"[bold red]error:[/] [red]{escape(msg)}[/]")
     return typer.Exit(code)
 
 
@@ -109,7 +115,7 @@ def summary_table(summary: dict[str, Any], title: str) -> Table:
         ("machine", f"{summary['machine_nodes']:,} nodes x {summary['procs_per_node']} procs"),
         ("jobs simulated", summary.get("jobs_simulated")),
         ("jobs killed", summary.get("jobs_killed")),
-        ("jobs rejected (too wide)", summary.get("jobs_rejected")),
+        ("jobs rejected", summary.get("jobs_rejected")),
         ("jobs dropped (never ran / no procs)", summary.get("jobs_dropped")),
         ("mean wait (s)", summary.get("mean_wait_s")),
         ("median wait (s)", summary.get("median_wait_s")),
@@ -168,7 +174,7 @@ def simulate(
     ] = None,
     policy: Annotated[
         str | None,
-        typer.Option(help="Policy, e.g. fcfs, easy, conservative (see `cosched policies`). [default: easy]"),
+        typer.Option(help="Policy, e.g. fcfs, easy, conservative (see `cosched policies`). (default: easy)"),
     ] = None,
     out: Annotated[
         Path | None,
@@ -182,15 +188,15 @@ def simulate(
     ] = None,
     estimates: Annotated[
         Estimates | None,
-        typer.Option(help="Runtime estimate the scheduler sees. [default: requested]"),
+        typer.Option(help="Runtime estimate the scheduler sees. (default: requested)"),
     ] = None,
     overrun: Annotated[
         Overrun | None,
-        typer.Option(help="A job outliving its requested time runs on (extend) or is killed. [default: extend]"),
+        typer.Option(help="A job outliving its requested time runs on (extend) or is killed. (default: extend)"),
     ] = None,
     placement: Annotated[
         PlacementChoice | None,
-        typer.Option(help="Node placement: packing (contiguous) or random. [default: packing]"),
+        typer.Option(help="Node placement: packing (contiguous) or random. (default: packing)"),
     ] = None,
     machine_size: Annotated[
         int | None,
@@ -203,10 +209,10 @@ def simulate(
     max_jobs: Annotated[
         int | None, typer.Option(min=0, help="Simulate only the first N jobs.", show_default=False)
     ] = None,
-    seed: Annotated[int | None, typer.Option(min=0, help="Master seed of every random stream. [default: 0]")] = None,
+    seed: Annotated[int | None, typer.Option(min=0, help="Master seed of every random stream. (default: 0)")] = None,
     bsld_threshold: Annotated[
         float | None,
-        typer.Option("--bsld-threshold", help="Bounded-slowdown threshold in seconds. [default: 10]"),
+        typer.Option("--bsld-threshold", help="Bounded-slowdown threshold in seconds. (default: 10)"),
     ] = None,
 ) -> None:
     """Simulate a trace (--trace FILE) or a run configuration (CONFIG) and print a summary."""
@@ -252,9 +258,9 @@ def simulate(
             warn(w)
         if out is not None:
             result.write(out)
-    out_console.print(summary_table(result.summary, f"{result.summary['policy']} on {title}"))
+    console().print(summary_table(result.summary, f"{result.summary['policy']} on {title}"))
     if out is not None:
-        out_console.print(f"wrote {out}/jobs.csv, jobs.parquet, summary.json")
+        console().print(f"wrote {out}/jobs.csv, jobs.parquet, summary.json")
 
 
 # ---------------------------------------------------------------------------
@@ -276,7 +282,7 @@ def trace_info(
     with user_errors():
         stats = api.trace_info(file, machine_size=machine_size, machine_size_from_nodes=machine_size_from_nodes)
     if as_json:
-        out_console.print_json(json.dumps(stats))
+        console().print_json(json.dumps(stats))
         return
     for w in stats.get("warnings", []):
         warn(w)
@@ -289,7 +295,7 @@ def trace_info(
         if key == "status_counts":
             value = ", ".join(f"{k}: {v:,}" for k, v in value.items())
         t.add_row(key, value if isinstance(value, str) else fmt(value))
-    out_console.print(t)
+    console().print(t)
 
 
 # ---------------------------------------------------------------------------
@@ -303,7 +309,7 @@ def policies(
     """List the registered scheduling policies and their parameters."""
     catalog = api.policies()
     if as_json:
-        out_console.print_json(json.dumps(catalog))
+        console().print_json(json.dumps(catalog))
         return
     t = Table(title="policies", show_header=True, header_style="bold", show_lines=True)
     for col in ("name", "level", "summary", "parameters"):
@@ -311,7 +317,7 @@ def policies(
     for p in catalog:
         params = "\n".join(f"{q['name']} ({q['kind']}, default {q['default']}): {q['doc']}" for q in p["params"])
         t.add_row(p["name"], p["level"], escape(p["summary"]), escape(params or "-"))
-    out_console.print(t)
+    console().print(t)
 
 
 # ---------------------------------------------------------------------------
@@ -361,12 +367,14 @@ def demo(
     rows = []
     results = {}
     with user_errors():
+        err = console(True)
         progress = Progress(
             TextColumn("{task.description}"),
             BarColumn(),
             MofNCompleteColumn(),
             TimeElapsedColumn(),
-            console=err_console,
+            console=err,
+            disable=not err.is_terminal,
         )
         with progress:
             task = progress.add_task("simulating", total=len(DEMO_POLICIES))
@@ -395,8 +403,8 @@ def demo(
             fmt(r["mean_response_s"], 0), fmt(r["mean_bounded_slowdown"]), fmt(r["utilization"], 4),
             fmt(r["makespan_s"], 0), fmt(r["energy_mj"], 1),
         )
-    out_console.print(t)
-    out_console.print(f"wrote {out}/<policy>/{{jobs.csv,jobs.parquet,summary.json}} and {out}/comparison.csv")
+    console().print(t)
+    console().print(f"wrote {out}/<policy>/{{jobs.csv,jobs.parquet,summary.json}} and {out}/comparison.csv")
 
 
 # ---------------------------------------------------------------------------
@@ -416,7 +424,8 @@ def bench(
         ),
     ] = None,
     policy: Annotated[
-        list[str] | None, typer.Option("--policy", "-p", help="Policy (repeatable). [default: easy]")
+        list[str] | None,
+        typer.Option("--policy", "-p", help="Policy (repeatable). (default: easy and conservative)"),
     ] = None,
     max_jobs: Annotated[int | None, typer.Option(min=0, help="Replay only the first N jobs.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the measurements as JSON.")] = False,
@@ -434,7 +443,7 @@ def bench(
                 "shared traces or pass --trace FILE",
                 2,
             )
-    policies_ = policy or ["easy"]
+    policies_ = policy or ["easy", "conservative"]
     rows = []
     with user_errors():
         for t in traces:
@@ -456,9 +465,9 @@ def bench(
                     "total_s": wall,
                 })
                 if not as_json:
-                    err_console.print(f"{escape(t.name)} / {escape(p)}: {wall:.2f} s")
+                    console(True).print(f"{escape(t.name)} / {escape(p)}: {wall:.2f} s")
     if as_json:
-        out_console.print_json(json.dumps(rows))
+        console().print_json(json.dumps(rows))
         return
     tb = Table(title="end-to-end replay", show_header=True, header_style="bold")
     for h in ("trace", "policy", "jobs", "parse s", "simulate s", "jobs/s (simulate)", "total wall s"):
@@ -468,7 +477,7 @@ def bench(
             escape(r["trace"]), escape(r["policy"]), fmt(r["jobs"]), fmt(r["parse_s"], 3),
             fmt(r["simulate_s"], 3), fmt(r["jobs_per_s"], 0), fmt(r["total_s"], 3),
         )
-    out_console.print(tb)
+    console().print(tb)
 
 
 # ---------------------------------------------------------------------------
@@ -478,7 +487,7 @@ def bench(
 @app.command()
 def version() -> None:
     """Print the version and the git commit of the source checkout, if known."""
-    out_console.print(f"cosched {__version__} (core {_core.version()}, commit {git_commit()})")
+    console().print(f"cosched {__version__} (core {_core.version()}, commit {git_commit()})")
 
 
 def main() -> None:  # pragma: no cover

@@ -28,6 +28,9 @@ import pyarrow.parquet as pq
 
 OUTPUT_FILES = ("jobs.csv", "jobs.parquet", "summary.json")
 
+#: Version of the output contract (docs/formats/): jobs columns, summary and provenance keys.
+FORMAT_VERSION = 1
+
 
 def _file_mode() -> int:
     """Permissions of a newly created file under the current umask."""
@@ -85,7 +88,10 @@ def git_commit() -> str:
 
 
 def command_line() -> str:
-    return shlex.join(sys.argv)
+    """``sys.argv`` shell-quoted, the program given by its name without its folder."""
+    argv = list(sys.argv) or [""]
+    argv[0] = os.path.basename(argv[0])
+    return shlex.join(argv)
 
 
 def provenance(
@@ -118,7 +124,8 @@ def provenance(
 
 def summary_text(summary: Mapping[str, Any], prov: Mapping[str, Any]) -> str:
     """summary.json: the summary keys in their fixed order, then ``provenance``."""
-    doc = {k: v for k, v in summary.items() if k != "provenance"}
+    doc: dict[str, Any] = {"format_version": FORMAT_VERSION}
+    doc.update((k, v) for k, v in summary.items() if k not in ("provenance", "format_version"))
     doc["provenance"] = prov
     return json.dumps(_clean(doc), indent=2, allow_nan=False) + "\n"
 

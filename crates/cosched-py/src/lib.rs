@@ -6,8 +6,12 @@
 //! `ValueError` for bad input (trace, configuration, options, policy names),
 //! `RuntimeError` for failures of the engine itself.
 
-use cosched::model::swf::{self, SwfHeader, SwfRecord, SwfTrace};
-use cosched::model::{EstimateSource, OverrunPolicy, Placement, Platform, RunConfig, WorkloadOptions};
+use cosched::model::swf;
+use cosched::model::{JobSpec, Workload};
+use cosched::des::SimTime;
+use cosched::model::{
+    EstimateSource, OverrunPolicy, Placement, Platform, WorkloadOptions,
+};
 use cosched::{engine::EngineError, Error, TraceRun};
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
@@ -28,14 +32,21 @@ fn value_error(msg: impl Into<String>) -> PyErr {
 /// engine failures to `RuntimeError`.
 fn to_py(e: Error) -> PyErr {
     match e {
-        Error::Engine(EngineError::Platform(_) | EngineError::Unsorted(_)) => value_error(e.to_string()),
+        Error::Engine(
+            EngineError::Platform(_)
+            | EngineError::Unsorted(_)
+            | EngineError::EstimateBelowRuntime { .. },
+        ) => {
+            value_error(e.to_string())
+        }
         Error::Engine(_) => PyRuntimeError::new_err(e.to_string()),
         _ => value_error(e.to_string()),
     }
 }
 
 fn json_text<T: serde::Serialize>(v: &T) -> PyResult<String> {
-    serde_json::to_string(v).map_err(|e| PyRuntimeError::new_err(format!("cannot serialize to JSON: {e}")))
+    serde_json::to_string(v)
+        .map_err(|e| PyRuntimeError::new_err(format!("cannot serialize to JSON: {e}")))
 }
 
 // ---------------------------------------------------------------------------
@@ -43,7 +54,8 @@ fn json_text<T: serde::Serialize>(v: &T) -> PyResult<String> {
 
 /// Parses an option value with the Rust type's own serde names (`"requested"`, `"kill"`, ...).
 fn enum_arg<T: DeserializeOwned>(name: &str, value: &str) -> PyResult<T> {
-    serde_json::from_value(serde_json::Value::String(value.to_string())).map_err(|e| value_error(format!("{name}: {e}")))
+    serde_json::from_value(serde_json::Value::String(value.to_string()))
+        .map_err(|e| value_error(format!("{name}: {e}")))
 }
 
 fn workload_options(
@@ -55,7 +67,12 @@ fn workload_options(
     let machine_size = match machine_size {
         None => None,
         Some(n) if (1..=u32::MAX as i64).contains(&n) => Some(n as u32),
-        Some(n) => return Err(value_error(format!("machine_size: must be between 1 and {}, got {n}", u32::MAX))),
+        Some(n) => {
+            return Err(value_error(format!(
+                "machine_size: must be between 1 and {}, got {n}",
+                u32::MAX
+            )))
+        }
     };
     Ok(WorkloadOptions {
         estimates: enum_arg::<EstimateSource>("estimates", estimates)?,
@@ -66,7 +83,12 @@ fn workload_options(
 }
 
 fn seed_arg(seed: i128) -> PyResult<u64> {
-    u64::try_from(seed).map_err(|_| value_error(format!("seed: must be between 0 and {}, got {seed}", u64::MAX)))
+    u64::try_from(seed).map_err(|_| {
+        value_error(format!(
+            "seed: must be between 0 and {}, got {seed}",
+            u64::MAX
+        ))
+    })
 }
 
 fn count_arg(name: &str, v: i64) -> PyResult<usize> {
@@ -78,23 +100,36 @@ fn count_arg(name: &str, v: i64) -> PyResult<usize> {
 fn platform_arg(d: &Bound<'_, PyDict>) -> PyResult<Platform> {
     let mut map = serde_json::Map::new();
     for (k, v) in d.iter() {
-        let key: String = k.extract().map_err(|_| value_error("platform: keys must be strings"))?;
+        let key: String = k
+            .extract()
+            .map_err(|_| value_error("platform: keys must be strings"))?;
         let value = if v.is_instance_of::<PyBool>() {
-            return Err(value_error(format!("platform.{key}: expected a number, got a bool")));
+            return Err(value_error(format!(
+                "platform.{key}: expected a number, got a bool"
+            )));
         } else if v.is_instance_of::<PyInt>() {
-            serde_json::Value::from(v.extract::<i64>().map_err(|e| value_error(format!("platform.{key}: {e}")))?)
+            serde_json::Value::from(
+                v.extract::<i64>()
+                    .map_err(|e| value_error(format!("platform.{key}: {e}")))?,
+            )
         } else if v.is_instance_of::<PyFloat>() {
             let x: f64 = v.extract()?;
             if !x.is_finite() {
-                return Err(value_error(format!("platform.{key}: must be finite, got {x}")));
+                return Err(value_error(format!(
+                    "platform.{key}: must be finite, got {x}"
+                )));
             }
             serde_json::Value::from(x)
         } else {
-            return Err(value_error(format!("platform.{key}: expected a number, got {}", v.get_type().name()?)));
+            return Err(value_error(format!(
+                "platform.{key}: expected a number, got {}",
+                v.get_type().name()?
+            )));
         };
         map.insert(key, value);
     }
-    let p: Platform = serde_json::from_value(serde_json::Value::Object(map)).map_err(|e| value_error(format!("platform: {e}")))?;
+    let p: Platform = serde_json::from_value(serde_json::Value::Object(map))
+        .map_err(|e| value_error(format!("platform: {e}")))?;
     p.validate().map_err(|e| value_error(e.to_string()))?;
     Ok(p)
 }
@@ -217,15 +252,19 @@ fn run_trace(
     run.placement = enum_arg::<Placement>("placement", placement)?;
     run.seed = seed_arg(seed)?;
     run.bsld_threshold_s = bsld_threshold_s;
-    py.detach(|| cosched::run_trace(&run)).map(wrap).map_err(to_py)
+    py.detach(|| cosched::run_trace(&run))
+        .map(wrap)
+        .map_err(to_py)
 }
 
 /// Loads and validates a run configuration file (TOML or JSON) and runs it.
 #[gen_stub_pyfunction]
 #[pyfunction]
 fn run_config(py: Python<'_>, path: PathBuf) -> PyResult<RunResult> {
-    let cfg = RunConfig::load(&path).map_err(|e| value_error(e.to_string()))?;
-    py.detach(|| cosched::run_config(&cfg)).map(wrap).map_err(to_py)
+    let cfg = cosched::load_config(&path).map_err(to_py)?;
+    py.detach(|| cosched::run_config(&cfg))
+        .map(wrap)
+        .map_err(to_py)
 }
 
 /// Loads and validates a run configuration file; returns it as JSON text with
@@ -233,19 +272,18 @@ fn run_config(py: Python<'_>, path: PathBuf) -> PyResult<RunResult> {
 #[gen_stub_pyfunction]
 #[pyfunction]
 fn load_config(path: PathBuf) -> PyResult<String> {
-    let cfg = RunConfig::load(&path).map_err(|e| value_error(e.to_string()))?;
+    let cfg = cosched::load_config(&path).map_err(to_py)?;
     json_text(&cfg)
 }
 
 fn check_len(name: &str, len: usize, n: usize) -> PyResult<()> {
     if len != n {
-        return Err(value_error(format!("jobs: column {name} has {len} rows, submit_s has {n}")));
+        return Err(value_error(format!(
+            "jobs: column {name} has {len} rows, submit_s has {n}"
+        )));
     }
     Ok(())
 }
-
-/// Job ids travel through the SWF record's f64 fields: they must be exact there.
-const MAX_EXACT_ID: i64 = 1 << 53;
 
 /// Simulates an in-memory workload (one entry per job in every list).
 ///
@@ -282,54 +320,82 @@ fn run_jobs(
         check_len("job_id", ids.len(), n)?;
     }
     let platform = platform_arg(&platform)?;
-    let mut opts = workload_options(estimates, overrun, None, false)?;
-    opts.machine_size = Some(platform.total_procs());
+    let opts = workload_options(estimates, overrun, None, false)?;
     let placement = enum_arg::<Placement>("placement", placement)?;
     let seed = seed_arg(seed)?;
 
-    let bad = |i: usize, col: &str, msg: String| value_error(format!("jobs row {i}: column {col}: {msg}"));
-    let mut records = Vec::with_capacity(n);
+    let bad = |i: usize, col: &str, msg: String| {
+        value_error(format!("jobs row {i}: column {col}: {msg}"))
+    };
+    let mut jobs = Vec::with_capacity(n);
     for i in 0..n {
         let (s, r, p, q) = (submit_s[i], runtime_s[i], procs[i], requested_s[i]);
         if !(s.is_finite() && s >= 0.0) {
-            return Err(bad(i, "submit_s", format!("must be a finite number >= 0, got {s}")));
+            return Err(bad(
+                i,
+                "submit_s",
+                format!("must be a finite number >= 0, got {s}"),
+            ));
         }
         if !(r.is_finite() && r >= 0.0) {
-            return Err(bad(i, "runtime_s", format!("must be a finite number >= 0, got {r}")));
+            return Err(bad(
+                i,
+                "runtime_s",
+                format!("must be a finite number >= 0, got {r}"),
+            ));
         }
         if !(1..=u32::MAX as i64).contains(&p) {
-            return Err(bad(i, "procs", format!("must be between 1 and {}, got {p}", u32::MAX)));
+            return Err(bad(
+                i,
+                "procs",
+                format!("must be between 1 and {}, got {p}", u32::MAX),
+            ));
         }
         if q.is_infinite() {
-            return Err(bad(i, "requested_s", format!("must be finite (NaN or <= 0 for unknown), got {q}")));
+            return Err(bad(
+                i,
+                "requested_s",
+                format!("must be finite (NaN or <= 0 for unknown), got {q}"),
+            ));
         }
-        let id = match &job_id {
-            Some(ids) => ids[i],
-            None => i as i64,
-        };
-        if id.abs() > MAX_EXACT_ID {
-            return Err(bad(i, "job_id", format!("must be within +-2^53, got {id}")));
-        }
-        let mut fields = [-1.0; 18];
-        fields[swf::field::JOB_NUMBER] = id as f64;
-        fields[swf::field::SUBMIT_TIME] = s;
-        fields[swf::field::RUN_TIME] = r;
-        fields[swf::field::ALLOCATED_PROCS] = p as f64;
-        fields[swf::field::REQUESTED_TIME] = if q > 0.0 { q } else { -1.0 };
-        records.push(SwfRecord { line: i, fields });
+        let runtime = SimTime::from_secs_f64(r);
+        let requested = (q > 0.0).then(|| SimTime::from_secs_f64(q));
+        let (estimate, kill_after) = opts.estimate(runtime, requested);
+        jobs.push(JobSpec {
+            source_id: job_id.as_ref().map_or(i as i64, |ids| ids[i]),
+            submit: SimTime::from_secs_f64(s),
+            runtime,
+            procs: p as u32,
+            requested,
+            estimate,
+            kill_after,
+        });
     }
-    let trace = SwfTrace { origin: "jobs".into(), header: SwfHeader::default(), records };
-    let (workload, _) = swf::to_workload(&trace, &opts, None).map_err(|e| value_error(e.to_string()))?;
-    py.detach(|| cosched::run_workload(&workload, &platform, policy, placement, seed, bsld_threshold_s))
-        .map(wrap)
-        .map_err(to_py)
+    let workload = Workload::from_jobs(jobs, "jobs");
+    py.detach(|| {
+        cosched::run_workload(
+            &workload,
+            &platform,
+            policy,
+            placement,
+            seed,
+            bsld_threshold_s,
+        )
+    })
+    .map(wrap)
+    .map_err(to_py)
 }
 
 /// Statistics of an SWF trace, as JSON text.
 #[gen_stub_pyfunction]
 #[pyfunction]
 #[pyo3(signature = (path, *, machine_size_from_nodes = false, machine_size = None))]
-fn trace_info(py: Python<'_>, path: PathBuf, machine_size_from_nodes: bool, machine_size: Option<i64>) -> PyResult<String> {
+fn trace_info(
+    py: Python<'_>,
+    path: PathBuf,
+    machine_size_from_nodes: bool,
+    machine_size: Option<i64>,
+) -> PyResult<String> {
     let opts = workload_options("requested", "extend", machine_size, machine_size_from_nodes)?;
     let stats = py
         .detach(|| swf::read_swf(&path).and_then(|t| swf::trace_stats(&t, &opts)))
@@ -366,7 +432,10 @@ pyo3_stub_gen::module_doc!(
 
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add("__doc__", "The Rust core of coscheduling (private: use the `coscheduling` package).")?;
+    m.add(
+        "__doc__",
+        "The Rust core of coscheduling (private: use the `coscheduling` package).",
+    )?;
     m.add("__version__", cosched::VERSION)?;
     m.add_class::<RunResult>()?;
     m.add_function(wrap_pyfunction!(version, m)?)?;

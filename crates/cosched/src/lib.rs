@@ -12,6 +12,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 use thiserror::Error;
 
+pub use cosched_des as des;
 pub use cosched_engine as engine;
 pub use cosched_model as model;
 pub use cosched_policies as policies;

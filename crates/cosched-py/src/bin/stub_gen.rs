@@ -31,11 +31,18 @@ fn run() -> Result<ExitCode, Box<dyn std::error::Error>> {
                 return Ok(ExitCode::SUCCESS);
             }
             _ if out.is_none() && !a.starts_with('-') => out = Some(PathBuf::from(a)),
-            _ => return Err(format!("unexpected argument {a:?}; usage: stub_gen [--check] [OUT]").into()),
+            _ => {
+                return Err(
+                    format!("unexpected argument {a:?}; usage: stub_gen [--check] [OUT]").into(),
+                )
+            }
         }
     }
     let info = _core::stub_info()?;
-    let module = info.modules.get(MODULE).ok_or_else(|| format!("no stub information for module {MODULE}"))?;
+    let module = info
+        .modules
+        .get(MODULE)
+        .ok_or_else(|| format!("no stub information for module {MODULE}"))?;
     let text = module.format_with_config(info.config.use_type_statement);
     let path = out.unwrap_or_else(|| info.python_root.join("coscheduling").join("_core.pyi"));
     if check {

@@ -1,0 +1,79 @@
+# cosched: set up, demo and test.
+#
+#   make demo    create .venv (Python 3.11) if absent, build and install the package
+#                (Rust core in release mode), then run `cosched demo`
+#   make test    the same setup plus the test extras, then: ruff, cargo test, clippy,
+#                the type-stub drift check and pytest (whole-trace runs included).
+#                Fails on the first failure.
+#   make stubs   regenerate python/coscheduling/_core.pyi from the Rust sources
+#   make bench   replay whole traces (needs ../shared/data/traces or COSCHED_TRACES)
+#
+# Needs only Rust (cargo), Python 3.11 and a C toolchain; everything else comes from
+# PyPI (into .venv/) and crates.io (into target/).
+
+SHELL := bash
+.SHELLFLAGS := -euo pipefail -c
+.DEFAULT_GOAL := help
+
+PYTHON ?= python3.11
+VENV ?= .venv
+PY := $(VENV)/bin/python
+CARGO ?= cargo
+PIP := $(PY) -m pip --disable-pip-version-check
+
+# Every cargo command (tests, clippy, the stub generator) builds PyO3 against the
+# venv's interpreter and runs with its libpython on the loader path.
+export PYO3_PYTHON := $(abspath $(PY))
+PY_LIBDIR = $(shell $(PY) -c 'import sysconfig; print(sysconfig.get_config_var("LIBDIR") or "")')
+RUN = env LD_LIBRARY_PATH="$(PY_LIBDIR)$${LD_LIBRARY_PATH:+:$$LD_LIBRARY_PATH}"
+
+.PHONY: help venv install install-test demo test lint rust-test clippy stubs check-stubs pytest bench clean
+
+help:
+	@sed -n '2,12p' Makefile | sed 's/^# \{0,1\}//'
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+	$(PIP) install --upgrade pip
+
+venv: $(PY)
+
+# Editable install: the Python sources are used in place; the Rust extension is
+# built by maturin (release profile) into python/coscheduling/.
+install: $(PY)
+	$(PIP) install 'maturin>=1.9,<2'
+	$(PIP) install --no-build-isolation -e .
+
+install-test: $(PY)
+	$(PIP) install 'maturin>=1.9,<2'
+	$(PIP) install --no-build-isolation -e '.[test]'
+
+demo: install
+	$(VENV)/bin/cosched demo
+
+test: install-test lint rust-test clippy check-stubs pytest
+	@echo "make test: all checks passed"
+
+lint: install-test
+	$(VENV)/bin/ruff check python tests scripts
+
+rust-test: $(PY)
+	$(RUN) $(CARGO) test --workspace
+
+clippy: $(PY)
+	$(RUN) $(CARGO) clippy --workspace --all-targets -- -D warnings
+
+stubs: $(PY)
+	$(RUN) $(CARGO) run -p cosched-py --bin stub_gen
+
+check-stubs: $(PY)
+	$(RUN) bash scripts/check_stubs.sh
+
+pytest: install-test
+	$(RUN) $(PY) -m pytest tests/python -q -m "slow or not slow"
+
+bench: install
+	$(VENV)/bin/cosched bench
+
+clean:
+	rm -rf $(VENV) target python/coscheduling/_core*.so .pytest_cache .ruff_cache .hypothesis cosched-demo

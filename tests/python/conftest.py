@@ -1,0 +1,78 @@
+"""Shared fixtures: the shared traces folder, small trace slices, and a CLI runner."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from coscheduling import slice_trace
+from coscheduling.cli import app
+
+REPO = Path(__file__).resolve().parents[2]
+
+#: Traces sliced for the CLI tests (first SLICE_RECORDS records, header kept).
+SLICED = ("SDSC-SP2-1998-4.2-cln", "CTC-SP2-1996-3.1-cln", "LLNL-Thunder-2007-1.1-cln")
+SLICE_RECORDS = 500
+
+
+def find_traces_dir() -> Path:
+    env = os.environ.get("COSCHED_TRACES")
+    return Path(env) if env else REPO.parent / "shared" / "data" / "traces"
+
+
+@pytest.fixture(scope="session")
+def traces_dir() -> Path:
+    d = find_traces_dir()
+    if not d.is_dir():
+        msg = f"shared traces not found at {d} (set COSCHED_TRACES)"
+        if os.environ.get("CI"):
+            pytest.fail(msg)
+        pytest.skip(msg)
+    return d
+
+
+@pytest.fixture(scope="session")
+def slices(traces_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """name -> a slice of the trace's first SLICE_RECORDS records (plain SWF)."""
+    out = tmp_path_factory.mktemp("slices")
+    paths = {}
+    for name in SLICED:
+        dst = out / f"{name}-first{SLICE_RECORDS}.swf"
+        slice_trace(traces_dir / f"{name}.swf.gz", dst, SLICE_RECORDS)
+        paths[name] = dst
+    return paths
+
+
+@dataclass
+class CliResult:
+    exit_code: int
+    stdout: str
+    stderr: str
+
+
+def run_cli(args: list[str], cwd: Path | None = None) -> CliResult:
+    """Runs ``cosched ARGS`` in-process (optionally in ``cwd``)."""
+    old = Path.cwd()
+    if cwd is not None:
+        os.chdir(cwd)
+    try:
+        r = CliRunner().invoke(app, [str(a) for a in args], catch_exceptions=False)
+    finally:
+        os.chdir(old)
+    return CliResult(r.exit_code, r.stdout, r.stderr)
+
+
+def run_cli_process(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    """Runs ``cosched ARGS`` in a new Python process."""
+    exe = Path(sys.executable).parent / "cosched"
+    cmd = [str(exe)] if exe.is_file() else [sys.executable, "-m", "coscheduling"]
+    return subprocess.run(
+        [*cmd, *[str(a) for a in args]],
+        cwd=cwd, capture_output=True, text=True, timeout=300, check=False,
+    )

@@ -1,0 +1,125 @@
+"""Bad input: a clear message naming file, line and field, exit code 2, and nothing written."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from conftest import run_cli
+
+HEADER = "; MaxProcs: 8\n; MaxNodes: 8\n"
+GOOD = "1 0 0 10 2 -1 -1 2 20 -1 1 1 1 -1 -1 -1 -1 -1\n"
+
+
+def check_failed(r, code: int, *needles: str) -> None:
+    assert r.exit_code == code, (r.exit_code, r.stdout, r.stderr)
+    assert "Traceback" not in r.stderr + r.stdout
+    assert "error:" in r.stderr
+    for n in needles:
+        assert n in r.stderr, (n, r.stderr)
+
+
+@pytest.mark.parametrize(
+    ("line", "needles"),
+    [
+        ("2 5 0 10 2 -1 -1 2 20 -1 1 1 1 -1 -1 -1 -1\n", [":4:", "expected 18 fields, found 17"]),
+        ("2 5 0 ten 2 -1 -1 2 20 -1 1 1 1 -1 -1 -1 -1 -1\n", [":4:", "field 4", "run_time", "ten"]),
+    ],
+    ids=["field-count", "non-numeric"],
+)
+def test_malformed_swf_names_file_and_line_and_writes_nothing(tmp_path, line, needles):
+    trace = tmp_path / "bad.swf"
+    trace.write_text(HEADER + GOOD + line)
+    out = tmp_path / "out"
+    r = run_cli(["simulate", "--trace", trace, "--out", out])
+    check_failed(r, 2, str(trace), *needles)
+    assert not out.exists()
+
+
+def test_malformed_gzip_trace_names_line(tmp_path, slices):
+    import gzip
+
+    text = Path(slices["SDSC-SP2-1998-4.2-cln"]).read_text().splitlines(keepends=True)
+    n_header = sum(1 for t in text if t.startswith(";"))
+    text[n_header + 9] = "1 2 3\n"  # the 10th record
+    trace = tmp_path / "broken.swf.gz"
+    trace.write_bytes(gzip.compress("".join(text).encode()))
+    r = run_cli(["simulate", "--trace", trace, "--out", tmp_path / "o"])
+    check_failed(r, 2, f"{trace}:{n_header + 10}:", "expected 18 fields, found 3")
+    assert not (tmp_path / "o").exists()
+
+
+def test_missing_trace_file(tmp_path):
+    r = run_cli(["simulate", "--trace", tmp_path / "nope.swf", "--out", tmp_path / "o"])
+    check_failed(r, 2, "nope.swf")
+    assert not (tmp_path / "o").exists()
+
+
+def test_unknown_policy_lists_valid_ones(slices, tmp_path):
+    r = run_cli(["simulate", "--trace", slices["CTC-SP2-1996-3.1-cln"], "--policy", "sjf",
+                 "--out", tmp_path / "o"])
+    check_failed(r, 2, "unknown policy", "sjf", "fcfs, easy, conservative")
+    assert not (tmp_path / "o").exists()
+
+
+def test_unknown_policy_parameter(slices):
+    r = run_cli(["simulate", "--trace", slices["CTC-SP2-1996-3.1-cln"], "--policy", "fcfs[depth=2]"])
+    check_failed(r, 2, "unknown parameter", "depth")
+
+
+def test_bad_config_key_names_line_and_key(slices, tmp_path):
+    shutil.copy(slices["CTC-SP2-1996-3.1-cln"], tmp_path / "t.swf")
+    cfg = tmp_path / "exp.toml"
+    cfg.write_text('seed = 1\n[workload]\ntrace = "t.swf"\n[scheduler]\npolicy = "easy"\nplacment = "random"\n')
+    r = run_cli(["simulate", cfg], cwd=tmp_path)
+    check_failed(r, 2, str(cfg), "line 6", "placment")
+    assert not (tmp_path / "results").exists()
+
+
+def test_bad_config_value_names_field(slices, tmp_path):
+    shutil.copy(slices["CTC-SP2-1996-3.1-cln"], tmp_path / "t.swf")
+    cfg = tmp_path / "exp.toml"
+    cfg.write_text('[workload]\ntrace = "t.swf"\n[scheduler]\npolicy = "easy"\n[platform]\nnodes = 0\n')
+    r = run_cli(["simulate", cfg], cwd=tmp_path)
+    check_failed(r, 2, "platform.nodes", "at least 1")
+    assert not (tmp_path / "results").exists()
+
+
+def test_config_with_trace_flags_is_refused(slices, tmp_path):
+    shutil.copy(slices["CTC-SP2-1996-3.1-cln"], tmp_path / "t.swf")
+    cfg = tmp_path / "exp.toml"
+    cfg.write_text('[workload]\ntrace = "t.swf"\n[scheduler]\npolicy = "easy"\n')
+    r = run_cli(["simulate", cfg, "--policy", "fcfs"], cwd=tmp_path)
+    check_failed(r, 2, "--policy")
+    assert not (tmp_path / "results").exists()
+
+
+def test_needs_a_config_or_a_trace(slices):
+    check_failed(run_cli(["simulate"]), 2, "CONFIG", "--trace")
+
+
+def test_bad_option_value_is_a_usage_error(slices):
+    r = run_cli(["simulate", "--trace", slices["CTC-SP2-1996-3.1-cln"], "--estimates", "perfect"])
+    assert r.exit_code == 2
+    assert "Traceback" not in r.stderr + r.stdout
+
+
+def test_unwritable_output_is_exit_1_and_leaves_nothing(slices, tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    r = run_cli(["simulate", "--trace", slices["CTC-SP2-1996-3.1-cln"], "--out", blocker / "sub"])
+    check_failed(r, 1)
+    assert blocker.read_text() == "x"
+
+
+def test_trace_info_of_a_bad_file(tmp_path):
+    trace = tmp_path / "bad.swf"
+    trace.write_text(HEADER + "1 2\n")
+    check_failed(run_cli(["trace", "info", trace]), 2, f"{trace}:3:")
+
+
+def test_bench_without_traces_is_a_clear_error(tmp_path, monkeypatch):
+    monkeypatch.setenv("COSCHED_TRACES", str(tmp_path / "none"))
+    check_failed(run_cli(["bench"]), 2, "COSCHED_TRACES")
