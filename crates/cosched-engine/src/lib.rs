@@ -15,6 +15,7 @@ pub mod cluster;
 pub mod metrics;
 pub mod os;
 pub mod policy;
+pub mod process;
 
 pub use cluster::{
     simulate, EngineError, EngineStats, JobRecord, JobStatus, SimOptions, SimOutput,

@@ -56,13 +56,20 @@ impl Workload {
     /// A workload of in-memory jobs: sorted stably by submit time, with one warning
     /// naming `origin` when they were not in submit order.
     pub fn from_jobs(mut jobs: Vec<JobSpec>, origin: &str) -> Self {
-        let inversions = jobs.windows(2).filter(|w| w[1].submit < w[0].submit).count();
+        let inversions = jobs
+            .windows(2)
+            .filter(|w| w[1].submit < w[0].submit)
+            .count();
         let mut warnings = Vec::new();
         if inversions > 0 {
             jobs.sort_by_key(|j| j.submit);
             warnings.push(format!("{origin}: submit times are not sorted: {inversions} inversions; jobs sorted by submit time"));
         }
-        Self { jobs, warnings, ..Default::default() }
+        Self {
+            jobs,
+            warnings,
+            ..Default::default()
+        }
     }
 
     pub fn dropped(&self) -> u64 {

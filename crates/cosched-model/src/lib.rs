@@ -6,6 +6,7 @@
 
 pub mod config;
 pub mod job;
+pub mod node;
 pub mod platform;
 pub mod program;
 pub mod swf;

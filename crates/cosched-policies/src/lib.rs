@@ -5,11 +5,14 @@
 //! - [`fcfs`]: first come, first served.
 //! - [`easy`]: EASY backfilling.
 //! - [`conservative`]: conservative backfilling.
+//!
+//! Node-level (process-level engine): [`node`].
 
 pub mod conservative;
 pub mod easy;
 pub mod fcfs;
+pub mod node;
 pub mod profile;
 pub mod registry;
 
-pub use registry::{build, catalog, ParamInfo, PolicyInfo, PolicySpec, RegistryError};
+pub use registry::{build, build_node, catalog, ParamInfo, PolicyInfo, PolicySpec, RegistryError};

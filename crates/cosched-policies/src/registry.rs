@@ -3,6 +3,7 @@
 //! Unknown names and unknown or malformed parameters are errors that list what
 //! is valid; nothing here panics on user input.
 
+use cosched_engine::process::policy::NodePolicy;
 use cosched_engine::ClusterPolicy;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -146,9 +147,37 @@ fn entries() -> Vec<(PolicyInfo, Builder)> {
     ]
 }
 
-/// Documentation of every registered policy, in registry order.
+type NodeBuilder = fn(&PolicySpec) -> Result<Box<dyn NodePolicy>, RegistryError>;
+
+/// Every registered node-level policy: (info, builder).
+fn node_entries() -> Vec<(PolicyInfo, NodeBuilder)> {
+    vec![(crate::node::nls::info(), crate::node::nls::build)]
+}
+
+/// Documentation of every registered policy, cluster-level first, in registry order.
 pub fn catalog() -> Vec<PolicyInfo> {
-    entries().into_iter().map(|(i, _)| i).collect()
+    entries()
+        .into_iter()
+        .map(|(i, _)| i)
+        .chain(node_entries().into_iter().map(|(i, _)| i))
+        .collect()
+}
+
+/// Builds the node-level policy named by `spec` (e.g. `"nls"`).
+pub fn build_node(spec: &str) -> Result<Box<dyn NodePolicy>, RegistryError> {
+    let parsed = PolicySpec::parse(spec)?;
+    let all = node_entries();
+    match all.iter().find(|(i, _)| i.name == parsed.name) {
+        Some((_, b)) => b(&parsed),
+        None => Err(RegistryError::UnknownPolicy {
+            name: parsed.name.clone(),
+            valid: all
+                .iter()
+                .map(|(i, _)| i.name)
+                .collect::<Vec<_>>()
+                .join(", "),
+        }),
+    }
 }
 
 /// Builds the policy named by `spec` (e.g. `"easy"`, `"fcfs"`).
@@ -206,8 +235,21 @@ mod tests {
     #[test]
     fn every_catalog_entry_builds_with_defaults() {
         for info in catalog() {
-            let p = build(info.name).unwrap();
-            assert!(p.name().starts_with(info.name));
+            let name = match info.level {
+                "cluster" => build(info.name).unwrap().name(),
+                _ => build_node(info.name).unwrap().name(),
+            };
+            assert!(name.starts_with(info.name));
         }
+    }
+
+    #[test]
+    fn node_and_cluster_names_are_separate() {
+        assert!(build_node("nls").is_ok());
+        assert_eq!(
+            build_node("easy").err().unwrap().to_string(),
+            "unknown policy \"easy\"; valid policies: nls"
+        );
+        assert!(build("nls").is_err());
     }
 }

@@ -19,16 +19,9 @@
 
 use super::{slot, NativeScheduler, Pick, Pid, Stop, Wake};
 use cosched_des::SimTime;
-
-pub fn default_latency_ms() -> f64 {
-    6.0
-}
-pub fn default_min_granularity_ms() -> f64 {
-    0.75
-}
-pub fn default_wakeup_granularity_ms() -> f64 {
-    1.0
-}
+pub use cosched_model::node::{
+    default_latency_ms, default_min_granularity_ms, default_wakeup_granularity_ms,
+};
 
 #[derive(Clone, Default, Debug)]
 struct Proc {

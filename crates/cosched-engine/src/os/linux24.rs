@@ -24,13 +24,7 @@
 
 use super::{slot, NativeScheduler, Pick, Pid, Stop, Wake};
 use cosched_des::SimTime;
-
-pub fn default_tick_ms() -> f64 {
-    10.0
-}
-pub fn default_base_ticks() -> u32 {
-    6
-}
+pub use cosched_model::node::{default_base_ticks, default_tick_ms};
 
 /// Goodness added to a boosted process that still has counter.
 const BOOST: i64 = 1000;

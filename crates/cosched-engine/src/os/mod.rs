@@ -24,7 +24,7 @@ pub mod mlfq;
 pub mod rr;
 
 use cosched_des::SimTime;
-use serde::{Deserialize, Serialize};
+pub use cosched_model::node::OsConfig;
 
 /// A process, as the node's scheduler knows it (dense per run).
 pub type Pid = u32;
@@ -93,45 +93,6 @@ pub trait NativeScheduler: Send {
     fn runnable(&self) -> usize;
     /// Internal state, for debugging.
     fn dump(&self) -> String;
-}
-
-/// Which native scheduler a node runs, with its parameters.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "model", rename_all = "lowercase", deny_unknown_fields)]
-pub enum OsConfig {
-    /// Linux 2.4 epoch/counter goodness scheduler.
-    Linux24 {
-        /// Timer tick (10 ms at HZ = 100).
-        #[serde(default = "linux24::default_tick_ms")]
-        tick_ms: f64,
-        /// Base time slice of a nice-0 process, in ticks (kernel: 6; seed 002 states 50 ms).
-        #[serde(default = "linux24::default_base_ticks")]
-        base_ticks: u32,
-    },
-    /// A CFS-like fair scheduler.
-    Cfs {
-        #[serde(default = "cfs::default_latency_ms")]
-        latency_ms: f64,
-        #[serde(default = "cfs::default_min_granularity_ms")]
-        min_granularity_ms: f64,
-        #[serde(default = "cfs::default_wakeup_granularity_ms")]
-        wakeup_granularity_ms: f64,
-    },
-    /// Multi-level feedback queue with the Solaris TS dispatch table.
-    Mlfq {
-        /// Multiplies every quantum of the table.
-        #[serde(default = "one")]
-        quantum_scale: f64,
-    },
-    /// Strict round robin.
-    Rr {
-        #[serde(default = "rr::default_quantum_ms")]
-        quantum_ms: f64,
-    },
-}
-
-fn one() -> f64 {
-    1.0
 }
 
 /// Builds a native scheduler.

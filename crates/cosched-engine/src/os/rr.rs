@@ -9,11 +9,8 @@
 
 use super::{NativeScheduler, Pick, Pid, Stop, Wake};
 use cosched_des::SimTime;
+pub use cosched_model::node::default_quantum_ms;
 use std::collections::VecDeque;
-
-pub fn default_quantum_ms() -> f64 {
-    50.0
-}
 
 pub struct RoundRobin {
     quantum: SimTime,

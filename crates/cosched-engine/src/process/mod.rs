@@ -1,0 +1,1067 @@
+//! The process-level engine: nodes that time-share the processes of several
+//! parallel jobs, exchange messages and run a native OS scheduler.
+//!
+//! Coscheduling effects emerge here from mechanisms only: a process progresses
+//! only while it holds a CPU; a message lands in the receiver's buffer without
+//! the receiver running (user-level NIC), but the receiver must run to consume it
+//! and to answer; a waiting process spins (holding its CPU), spins then blocks,
+//! or blocks at once, as its node's [`NodePolicy`] says; a blocked process is
+//! woken by the message's interrupt and the native scheduler decides when it
+//! runs again.
+//!
+//! Mechanism details (the contract of [`cosched_model::program::Op`]):
+//! - a send costs the sender `send_overhead` of CPU; the message then reaches the
+//!   receiver's buffer after `latency + bytes / bandwidth`; a blocking send waits
+//!   for the NIC acknowledgement, which returns one more `latency` later;
+//! - consuming a message costs the receiver `recv_overhead` of CPU;
+//! - a process woken from blocking pays `interrupt` of CPU when it next runs;
+//! - switching a CPU to a different process costs `context_switch` (busy, no progress);
+//! - a spin-then-block wait blocks once `spin` has elapsed since the wait began;
+//! - disk bursts (`Io`) are served one at a time per node, first come first served.
+//!
+//! Admission: jobs wait in FCFS order; a job of P processes gets P distinct nodes
+//! each holding fewer than `mpl` processes (PACKING: the first run of consecutive
+//! eligible nodes, else the lowest-numbered; NO PACKING: eligible nodes drawn at
+//! random from the seeded stream "placement").
+
+pub mod policy;
+
+#[cfg(test)]
+mod tests;
+
+use crate::os::{self, NativeScheduler, Pick, Pid, Stop, Wake};
+use cosched_des::{EventQueue, RngStream, RngStreams, SimTime};
+use cosched_model::node::NodePlatform;
+use cosched_model::program::{Op, Program, Rank};
+use cosched_model::Placement;
+use policy::{NodeAction, NodePolicy, NodeView, WaitKind, WaitMode};
+use rand::seq::SliceRandom;
+use thiserror::Error;
+
+/// A job of the process-level model.
+#[derive(Clone, Debug)]
+pub struct ProcJob {
+    pub program: Program,
+    pub submit: SimTime,
+}
+
+/// Options of a process-level run.
+#[derive(Clone, Debug)]
+pub struct ProcOptions {
+    /// Most processes per node (multiprogramming level).
+    pub mpl: u32,
+    pub placement: Placement,
+    pub seed: u64,
+    /// The run stops with an error past this simulated time (a watchdog for
+    /// programs that spin forever).
+    pub time_limit: SimTime,
+}
+
+impl Default for ProcOptions {
+    fn default() -> Self {
+        Self {
+            mpl: 1,
+            placement: Placement::Packing,
+            seed: 0,
+            time_limit: SimTime::from_secs(10_000_000),
+        }
+    }
+}
+
+/// The outcome of one job.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ProcJobRecord {
+    pub start: SimTime,
+    pub end: SimTime,
+    /// The node of each rank.
+    pub nodes: Vec<u32>,
+}
+
+/// Counters of a run.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ProcCounters {
+    pub events: u64,
+    pub context_switches: u64,
+    pub messages: u64,
+    pub interrupts: u64,
+    /// CPU time spent spinning, all processes.
+    pub spin_ns: i64,
+    /// CPU time spent making progress (compute and message overheads), all processes.
+    pub useful_ns: i64,
+    /// Wake-up recommendations the native schedulers followed.
+    pub hints_followed: u64,
+}
+
+/// Everything a process-level run produces.
+#[derive(Clone, Debug)]
+pub struct ProcOutput {
+    pub jobs: Vec<ProcJobRecord>,
+    pub counters: ProcCounters,
+    /// Busy CPU time per node (useful, spinning and context switches).
+    pub node_busy_ns: Vec<i64>,
+    /// CPU time of each process (indexed by pid; pids are given in job then rank order).
+    pub proc_cpu_ns: Vec<i64>,
+    pub proc_spin_ns: Vec<i64>,
+    /// When each process finished its program.
+    pub proc_end: Vec<SimTime>,
+    pub end: SimTime,
+}
+
+#[derive(Debug, Error)]
+pub enum ProcError {
+    #[error("invalid platform: {0}")]
+    Platform(String),
+    #[error("job {job}: {size} processes but the machine has {nodes} nodes")]
+    TooWide { job: usize, size: u32, nodes: u32 },
+    #[error("mpl must be at least 1")]
+    Mpl,
+    #[error("job {job}: rank {rank} sends to rank {to}, which does not exist")]
+    BadRank { job: usize, rank: Rank, to: Rank },
+    #[error("deadlock at t={time}: {waiting} process(es) wait for messages that can never arrive; first: {first}")]
+    Deadlock {
+        time: SimTime,
+        waiting: usize,
+        first: String,
+    },
+    #[error("jobs not sorted by submit time at index {0}")]
+    Unsorted(usize),
+    #[error("time limit {limit} reached with {unfinished} job(s) unfinished; first unfinished process: {first}")]
+    TimeLimit {
+        limit: SimTime,
+        unfinished: usize,
+        first: String,
+    },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum PState {
+    Ready,
+    Running(u32),
+    Blocked,
+    Done,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Cond {
+    Msg { from: Option<Rank>, tag: u32 },
+    Ack,
+    Completion,
+    Io,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Waiting {
+    cond: Cond,
+    mode: WaitMode,
+    since: SimTime,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum After {
+    Next,
+    Depart {
+        to: Rank,
+        bytes: u64,
+        tag: u32,
+        blocking: bool,
+    },
+}
+
+struct Proc<'a> {
+    job: usize,
+    rank: Rank,
+    node: u32,
+    ops: &'a [Op],
+    pc: usize,
+    /// Active loops: (body start, body end, iterations left after this one).
+    loops: Vec<(usize, usize, u32)>,
+    state: PState,
+    cpu_left: i64,
+    after: After,
+    wait: Option<Waiting>,
+    /// Arrived, unconsumed messages: (from, tag).
+    mailbox: Vec<(Rank, u32)>,
+    posted: Vec<(Option<Rank>, u32)>,
+    acks_pending: u32,
+    last_from: Option<Rank>,
+    blocked_at: SimTime,
+    cpu_ns: i64,
+    spin_ns: i64,
+    end: SimTime,
+}
+
+#[derive(Clone, Copy, Debug, Default)]
+struct Cpu {
+    cur: Option<Pid>,
+    last: Option<Pid>,
+    /// When the running process got this CPU.
+    dispatched_at: SimTime,
+    /// Time up to which the CPU's busy time has been accounted.
+    acct_at: SimTime,
+    /// Progress of the running process counts from here (after the context switch).
+    since: SimTime,
+    slice_end: SimTime,
+    gen: u64,
+    busy_ns: i64,
+}
+
+struct Node {
+    cpus: Vec<Cpu>,
+    sched: Box<dyn NativeScheduler>,
+    procs: Vec<Pid>,
+    disk_free_at: SimTime,
+    load: u32,
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Ev {
+    Arrive(usize),
+    SegEnd { node: u32, cpu: u32, gen: u64 },
+    Msg { to: Pid, from: Rank, tag: u32 },
+    Ack { to: Pid },
+    IoDone { to: Pid },
+    Timer { node: u32 },
+}
+
+struct View<'s, 'a> {
+    now: SimTime,
+    node: &'s Node,
+    procs: &'s [Proc<'a>],
+}
+
+impl NodeView for View<'_, '_> {
+    fn now(&self) -> SimTime {
+        self.now
+    }
+    fn processes(&self) -> &[Pid] {
+        &self.node.procs
+    }
+    fn is_running(&self, p: Pid) -> bool {
+        matches!(self.procs[p as usize].state, PState::Running(_))
+    }
+    fn unconsumed(&self, p: Pid) -> usize {
+        self.procs[p as usize].mailbox.len()
+    }
+}
+
+struct Sim<'a> {
+    plat: &'a NodePlatform,
+    jobs: &'a [ProcJob],
+    opts: ProcOptions,
+    q: EventQueue<Ev>,
+    nodes: Vec<Node>,
+    policies: Vec<Box<dyn NodePolicy>>,
+    procs: Vec<Proc<'a>>,
+    /// First pid of each admitted job.
+    job_pids: Vec<Option<Pid>>,
+    ranks_left: Vec<u32>,
+    records: Vec<Option<ProcJobRecord>>,
+    pending: std::collections::VecDeque<usize>,
+    jobs_done: usize,
+    counters: ProcCounters,
+    rng: RngStream,
+    actions: Vec<NodeAction>,
+    // Platform constants in ns.
+    send_ns: i64,
+    recv_ns: i64,
+    interrupt_ns: i64,
+    cs_ns: i64,
+    latency_ns: i64,
+    ns_per_byte: f64,
+}
+
+fn us(x: f64) -> i64 {
+    (x * 1000.0).round() as i64
+}
+
+/// Runs `jobs` (sorted by submit time) on `plat`, each node with its own policy
+/// from `make_policy`.
+pub fn simulate_processes(
+    plat: &NodePlatform,
+    jobs: &[ProcJob],
+    make_policy: &dyn Fn() -> Box<dyn NodePolicy>,
+    opts: &ProcOptions,
+) -> Result<ProcOutput, ProcError> {
+    plat.validate().map_err(ProcError::Platform)?;
+    if opts.mpl == 0 {
+        return Err(ProcError::Mpl);
+    }
+    if let Some(i) = jobs.windows(2).position(|w| w[1].submit < w[0].submit) {
+        return Err(ProcError::Unsorted(i + 1));
+    }
+    for (j, job) in jobs.iter().enumerate() {
+        let size = job.program.size();
+        if size > plat.nodes {
+            return Err(ProcError::TooWide {
+                job: j,
+                size,
+                nodes: plat.nodes,
+            });
+        }
+        for (r, ops) in job.program.ranks.iter().enumerate() {
+            for op in ops {
+                if let Op::Send { to, .. } | Op::Isend { to, .. } = *op {
+                    if to >= size {
+                        return Err(ProcError::BadRank {
+                            job: j,
+                            rank: r as Rank,
+                            to,
+                        });
+                    }
+                }
+            }
+        }
+    }
+    let nodes = (0..plat.nodes)
+        .map(|_| Node {
+            cpus: vec![Cpu::default(); plat.cpus_per_node as usize],
+            sched: os::build(&plat.os),
+            procs: Vec::new(),
+            disk_free_at: SimTime::ZERO,
+            load: 0,
+        })
+        .collect();
+    let policies = (0..plat.nodes).map(|_| make_policy()).collect();
+    let mut sim = Sim {
+        plat,
+        jobs,
+        opts: opts.clone(),
+        q: EventQueue::new(),
+        nodes,
+        policies,
+        procs: Vec::new(),
+        job_pids: vec![None; jobs.len()],
+        ranks_left: vec![0; jobs.len()],
+        records: vec![None; jobs.len()],
+        pending: Default::default(),
+        jobs_done: 0,
+        counters: ProcCounters::default(),
+        rng: RngStreams::new(opts.seed).stream("placement"),
+        actions: Vec::new(),
+        send_ns: us(plat.send_overhead_us),
+        recv_ns: us(plat.recv_overhead_us),
+        interrupt_ns: us(plat.interrupt_us),
+        cs_ns: us(plat.context_switch_us),
+        latency_ns: us(plat.latency_us),
+        ns_per_byte: 1000.0 / plat.bandwidth_mb_s,
+    };
+    for (j, job) in jobs.iter().enumerate() {
+        sim.q
+            .schedule(job.submit, Ev::Arrive(j))
+            .expect("submit >= 0");
+    }
+    sim.run()?;
+    let node_busy_ns = sim
+        .nodes
+        .iter()
+        .map(|n| n.cpus.iter().map(|c| c.busy_ns).sum())
+        .collect();
+    Ok(ProcOutput {
+        jobs: sim
+            .records
+            .into_iter()
+            .map(|r| r.expect("every job ended"))
+            .collect(),
+        counters: sim.counters,
+        node_busy_ns,
+        proc_cpu_ns: sim.procs.iter().map(|p| p.cpu_ns).collect(),
+        proc_spin_ns: sim.procs.iter().map(|p| p.spin_ns).collect(),
+        proc_end: sim.procs.iter().map(|p| p.end).collect(),
+        end: sim.q.now(),
+    })
+}
+
+impl<'a> Sim<'a> {
+    fn run(&mut self) -> Result<(), ProcError> {
+        while self.jobs_done < self.jobs.len() {
+            let Some(ev) = self.q.pop() else {
+                return Err(self.deadlock());
+            };
+            self.counters.events += 1;
+            let now = ev.time;
+            if now > self.opts.time_limit {
+                let ProcError::Deadlock { first, .. } = self.deadlock() else {
+                    unreachable!()
+                };
+                return Err(ProcError::TimeLimit {
+                    limit: self.opts.time_limit,
+                    unfinished: self.jobs.len() - self.jobs_done,
+                    first,
+                });
+            }
+            match ev.event {
+                Ev::Arrive(j) => {
+                    self.pending.push_back(j);
+                    self.admit(now);
+                }
+                Ev::SegEnd { node, cpu, gen } => {
+                    if self.nodes[node as usize].cpus[cpu as usize].gen == gen {
+                        self.seg_end(node, cpu, now);
+                    }
+                }
+                Ev::Msg { to, from, tag } => {
+                    self.procs[to as usize].mailbox.push((from, tag));
+                    let node = self.procs[to as usize].node;
+                    let running = matches!(self.procs[to as usize].state, PState::Running(_));
+                    self.with_policy(node, now, |p, v, out| p.on_message(v, to, running, out));
+                    self.condition_changed(to, now);
+                }
+                Ev::Ack { to } => {
+                    self.procs[to as usize].acks_pending -= 1;
+                    self.condition_changed(to, now);
+                }
+                Ev::IoDone { to } => {
+                    let p = &mut self.procs[to as usize];
+                    debug_assert!(matches!(p.wait, Some(Waiting { cond: Cond::Io, .. })));
+                    p.wait = None;
+                    self.wake(to, now);
+                }
+                Ev::Timer { node } => {
+                    self.with_policy(node, now, |p, v, out| p.on_timer(v, out));
+                    if self.nodes[node as usize].load > 0 {
+                        if let Some(period) = self.policies[node as usize].period() {
+                            self.q
+                                .schedule(now + period, Ev::Timer { node })
+                                .expect("future");
+                        }
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn deadlock(&self) -> ProcError {
+        let waiting: Vec<&Proc> = self
+            .procs
+            .iter()
+            .filter(|p| p.state != PState::Done)
+            .collect();
+        let first = waiting
+            .first()
+            .map(|p| {
+                format!(
+                    "job {} rank {} at op {} waiting {:?}",
+                    p.job,
+                    p.rank,
+                    p.pc,
+                    p.wait.map(|w| w.cond)
+                )
+            })
+            .unwrap_or_default();
+        ProcError::Deadlock {
+            time: self.q.now(),
+            waiting: waiting.len(),
+            first,
+        }
+    }
+
+    /// Calls a policy op with a view of its node, then applies its actions.
+    fn with_policy(
+        &mut self,
+        node: u32,
+        now: SimTime,
+        f: impl FnOnce(&mut dyn NodePolicy, &dyn NodeView, &mut Vec<NodeAction>),
+    ) {
+        let mut out = std::mem::take(&mut self.actions);
+        out.clear();
+        {
+            let view = View {
+                now,
+                node: &self.nodes[node as usize],
+                procs: &self.procs,
+            };
+            f(self.policies[node as usize].as_mut(), &view, &mut out);
+        }
+        let mut resched = false;
+        for a in out.drain(..) {
+            let sched = &mut self.nodes[node as usize].sched;
+            match a {
+                NodeAction::Boost(p) => {
+                    sched.boost(p, now);
+                    resched = true;
+                }
+                NodeAction::Unboost(p) => sched.unboost(p),
+            }
+        }
+        self.actions = out;
+        if resched {
+            self.schedule(node, now);
+        }
+    }
+
+    // ----- admission -------------------------------------------------------
+
+    fn admit(&mut self, now: SimTime) {
+        while let Some(&j) = self.pending.front() {
+            let size = self.jobs[j].program.size() as usize;
+            let eligible: Vec<u32> = (0..self.plat.nodes)
+                .filter(|&n| self.nodes[n as usize].load < self.opts.mpl)
+                .collect();
+            if eligible.len() < size {
+                return;
+            }
+            let chosen: Vec<u32> = match self.opts.placement {
+                Placement::Packing => {
+                    let run = eligible
+                        .windows(size)
+                        .find(|w| w[size - 1] - w[0] == size as u32 - 1);
+                    run.map_or_else(|| eligible[..size].to_vec(), |w| w.to_vec())
+                }
+                Placement::Random => {
+                    let mut c: Vec<u32> = eligible
+                        .choose_multiple(&mut self.rng, size)
+                        .copied()
+                        .collect();
+                    c.sort_unstable();
+                    c
+                }
+            };
+            self.pending.pop_front();
+            self.start_job(j, chosen, now);
+        }
+    }
+
+    fn start_job(&mut self, j: usize, nodes: Vec<u32>, now: SimTime) {
+        let first = self.procs.len() as Pid;
+        self.job_pids[j] = Some(first);
+        self.ranks_left[j] = nodes.len() as u32;
+        for (rank, &node) in nodes.iter().enumerate() {
+            let pid = self.procs.len() as Pid;
+            self.procs.push(Proc {
+                job: j,
+                rank: rank as Rank,
+                node,
+                ops: &self.jobs[j].program.ranks[rank],
+                pc: 0,
+                loops: Vec::new(),
+                state: PState::Ready,
+                cpu_left: 0,
+                after: After::Next,
+                wait: None,
+                mailbox: Vec::new(),
+                posted: Vec::new(),
+                acks_pending: 0,
+                last_from: None,
+                blocked_at: now,
+                cpu_ns: 0,
+                spin_ns: 0,
+                end: SimTime::MAX,
+            });
+            let n = &mut self.nodes[node as usize];
+            n.load += 1;
+            n.procs.push(pid);
+            n.sched.add(pid, now);
+            n.sched.enqueue(pid, Wake::New, now);
+            if n.load == 1 {
+                if let Some(period) = self.policies[node as usize].period() {
+                    self.q
+                        .schedule(now + period, Ev::Timer { node })
+                        .expect("future");
+                }
+            }
+        }
+        self.records[j] = Some(ProcJobRecord {
+            start: now,
+            end: now,
+            nodes: nodes.clone(),
+        });
+        for node in nodes {
+            self.schedule(node, now);
+        }
+    }
+
+    fn finish_rank(&mut self, pid: Pid, now: SimTime) {
+        let (j, node) = (self.procs[pid as usize].job, self.procs[pid as usize].node);
+        self.procs[pid as usize].state = PState::Done;
+        self.procs[pid as usize].end = now;
+        let n = &mut self.nodes[node as usize];
+        n.sched.exit(pid);
+        n.procs.retain(|&p| p != pid);
+        n.load -= 1;
+        self.ranks_left[j] -= 1;
+        if self.ranks_left[j] == 0 {
+            self.records[j].as_mut().expect("started").end = now;
+            self.jobs_done += 1;
+            self.admit(now);
+        }
+    }
+
+    // ----- CPUs ------------------------------------------------------------
+
+    /// Fills the node's idle CPUs from its native scheduler.
+    fn schedule(&mut self, node: u32, now: SimTime) {
+        for cpu in 0..self.plat.cpus_per_node {
+            if self.nodes[node as usize].cpus[cpu as usize].cur.is_some() {
+                continue;
+            }
+            let hint = {
+                let view = View {
+                    now,
+                    node: &self.nodes[node as usize],
+                    procs: &self.procs,
+                };
+                self.policies[node as usize].recommend(&view)
+            };
+            let Some(pick) = self.nodes[node as usize].sched.pick(now, hint) else {
+                return;
+            };
+            self.dispatch(node, cpu, pick, now);
+        }
+    }
+
+    fn dispatch(&mut self, node: u32, cpu: u32, pick: Pick, now: SimTime) {
+        let pid = pick.pid;
+        if pick.followed_hint {
+            self.counters.hints_followed += 1;
+        }
+        let c = &mut self.nodes[node as usize].cpus[cpu as usize];
+        let switch = if c.last == Some(pid) { 0 } else { self.cs_ns };
+        if switch > 0 {
+            self.counters.context_switches += 1;
+        }
+        c.cur = Some(pid);
+        c.last = Some(pid);
+        c.dispatched_at = now;
+        c.acct_at = now;
+        c.since = now + SimTime(switch);
+        c.slice_end = now + SimTime(switch) + pick.slice;
+        self.procs[pid as usize].state = PState::Running(cpu);
+        // A waiting process re-checks its condition when it gets the CPU back.
+        if let Some(w) = self.procs[pid as usize].wait {
+            if w.cond != Cond::Io && self.satisfied(pid, w.cond) {
+                self.procs[pid as usize].wait = None;
+                self.resume_after_wait(pid, w.cond);
+            }
+        }
+        self.plan(node, cpu, now);
+    }
+
+    /// Charges the time since the last accounting to the CPU's running process.
+    fn account(&mut self, node: u32, cpu: u32, now: SimTime) {
+        let c = &mut self.nodes[node as usize].cpus[cpu as usize];
+        let Some(pid) = c.cur else { return };
+        c.busy_ns += (now - c.acct_at).as_ns();
+        c.acct_at = now;
+        let elapsed = (now - c.since).as_ns().max(0);
+        c.since = c.since.max(now);
+        let p = &mut self.procs[pid as usize];
+        p.cpu_ns += elapsed;
+        if p.cpu_left > 0 {
+            let used = elapsed.min(p.cpu_left);
+            p.cpu_left -= used;
+            self.counters.useful_ns += used;
+            let spun = elapsed - used;
+            p.spin_ns += spun;
+            self.counters.spin_ns += spun;
+        } else {
+            p.spin_ns += elapsed;
+            self.counters.spin_ns += elapsed;
+        }
+    }
+
+    /// Plans the running process's next segment: runs ops that need no time,
+    /// then schedules the end of its CPU work, spin deadline or slice.
+    fn plan(&mut self, node: u32, cpu: u32, now: SimTime) {
+        let Some(pid) = self.nodes[node as usize].cpus[cpu as usize].cur else {
+            return;
+        };
+        if self.procs[pid as usize].wait.is_none() && self.procs[pid as usize].cpu_left == 0 {
+            self.step(pid, now);
+        }
+        let c = self.nodes[node as usize].cpus[cpu as usize];
+        if c.cur != Some(pid) {
+            return; // it blocked or finished; the CPU was refilled
+        }
+        let p = &self.procs[pid as usize];
+        let mut end = c.slice_end;
+        if p.cpu_left > 0 {
+            end = end.min(c.since + SimTime(p.cpu_left));
+        } else if let Some(Waiting {
+            mode: WaitMode::SpinBlock(spin),
+            since,
+            ..
+        }) = p.wait
+        {
+            end = end.min((since + spin).max(now));
+        }
+        let c = &mut self.nodes[node as usize].cpus[cpu as usize];
+        c.gen += 1;
+        self.q
+            .schedule(
+                end.max(now),
+                Ev::SegEnd {
+                    node,
+                    cpu,
+                    gen: c.gen,
+                },
+            )
+            .expect("future");
+    }
+
+    fn seg_end(&mut self, node: u32, cpu: u32, now: SimTime) {
+        self.account(node, cpu, now);
+        let c = self.nodes[node as usize].cpus[cpu as usize];
+        let pid = c.cur.expect("segment of a running process");
+        let (cpu_left, wait) = (
+            self.procs[pid as usize].cpu_left,
+            self.procs[pid as usize].wait,
+        );
+        if cpu_left == 0 && wait.is_none() {
+            self.step(pid, now);
+            if self.nodes[node as usize].cpus[cpu as usize].cur != Some(pid) {
+                return;
+            }
+        } else if let Some(Waiting {
+            mode: WaitMode::SpinBlock(spin),
+            since,
+            ..
+        }) = wait
+        {
+            if now >= since + spin {
+                self.block(pid, now);
+                return;
+            }
+        }
+        if now >= c.slice_end {
+            self.release_cpu(node, cpu, pid, Stop::Expired, now);
+            self.nodes[node as usize]
+                .sched
+                .enqueue(pid, Wake::Expired, now);
+            self.procs[pid as usize].state = PState::Ready;
+            self.schedule(node, now);
+        } else {
+            self.plan(node, cpu, now);
+        }
+    }
+
+    /// Takes `pid` off its CPU (accounted up to now) and tells the native scheduler.
+    fn release_cpu(&mut self, node: u32, cpu: u32, pid: Pid, why: Stop, now: SimTime) {
+        let c = &mut self.nodes[node as usize].cpus[cpu as usize];
+        let ran = now - c.dispatched_at;
+        c.cur = None;
+        c.gen += 1;
+        self.nodes[node as usize].sched.stop(pid, ran, why, now);
+    }
+
+    // ----- program execution ---------------------------------------------
+
+    /// Executes operations of a running process that has no CPU work left, until
+    /// it needs CPU time, waits, blocks or ends.
+    fn step(&mut self, pid: Pid, now: SimTime) {
+        loop {
+            let p = &mut self.procs[pid as usize];
+            debug_assert!(p.cpu_left == 0 && p.wait.is_none());
+            if let After::Depart {
+                to,
+                bytes,
+                tag,
+                blocking,
+            } = std::mem::replace(&mut p.after, After::Next)
+            {
+                self.depart(pid, to, bytes, tag, blocking, now);
+                if blocking && self.procs[pid as usize].acks_pending > 0 {
+                    self.begin_wait(pid, Cond::Ack, WaitKind::SendAck, now);
+                    return;
+                }
+                continue;
+            }
+            let Some(op) = self.next_op(pid) else {
+                let (node, cpu) = self.where_running(pid);
+                self.release_cpu(node, cpu, pid, Stop::Blocked, now);
+                self.finish_rank(pid, now);
+                self.schedule(node, now);
+                return;
+            };
+            let p = &mut self.procs[pid as usize];
+            match op {
+                Op::Compute { ns } => {
+                    if ns > 0 {
+                        p.cpu_left = ns;
+                        return;
+                    }
+                }
+                Op::Send { to, bytes, tag } | Op::Isend { to, bytes, tag } => {
+                    p.after = After::Depart {
+                        to,
+                        bytes,
+                        tag,
+                        blocking: matches!(op, Op::Send { .. }),
+                    };
+                    if self.send_ns > 0 {
+                        p.cpu_left = self.send_ns;
+                        return;
+                    }
+                }
+                Op::Reply { bytes, tag } => {
+                    let to = p.last_from.expect("a reply follows a receive");
+                    p.after = After::Depart {
+                        to,
+                        bytes,
+                        tag,
+                        blocking: true,
+                    };
+                    if self.send_ns > 0 {
+                        p.cpu_left = self.send_ns;
+                        return;
+                    }
+                }
+                Op::Recv { from, tag } => {
+                    let cond = Cond::Msg { from, tag };
+                    if self.satisfied(pid, cond) {
+                        self.resume_after_wait(pid, cond);
+                        if self.procs[pid as usize].cpu_left > 0 {
+                            return;
+                        }
+                    } else {
+                        self.begin_wait(pid, cond, WaitKind::Recv, now);
+                        return;
+                    }
+                }
+                Op::Irecv { from, tag } => p.posted.push((from, tag)),
+                Op::Wait => {
+                    if self.satisfied(pid, Cond::Completion) {
+                        self.resume_after_wait(pid, Cond::Completion);
+                        if self.procs[pid as usize].cpu_left > 0 {
+                            return;
+                        }
+                    } else {
+                        self.begin_wait(pid, Cond::Completion, WaitKind::Completion, now);
+                        return;
+                    }
+                }
+                Op::CollBegin(_) | Op::CollEnd(_) => {
+                    let node = p.node;
+                    let enter = matches!(op, Op::CollBegin(_));
+                    self.with_policy(node, now, |pol, v, out| {
+                        pol.on_collective(v, pid, enter, out)
+                    });
+                }
+                Op::Io { ns } => {
+                    let node = p.node as usize;
+                    let start = self.nodes[node].disk_free_at.max(now);
+                    let done = start + SimTime(ns.max(0));
+                    self.nodes[node].disk_free_at = done;
+                    self.procs[pid as usize].wait = Some(Waiting {
+                        cond: Cond::Io,
+                        mode: WaitMode::Block,
+                        since: now,
+                    });
+                    self.q
+                        .schedule(done, Ev::IoDone { to: pid })
+                        .expect("future");
+                    self.block(pid, now);
+                    return;
+                }
+                Op::Loop { .. } => unreachable!("next_op expands loops"),
+            }
+        }
+    }
+
+    /// The next operation of a process, expanding loops; `None` at the end.
+    fn next_op(&mut self, pid: Pid) -> Option<Op> {
+        let p = &mut self.procs[pid as usize];
+        loop {
+            if let Some(&(start, end, left)) = p.loops.last() {
+                if p.pc == end {
+                    if left > 0 {
+                        p.loops.last_mut().expect("nonempty").2 -= 1;
+                        p.pc = start;
+                    } else {
+                        p.loops.pop();
+                    }
+                    continue;
+                }
+            }
+            let op = *p.ops.get(p.pc)?;
+            p.pc += 1;
+            if let Op::Loop { count, len } = op {
+                if count == 0 || len == 0 {
+                    p.pc += len as usize;
+                } else {
+                    p.loops.push((p.pc, p.pc + len as usize, count - 1));
+                }
+                continue;
+            }
+            return Some(op);
+        }
+    }
+
+    fn where_running(&self, pid: Pid) -> (u32, u32) {
+        let p = &self.procs[pid as usize];
+        match p.state {
+            PState::Running(cpu) => (p.node, cpu),
+            _ => (p.node, u32::MAX),
+        }
+    }
+
+    fn depart(&mut self, pid: Pid, to: Rank, bytes: u64, tag: u32, blocking: bool, now: SimTime) {
+        let p = &self.procs[pid as usize];
+        let first = self.job_pids[p.job].expect("admitted");
+        let dest = first + to;
+        let from = p.rank;
+        let wire = self.latency_ns + (bytes as f64 * self.ns_per_byte).round() as i64;
+        self.counters.messages += 1;
+        self.q
+            .schedule(
+                now + SimTime(wire),
+                Ev::Msg {
+                    to: dest,
+                    from,
+                    tag,
+                },
+            )
+            .expect("future");
+        if blocking {
+            self.procs[pid as usize].acks_pending += 1;
+            self.q
+                .schedule(now + SimTime(wire + self.latency_ns), Ev::Ack { to: pid })
+                .expect("future");
+        }
+    }
+
+    fn find_msg(&self, pid: Pid, from: Option<Rank>, tag: u32, skip: &[usize]) -> Option<usize> {
+        self.procs[pid as usize]
+            .mailbox
+            .iter()
+            .enumerate()
+            .position(|(k, &(f, t))| t == tag && from.is_none_or(|x| x == f) && !skip.contains(&k))
+    }
+
+    fn satisfied(&self, pid: Pid, cond: Cond) -> bool {
+        let p = &self.procs[pid as usize];
+        match cond {
+            Cond::Msg { from, tag } => self.find_msg(pid, from, tag, &[]).is_some(),
+            Cond::Ack => p.acks_pending == 0,
+            Cond::Completion => {
+                if p.acks_pending > 0 {
+                    return false;
+                }
+                let mut used = Vec::with_capacity(p.posted.len());
+                for &(from, tag) in &p.posted {
+                    match self.find_msg(pid, from, tag, &used) {
+                        Some(k) => used.push(k),
+                        None => return false,
+                    }
+                }
+                true
+            }
+            Cond::Io => false,
+        }
+    }
+
+    /// The condition holds: consume what it waited for and charge the CPU cost.
+    fn resume_after_wait(&mut self, pid: Pid, cond: Cond) {
+        match cond {
+            Cond::Msg { from, tag } => {
+                let k = self.find_msg(pid, from, tag, &[]).expect("satisfied");
+                let p = &mut self.procs[pid as usize];
+                let (f, _) = p.mailbox.remove(k);
+                p.last_from = Some(f);
+                p.cpu_left += self.recv_ns;
+            }
+            Cond::Completion => {
+                let posted = std::mem::take(&mut self.procs[pid as usize].posted);
+                for (from, tag) in posted {
+                    let k = self.find_msg(pid, from, tag, &[]).expect("satisfied");
+                    let p = &mut self.procs[pid as usize];
+                    let (f, _) = p.mailbox.remove(k);
+                    p.last_from = Some(f);
+                    p.cpu_left += self.recv_ns;
+                }
+            }
+            Cond::Ack | Cond::Io => {}
+        }
+    }
+
+    fn begin_wait(&mut self, pid: Pid, cond: Cond, kind: WaitKind, now: SimTime) {
+        let node = self.procs[pid as usize].node;
+        let mode = self.policies[node as usize].wait_mode(kind);
+        self.procs[pid as usize].wait = Some(Waiting {
+            cond,
+            mode,
+            since: now,
+        });
+        self.with_policy(node, now, |pol, v, out| {
+            pol.on_wait_begin(v, pid, kind, out)
+        });
+        if mode == WaitMode::Block && self.procs[pid as usize].wait.is_some() {
+            self.block(pid, now);
+        }
+    }
+
+    /// The running process `pid` gives up its CPU and sleeps.
+    fn block(&mut self, pid: Pid, now: SimTime) {
+        let (node, cpu) = self.where_running(pid);
+        if cpu == u32::MAX {
+            return;
+        }
+        self.account(node, cpu, now);
+        self.release_cpu(node, cpu, pid, Stop::Blocked, now);
+        let p = &mut self.procs[pid as usize];
+        p.state = PState::Blocked;
+        p.blocked_at = now;
+        self.schedule(node, now);
+    }
+
+    /// Wakes a blocked process (NIC interrupt or disk completion).
+    fn wake(&mut self, pid: Pid, now: SimTime) {
+        let p = &mut self.procs[pid as usize];
+        if p.state != PState::Blocked {
+            return;
+        }
+        p.state = PState::Ready;
+        p.cpu_left += self.interrupt_ns;
+        let slept = now - p.blocked_at;
+        let node = p.node;
+        self.counters.interrupts += 1;
+        self.nodes[node as usize]
+            .sched
+            .enqueue(pid, Wake::Woken { slept }, now);
+        // Wake-up preemption: an idle CPU, or a running process the scheduler ranks lower.
+        let n = &self.nodes[node as usize];
+        if n.cpus.iter().all(|c| c.cur.is_some()) {
+            let victim = n.cpus.iter().enumerate().find_map(|(k, c)| {
+                let r = c.cur.expect("all busy");
+                n.sched
+                    .should_preempt(pid, r, now - c.dispatched_at)
+                    .then_some((k as u32, r))
+            });
+            if let Some((cpu, r)) = victim {
+                self.account(node, cpu, now);
+                self.release_cpu(node, cpu, r, Stop::Preempted, now);
+                self.procs[r as usize].state = PState::Ready;
+                self.nodes[node as usize]
+                    .sched
+                    .enqueue(r, Wake::Preempted, now);
+            }
+        }
+        self.schedule(node, now);
+    }
+
+    /// A message, acknowledgement or completion changed what `pid` may be waiting for.
+    fn condition_changed(&mut self, pid: Pid, now: SimTime) {
+        let Some(w) = self.procs[pid as usize].wait else {
+            return;
+        };
+        if w.cond == Cond::Io || !self.satisfied(pid, w.cond) {
+            return;
+        }
+        match self.procs[pid as usize].state {
+            PState::Running(cpu) => {
+                let node = self.procs[pid as usize].node;
+                self.account(node, cpu, now);
+                self.procs[pid as usize].wait = None;
+                self.resume_after_wait(pid, w.cond);
+                self.plan(node, cpu, now);
+            }
+            PState::Blocked => {
+                self.procs[pid as usize].wait = None;
+                self.resume_after_wait(pid, w.cond);
+                self.wake(pid, now);
+            }
+            // Queued while spinning: it notices when it runs again.
+            PState::Ready | PState::Done => {}
+        }
+    }
+}

@@ -1,0 +1,340 @@
+//! Analytic checks of the process-level engine on tiny scenarios.
+
+use super::policy::{NodePolicy, WaitKind, WaitMode};
+use super::*;
+use cosched_model::node::OsConfig;
+use cosched_model::program::Builder;
+
+/// Spin waits everywhere, no hooks (native local scheduling).
+struct Spin;
+impl NodePolicy for Spin {
+    fn name(&self) -> String {
+        "spin".into()
+    }
+}
+
+/// Immediate blocking everywhere.
+struct Block;
+impl NodePolicy for Block {
+    fn name(&self) -> String {
+        "block".into()
+    }
+    fn wait_mode(&self, _k: WaitKind) -> WaitMode {
+        WaitMode::Block
+    }
+}
+
+fn platform(nodes: u32, os: OsConfig) -> NodePlatform {
+    NodePlatform {
+        nodes,
+        cpus_per_node: 1,
+        job_memory_mb: 900.0,
+        latency_us: 7.0,
+        bandwidth_mb_s: 200.0,
+        send_overhead_us: 1.0,
+        recv_overhead_us: 1.5,
+        interrupt_us: 5.0,
+        context_switch_us: 0.0,
+        idle_watts: 219.10,
+        busy_watts: 238.068,
+        os,
+    }
+}
+
+fn linux() -> OsConfig {
+    OsConfig::default()
+}
+
+fn run(plat: &NodePlatform, jobs: &[ProcJob], block: bool, mpl: u32) -> ProcOutput {
+    let make: &dyn Fn() -> Box<dyn NodePolicy> = if block {
+        &|| Box::new(Block)
+    } else {
+        &|| Box::new(Spin)
+    };
+    let out = simulate_processes(
+        plat,
+        jobs,
+        make,
+        &ProcOptions {
+            mpl,
+            ..Default::default()
+        },
+    )
+    .expect("run");
+    check_work(plat, jobs, &out);
+    out
+}
+
+/// Work conservation: the useful CPU time equals the programs' compute plus every
+/// message overhead and interrupt the run paid.
+fn check_work(plat: &NodePlatform, jobs: &[ProcJob], out: &ProcOutput) {
+    let compute: i64 = jobs
+        .iter()
+        .flat_map(|j| j.program.ranks.iter())
+        .flat_map(|ops| cosched_model::program::flatten(ops))
+        .map(|op| if let Op::Compute { ns } = op { ns } else { 0 })
+        .sum();
+    let c = &out.counters;
+    let overheads = c.messages as i64 * us(plat.send_overhead_us)
+        + c.messages as i64 * us(plat.recv_overhead_us)
+        + c.interrupts as i64 * us(plat.interrupt_us);
+    assert_eq!(c.useful_ns, compute + overheads, "work is conserved");
+    let cpu: i64 = out.proc_cpu_ns.iter().sum();
+    assert_eq!(
+        cpu,
+        c.useful_ns + c.spin_ns,
+        "process CPU time = useful + spin"
+    );
+    let busy: i64 = out.node_busy_ns.iter().sum();
+    assert!(busy >= cpu, "node busy time covers process CPU time");
+}
+
+fn job(p: Program) -> ProcJob {
+    ProcJob {
+        program: p,
+        submit: SimTime::ZERO,
+    }
+}
+
+#[test]
+fn dedicated_ping_pong_round_trip_matches_the_formula() {
+    let plat = platform(2, linux());
+    let bytes = 1000u64;
+    let mut b = Builder::new(2);
+    b.each(|r| {
+        if r == 0 {
+            vec![
+                Op::Send {
+                    to: 1,
+                    bytes,
+                    tag: 1,
+                },
+                Op::Recv {
+                    from: Some(1),
+                    tag: 2,
+                },
+            ]
+        } else {
+            vec![
+                Op::Recv {
+                    from: Some(0),
+                    tag: 1,
+                },
+                Op::Send {
+                    to: 0,
+                    bytes,
+                    tag: 2,
+                },
+            ]
+        }
+    });
+    let out = run(&plat, &[job(b.build("pingpong", 1.0))], false, 1);
+    let one_way = us(plat.send_overhead_us)
+        + us(plat.latency_us)
+        + (bytes as f64 * 1000.0 / plat.bandwidth_mb_s) as i64
+        + us(plat.recv_overhead_us);
+    assert_eq!(out.proc_end[0].as_ns(), 2 * one_way);
+}
+
+#[test]
+fn spinning_receiver_burns_cpu_and_a_blocked_one_does_not() {
+    let plat = platform(2, linux());
+    let mut b = Builder::new(2);
+    b.each(|r| {
+        if r == 0 {
+            vec![Op::Recv {
+                from: Some(1),
+                tag: 1,
+            }]
+        } else {
+            vec![
+                Op::Compute { ns: 100_000_000 },
+                Op::Isend {
+                    to: 0,
+                    bytes: 8,
+                    tag: 1,
+                },
+            ]
+        }
+    });
+    let jobs = [job(b.build("wait", 1.0))];
+    let spin = run(&plat, &jobs, false, 1);
+    let block = run(&plat, &jobs, true, 1);
+    // The spinning receiver holds its CPU for the whole 100 ms compute of its partner.
+    assert!(
+        spin.proc_spin_ns[0] > 100_000_000,
+        "{}",
+        spin.proc_spin_ns[0]
+    );
+    // The blocked one uses only the receive overhead and the interrupt.
+    assert_eq!(block.proc_spin_ns[0], 0);
+    assert_eq!(
+        block.proc_cpu_ns[0],
+        us(plat.recv_overhead_us) + us(plat.interrupt_us)
+    );
+    assert_eq!(block.counters.interrupts, 1);
+}
+
+#[test]
+fn barrier_and_allreduce_costs_match_their_algorithms() {
+    let plat = platform(8, linux());
+    let wire0 = us(plat.latency_us);
+    let round = |bytes: u64| {
+        us(plat.send_overhead_us)
+            + wire0
+            + (bytes as f64 * 1000.0 / plat.bandwidth_mb_s) as i64
+            + us(plat.recv_overhead_us)
+    };
+    for p in [2u32, 4, 8] {
+        let rounds = p.trailing_zeros() as i64;
+        let mut b = Builder::new(p);
+        b.barrier();
+        let out = run(&plat, &[job(b.build("barrier", 1.0))], false, 1);
+        assert_eq!(
+            out.proc_end.iter().max().unwrap().as_ns(),
+            rounds * round(0),
+            "barrier p={p}"
+        );
+        let mut b = Builder::new(p);
+        b.allreduce(4000);
+        let out = run(&plat, &[job(b.build("allreduce", 1.0))], false, 1);
+        assert_eq!(
+            out.proc_end.iter().max().unwrap().as_ns(),
+            rounds * round(4000),
+            "allreduce p={p}"
+        );
+    }
+}
+
+#[test]
+fn two_cpu_bound_jobs_share_a_cpu_under_every_os_model() {
+    let models = [
+        OsConfig::default(),
+        OsConfig::Cfs {
+            latency_ms: 6.0,
+            min_granularity_ms: 0.75,
+            wakeup_granularity_ms: 1.0,
+        },
+        OsConfig::Mlfq { quantum_scale: 1.0 },
+        OsConfig::Rr { quantum_ms: 50.0 },
+    ];
+    for os in models {
+        let mut plat = platform(1, os.clone());
+        plat.context_switch_us = 5.0;
+        let cpu_job = || {
+            let mut b = Builder::new(1);
+            b.all(Op::Compute { ns: 10_000_000_000 });
+            job(b.build("cpu", 1.0))
+        };
+        let out = run(&plat, &[cpu_job(), cpu_job()], false, 2);
+        let first = out.proc_end.iter().min().unwrap().as_secs_f64();
+        let last = out.proc_end.iter().max().unwrap().as_secs_f64();
+        // Fair sharing: the first finishes close to the end of the second.
+        assert!(first > 19.6 && last < 20.2, "{os:?}: ends {first} {last}");
+    }
+}
+
+#[test]
+fn shared_nodes_never_beat_dedicated_and_blocking_frees_the_cpu() {
+    let plat = platform(4, linux());
+    let bsp = |name: &str| {
+        let mut b = Builder::new(4);
+        b.repeat(50, |b| {
+            b.each(|r| {
+                vec![Op::Compute {
+                    ns: 4_000_000 + 500_000 * r as i64,
+                }]
+            });
+            b.allreduce(8);
+        });
+        b.build(name, 1.0)
+    };
+    let alone = run(&plat, &[job(bsp("a"))], false, 1);
+    let dedicated = alone.jobs[0].end - alone.jobs[0].start;
+    for block in [false, true] {
+        let out = run(&plat, &[job(bsp("a")), job(bsp("b"))], block, 2);
+        for r in &out.jobs {
+            assert!(
+                r.end - r.start >= dedicated,
+                "block={block}: {} < {}",
+                r.end - r.start,
+                dedicated
+            );
+        }
+    }
+}
+
+#[test]
+fn same_inputs_give_identical_runs() {
+    let plat = platform(4, linux());
+    let mut b = Builder::new(4);
+    b.repeat(10, |b| {
+        b.all(Op::Compute { ns: 3_000_000 });
+        b.alltoall(100);
+    });
+    let p = b.build("x", 1.0);
+    let jobs = [
+        job(p.clone()),
+        ProcJob {
+            program: p,
+            submit: SimTime::from_ms(5),
+        },
+    ];
+    let a = run(&plat, &jobs, false, 2);
+    let b2 = run(&plat, &jobs, false, 2);
+    assert_eq!(a.jobs, b2.jobs);
+    assert_eq!(a.counters, b2.counters);
+    assert_eq!(a.proc_cpu_ns, b2.proc_cpu_ns);
+}
+
+#[test]
+fn a_receive_that_can_never_match_is_reported() {
+    let plat = platform(2, linux());
+    let mut b = Builder::new(2);
+    b.each(|r| {
+        if r == 0 {
+            vec![Op::Recv {
+                from: Some(1),
+                tag: 9,
+            }]
+        } else {
+            vec![]
+        }
+    });
+    let r = simulate_processes(
+        &plat,
+        &[job(b.build("dead", 1.0))],
+        &|| Box::new(Block),
+        &ProcOptions::default(),
+    );
+    assert!(
+        matches!(r, Err(ProcError::Deadlock { waiting: 1, .. })),
+        "{r:?}"
+    );
+    let r = simulate_processes(
+        &plat,
+        &[job({
+            let mut b = Builder::new(2);
+            b.each(|r| {
+                if r == 0 {
+                    vec![Op::Recv {
+                        from: Some(1),
+                        tag: 9,
+                    }]
+                } else {
+                    vec![]
+                }
+            });
+            b.build("dead", 1.0)
+        })],
+        &|| Box::new(Spin),
+        &ProcOptions {
+            time_limit: SimTime::from_secs(5),
+            ..Default::default()
+        },
+    );
+    assert!(
+        matches!(r, Err(ProcError::TimeLimit { unfinished: 1, .. })),
+        "{r:?}"
+    );
+}

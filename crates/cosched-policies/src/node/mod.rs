@@ -1,0 +1,5 @@
+//! Node-level policies (the seeds' SchedAsst schemes), one file each.
+//!
+//! - [`nls`]: native local scheduling.
+
+pub mod nls;
