@@ -177,3 +177,121 @@ impl NodePlatform {
         self.os.validate()
     }
 }
+
+/// Names of the built-in platform presets.
+pub const PRESETS: [&str; 4] = ["choi2004", "ghanesh", "lee4", "lee32"];
+
+impl NodePlatform {
+    /// A built-in platform. Every number cites its source; "assumption" marks a value
+    /// no seed states (docs/models/seed-parameters.md §5 gives the reasoning and the
+    /// sweep range of each).
+    pub fn preset(name: &str) -> Result<Self, String> {
+        let linux = |slice_ticks| OsConfig::Linux24 {
+            tick_ms: 10.0,
+            base_ticks: slice_ticks,
+        };
+        match name {
+            // Seed 000/001 (Choi et al.) §5.1: 16-node Myrinet Linux 2.4.7 cluster, uniprocessor
+            // Athlon 1.76 GHz nodes with 1 GB.
+            "choi2004" => Ok(NodePlatform {
+                nodes: 16,                   // S000 §5.1 "a 16-node Linux (version 2.4.7-10) cluster"
+                cpus_per_node: 1,            // S000 §5.1 "Athlon 1.76 GHZ uni-processor machine"
+                job_memory_mb: 900.0, // S000 §5.3 "maximum memory size allocated for the parallel programs is 900 Mbytes"
+                latency_us: 7.7, // S000 §5.1 one-way 9.7 us in all; minus the overheads below (assumption G-NET-2)
+                bandwidth_mb_s: 200.0, // assumption G-NET-1: Myrinet 2000 with GM, PCI-limited host
+                send_overhead_us: 1.0, // assumption G-NET-2
+                recv_overhead_us: 1.0, // assumption G-NET-2
+                interrupt_us: 10.0, // assumption G-OS-3
+                context_switch_us: 5.0, // assumption G-OS-2
+                idle_watts: 219.10, // S000 §5.4 "B ... 219.10 watts"
+                busy_watts: 219.10 + 18.968, // S000 §5.4 "X ... 18.968 watts"
+                os: linux(5), // 50 ms slice: S002 §3.3 for the same kernel 2.4.7-10 (G-OS-1); 10 ms tick (HZ=100)
+            }),
+            // Seed 002 (Ghanesh et al.) §3: dual 1.8 GHz Xeon nodes, 100 Mbit/s Ethernet, Linux 2.4.7-10.
+            "ghanesh" => Ok(NodePlatform {
+                nodes: 9, // S002 §3 "4 or 8 Dual processor nodes" (9 for the 9-thread SP and BT runs)
+                cpus_per_node: 2, // S002 §3 "1.8GHz Pentium Xeon Duos"
+                job_memory_mb: 1000.0, // S002 §3.4 "nominally 1 Gigabyte" (the OS share is not stated)
+                latency_us: 50.0, // assumption G-NET-3: 100 us one-way in all, 25 us CPU each side
+                bandwidth_mb_s: 11.0, // assumption G-NET-3: ~90 Mbit/s measured on period Fast Ethernet
+                send_overhead_us: 25.0, // assumption G-NET-3
+                recv_overhead_us: 25.0, // assumption G-NET-3
+                interrupt_us: 10.0,   // assumption G-OS-3
+                context_switch_us: 5.0, // assumption G-OS-2
+                idle_watts: 219.10,   // not stated in S002 (no energy results): seed 000's values
+                busy_watts: 219.10 + 18.968,
+                os: linux(5), // S002 §3.3 "default time slice quantum of 50 milliseconds"
+            }),
+            // Seed 003 (Lee et al.) §2: the 4-processor Fugu configuration. Fugu time is counted
+            // in instructions; here 1 instruction = 1 ns (assumption: the seed gives no clock).
+            "lee4" => Ok(NodePlatform {
+                nodes: 4,               // S003 §2 "a four-processor configuration"
+                cpus_per_node: 1,       // S003 §2 "one process per processor"
+                job_memory_mb: 1.0e6,   // memory is not a factor in S003
+                latency_us: 1.0,        // not stated; assumption
+                bandwidth_mb_s: 1000.0, // not stated; assumption
+                send_overhead_us: 0.01, // S003 §2 "roughly 10 cycles to send"
+                recv_overhead_us: 0.1, // S003 §2 "roughly 100 cycles to process a null active message"
+                interrupt_us: 0.1,     // S003 §2: the same interrupt-driven receive
+                context_switch_us: 0.0, // G-S003-3: switch cost not stated ("small")
+                idle_watts: 0.0,       // no power model in S003
+                busy_watts: 0.0,
+                os: OsConfig::Rr { quantum_ms: 0.5 }, // S003 §4 "Quantum size is fixed at 500,000 instructions"
+            }),
+            // Seed 003 §3: the 32-processor gang-scheduled machine of the I/O study.
+            "lee32" => Ok(NodePlatform {
+                nodes: 32, // S003 Fig. 2 caption "on a 32-processor, gang-scheduled machine"
+                cpus_per_node: 1,
+                job_memory_mb: 1.0e6,   // memory is not a factor in S003
+                latency_us: 1.0,        // not stated; assumption
+                bandwidth_mb_s: 1000.0, // not stated; assumption
+                send_overhead_us: 0.01,
+                recv_overhead_us: 0.1,
+                interrupt_us: 0.1,
+                context_switch_us: 0.0,
+                idle_watts: 0.0,
+                busy_watts: 0.0,
+                os: OsConfig::Rr { quantum_ms: 10.0 }, // S003 §3.2 quanta varied 1-40 ms; 10 ms as the default
+            }),
+            other => Err(format!(
+                "unknown platform preset {other:?}; valid presets: {}",
+                PRESETS.join(", ")
+            )),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn presets_are_valid() {
+        for name in PRESETS {
+            NodePlatform::preset(name).unwrap().validate().unwrap();
+        }
+        let c = NodePlatform::preset("choi2004").unwrap();
+        // The seed's measured one-way latency is the sum of the three parts.
+        assert!((c.latency_us + c.send_overhead_us + c.recv_overhead_us - 9.7).abs() < 1e-9);
+        assert_eq!(
+            NodePlatform::preset("x").unwrap_err(),
+            "unknown platform preset \"x\"; valid presets: choi2004, ghanesh, lee4, lee32"
+        );
+    }
+
+    #[test]
+    fn invalid_platforms_name_the_field() {
+        let mut c = NodePlatform::preset("choi2004").unwrap();
+        c.bandwidth_mb_s = 0.0;
+        assert_eq!(
+            c.validate().unwrap_err(),
+            "bandwidth_mb_s: must be a finite number > 0, got 0"
+        );
+        c.bandwidth_mb_s = 1.0;
+        c.os = OsConfig::Rr { quantum_ms: -1.0 };
+        assert_eq!(
+            c.validate().unwrap_err(),
+            "os.quantum_ms: must be a finite number > 0, got -1"
+        );
+    }
+}
