@@ -288,6 +288,26 @@ impl Builder {
     }
 }
 
+/// Total compute time of a rank's operations, loops counted with their repetitions.
+pub fn compute_ns(ops: &[Op]) -> i64 {
+    let mut total = 0i64;
+    let mut i = 0;
+    while i < ops.len() {
+        match ops[i] {
+            Op::Loop { count, len } => {
+                total += count as i64 * compute_ns(&ops[i + 1..i + 1 + len as usize]);
+                i += 1 + len as usize;
+            }
+            Op::Compute { ns } => {
+                total += ns.max(0);
+                i += 1;
+            }
+            _ => i += 1,
+        }
+    }
+    total
+}
+
 /// Expands loops: the flat operation sequence a rank executes (for tests and small programs).
 pub fn flatten(ops: &[Op]) -> Vec<Op> {
     let mut out = Vec::new();
@@ -391,6 +411,7 @@ mod tests {
         let p = b.build("loop", 1.0);
         assert_eq!(matched(&p), 2 * 3);
         let flat = flatten(&p.ranks[0]);
+        assert_eq!(compute_ns(&p.ranks[0]), 15);
         assert_eq!(
             flat.iter()
                 .filter(|o| matches!(o, Op::Compute { .. }))

@@ -90,6 +90,8 @@ pub struct ProcCounters {
     pub useful_ns: i64,
     /// Wake-up recommendations the native schedulers followed.
     pub hints_followed: u64,
+    /// Messages consumed by their receivers.
+    pub consumed: u64,
 }
 
 /// Everything a process-level run produces.
@@ -125,6 +127,8 @@ pub enum ProcError {
     },
     #[error("jobs not sorted by submit time at index {0}")]
     Unsorted(usize),
+    #[error("engine invariant violated: {0}")]
+    Invariant(String),
     #[error("time limit {limit} reached with {unfinished} job(s) unfinished; first unfinished process: {first}")]
     TimeLimit {
         limit: SimTime,
@@ -351,6 +355,7 @@ pub fn simulate_processes(
             .expect("submit >= 0");
     }
     sim.run()?;
+    sim.check_invariants()?;
     let node_busy_ns = sim
         .nodes
         .iter()
@@ -427,6 +432,58 @@ impl<'a> Sim<'a> {
                     }
                 }
             }
+        }
+        Ok(())
+    }
+
+    /// End-of-run checks: CPU work is conserved (the useful CPU time equals the
+    /// programs' compute plus every overhead paid), every message was consumed
+    /// exactly once, every process finished, and the CPU time of the processes is
+    /// their useful plus spinning time.
+    fn check_invariants(&self) -> Result<(), ProcError> {
+        let bad = |m: String| Err(ProcError::Invariant(m));
+        let compute: i64 = self
+            .jobs
+            .iter()
+            .flat_map(|j| j.program.ranks.iter())
+            .map(|ops| cosched_model::program::compute_ns(ops))
+            .sum();
+        let c = &self.counters;
+        let expected = compute
+            + c.messages as i64 * self.send_ns
+            + c.consumed as i64 * self.recv_ns
+            + c.interrupts as i64 * self.interrupt_ns;
+        if c.useful_ns != expected {
+            return bad(format!(
+                "useful CPU time {} ns, expected {} ns (compute + overheads)",
+                c.useful_ns, expected
+            ));
+        }
+        if c.consumed != c.messages {
+            return bad(format!(
+                "{} messages sent, {} consumed",
+                c.messages, c.consumed
+            ));
+        }
+        if let Some(p) = self
+            .procs
+            .iter()
+            .find(|p| p.state != PState::Done || !p.mailbox.is_empty())
+        {
+            return bad(format!(
+                "job {} rank {} ended in state {:?} with {} unconsumed messages",
+                p.job,
+                p.rank,
+                p.state,
+                p.mailbox.len()
+            ));
+        }
+        let cpu: i64 = self.procs.iter().map(|p| p.cpu_ns).sum();
+        if cpu != c.useful_ns + c.spin_ns {
+            return bad(format!(
+                "process CPU time {cpu} ns != useful {} + spin {}",
+                c.useful_ns, c.spin_ns
+            ));
         }
         Ok(())
     }
@@ -612,6 +669,15 @@ impl<'a> Sim<'a> {
 
     fn dispatch(&mut self, node: u32, cpu: u32, pick: Pick, now: SimTime) {
         let pid = pick.pid;
+        debug_assert_eq!(
+            self.procs[pid as usize].state,
+            PState::Ready,
+            "a process runs on one CPU at a time"
+        );
+        debug_assert!(
+            self.nodes[node as usize].cpus[cpu as usize].cur.is_none(),
+            "a CPU runs one process at a time"
+        );
         if pick.followed_hint {
             self.counters.hints_followed += 1;
         }
@@ -959,6 +1025,7 @@ impl<'a> Sim<'a> {
                 let (f, _) = p.mailbox.remove(k);
                 p.last_from = Some(f);
                 p.cpu_left += self.recv_ns;
+                self.counters.consumed += 1;
             }
             Cond::Completion => {
                 let posted = std::mem::take(&mut self.procs[pid as usize].posted);
@@ -968,6 +1035,7 @@ impl<'a> Sim<'a> {
                     let (f, _) = p.mailbox.remove(k);
                     p.last_from = Some(f);
                     p.cpu_left += self.recv_ns;
+                    self.counters.consumed += 1;
                 }
             }
             Cond::Ack | Cond::Io => {}

@@ -338,3 +338,159 @@ fn a_receive_that_can_never_match_is_reported() {
         "{r:?}"
     );
 }
+
+/// Spin-then-block waits everywhere.
+struct SpinBlock(SimTime);
+impl NodePolicy for SpinBlock {
+    fn name(&self) -> String {
+        "spin-block".into()
+    }
+    fn wait_mode(&self, _k: WaitKind) -> WaitMode {
+        WaitMode::SpinBlock(self.0)
+    }
+}
+
+mod properties {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// One phase of a random SPMD program; every phase is matched across ranks.
+    #[derive(Clone, Debug)]
+    enum Phase {
+        Compute(i64),
+        Barrier,
+        Allreduce(u64),
+        Alltoall(u64),
+        Bcast(u64),
+        Ring(u64),
+        Io(i64),
+    }
+
+    fn phase() -> impl Strategy<Value = Phase> {
+        prop_oneof![
+            (1i64..20_000_000).prop_map(Phase::Compute),
+            Just(Phase::Barrier),
+            (0u64..100_000).prop_map(Phase::Allreduce),
+            (0u64..10_000).prop_map(Phase::Alltoall),
+            (0u64..10_000).prop_map(Phase::Bcast),
+            (0u64..10_000).prop_map(Phase::Ring),
+            (1i64..5_000_000).prop_map(Phase::Io),
+        ]
+    }
+
+    fn program(p: u32, phases: &[Phase], reps: u32) -> Program {
+        let mut b = Builder::new(p);
+        b.repeat(reps, |b| {
+            for ph in phases {
+                match *ph {
+                    Phase::Compute(ns) => {
+                        b.each(|r| {
+                            vec![Op::Compute {
+                                ns: ns + r as i64 * 1000,
+                            }]
+                        });
+                    }
+                    Phase::Barrier => {
+                        b.barrier();
+                    }
+                    Phase::Allreduce(x) => {
+                        b.allreduce(x);
+                    }
+                    Phase::Alltoall(x) => {
+                        b.alltoall(x);
+                    }
+                    Phase::Bcast(x) => {
+                        b.bcast(0, x);
+                    }
+                    Phase::Ring(x) => {
+                        b.each(|r| {
+                            vec![
+                                Op::Isend {
+                                    to: (r + 1) % p,
+                                    bytes: x,
+                                    tag: 7,
+                                },
+                                Op::Irecv {
+                                    from: Some((r + p - 1) % p),
+                                    tag: 7,
+                                },
+                                Op::Wait,
+                            ]
+                        });
+                    }
+                    Phase::Io(ns) => {
+                        b.each(|r| {
+                            if r % 2 == 0 {
+                                vec![Op::Io { ns }]
+                            } else {
+                                vec![]
+                            }
+                        });
+                    }
+                }
+            }
+        });
+        b.build("random", 1.0)
+    }
+
+    fn os_model(k: u8) -> OsConfig {
+        match k % 4 {
+            0 => OsConfig::default(),
+            1 => OsConfig::Cfs {
+                latency_ms: 6.0,
+                min_granularity_ms: 0.75,
+                wakeup_granularity_ms: 1.0,
+            },
+            2 => OsConfig::Mlfq { quantum_scale: 1.0 },
+            _ => OsConfig::Rr { quantum_ms: 20.0 },
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+
+        /// Random jobs of random programs on 4 nodes, under every OS model and wait
+        /// mode: the run completes, and the engine's end-of-run invariants hold
+        /// (work conserved, every message consumed once, every process done).
+        /// Ranks never share a CPU, jobs never beat their dedicated run, and the
+        /// same inputs give the same run.
+        #[test]
+        fn random_workloads_keep_the_invariants(
+            jobs in proptest::collection::vec((1u32..=4, proptest::collection::vec(phase(), 1..5), 1u32..4, 0i64..50), 1..4),
+            mpl in 1u32..=3,
+            os in 0u8..4,
+            wait in 0u8..3,
+            cpus in 1u32..=2,
+        ) {
+            let mut plat = platform(4, os_model(os));
+            plat.cpus_per_node = cpus;
+            plat.context_switch_us = 5.0;
+            let mut pj: Vec<ProcJob> = jobs.iter().map(|(p, phases, reps, at)| ProcJob {
+                program: program(*p, phases, *reps),
+                submit: SimTime::from_ms(*at),
+            }).collect();
+            pj.sort_by_key(|j| j.submit);
+            let make: Box<dyn Fn() -> Box<dyn NodePolicy>> = match wait {
+                0 => Box::new(|| Box::new(Spin) as Box<dyn NodePolicy>),
+                1 => Box::new(|| Box::new(Block) as Box<dyn NodePolicy>),
+                _ => Box::new(|| Box::new(SpinBlock(SimTime::from_us(300))) as Box<dyn NodePolicy>),
+            };
+            let opts = ProcOptions { mpl, ..Default::default() };
+            let out = simulate_processes(&plat, &pj, make.as_ref(), &opts).expect("completes with valid invariants");
+            check_work(&plat, &pj, &out);
+            for (j, r) in pj.iter().zip(&out.jobs) {
+                prop_assert!(r.start >= j.submit);
+                let mut distinct = r.nodes.clone();
+                distinct.sort_unstable();
+                distinct.dedup();
+                prop_assert_eq!(distinct.len(), r.nodes.len(), "ranks of a job on distinct nodes");
+                let alone = simulate_processes(&plat, &[ProcJob { program: j.program.clone(), submit: SimTime::ZERO }], make.as_ref(), &ProcOptions::default()).unwrap();
+                let dedicated = alone.jobs[0].end - alone.jobs[0].start;
+                prop_assert!(r.end - r.start >= dedicated, "shared {} < dedicated {}", r.end - r.start, dedicated);
+            }
+            let again = simulate_processes(&plat, &pj, make.as_ref(), &opts).unwrap();
+            prop_assert_eq!(&again.jobs, &out.jobs);
+            prop_assert_eq!(&again.counters, &out.counters);
+        }
+    }
+}
