@@ -134,9 +134,17 @@ pub struct NodePlatform {
     pub idle_watts: f64,
     /// Power of a node whose CPUs are all busy, watts.
     pub busy_watts: f64,
+    /// Page-in bandwidth of a node's disk, MB/s (paging when memory is overcommitted).
+    #[serde(default = "default_disk_mb_s")]
+    pub disk_mb_s: f64,
     /// The native OS scheduler of every node.
     #[serde(default)]
     pub os: OsConfig,
+}
+
+/// Assumption G-MEM-1: a 7200-rpm IDE disk of 2003 reading clustered pages at about 20 MB/s.
+pub fn default_disk_mb_s() -> f64 {
+    20.0
 }
 
 impl NodePlatform {
@@ -161,6 +169,12 @@ impl NodePlatform {
             if !(v.is_finite() && v >= 0.0) {
                 return Err(format!("{name}: must be a finite number >= 0, got {v}"));
             }
+        }
+        if !(self.disk_mb_s.is_finite() && self.disk_mb_s > 0.0) {
+            return Err(format!(
+                "disk_mb_s: must be a finite number > 0, got {}",
+                self.disk_mb_s
+            ));
         }
         if !(self.bandwidth_mb_s.is_finite() && self.bandwidth_mb_s > 0.0) {
             return Err(format!(
@@ -194,8 +208,8 @@ impl NodePlatform {
             // Seed 000/001 (Choi et al.) §5.1: 16-node Myrinet Linux 2.4.7 cluster, uniprocessor
             // Athlon 1.76 GHz nodes with 1 GB.
             "choi2004" => Ok(NodePlatform {
-                nodes: 16,                   // S000 §5.1 "a 16-node Linux (version 2.4.7-10) cluster"
-                cpus_per_node: 1,            // S000 §5.1 "Athlon 1.76 GHZ uni-processor machine"
+                nodes: 16,                      // S000 §5.1 "a 16-node Linux (version 2.4.7-10) cluster"
+                cpus_per_node: 1,               // S000 §5.1 "Athlon 1.76 GHZ uni-processor machine"
                 job_memory_mb: 900.0, // S000 §5.3 "maximum memory size allocated for the parallel programs is 900 Mbytes"
                 latency_us: 7.7, // S000 §5.1 one-way 9.7 us in all; minus the overheads below (assumption G-NET-2)
                 bandwidth_mb_s: 200.0, // assumption G-NET-1: Myrinet 2000 with GM, PCI-limited host
@@ -205,6 +219,7 @@ impl NodePlatform {
                 context_switch_us: 5.0, // assumption G-OS-2
                 idle_watts: 219.10, // S000 §5.4 "B ... 219.10 watts"
                 busy_watts: 219.10 + 18.968, // S000 §5.4 "X ... 18.968 watts"
+                disk_mb_s: default_disk_mb_s(), // assumption G-MEM-1
                 os: linux(5), // 50 ms slice: S002 §3.3 for the same kernel 2.4.7-10 (G-OS-1); 10 ms tick (HZ=100)
             }),
             // Seed 002 (Ghanesh et al.) §3: dual 1.8 GHz Xeon nodes, 100 Mbit/s Ethernet, Linux 2.4.7-10.
@@ -220,6 +235,7 @@ impl NodePlatform {
                 context_switch_us: 5.0, // assumption G-OS-2
                 idle_watts: 219.10,   // not stated in S002 (no energy results): seed 000's values
                 busy_watts: 219.10 + 18.968,
+                disk_mb_s: default_disk_mb_s(), // assumption G-MEM-1
                 os: linux(5), // S002 §3.3 "default time slice quantum of 50 milliseconds"
             }),
             // Seed 003 (Lee et al.) §2: the 4-processor Fugu configuration. Fugu time is counted
@@ -236,6 +252,7 @@ impl NodePlatform {
                 context_switch_us: 0.0, // G-S003-3: switch cost not stated ("small")
                 idle_watts: 0.0,       // no power model in S003
                 busy_watts: 0.0,
+                disk_mb_s: default_disk_mb_s(), // memory is not a factor in S003
                 os: OsConfig::Rr { quantum_ms: 0.5 }, // S003 §4 "Quantum size is fixed at 500,000 instructions"
             }),
             // Seed 003 §3: the 32-processor gang-scheduled machine of the I/O study.
@@ -251,6 +268,7 @@ impl NodePlatform {
                 context_switch_us: 0.0,
                 idle_watts: 0.0,
                 busy_watts: 0.0,
+                disk_mb_s: default_disk_mb_s(), // memory is not a factor in S003
                 os: OsConfig::Rr { quantum_ms: 10.0 }, // S003 §3.2 quanta varied 1-40 ms; 10 ms as the default
             }),
             other => Err(format!(

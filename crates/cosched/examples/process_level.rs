@@ -34,6 +34,7 @@ fn main() {
         context_switch_us: 5.0,
         idle_watts: 219.10,
         busy_watts: 238.068,
+        disk_mb_s: 20.0,
         os: OsConfig::default(),
     };
     let sizes = [4u32, 8, 16, 8, 4];

@@ -19,6 +19,17 @@
 //! - a spin-then-block wait blocks once `spin` has elapsed since the wait began;
 //! - disk bursts (`Io`) are served one at a time per node, first come first served.
 //!
+//! Memory: each process has the footprint of its program and a resident part.
+//! A new process gets its footprint at start (fresh pages cost no disk time);
+//! when a node's job memory is short, pages are taken from the other processes
+//! of the node, least recently run first (running processes last). A process
+//! picked by the native scheduler with part of its footprint not resident does
+//! not run: it blocks while the missing part is read from the node's disk at
+//! `disk_mb_s` (served first come first served with the I/O bursts), and the
+//! scheduler picks another process meanwhile; the page-in completion wakes it
+//! like an interrupt. With `memory_aware` admission a job is placed only on nodes
+//! whose processes' footprints leave room for it, so no paging happens.
+//!
 //! Admission: jobs wait in FCFS order; a job of P processes gets P distinct nodes
 //! each holding fewer than `mpl` processes (PACKING: the first run of consecutive
 //! eligible nodes, else the lowest-numbered; NO PACKING: eligible nodes drawn at
@@ -52,6 +63,8 @@ pub struct ProcOptions {
     pub mpl: u32,
     pub placement: Placement,
     pub seed: u64,
+    /// Admit a job only where its processes' memory fits beside the others'.
+    pub memory_aware: bool,
     /// The run stops with an error past this simulated time (a watchdog for
     /// programs that spin forever).
     pub time_limit: SimTime,
@@ -63,6 +76,7 @@ impl Default for ProcOptions {
             mpl: 1,
             placement: Placement::Packing,
             seed: 0,
+            memory_aware: false,
             time_limit: SimTime::from_secs(10_000_000),
         }
     }
@@ -92,6 +106,10 @@ pub struct ProcCounters {
     pub hints_followed: u64,
     /// Messages consumed by their receivers.
     pub consumed: u64,
+    /// Page-ins (a process made resident again before running).
+    pub page_ins: u64,
+    /// Memory read back from disk by page-ins, KB.
+    pub paged_in_kb: i64,
 }
 
 /// Everything a process-level run produces.
@@ -115,6 +133,8 @@ pub enum ProcError {
     Platform(String),
     #[error("job {job}: {size} processes but the machine has {nodes} nodes")]
     TooWide { job: usize, size: u32, nodes: u32 },
+    #[error("job {job}: {mb} MB per process does not fit in a node's {node_mb} MB of job memory")]
+    TooBig { job: usize, mb: f64, node_mb: f64 },
     #[error("mpl must be at least 1")]
     Mpl,
     #[error("job {job}: rank {rank} sends to rank {to}, which does not exist")]
@@ -151,6 +171,11 @@ enum Cond {
     Ack,
     Completion,
     Io,
+}
+
+/// Memory is accounted in KB (integers), so that it adds up exactly.
+fn kb(mb: f64) -> i64 {
+    (mb * 1000.0).round() as i64
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -192,6 +217,15 @@ struct Proc<'a> {
     cpu_ns: i64,
     spin_ns: i64,
     end: SimTime,
+    /// Footprint and resident part, KB.
+    mem_kb: i64,
+    resident_kb: i64,
+    /// Waiting for memory or for its page-in: blocked until the read completes.
+    paging: bool,
+    /// Paged in but not run since: its pages are not taken (no livelock).
+    pinned: bool,
+    /// Last time the process was taken off a CPU or placed (LRU order).
+    last_ran: SimTime,
 }
 
 #[derive(Clone, Copy, Debug, Default)]
@@ -215,6 +249,12 @@ struct Node {
     procs: Vec<Pid>,
     disk_free_at: SimTime,
     load: u32,
+    /// Free job memory, KB.
+    free_kb: i64,
+    /// Sum of the footprints of the node's processes, KB.
+    committed_kb: i64,
+    /// Processes waiting to page in, in order.
+    page_queue: std::collections::VecDeque<Pid>,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -224,6 +264,7 @@ enum Ev {
     Msg { to: Pid, from: Rank, tag: u32 },
     Ack { to: Pid },
     IoDone { to: Pid },
+    PageDone { to: Pid },
     Timer { node: u32 },
 }
 
@@ -294,6 +335,14 @@ pub fn simulate_processes(
         return Err(ProcError::Unsorted(i + 1));
     }
     for (j, job) in jobs.iter().enumerate() {
+        let mb = job.program.memory_mb;
+        if !(mb.is_finite() && mb >= 0.0) || kb(mb) > kb(plat.job_memory_mb) {
+            return Err(ProcError::TooBig {
+                job: j,
+                mb,
+                node_mb: plat.job_memory_mb,
+            });
+        }
         let size = job.program.size();
         if size > plat.nodes {
             return Err(ProcError::TooWide {
@@ -323,6 +372,9 @@ pub fn simulate_processes(
             procs: Vec::new(),
             disk_free_at: SimTime::ZERO,
             load: 0,
+            free_kb: kb(plat.job_memory_mb),
+            committed_kb: 0,
+            page_queue: Default::default(),
         })
         .collect();
     let policies = (0..plat.nodes).map(|_| make_policy()).collect();
@@ -415,6 +467,11 @@ impl<'a> Sim<'a> {
                     self.procs[to as usize].acks_pending -= 1;
                     self.condition_changed(to, now);
                 }
+                Ev::PageDone { to } => {
+                    self.procs[to as usize].paging = false;
+                    self.procs[to as usize].pinned = true;
+                    self.wake(to, now);
+                }
                 Ev::IoDone { to } => {
                     let p = &mut self.procs[to as usize];
                     debug_assert!(matches!(p.wait, Some(Waiting { cond: Cond::Io, .. })));
@@ -476,6 +533,18 @@ impl<'a> Sim<'a> {
                 p.rank,
                 p.state,
                 p.mailbox.len()
+            ));
+        }
+        let capacity = kb(self.plat.job_memory_mb);
+        if let Some((k, n)) = self
+            .nodes
+            .iter()
+            .enumerate()
+            .find(|(_, n)| n.free_kb != capacity || n.committed_kb != 0)
+        {
+            return bad(format!(
+                "node {k} ended with {} KB free of {capacity} and {} KB committed",
+                n.free_kb, n.committed_kb
             ));
         }
         let cpu: i64 = self.procs.iter().map(|p| p.cpu_ns).sum();
@@ -552,8 +621,14 @@ impl<'a> Sim<'a> {
     fn admit(&mut self, now: SimTime) {
         while let Some(&j) = self.pending.front() {
             let size = self.jobs[j].program.size() as usize;
+            let need = kb(self.jobs[j].program.memory_mb);
+            let capacity = kb(self.plat.job_memory_mb);
             let eligible: Vec<u32> = (0..self.plat.nodes)
-                .filter(|&n| self.nodes[n as usize].load < self.opts.mpl)
+                .filter(|&n| {
+                    let nd = &self.nodes[n as usize];
+                    nd.load < self.opts.mpl
+                        && (!self.opts.memory_aware || nd.committed_kb + need <= capacity)
+                })
                 .collect();
             if eligible.len() < size {
                 return;
@@ -604,7 +679,20 @@ impl<'a> Sim<'a> {
                 cpu_ns: 0,
                 spin_ns: 0,
                 end: SimTime::MAX,
+                mem_kb: kb(self.jobs[j].program.memory_mb),
+                resident_kb: 0,
+                paging: false,
+                pinned: false,
+                last_ran: now,
             });
+            // Fresh pages: as much of the footprint as can be made room for; the
+            // rest is paged in when the process is first picked.
+            let need = self.procs[pid as usize].mem_kb;
+            self.make_room(node, need, pid);
+            let got = need.min(self.nodes[node as usize].free_kb);
+            self.procs[pid as usize].resident_kb = got;
+            self.nodes[node as usize].free_kb -= got;
+            self.nodes[node as usize].committed_kb += need;
             let n = &mut self.nodes[node as usize];
             n.load += 1;
             n.procs.push(pid);
@@ -632,10 +720,18 @@ impl<'a> Sim<'a> {
         let (j, node) = (self.procs[pid as usize].job, self.procs[pid as usize].node);
         self.procs[pid as usize].state = PState::Done;
         self.procs[pid as usize].end = now;
+        let (resident, mem) = (
+            self.procs[pid as usize].resident_kb,
+            self.procs[pid as usize].mem_kb,
+        );
+        self.procs[pid as usize].resident_kb = 0;
         let n = &mut self.nodes[node as usize];
+        n.free_kb += resident;
+        n.committed_kb -= mem;
         n.sched.exit(pid);
         n.procs.retain(|&p| p != pid);
         n.load -= 1;
+        self.pump_paging(node, now);
         self.ranks_left[j] -= 1;
         if self.ranks_left[j] == 0 {
             self.records[j].as_mut().expect("started").end = now;
@@ -648,8 +744,10 @@ impl<'a> Sim<'a> {
 
     /// Fills the node's idle CPUs from its native scheduler.
     fn schedule(&mut self, node: u32, now: SimTime) {
-        for cpu in 0..self.plat.cpus_per_node {
+        let mut cpu = 0;
+        while cpu < self.plat.cpus_per_node {
             if self.nodes[node as usize].cpus[cpu as usize].cur.is_some() {
+                cpu += 1;
                 continue;
             }
             let hint = {
@@ -663,7 +761,77 @@ impl<'a> Sim<'a> {
             let Some(pick) = self.nodes[node as usize].sched.pick(now, hint) else {
                 return;
             };
+            let p = &self.procs[pick.pid as usize];
+            if p.resident_kb < p.mem_kb {
+                self.page_in(node, pick.pid, now);
+                continue;
+            }
             self.dispatch(node, cpu, pick, now);
+            cpu += 1;
+        }
+    }
+
+    /// Frees at least `need` KB on `node` by taking pages from its other processes,
+    /// least recently run first, running ones last; never from `except`, from a
+    /// process paging in, or from one paged in that has not run since. Returns
+    /// whether enough was freed.
+    fn make_room(&mut self, node: u32, need: i64, except: Pid) -> bool {
+        while self.nodes[node as usize].free_kb < need {
+            let victim = self.nodes[node as usize]
+                .procs
+                .iter()
+                .copied()
+                .filter(|&q| {
+                    let p = &self.procs[q as usize];
+                    q != except && !p.paging && !p.pinned && p.resident_kb > 0
+                })
+                .min_by_key(|&q| {
+                    let p = &self.procs[q as usize];
+                    (matches!(p.state, PState::Running(_)), p.last_ran, q)
+                });
+            let Some(v) = victim else { break };
+            let short = need - self.nodes[node as usize].free_kb;
+            let take = short.min(self.procs[v as usize].resident_kb);
+            self.procs[v as usize].resident_kb -= take;
+            self.nodes[node as usize].free_kb += take;
+        }
+        self.nodes[node as usize].free_kb >= need
+    }
+
+    /// `pid` was picked with pages missing: it blocks until they are read back.
+    fn page_in(&mut self, node: u32, pid: Pid, now: SimTime) {
+        self.nodes[node as usize]
+            .sched
+            .stop(pid, SimTime::ZERO, Stop::Blocked, now);
+        let p = &mut self.procs[pid as usize];
+        p.paging = true;
+        p.state = PState::Blocked;
+        p.blocked_at = now;
+        self.nodes[node as usize].page_queue.push_back(pid);
+        self.pump_paging(node, now);
+    }
+
+    /// Starts the disk reads of waiting page-ins, in order, while memory can be made.
+    fn pump_paging(&mut self, node: u32, now: SimTime) {
+        while let Some(&pid) = self.nodes[node as usize].page_queue.front() {
+            let missing = self.procs[pid as usize].mem_kb - self.procs[pid as usize].resident_kb;
+            if !self.make_room(node, missing, pid) {
+                return;
+            }
+            let n = &mut self.nodes[node as usize];
+            n.page_queue.pop_front();
+            n.free_kb -= missing;
+            let start = n.disk_free_at.max(now);
+            let done =
+                start + SimTime::from_secs_f64(missing as f64 / 1000.0 / self.plat.disk_mb_s);
+            n.disk_free_at = done;
+            let p = &mut self.procs[pid as usize];
+            p.resident_kb = p.mem_kb;
+            self.counters.page_ins += 1;
+            self.counters.paged_in_kb += missing;
+            self.q
+                .schedule(done, Ev::PageDone { to: pid })
+                .expect("future");
         }
     }
 
@@ -688,6 +856,7 @@ impl<'a> Sim<'a> {
         }
         c.cur = Some(pid);
         c.last = Some(pid);
+        let unpinned = std::mem::take(&mut self.procs[pid as usize].pinned);
         c.dispatched_at = now;
         c.acct_at = now;
         c.since = now + SimTime(switch);
@@ -699,6 +868,9 @@ impl<'a> Sim<'a> {
                 self.procs[pid as usize].wait = None;
                 self.resume_after_wait(pid, w.cond);
             }
+        }
+        if unpinned {
+            self.pump_paging(node, now);
         }
         self.plan(node, cpu, now);
     }
@@ -805,6 +977,7 @@ impl<'a> Sim<'a> {
     fn release_cpu(&mut self, node: u32, cpu: u32, pid: Pid, why: Stop, now: SimTime) {
         let c = &mut self.nodes[node as usize].cpus[cpu as usize];
         let ran = now - c.dispatched_at;
+        self.procs[pid as usize].last_ran = now;
         c.cur = None;
         c.gen += 1;
         self.nodes[node as usize].sched.stop(pid, ran, why, now);
@@ -1075,7 +1248,7 @@ impl<'a> Sim<'a> {
     /// Wakes a blocked process (NIC interrupt or disk completion).
     fn wake(&mut self, pid: Pid, now: SimTime) {
         let p = &mut self.procs[pid as usize];
-        if p.state != PState::Blocked {
+        if p.state != PState::Blocked || p.paging {
             return;
         }
         p.state = PState::Ready;

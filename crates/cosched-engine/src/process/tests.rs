@@ -37,6 +37,7 @@ fn platform(nodes: u32, os: OsConfig) -> NodePlatform {
         context_switch_us: 0.0,
         idle_watts: 219.10,
         busy_watts: 238.068,
+        disk_mb_s: 20.0,
         os,
     }
 }
@@ -350,6 +351,66 @@ impl NodePolicy for SpinBlock {
     }
 }
 
+#[test]
+fn overcommitted_memory_pages_and_memory_aware_admission_avoids_it() {
+    let plat = platform(1, linux());
+    let big = || {
+        let mut b = Builder::new(1);
+        b.all(Op::Compute { ns: 10_000_000_000 });
+        job(b.build("big", 600.0))
+    };
+    let jobs = [big(), big()];
+    let make: &dyn Fn() -> Box<dyn NodePolicy> = &|| Box::new(Spin);
+    let shared = simulate_processes(
+        &plat,
+        &jobs,
+        make,
+        &ProcOptions {
+            mpl: 2,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let aware = simulate_processes(
+        &plat,
+        &jobs,
+        make,
+        &ProcOptions {
+            mpl: 2,
+            memory_aware: true,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    // 600 + 600 MB on a 900 MB node: every switch pages 300 MB back in at 20 MB/s.
+    assert!(shared.counters.page_ins > 0);
+    assert_eq!(
+        shared.counters.paged_in_kb % 300_000,
+        0,
+        "{}",
+        shared.counters.paged_in_kb
+    );
+    assert!(
+        shared.end > aware.end,
+        "paging slows the pair down: {} vs {}",
+        shared.end,
+        aware.end
+    );
+    // Memory-aware admission runs them one after the other, with no paging.
+    assert_eq!(aware.counters.page_ins, 0);
+    assert_eq!(aware.jobs[1].start, aware.jobs[0].end);
+    // A footprint larger than a node is refused.
+    let mut b = Builder::new(1);
+    b.all(Op::Compute { ns: 1 });
+    let r = simulate_processes(
+        &plat,
+        &[job(b.build("huge", 901.0))],
+        make,
+        &ProcOptions::default(),
+    );
+    assert!(matches!(r, Err(ProcError::TooBig { job: 0, .. })), "{r:?}");
+}
+
 mod properties {
     use super::*;
     use proptest::prelude::*;
@@ -456,8 +517,9 @@ mod properties {
         /// same inputs give the same run.
         #[test]
         fn random_workloads_keep_the_invariants(
-            jobs in proptest::collection::vec((1u32..=4, proptest::collection::vec(phase(), 1..5), 1u32..4, 0i64..50), 1..4),
+            jobs in proptest::collection::vec((1u32..=4, proptest::collection::vec(phase(), 1..5), 1u32..4, 0i64..50, 0u32..600), 1..4),
             mpl in 1u32..=3,
+            memory_aware in any::<bool>(),
             os in 0u8..4,
             wait in 0u8..3,
             cpus in 1u32..=2,
@@ -465,8 +527,8 @@ mod properties {
             let mut plat = platform(4, os_model(os));
             plat.cpus_per_node = cpus;
             plat.context_switch_us = 5.0;
-            let mut pj: Vec<ProcJob> = jobs.iter().map(|(p, phases, reps, at)| ProcJob {
-                program: program(*p, phases, *reps),
+            let mut pj: Vec<ProcJob> = jobs.iter().map(|(p, phases, reps, at, mb)| ProcJob {
+                program: Program { memory_mb: *mb as f64, ..program(*p, phases, *reps) },
                 submit: SimTime::from_ms(*at),
             }).collect();
             pj.sort_by_key(|j| j.submit);
@@ -475,7 +537,7 @@ mod properties {
                 1 => Box::new(|| Box::new(Block) as Box<dyn NodePolicy>),
                 _ => Box::new(|| Box::new(SpinBlock(SimTime::from_us(300))) as Box<dyn NodePolicy>),
             };
-            let opts = ProcOptions { mpl, ..Default::default() };
+            let opts = ProcOptions { mpl, memory_aware, ..Default::default() };
             let out = simulate_processes(&plat, &pj, make.as_ref(), &opts).expect("completes with valid invariants");
             check_work(&plat, &pj, &out);
             for (j, r) in pj.iter().zip(&out.jobs) {
