@@ -65,6 +65,8 @@ pub struct ProcOptions {
     pub seed: u64,
     /// Admit a job only where its processes' memory fits beside the others'.
     pub memory_aware: bool,
+    /// Record the per-node timeline ([`ProcOutput::timeline`]).
+    pub record_timeline: bool,
     /// The run stops with an error past this simulated time (a watchdog for
     /// programs that spin forever).
     pub time_limit: SimTime,
@@ -77,6 +79,7 @@ impl Default for ProcOptions {
             placement: Placement::Packing,
             seed: 0,
             memory_aware: false,
+            record_timeline: false,
             time_limit: SimTime::from_secs(10_000_000),
         }
     }
@@ -89,6 +92,35 @@ pub struct ProcJobRecord {
     pub end: SimTime,
     /// The node of each rank.
     pub nodes: Vec<u32>,
+}
+
+/// What a CPU or a disk did during a [`Segment`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SegmentKind {
+    /// Progress: compute or message overheads.
+    Useful,
+    /// Busy-waiting.
+    Spin,
+    /// Switching to another process.
+    Switch,
+    /// The node's disk reading a process's pages back.
+    PageIn,
+    /// The node's disk serving a process's I/O burst.
+    Io,
+}
+
+/// One interval of a node's timeline. CPU segments have `cpu = Some(k)`; disk
+/// segments have `cpu = None`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Segment {
+    pub node: u32,
+    pub cpu: Option<u32>,
+    pub pid: Pid,
+    pub job: usize,
+    pub rank: Rank,
+    pub start: SimTime,
+    pub end: SimTime,
+    pub kind: SegmentKind,
 }
 
 /// Counters of a run.
@@ -124,6 +156,8 @@ pub struct ProcOutput {
     pub proc_spin_ns: Vec<i64>,
     /// When each process finished its program.
     pub proc_end: Vec<SimTime>,
+    /// The per-node timeline, when [`ProcOptions::record_timeline`] is set.
+    pub timeline: Vec<Segment>,
     pub end: SimTime,
 }
 
@@ -306,6 +340,7 @@ struct Sim<'a> {
     counters: ProcCounters,
     rng: RngStream,
     actions: Vec<NodeAction>,
+    timeline: Option<Vec<Segment>>,
     // Platform constants in ns.
     send_ns: i64,
     recv_ns: i64,
@@ -394,6 +429,7 @@ pub fn simulate_processes(
         counters: ProcCounters::default(),
         rng: RngStreams::new(opts.seed).stream("placement"),
         actions: Vec::new(),
+        timeline: opts.record_timeline.then(Vec::new),
         send_ns: us(plat.send_overhead_us),
         recv_ns: us(plat.recv_overhead_us),
         interrupt_ns: us(plat.interrupt_us),
@@ -424,6 +460,7 @@ pub fn simulate_processes(
         proc_cpu_ns: sim.procs.iter().map(|p| p.cpu_ns).collect(),
         proc_spin_ns: sim.procs.iter().map(|p| p.spin_ns).collect(),
         proc_end: sim.procs.iter().map(|p| p.end).collect(),
+        timeline: sim.timeline.unwrap_or_default(),
         end: sim.q.now(),
     })
 }
@@ -827,6 +864,7 @@ impl<'a> Sim<'a> {
             n.disk_free_at = done;
             let p = &mut self.procs[pid as usize];
             p.resident_kb = p.mem_kb;
+            self.record_disk(node, pid, start, done, SegmentKind::PageIn);
             self.counters.page_ins += 1;
             self.counters.paged_in_kb += missing;
             self.q
@@ -879,22 +917,62 @@ impl<'a> Sim<'a> {
     fn account(&mut self, node: u32, cpu: u32, now: SimTime) {
         let c = &mut self.nodes[node as usize].cpus[cpu as usize];
         let Some(pid) = c.cur else { return };
+        let (from, progress_from) = (c.acct_at, c.since.min(now));
         c.busy_ns += (now - c.acct_at).as_ns();
         c.acct_at = now;
         let elapsed = (now - c.since).as_ns().max(0);
         c.since = c.since.max(now);
         let p = &mut self.procs[pid as usize];
         p.cpu_ns += elapsed;
-        if p.cpu_left > 0 {
-            let used = elapsed.min(p.cpu_left);
-            p.cpu_left -= used;
-            self.counters.useful_ns += used;
-            let spun = elapsed - used;
-            p.spin_ns += spun;
-            self.counters.spin_ns += spun;
-        } else {
-            p.spin_ns += elapsed;
-            self.counters.spin_ns += elapsed;
+        let used = elapsed.min(p.cpu_left.max(0));
+        p.cpu_left -= used;
+        self.counters.useful_ns += used;
+        let spun = elapsed - used;
+        p.spin_ns += spun;
+        self.counters.spin_ns += spun;
+        if let Some(t) = &mut self.timeline {
+            let (job, rank) = (p.job, p.rank);
+            let mut seg = |start: SimTime, end: SimTime, kind| {
+                if end > start {
+                    t.push(Segment {
+                        node,
+                        cpu: Some(cpu),
+                        pid,
+                        job,
+                        rank,
+                        start,
+                        end,
+                        kind,
+                    });
+                }
+            };
+            seg(from, progress_from, SegmentKind::Switch);
+            let u = progress_from.max(from) + SimTime(used);
+            seg(progress_from.max(from), u, SegmentKind::Useful);
+            seg(u, now, SegmentKind::Spin);
+        }
+    }
+
+    fn record_disk(
+        &mut self,
+        node: u32,
+        pid: Pid,
+        start: SimTime,
+        end: SimTime,
+        kind: SegmentKind,
+    ) {
+        if let Some(t) = &mut self.timeline {
+            let p = &self.procs[pid as usize];
+            t.push(Segment {
+                node,
+                cpu: None,
+                pid,
+                job: p.job,
+                rank: p.rank,
+                start,
+                end,
+                kind,
+            });
         }
     }
 
@@ -1081,6 +1159,7 @@ impl<'a> Sim<'a> {
                     let start = self.nodes[node].disk_free_at.max(now);
                     let done = start + SimTime(ns.max(0));
                     self.nodes[node].disk_free_at = done;
+                    self.record_disk(node as u32, pid, start, done, SegmentKind::Io);
                     self.procs[pid as usize].wait = Some(Waiting {
                         cond: Cond::Io,
                         mode: WaitMode::Block,

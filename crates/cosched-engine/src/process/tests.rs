@@ -90,6 +90,44 @@ fn check_work(plat: &NodePlatform, jobs: &[ProcJob], out: &ProcOutput) {
     assert!(busy >= cpu, "node busy time covers process CPU time");
 }
 
+/// The timeline accounts for all busy CPU time; no CPU runs two things at once and
+/// no process is on two CPUs at once.
+fn check_timeline(out: &ProcOutput) {
+    let cpu_segs: Vec<&Segment> = out.timeline.iter().filter(|s| s.cpu.is_some()).collect();
+    let busy: i64 = cpu_segs.iter().map(|s| (s.end - s.start).as_ns()).sum();
+    assert_eq!(
+        busy,
+        out.node_busy_ns.iter().sum::<i64>(),
+        "timeline covers busy time"
+    );
+    let mut by_cpu: std::collections::BTreeMap<(u32, u32), Vec<(SimTime, SimTime)>> =
+        Default::default();
+    let mut by_pid: std::collections::BTreeMap<Pid, Vec<(SimTime, SimTime)>> = Default::default();
+    for s in &cpu_segs {
+        by_cpu
+            .entry((s.node, s.cpu.unwrap()))
+            .or_default()
+            .push((s.start, s.end));
+        by_pid.entry(s.pid).or_default().push((s.start, s.end));
+    }
+    for (what, lanes) in [
+        ("cpu", by_cpu.into_values().collect::<Vec<_>>()),
+        ("process", by_pid.into_values().collect()),
+    ] {
+        for mut lane in lanes {
+            lane.sort();
+            for w in lane.windows(2) {
+                assert!(
+                    w[0].1 <= w[1].0,
+                    "overlapping segments on one {what}: {:?} {:?}",
+                    w[0],
+                    w[1]
+                );
+            }
+        }
+    }
+}
+
 fn job(p: Program) -> ProcJob {
     ProcJob {
         program: p,
@@ -537,9 +575,10 @@ mod properties {
                 1 => Box::new(|| Box::new(Block) as Box<dyn NodePolicy>),
                 _ => Box::new(|| Box::new(SpinBlock(SimTime::from_us(300))) as Box<dyn NodePolicy>),
             };
-            let opts = ProcOptions { mpl, memory_aware, ..Default::default() };
+            let opts = ProcOptions { mpl, memory_aware, record_timeline: true, ..Default::default() };
             let out = simulate_processes(&plat, &pj, make.as_ref(), &opts).expect("completes with valid invariants");
             check_work(&plat, &pj, &out);
+            check_timeline(&out);
             for (j, r) in pj.iter().zip(&out.jobs) {
                 prop_assert!(r.start >= j.submit);
                 let mut distinct = r.nodes.clone();
