@@ -61,11 +61,21 @@ pub struct Program {
     pub ranks: Vec<Vec<Op>>,
     /// Resident memory per process, MB.
     pub memory_mb: f64,
+    /// Coefficient of variation of the run-to-run noise on every compute burst
+    /// (0: none). The engine multiplies each burst by a log-normal factor of mean 1
+    /// drawn from the process's own seeded stream.
+    pub noise_cv: f64,
 }
 
 impl Program {
     pub fn size(&self) -> u32 {
         self.ranks.len() as u32
+    }
+
+    /// The same program with compute noise of coefficient of variation `cv`.
+    pub fn with_noise(mut self, cv: f64) -> Self {
+        self.noise_cv = cv;
+        self
     }
 }
 
@@ -284,6 +294,7 @@ impl Builder {
             name: name.to_string(),
             ranks: self.ranks,
             memory_mb,
+            noise_cv: 0.0,
         }
     }
 }

@@ -138,6 +138,8 @@ pub struct ProcCounters {
     pub hints_followed: u64,
     /// Messages consumed by their receivers.
     pub consumed: u64,
+    /// Compute time the programs asked for (after noise), all processes.
+    pub compute_ns: i64,
     /// Page-ins (a process made resident again before running).
     pub page_ins: u64,
     /// Memory read back from disk by page-ins, KB.
@@ -169,6 +171,8 @@ pub enum ProcError {
     TooWide { job: usize, size: u32, nodes: u32 },
     #[error("job {job}: {mb} MB per process does not fit in a node's {node_mb} MB of job memory")]
     TooBig { job: usize, mb: f64, node_mb: f64 },
+    #[error("job {job}: {msg}")]
+    BadProgram { job: usize, msg: String },
     #[error("mpl must be at least 1")]
     Mpl,
     #[error("job {job}: rank {rank} sends to rank {to}, which does not exist")]
@@ -260,6 +264,18 @@ struct Proc<'a> {
     pinned: bool,
     /// Last time the process was taken off a CPU or placed (LRU order).
     last_ran: SimTime,
+    /// Compute noise: the process's stream and the log-normal sigma.
+    noise: Option<(RngStream, f64)>,
+}
+
+/// A compute burst of `ns` scaled by a log-normal factor of mean 1 and log-sigma
+/// `sigma` (Box-Muller on the process's stream).
+fn noisy(ns: i64, sigma: f64, rng: &mut RngStream) -> i64 {
+    use rand::Rng;
+    let (u1, u2): (f64, f64) = (rng.gen::<f64>().max(f64::MIN_POSITIVE), rng.gen());
+    let z = (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos();
+    let factor = (sigma * z - sigma * sigma / 2.0).exp();
+    (ns.max(0) as f64 * factor).round() as i64
 }
 
 #[derive(Clone, Copy, Debug, Default)]
@@ -339,6 +355,7 @@ struct Sim<'a> {
     jobs_done: usize,
     counters: ProcCounters,
     rng: RngStream,
+    streams: RngStreams,
     actions: Vec<NodeAction>,
     timeline: Option<Vec<Segment>>,
     // Platform constants in ns.
@@ -370,6 +387,13 @@ pub fn simulate_processes(
         return Err(ProcError::Unsorted(i + 1));
     }
     for (j, job) in jobs.iter().enumerate() {
+        let cv = job.program.noise_cv;
+        if !(cv.is_finite() && cv >= 0.0) {
+            return Err(ProcError::BadProgram {
+                job: j,
+                msg: format!("noise_cv must be a finite number >= 0, got {cv}"),
+            });
+        }
         let mb = job.program.memory_mb;
         if !(mb.is_finite() && mb >= 0.0) || kb(mb) > kb(plat.job_memory_mb) {
             return Err(ProcError::TooBig {
@@ -428,6 +452,7 @@ pub fn simulate_processes(
         jobs_done: 0,
         counters: ProcCounters::default(),
         rng: RngStreams::new(opts.seed).stream("placement"),
+        streams: RngStreams::new(opts.seed),
         actions: Vec::new(),
         timeline: opts.record_timeline.then(Vec::new),
         send_ns: us(plat.send_overhead_us),
@@ -536,13 +561,22 @@ impl<'a> Sim<'a> {
     /// their useful plus spinning time.
     fn check_invariants(&self) -> Result<(), ProcError> {
         let bad = |m: String| Err(ProcError::Invariant(m));
-        let compute: i64 = self
-            .jobs
-            .iter()
-            .flat_map(|j| j.program.ranks.iter())
-            .map(|ops| cosched_model::program::compute_ns(ops))
-            .sum();
         let c = &self.counters;
+        if self.jobs.iter().all(|j| j.program.noise_cv == 0.0) {
+            let programs: i64 = self
+                .jobs
+                .iter()
+                .flat_map(|j| j.program.ranks.iter())
+                .map(|ops| cosched_model::program::compute_ns(ops))
+                .sum();
+            if programs != c.compute_ns {
+                return bad(format!(
+                    "{} ns of compute run, the programs hold {programs} ns",
+                    c.compute_ns
+                ));
+            }
+        }
+        let compute = c.compute_ns;
         let expected = compute
             + c.messages as i64 * self.send_ns
             + c.consumed as i64 * self.recv_ns
@@ -721,6 +755,13 @@ impl<'a> Sim<'a> {
                 paging: false,
                 pinned: false,
                 last_ran: now,
+                noise: (self.jobs[j].program.noise_cv > 0.0).then(|| {
+                    let cv = self.jobs[j].program.noise_cv;
+                    (
+                        self.streams.stream(&format!("noise/{j}/{rank}")),
+                        (1.0 + cv * cv).ln().sqrt(),
+                    )
+                }),
             });
             // Fresh pages: as much of the footprint as can be made room for; the
             // rest is paged in when the process is first picked.
@@ -1093,8 +1134,13 @@ impl<'a> Sim<'a> {
             let p = &mut self.procs[pid as usize];
             match op {
                 Op::Compute { ns } => {
+                    let ns = match &mut p.noise {
+                        Some((rng, sigma)) => noisy(ns, *sigma, rng),
+                        None => ns.max(0),
+                    };
+                    self.counters.compute_ns += ns;
                     if ns > 0 {
-                        p.cpu_left = ns;
+                        self.procs[pid as usize].cpu_left = ns;
                         return;
                     }
                 }

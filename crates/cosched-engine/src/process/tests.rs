@@ -449,6 +449,44 @@ fn overcommitted_memory_pages_and_memory_aware_admission_avoids_it() {
     assert!(matches!(r, Err(ProcError::TooBig { job: 0, .. })), "{r:?}");
 }
 
+#[test]
+fn compute_noise_is_seeded_and_has_mean_one() {
+    let plat = platform(2, linux());
+    let mut b = Builder::new(2);
+    b.repeat(5000, |b| {
+        b.all(Op::Compute { ns: 1_000_000 });
+        b.barrier();
+    });
+    let jobs = [job(b.build("noisy", 1.0).with_noise(0.2))];
+    let make: &dyn Fn() -> Box<dyn NodePolicy> = &|| Box::new(Spin);
+    let run = |seed| {
+        simulate_processes(
+            &plat,
+            &jobs,
+            make,
+            &ProcOptions {
+                seed,
+                ..Default::default()
+            },
+        )
+        .unwrap()
+    };
+    let (a, a2, b2) = (run(1), run(1), run(2));
+    assert_eq!(a.counters, a2.counters);
+    assert_ne!(a.end, b2.end);
+    let mean = a.counters.compute_ns as f64 / (2.0 * 5000.0 * 1e6);
+    assert!((mean - 1.0).abs() < 0.02, "mean factor {mean}");
+    // Each barrier waits for the slower rank, so noise lengthens the run.
+    let quiet = simulate_processes(
+        &plat,
+        &[job(jobs[0].program.clone().with_noise(0.0))],
+        make,
+        &ProcOptions::default(),
+    )
+    .unwrap();
+    assert!(a.end > quiet.end);
+}
+
 mod properties {
     use super::*;
     use proptest::prelude::*;
