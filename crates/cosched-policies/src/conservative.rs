@@ -45,6 +45,10 @@ pub struct Conservative {
     log: Option<Vec<(JobId, SimTime, SimTime)>>,
     /// Scratch buffer for the profile's running maximum.
     prefix: Vec<u32>,
+    /// Scratch list of jobs that could not move in the current pass.
+    failed: Vec<(u32, SimTime, SimTime)>,
+    /// Use the plain scan for every job (the reference the pruned search is tested against).
+    plain: bool,
 }
 
 impl Conservative {
@@ -52,6 +56,15 @@ impl Conservative {
     pub fn with_reservation_log() -> Self {
         Self {
             log: Some(Vec::new()),
+            ..Default::default()
+        }
+    }
+
+    /// The same policy without the search shortcuts (slow; for tests).
+    pub fn reference() -> Self {
+        Self {
+            log: Some(Vec::new()),
+            plain: true,
             ..Default::default()
         }
     }
@@ -105,28 +118,62 @@ impl ClusterPolicy for Conservative {
         // before their reservation; recomputed after each move.
         let prefix = &mut self.prefix;
         let mut prefix_valid = false;
+        // Jobs that could not move since the profile last changed: (need, slot, reservation).
+        // A job needing at least as many processors for at least as long, reserved no
+        // earlier, cannot start before such a job's reservation either: on [t, old) the
+        // two searches see the same free counts.
+        let failed = &mut self.failed;
+        failed.clear();
         for k in upto..self.queue.len() {
             let (j, old) = self.queue[k];
             let t = if old == SimTime::MAX {
                 prefix_valid = false;
+                failed.clear();
                 Self::reserve(profile, now, j, view)
             } else {
                 let (need, dur) = (view.job(j).procs, Self::slot(view, j));
-                if !prefix_valid {
-                    profile.prefix_max(prefix);
-                    prefix_valid = true;
-                }
-                let Some(first) = profile.first_fit_before(prefix, need, old) else {
-                    continue;
-                };
-                match profile.earlier_than_from(first, now, need, dur, old) {
-                    Some(t) => {
-                        profile.release(old, dur, need);
-                        profile.reserve(t, dur, need);
-                        prefix_valid = false;
-                        t
+                if self.plain {
+                    match profile.earlier_than(now, need, dur, old) {
+                        Some(t) => {
+                            profile.release(old, dur, need);
+                            profile.reserve(t, dur, need);
+                            t
+                        }
+                        None => continue,
                     }
-                    None => continue,
+                } else {
+                    let bound = failed
+                        .iter()
+                        .filter(|f| f.0 <= need && f.1 <= dur && f.2 <= old)
+                        .map(|f| f.2)
+                        .max();
+                    if bound == Some(old) {
+                        continue;
+                    }
+                    if !prefix_valid {
+                        profile.prefix_max(prefix);
+                        prefix_valid = true;
+                    }
+                    let Some(first) = profile.first_fit_before(prefix, need, old) else {
+                        continue;
+                    };
+                    let from = bound.unwrap_or(now).max(now);
+                    let first = first.max(profile.step_index(from));
+                    match profile.earlier_than_from(first, from, need, dur, old) {
+                        Some(t) => {
+                            profile.release(old, dur, need);
+                            profile.reserve(t, dur, need);
+                            prefix_valid = false;
+                            failed.clear();
+                            t
+                        }
+                        None => {
+                            if failed.len() < 8 {
+                                failed.push((need, dur, old));
+                            }
+                            continue;
+                        }
+                    }
                 }
             };
             self.queue[k].1 = t;

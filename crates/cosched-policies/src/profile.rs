@@ -23,6 +23,11 @@ impl Profile {
         &self.steps
     }
 
+    /// Index of the step containing `t` (0 when `t` precedes the first breakpoint).
+    pub fn step_index(&self, t: SimTime) -> usize {
+        self.seg(t)
+    }
+
     /// Index of the step containing `t` (t must not precede the first breakpoint).
     fn seg(&self, t: SimTime) -> usize {
         match self.steps.binary_search_by(|(s, _)| s.cmp(&t)) {

@@ -89,6 +89,16 @@ proptest! {
     }
 
     #[test]
+    fn conservative_search_shortcuts_change_nothing((m, w, _k) in arb_case()) {
+        let mut fast = Conservative::with_reservation_log();
+        let mut slow = Conservative::reference();
+        let a = run(&w, m, &mut fast);
+        let b = run(&w, m, &mut slow);
+        prop_assert_eq!(a.records, b.records);
+        prop_assert_eq!(fast.reservation_log(), slow.reservation_log());
+    }
+
+    #[test]
     fn the_first_job_starts_at_its_submission((m, w, _k) in arb_case()) {
         // On an empty machine every policy starts the first job that fits the machine at once.
         let policies: Vec<Box<dyn ClusterPolicy>> = vec![Box::new(Fcfs::default()), Box::new(Easy::default()), Box::new(Conservative::default())];

@@ -68,3 +68,20 @@ fn config_with_an_unknown_policy_names_file_and_field() {
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn conservative_shortcuts_match_the_reference_on_a_real_trace() {
+    use cosched::engine::{simulate, SimOptions};
+    use cosched::policies::conservative::Conservative;
+    let cfg = example("kth-easy.toml");
+    let trace = cosched::model::swf::read_swf(&cfg.workload.trace).unwrap();
+    let (w, m) =
+        cosched::model::swf::to_workload(&trace, &cfg.workload.options(), Some(1500)).unwrap();
+    let p = cosched::platform_of(&m);
+    let mut fast = Conservative::with_reservation_log();
+    let mut slow = Conservative::reference();
+    let a = simulate(&w, &p, &mut fast, &SimOptions::default()).unwrap();
+    let b = simulate(&w, &p, &mut slow, &SimOptions::default()).unwrap();
+    assert_eq!(a.records, b.records);
+    assert_eq!(fast.reservation_log(), slow.reservation_log());
+}
