@@ -136,7 +136,9 @@ impl PolicySpec {
     }
 }
 
-type Builder = fn(&PolicySpec) -> Result<Box<dyn ClusterPolicy>, RegistryError>;
+/// A registry entry's constructor.
+type BuildFn<P> = fn(&PolicySpec) -> Result<Box<P>, RegistryError>;
+type Builder = BuildFn<dyn ClusterPolicy>;
 
 /// Every registered cluster-level policy: (info, builder).
 fn entries() -> Vec<(PolicyInfo, Builder)> {
@@ -147,7 +149,7 @@ fn entries() -> Vec<(PolicyInfo, Builder)> {
     ]
 }
 
-type NodeBuilder = fn(&PolicySpec) -> Result<Box<dyn NodePolicy>, RegistryError>;
+type NodeBuilder = BuildFn<dyn NodePolicy>;
 
 /// Every registered node-level policy: (info, builder).
 fn node_entries() -> Vec<(PolicyInfo, NodeBuilder)> {
@@ -163,10 +165,12 @@ pub fn catalog() -> Vec<PolicyInfo> {
         .collect()
 }
 
-/// Builds the node-level policy named by `spec` (e.g. `"nls"`).
-pub fn build_node(spec: &str) -> Result<Box<dyn NodePolicy>, RegistryError> {
+/// Finds `spec`'s policy among `all` and builds it; an unknown name lists the valid ones.
+fn lookup<P: ?Sized>(
+    spec: &str,
+    all: Vec<(PolicyInfo, BuildFn<P>)>,
+) -> Result<Box<P>, RegistryError> {
     let parsed = PolicySpec::parse(spec)?;
-    let all = node_entries();
     match all.iter().find(|(i, _)| i.name == parsed.name) {
         Some((_, b)) => b(&parsed),
         None => Err(RegistryError::UnknownPolicy {
@@ -180,21 +184,14 @@ pub fn build_node(spec: &str) -> Result<Box<dyn NodePolicy>, RegistryError> {
     }
 }
 
-/// Builds the policy named by `spec` (e.g. `"easy"`, `"fcfs"`).
+/// Builds the node-level policy named by `spec` (e.g. `"nls"`).
+pub fn build_node(spec: &str) -> Result<Box<dyn NodePolicy>, RegistryError> {
+    lookup(spec, node_entries())
+}
+
+/// Builds the cluster-level policy named by `spec` (e.g. `"easy"`, `"fcfs"`).
 pub fn build(spec: &str) -> Result<Box<dyn ClusterPolicy>, RegistryError> {
-    let parsed = PolicySpec::parse(spec)?;
-    let all = entries();
-    match all.iter().find(|(i, _)| i.name == parsed.name) {
-        Some((_, b)) => b(&parsed),
-        None => Err(RegistryError::UnknownPolicy {
-            name: parsed.name.clone(),
-            valid: all
-                .iter()
-                .map(|(i, _)| i.name)
-                .collect::<Vec<_>>()
-                .join(", "),
-        }),
-    }
+    lookup(spec, entries())
 }
 
 #[cfg(test)]

@@ -1317,27 +1317,26 @@ impl<'a> Sim<'a> {
     /// The condition holds: consume what it waited for and charge the CPU cost.
     fn resume_after_wait(&mut self, pid: Pid, cond: Cond) {
         match cond {
-            Cond::Msg { from, tag } => {
-                let k = self.find_msg(pid, from, tag, &[]).expect("satisfied");
-                let p = &mut self.procs[pid as usize];
-                let (f, _) = p.mailbox.remove(k);
-                p.last_from = Some(f);
-                p.cpu_left += self.recv_ns;
-                self.counters.consumed += 1;
-            }
+            Cond::Msg { from, tag } => self.consume(pid, from, tag),
             Cond::Completion => {
-                let posted = std::mem::take(&mut self.procs[pid as usize].posted);
-                for (from, tag) in posted {
-                    let k = self.find_msg(pid, from, tag, &[]).expect("satisfied");
-                    let p = &mut self.procs[pid as usize];
-                    let (f, _) = p.mailbox.remove(k);
-                    p.last_from = Some(f);
-                    p.cpu_left += self.recv_ns;
-                    self.counters.consumed += 1;
+                for (from, tag) in std::mem::take(&mut self.procs[pid as usize].posted) {
+                    self.consume(pid, from, tag);
                 }
             }
             Cond::Ack | Cond::Io => {}
         }
+    }
+
+    /// Takes the first matching message out of `pid`'s buffer, paying the receive overhead.
+    fn consume(&mut self, pid: Pid, from: Option<Rank>, tag: u32) {
+        let k = self
+            .find_msg(pid, from, tag, &[])
+            .expect("a matching message is buffered");
+        let p = &mut self.procs[pid as usize];
+        let (f, _) = p.mailbox.remove(k);
+        p.last_from = Some(f);
+        p.cpu_left += self.recv_ns;
+        self.counters.consumed += 1;
     }
 
     fn begin_wait(&mut self, pid: Pid, cond: Cond, kind: WaitKind, now: SimTime) {
