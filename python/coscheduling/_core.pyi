@@ -10,6 +10,8 @@ import pathlib
 import typing
 __all__ = [
     "RunResult",
+    "apps",
+    "apps_validate",
     "load_config",
     "policies",
     "run_config",
@@ -52,6 +54,19 @@ class RunResult:
         r"""
         Number of jobs in the table.
         """
+
+def apps() -> builtins.str:
+    r"""
+    Every application preset (NAS kernels, sPPM, BlockSolve95) with its classes,
+    process counts, memory per process at 16 processes and source, as JSON text.
+    """
+
+def apps_validate() -> builtins.str:
+    r"""
+    Runs every application with a seed 000 Table 1 time dedicated at 16 processes on
+    the choi2004 platform with the committed calibration; one row per (app, class)
+    with the measured and Table 1 times and the relative error, as JSON text.
+    """
 
 def load_config(path: builtins.str | os.PathLike | pathlib.Path) -> builtins.str:
     r"""

@@ -161,6 +161,7 @@ def _trace_options(trace: PathLike, o: Mapping[str, Any]) -> dict[str, Any]:
         "fidelity": "job",
         "workload": {
             "trace": str(trace),
+            "jobs": [],
             "max_jobs": o["max_jobs"],
             "estimates": o["estimates"],
             "overrun": o["overrun"],
@@ -168,7 +169,14 @@ def _trace_options(trace: PathLike, o: Mapping[str, Any]) -> dict[str, Any]:
             "machine_size": o["machine_size"],
         },
         "platform": dict(o["platform"]) if o["platform"] is not None else None,
-        "scheduler": {"policy": o["policy"], "placement": o["placement"]},
+        "node_platform": None,
+        "scheduler": {
+            "policy": o["policy"],
+            "placement": o["placement"],
+            "node_policy": "nls",
+            "mpl": 1,
+            "memory_aware": False,
+        },
         "metrics": {"bounded_slowdown_threshold_s": o["bsld_threshold_s"]},
     }
 
@@ -237,7 +245,9 @@ def run(
         options = json.loads(_core.load_config(config))
         res = _core.run_config(config)
         trace_path = options["workload"]["trace"]
-        policy_name = options["scheduler"]["policy"]
+        sched = options["scheduler"]
+        process = options.get("fidelity") == "process"
+        policy_name = f"{sched['policy']}+{sched['node_policy']}" if process else sched["policy"]
         seed_used = options["seed"]
     elif trace is not None:
         options = _trace_options(trace, opts)

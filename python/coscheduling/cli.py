@@ -490,6 +490,80 @@ def version() -> None:
     console().print(f"cosched {__version__} (core {_core.version()}, commit {git_commit()})")
 
 
+# ---------------------------------------------------------------------------
+# apps
+
+apps_app = typer.Typer(
+    help="Application presets (NAS kernels, sPPM, BlockSolve95) and their calibration to seed 000 Table 1.",
+)
+app.add_typer(apps_app, name="apps")
+
+#: Largest |relative error| `cosched apps validate` accepts (the issue's 5%).
+VALIDATE_TOLERANCE = 0.05
+
+
+@apps_app.callback(invoke_without_command=True)
+def apps_list(
+    ctx: typer.Context,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the catalog as JSON.")] = False,
+) -> None:
+    """List the application presets: classes, process counts, memory per process at 16 processes."""
+    if ctx.invoked_subcommand is not None:
+        return
+    catalog = json.loads(_core.apps())
+    if as_json:
+        console().print_json(json.dumps(catalog))
+        return
+    t = Table(title="application presets", show_header=True, header_style="bold", show_lines=True)
+    for col in ("name", "classes", "processes", "MB per process at 16", "Table 1 intensity", "description"):
+        t.add_column(col)
+    for a in catalog:
+        mem = ", ".join(f"{c}: {fmt(m, 1)}" for c, m in a["memory_mb_at_16"].items())
+        t.add_row(
+            a["name"], ", ".join(a["classes"]), ", ".join(str(p) for p in a["procs"]), mem,
+            a["intensity"] or "-", escape(a["description"]),
+        )
+    console().print(t)
+
+
+@apps_app.command("validate")
+def apps_validate(
+    as_json: Annotated[bool, typer.Option("--json", help="Print the rows as JSON.")] = False,
+) -> None:
+    """Run every preset with a seed 000 Table 1 time alone at 16 processes on choi2004 and compare.
+
+    Exit code 1 if any run time is more than 5% off the Table 1 time.
+    """
+    with user_errors():
+        err = console(True)
+        with err.status("dedicated runs of every preset on choi2004 (16 processes, nls, MPL 1)"):
+            t0 = time.perf_counter()
+            rows = json.loads(_core.apps_validate())
+            wall = time.perf_counter() - t0
+    bad = [r for r in rows if abs(r["error"]) > VALIDATE_TOLERANCE]
+    if as_json:
+        console().print_json(json.dumps(rows))
+    else:
+        t = Table(title="dedicated runs vs seed 000 Table 1 (16 processes, choi2004)", header_style="bold")
+        for h in ("app", "class", "procs", "measured s", "Table 1 s", "error %", "comm %", "Table 1 intensity"):
+            t.add_column(h, justify="left" if h in ("app", "class", "Table 1 intensity") else "right")
+        for r in rows:
+            style = "red" if abs(r["error"]) > VALIDATE_TOLERANCE else None
+            t.add_row(
+                r["app"], r["class"], str(r["procs"]), fmt(r["measured_s"], 3), fmt(r["target_s"], 1),
+                fmt(100 * r["error"], 3), fmt(100 * r["comm_fraction"], 2), r["intensity"], style=style,
+            )
+        console().print(t)
+        worst = max(rows, key=lambda r: abs(r["error"]))
+        console().print(
+            f"{len(rows)} runs in {wall:.1f} s; largest |error| {100 * abs(worst['error']):.4f}% "
+            f"({worst['app']} {worst['class']})"
+        )
+    if bad:
+        names = ", ".join(f"{r['app']} {r['class']} ({100 * r['error']:+.2f}%)" for r in bad)
+        raise fail(f"{len(bad)} run(s) off Table 1 by more than 5%: {names}", 1)
+
+
 def main() -> None:  # pragma: no cover
     app()
 

@@ -111,6 +111,27 @@ pub fn summarize(
     out: &SimOutput,
     bsld_threshold_s: f64,
 ) -> (JobTable, Summary) {
+    summarize_busy(workload, platform, out, bsld_threshold_s, None)
+}
+
+/// Busy processor time measured by a time-sharing engine: per job (its processes'
+/// CPU time, seconds) and in all (seconds of busy processors, all nodes).
+#[derive(Clone, Debug)]
+pub struct MeasuredBusy {
+    pub job_cpu_s: Vec<f64>,
+    pub total_proc_s: f64,
+}
+
+/// [`summarize`] for a run where jobs do not own their processors for their whole
+/// execution (time sharing): a job's energy share and the busy time come from the
+/// measured CPU time instead of processors x execution.
+pub fn summarize_busy(
+    workload: &Workload,
+    platform: &Platform,
+    out: &SimOutput,
+    bsld_threshold_s: f64,
+    measured: Option<&MeasuredBusy>,
+) -> (JobTable, Summary) {
     let n = workload.jobs.len();
     let mut t = JobTable::default();
     let ppn = platform.procs_per_node as f64;
@@ -144,7 +165,8 @@ pub fn summarize(
                 let resp = (en - spec.submit).as_secs_f64();
                 let sld = if exec > 0.0 { resp / exec } else { f64::NAN };
                 let bsld = (resp / exec.max(bsld_threshold_s)).max(1.0);
-                let energy = platform.busy_watts * spec.procs as f64 * exec / ppn;
+                let proc_s = measured.map_or(spec.procs as f64 * exec, |m| m.job_cpu_s[t.job_id.len() - 1]);
+                let energy = platform.busy_watts * proc_s / ppn;
                 t.start_s.push(start);
                 t.end_s.push(end);
                 t.wait_s.push(wait);
@@ -160,7 +182,7 @@ pub fn summarize(
                 if !sld.is_nan() {
                     slds.push(sld);
                 }
-                busy_proc_s += spec.procs as f64 * exec;
+                busy_proc_s += proc_s;
                 first_submit = first_submit.min(submit);
                 last_end = last_end.max(end);
                 match rec.status {
@@ -212,6 +234,9 @@ pub fn summarize(
         s.first_submit_s = first_submit;
         s.last_end_s = last_end;
         s.makespan_s = last_end - first_submit;
+        if let Some(m) = measured {
+            busy_proc_s = m.total_proc_s;
+        }
         let capacity = platform.total_procs() as f64 * s.makespan_s;
         s.utilization = if capacity > 0.0 {
             busy_proc_s / capacity

@@ -90,12 +90,36 @@ impl Default for WorkloadOptions {
     }
 }
 
+/// One job of a process-level workload: an application preset (see `cosched apps`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AppJob {
+    /// Application preset name, e.g. `"CG"`.
+    pub app: String,
+    /// Problem class, e.g. `"A"` (`"-"` for single-size applications).
+    #[serde(default = "default_class")]
+    pub class: String,
+    /// Number of processes.
+    pub procs: u32,
+    /// Submission time, seconds.
+    #[serde(default)]
+    pub submit_s: f64,
+}
+
+fn default_class() -> String {
+    "-".into()
+}
+
 /// The `[workload]` table.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct WorkloadConfig {
-    /// Path of an SWF trace (plain or .gz), relative to the config file.
-    pub trace: PathBuf,
+    /// Path of an SWF trace (plain or .gz), relative to the config file (job fidelity).
+    #[serde(default)]
+    pub trace: Option<PathBuf>,
+    /// Application jobs (process fidelity), in any order.
+    #[serde(default)]
+    pub jobs: Vec<AppJob>,
     /// Keep only the first N jobs (after dropping never-ran jobs).
     #[serde(default)]
     pub max_jobs: Option<usize>,
@@ -129,10 +153,54 @@ impl WorkloadConfig {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SchedulerConfig {
-    /// Policy name with optional parameters, e.g. `"easy"` or `"fcfs"`; see `cosched policies`.
+    /// Cluster policy name with optional parameters, e.g. `"easy"` or `"fcfs"`; see
+    /// `cosched policies`. At process fidelity admission is FCFS: only `"fcfs"`.
+    #[serde(default = "default_policy")]
     pub policy: String,
     #[serde(default)]
     pub placement: Placement,
+    /// Node-level policy (process fidelity), e.g. `"nls"`.
+    #[serde(default = "default_node_policy")]
+    pub node_policy: String,
+    /// Most processes per node (process fidelity).
+    #[serde(default = "default_mpl")]
+    pub mpl: u32,
+    /// Admit a job only where its memory fits (process fidelity).
+    #[serde(default)]
+    pub memory_aware: bool,
+}
+
+fn default_policy() -> String {
+    "fcfs".into()
+}
+fn default_node_policy() -> String {
+    "nls".into()
+}
+fn default_mpl() -> u32 {
+    1
+}
+
+/// The `[node_platform]` table (process fidelity): a preset, optionally with another
+/// native OS scheduler.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NodePlatformConfig {
+    /// `choi2004`, `ghanesh`, `lee4` or `lee32`.
+    pub preset: String,
+    /// Replaces the preset's OS scheduler, e.g. `{ model = "cfs" }`.
+    #[serde(default)]
+    pub os: Option<crate::node::OsConfig>,
+}
+
+impl NodePlatformConfig {
+    pub fn platform(&self) -> Result<crate::node::NodePlatform, String> {
+        let mut p = crate::node::NodePlatform::preset(&self.preset)?;
+        if let Some(os) = &self.os {
+            p.os = os.clone();
+        }
+        p.validate()?;
+        Ok(p)
+    }
 }
 
 /// The `[metrics]` table.
@@ -163,7 +231,8 @@ pub struct RunConfig {
     /// Master seed of every random stream.
     #[serde(default)]
     pub seed: u64,
-    /// Fidelity of the model; only `"job"` exists so far.
+    /// Fidelity of the model: `"job"` (trace-scale, jobs own their processors) or
+    /// `"process"` (nodes time-share processes that compute and exchange messages).
     #[serde(default = "default_fidelity")]
     pub fidelity: String,
     pub workload: WorkloadConfig,
@@ -171,6 +240,9 @@ pub struct RunConfig {
     /// unless MaxProcs is a multiple of MaxNodes).
     #[serde(default)]
     pub platform: Option<Platform>,
+    /// The process-level platform (process fidelity).
+    #[serde(default)]
+    pub node_platform: Option<NodePlatformConfig>,
     pub scheduler: SchedulerConfig,
     #[serde(default)]
     pub metrics: MetricsConfig,
@@ -223,9 +295,9 @@ impl RunConfig {
                 msg: json_msg(&e),
             })?
         };
-        if let Some(base) = base_dir {
-            if cfg.workload.trace.is_relative() {
-                cfg.workload.trace = base.join(&cfg.workload.trace);
+        if let (Some(base), Some(trace)) = (base_dir, &mut cfg.workload.trace) {
+            if trace.is_relative() {
+                *trace = base.join(&*trace);
             }
         }
         cfg.validate(origin)?;
@@ -251,11 +323,49 @@ impl RunConfig {
                 msg,
             })
         };
-        if self.fidelity != "job" {
-            return bad(
-                "fidelity",
-                format!("unknown fidelity {:?}; valid: \"job\"", self.fidelity),
-            );
+        match self.fidelity.as_str() {
+            "job" => {
+                if self.workload.trace.is_none() {
+                    return bad("workload.trace", "required at fidelity \"job\"".into());
+                }
+                if !self.workload.jobs.is_empty() {
+                    return bad("workload.jobs", "only at fidelity \"process\"".into());
+                }
+                if self.node_platform.is_some() {
+                    return bad("node_platform", "only at fidelity \"process\"".into());
+                }
+            }
+            "process" => {
+                if self.workload.trace.is_some() {
+                    return bad("workload.trace", "not supported at fidelity \"process\"; list `jobs`".into());
+                }
+                if self.workload.jobs.is_empty() {
+                    return bad("workload.jobs", "at least one job is required at fidelity \"process\"".into());
+                }
+                for (i, j) in self.workload.jobs.iter().enumerate() {
+                    if j.class.chars().count() != 1 {
+                        return bad(&format!("workload.jobs[{i}].class"), format!("one letter, got {:?}", j.class));
+                    }
+                    if !(j.submit_s.is_finite() && j.submit_s >= 0.0) {
+                        return bad(&format!("workload.jobs[{i}].submit_s"), format!("must be a finite number >= 0, got {}", j.submit_s));
+                    }
+                }
+                match &self.node_platform {
+                    None => return bad("node_platform", "required at fidelity \"process\"".into()),
+                    Some(np) => {
+                        if let Err(msg) = np.platform() {
+                            return bad("node_platform", msg);
+                        }
+                    }
+                }
+                if self.scheduler.policy != "fcfs" {
+                    return bad("scheduler.policy", format!("process-level admission is FCFS: \"fcfs\" only, got {:?}", self.scheduler.policy));
+                }
+                if self.scheduler.mpl == 0 {
+                    return bad("scheduler.mpl", "must be at least 1".into());
+                }
+            }
+            other => return bad("fidelity", format!("unknown fidelity {other:?}; valid: \"job\", \"process\"")),
         }
         if let Some(p) = &self.platform {
             if let Err(crate::PlatformError::Invalid { field, msg }) = p.validate() {
@@ -324,7 +434,7 @@ placement = "random"
     fn parses_toml_and_resolves_paths() {
         let c = RunConfig::from_str_with(GOOD, "x.toml", Some(Path::new("/base"))).unwrap();
         assert_eq!(c.seed, 7);
-        assert_eq!(c.workload.trace, PathBuf::from("/base/t.swf"));
+        assert_eq!(c.workload.trace, Some(PathBuf::from("/base/t.swf")));
         assert_eq!(c.workload.options().estimates, EstimateSource::Exact);
         assert_eq!(c.scheduler.placement, Placement::Random);
         assert_eq!(c.metrics.bounded_slowdown_threshold_s, 10.0);
@@ -368,6 +478,33 @@ placement = "random"
             .unwrap_err()
             .to_string();
         assert_eq!(e, "x.toml: field `platform.nodes`: must be at least 1");
+    }
+
+    const PROCESS: &str = r#"
+fidelity = "process"
+[node_platform]
+preset = "choi2004"
+[workload]
+jobs = [{ app = "CG", class = "A", procs = 16 }, { app = "EP", class = "B", procs = 8, submit_s = 5 }]
+[scheduler]
+node_policy = "nls"
+mpl = 3
+"#;
+
+    #[test]
+    fn process_fidelity_configs() {
+        let c = RunConfig::from_str_with(PROCESS, "p.toml", None).unwrap();
+        assert_eq!(c.workload.jobs.len(), 2);
+        assert_eq!(c.scheduler.mpl, 3);
+        assert_eq!(c.node_platform.unwrap().platform().unwrap().nodes, 16);
+        let e = RunConfig::from_str_with(&PROCESS.replace("choi2004", "choi"), "p.toml", None).unwrap_err().to_string();
+        assert!(e.starts_with("p.toml: field `node_platform`: unknown platform preset \"choi\""), "{e}");
+        let e = RunConfig::from_str_with(&PROCESS.replace("mpl = 3", "mpl = 3\npolicy = \"easy\""), "p.toml", None).unwrap_err().to_string();
+        assert!(e.contains("field `scheduler.policy`"), "{e}");
+        let e = RunConfig::from_str_with(&PROCESS.replace("class = \"A\"", "class = \"AB\""), "p.toml", None).unwrap_err().to_string();
+        assert!(e.contains("field `workload.jobs[0].class`"), "{e}");
+        let e = RunConfig::from_str_with(&GOOD.replace("trace = \"t.swf\"", ""), "x.toml", None).unwrap_err().to_string();
+        assert_eq!(e, "x.toml: field `workload.trace`: required at fidelity \"job\"");
     }
 
     #[test]

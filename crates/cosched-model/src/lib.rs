@@ -4,6 +4,7 @@
 //!
 //! Nothing here simulates; these are plain data with validation.
 
+pub mod apps;
 pub mod config;
 pub mod job;
 pub mod node;

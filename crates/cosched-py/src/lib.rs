@@ -424,6 +424,26 @@ fn policies() -> PyResult<String> {
     json_text(&cosched::policies::catalog())
 }
 
+/// Every application preset (NAS kernels, sPPM, BlockSolve95) with its classes,
+/// process counts, memory per process at 16 processes and source, as JSON text.
+#[gen_stub_pyfunction]
+#[pyfunction]
+fn apps() -> PyResult<String> {
+    json_text(&cosched::model::apps::catalog())
+}
+
+/// Runs every application with a seed 000 Table 1 time dedicated at 16 processes on
+/// the choi2004 platform with the committed calibration; one row per (app, class)
+/// with the measured and Table 1 times and the relative error, as JSON text.
+#[gen_stub_pyfunction]
+#[pyfunction]
+fn apps_validate(py: Python<'_>) -> PyResult<String> {
+    let rows = py
+        .detach(cosched::calibrate::validate)
+        .map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
+    json_text(&rows)
+}
+
 pyo3_stub_gen::module_variable!("coscheduling._core", "__version__", String);
 pyo3_stub_gen::module_doc!(
     "coscheduling._core",
@@ -446,6 +466,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(trace_info, m)?)?;
     m.add_function(wrap_pyfunction!(slice_trace, m)?)?;
     m.add_function(wrap_pyfunction!(policies, m)?)?;
+    m.add_function(wrap_pyfunction!(apps, m)?)?;
+    m.add_function(wrap_pyfunction!(apps_validate, m)?)?;
     Ok(())
 }
 

@@ -12,6 +12,10 @@ use std::path::PathBuf;
 use std::time::Instant;
 use thiserror::Error;
 
+pub mod process_run;
+
+pub mod calibrate;
+
 pub use cosched_des as des;
 pub use cosched_engine as engine;
 pub use cosched_model as model;
@@ -66,7 +70,7 @@ impl TraceRun {
 impl From<&RunConfig> for TraceRun {
     fn from(c: &RunConfig) -> Self {
         Self {
-            trace: c.workload.trace.clone(),
+            trace: c.workload.trace.clone().unwrap_or_default(),
             policy: c.scheduler.policy.clone(),
             options: c.workload.options(),
             max_jobs: c.workload.max_jobs,
@@ -130,7 +134,10 @@ pub fn run_trace(run: &TraceRun) -> Result<RunResult, Error> {
 
 /// Runs a configuration file's run.
 pub fn run_config(cfg: &RunConfig) -> Result<RunResult, Error> {
-    run_trace(&TraceRun::from(cfg))
+    match cfg.fidelity.as_str() {
+        "process" => process_run::run_process_config(cfg),
+        _ => run_trace(&TraceRun::from(cfg)),
+    }
 }
 
 /// Loads a configuration file and checks everything that can be checked before a
@@ -138,6 +145,18 @@ pub fn run_config(cfg: &RunConfig) -> Result<RunResult, Error> {
 /// the file and the field.
 pub fn load_config(path: &std::path::Path) -> Result<RunConfig, Error> {
     let cfg = RunConfig::load(path)?;
+    if cfg.fidelity == "process" {
+        let origin = path.display().to_string();
+        process_run::jobs_of(&cfg, &origin)?;
+        if let Err(e) = cosched_policies::build_node(&cfg.scheduler.node_policy) {
+            return Err(ConfigError::Invalid {
+                path: origin,
+                field: "scheduler.node_policy".into(),
+                msg: e.to_string(),
+            }
+            .into());
+        }
+    }
     if let Err(e) = cosched_policies::build(&cfg.scheduler.policy) {
         return Err(ConfigError::Invalid {
             path: path.display().to_string(),

@@ -74,7 +74,7 @@ fn conservative_shortcuts_match_the_reference_on_a_real_trace() {
     use cosched::engine::{simulate, SimOptions};
     use cosched::policies::conservative::Conservative;
     let cfg = example("kth-easy.toml");
-    let trace = cosched::model::swf::read_swf(&cfg.workload.trace).unwrap();
+    let trace = cosched::model::swf::read_swf(cfg.workload.trace.as_deref().unwrap()).unwrap();
     let (w, m) =
         cosched::model::swf::to_workload(&trace, &cfg.workload.options(), Some(1500)).unwrap();
     let p = cosched::platform_of(&m);
@@ -84,4 +84,24 @@ fn conservative_shortcuts_match_the_reference_on_a_real_trace() {
     let b = simulate(&w, &p, &mut slow, &SimOptions::default()).unwrap();
     assert_eq!(a.records, b.records);
     assert_eq!(fast.reservation_log(), slow.reservation_log());
+}
+
+#[test]
+fn a_process_level_config_runs_deterministically() {
+    let cfg = example("choi-nas-small.toml");
+    let a = cosched::run_config(&cfg).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(a.summary.jobs_simulated, 5);
+    assert_eq!(a.summary.policy, "fcfs+nls");
+    assert!(
+        a.summary.utilization > 0.0 && a.summary.utilization <= 1.0,
+        "{}",
+        a.summary.utilization
+    );
+    assert!(a.summary.energy_j > 0.0);
+    assert_eq!(a.summary.machine_nodes, 16);
+    // Every job waits for nothing at submission order here only if it fits; responses are positive.
+    assert!(a.table.response_s.iter().all(|&r| r > 0.0));
+    let b = cosched::run_config(&cfg).unwrap();
+    assert_eq!(format!("{:?}", a.table), format!("{:?}", b.table));
+    assert_eq!(a.summary, b.summary);
 }

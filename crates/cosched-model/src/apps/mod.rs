@@ -1,0 +1,868 @@
+//! The application library: named presets that build a [`Program`] for the
+//! process-level model.
+//!
+//! - NAS Parallel Benchmarks kernels CG, IS, SP, MG, BT, LU, EP and FT
+//!   ([`nas`]): each generator emits the benchmark's real per-iteration
+//!   communication structure (NPB 3.3 MPI source, docs/models/seed-parameters.md
+//!   §2.8) with message sizes derived from the class problem size (8-byte doubles,
+//!   4-byte keys) and the process grid.
+//! - sPPM and BlockSolve95 ([`long`]), the two long-running applications of seed
+//!   000 Table 1(b) (gap G-APP-2).
+//!
+//! Compute time is the one fitted quantity. `calibration.json` (next to this
+//! file, embedded at compile time) holds, for every (app, class), the CPU time
+//! of ONE process for ONE iteration at 16 processes, fitted by
+//! `cosched::calibrate` to DEDICATED 16-process runs on the `choi2004` platform
+//! (NLS, MPL 1) so that the run time equals seed 000 Table 1
+//! ([`SEED000_TABLE1`]). At P processes a process computes that × 16 / P per
+//! iteration: perfect strong scaling of the computation (gap G-APP-1, an
+//! assumption: the seeds give no time at 4, 8 or 9 processes); the communication
+//! at P processes follows from the pattern and the grid.
+//!
+//! Memory per process ([`memory_mb`]) is seed 000 Table 2 where it gives the
+//! (app, class C, P) combination, else the G-MEM-2 rule: total(app, class) / P +
+//! a per-process constant.
+//!
+//! No per-rank imbalance or noise is added: every rank of a preset computes the
+//! same amount (documented default; the seeds state no imbalance for these codes).
+
+pub mod long;
+pub mod nas;
+
+use crate::program::{Op, Program};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::sync::OnceLock;
+use thiserror::Error;
+
+/// The NAS kernels, in seed 000 Table 1 order, then FT.
+pub const NAS_APPS: [&str; 8] = ["CG", "IS", "SP", "MG", "BT", "LU", "EP", "FT"];
+/// The long-running applications of seed 000 Table 1(b).
+pub const LONG_APPS: [&str; 2] = ["sPPM", "BlockSolve95"];
+/// NAS problem classes modelled.
+pub const CLASSES: [char; 3] = ['A', 'B', 'C'];
+/// The class of an application with a single problem size (sPPM, BlockSolve95).
+pub const SINGLE_CLASS: char = '-';
+
+/// Communication intensity labels of seed 000 Table 1 (ordered: `VeryLow < Low < Medium < High`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+pub enum Intensity {
+    VeryLow,
+    Low,
+    Medium,
+    High,
+}
+
+impl Intensity {
+    pub fn label(self) -> &'static str {
+        match self {
+            Intensity::VeryLow => "Very low",
+            Intensity::Low => "Low",
+            Intensity::Medium => "Medium",
+            Intensity::High => "High",
+        }
+    }
+}
+
+/// One row of seed 000 Table 1.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Table1Row {
+    pub app: &'static str,
+    pub intensity: Intensity,
+    /// Execution time at 16 processors, seconds, per class; a single-size
+    /// application has its time under [`SINGLE_CLASS`].
+    pub times: &'static [(char, f64)],
+}
+
+/// Seed 000 Table 1 (S001 Table 2), "Execution Time of NAS Benchmarks, sPPM and
+/// BlockSolve95 in 16 Processors": the calibration targets, the ONLY copy of these
+/// numbers in the code (Choi, Kim, Ersoz, Yoo, Das, "Coscheduling in Clusters: Is
+/// It a Viable Alternative?", §5.1; docs/models/seed-parameters.md §2.1). FT is
+/// not in the table ("we use all programs except FT").
+pub const SEED000_TABLE1: [Table1Row; 9] = [
+    Table1Row {
+        app: "CG",
+        intensity: Intensity::High,
+        times: &[('A', 1.3), ('B', 49.2), ('C', 186.0)],
+    },
+    Table1Row {
+        app: "IS",
+        intensity: Intensity::High,
+        times: &[('A', 1.0), ('B', 2.4), ('C', 10.9)],
+    },
+    Table1Row {
+        app: "SP",
+        intensity: Intensity::Medium,
+        times: &[('A', 34.5), ('B', 152.5), ('C', 607.1)],
+    },
+    Table1Row {
+        app: "MG",
+        intensity: Intensity::Medium,
+        times: &[('A', 2.4), ('B', 61.5), ('C', 191.0)],
+    },
+    Table1Row {
+        app: "BT",
+        intensity: Intensity::Low,
+        times: &[('A', 53.1), ('B', 435.3), ('C', 995.4)],
+    },
+    Table1Row {
+        app: "LU",
+        intensity: Intensity::Low,
+        times: &[('A', 32.2), ('B', 148.7), ('C', 604.9)],
+    },
+    Table1Row {
+        app: "EP",
+        intensity: Intensity::VeryLow,
+        times: &[('A', 7.9), ('B', 31.3), ('C', 126.2)],
+    },
+    Table1Row {
+        app: "sPPM",
+        intensity: Intensity::Low,
+        times: &[(SINGLE_CLASS, 2726.0)],
+    },
+    Table1Row {
+        app: "BlockSolve95",
+        intensity: Intensity::Medium,
+        times: &[(SINGLE_CLASS, 941.0)],
+    },
+];
+
+/// The Table 1 row of `app`, if the table has it.
+pub fn table1(app: &str) -> Option<&'static Table1Row> {
+    SEED000_TABLE1.iter().find(|r| r.app == app)
+}
+
+/// The seed 000 Table 1 time of (app, class) at 16 processes, seconds.
+pub fn table1_target(app: &str, class: char) -> Option<f64> {
+    table1(app)?
+        .times
+        .iter()
+        .find(|(c, _)| *c == class)
+        .map(|&(_, t)| t)
+}
+
+/// A catalog entry.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct AppInfo {
+    pub name: String,
+    /// Problem classes (`"-"` for a single-size application).
+    pub classes: Vec<String>,
+    /// Allowed process counts.
+    pub procs: Vec<u32>,
+    /// The process-count rule, e.g. "a square number of processes".
+    pub procs_rule: String,
+    /// Seed 000 Table 1 communication intensity, if the table labels the app.
+    pub intensity: Option<String>,
+    /// Memory per process at 16 processes, MB, per class.
+    pub memory_mb_at_16: BTreeMap<String, f64>,
+    /// Iterations of the main loop per class (including one untimed warm-up
+    /// iteration where the benchmark runs one).
+    pub iterations: BTreeMap<String, u32>,
+    pub description: String,
+    pub source: String,
+}
+
+/// Why a preset cannot be built.
+#[derive(Clone, Debug, PartialEq, Error)]
+pub enum AppError {
+    #[error("unknown application {name:?}; valid applications: {valid}")]
+    UnknownApp { name: String, valid: String },
+    #[error("app {app} has no class {class:?}; valid classes: {valid}")]
+    BadClass {
+        app: String,
+        class: char,
+        valid: String,
+    },
+    #[error("app {app} needs {rule} ({valid}), got {got}")]
+    BadProcs {
+        app: String,
+        rule: String,
+        valid: String,
+        got: u32,
+    },
+    #[error("app {app} class {class}: no entry in apps/calibration.json; regenerate it with `cargo run --release -p cosched --example calibrate -- --write`")]
+    Uncalibrated { app: String, class: char },
+    #[error("apps/calibration.json is unreadable: {0}")]
+    Calibration(String),
+    #[error("app {app} class {class}: invalid parameters: {msg}")]
+    BadParams {
+        app: String,
+        class: char,
+        msg: String,
+    },
+}
+
+/// The fitted parameters of one (app, class).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AppParams {
+    /// CPU time of one process for one iteration at 16 processes, ns.
+    pub compute_ns_per_iter: i64,
+    /// Long applications only: halo bytes per unit of face area (see [`long`]).
+    pub halo_bytes: u64,
+}
+
+/// One entry of the calibration table. Fields are in alphabetical order so that
+/// the written JSON is sorted.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CalEntry {
+    /// True when the target could not be reached (the communication alone takes
+    /// longer than the target) and the compute was clamped at 0.
+    pub clamped: bool,
+    /// The fitted constant: CPU time per process per iteration at 16 processes, ns.
+    pub compute_ns_per_iter: i64,
+    /// Dedicated 16-process run time with the fitted constants, s.
+    pub fitted_s: f64,
+    /// Long applications: the fitted halo bytes per unit face area (0 otherwise).
+    #[serde(default)]
+    pub halo_bytes: u64,
+    /// Where the constant comes from.
+    pub source: String,
+    /// Dedicated 16-process run time with the solved parameter at 0, s: for a
+    /// NAS kernel no compute at all (its communication alone); for sPPM and
+    /// BlockSolve95 no halo bytes (compute, latencies and allreduces).
+    pub t0_s: f64,
+    /// The seed 000 Table 1 time, s (none for FT).
+    pub target_s: Option<f64>,
+}
+
+/// The calibration table (`apps/calibration.json`). Fields in alphabetical order.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Calibration {
+    /// app -> class -> entry.
+    pub apps: BTreeMap<String, BTreeMap<String, CalEntry>>,
+    /// Seconds of job launch subtracted from the Table 1 time (gap G-APP-5).
+    pub launch_allowance_s: f64,
+    /// How the constants were fitted.
+    pub method: String,
+    /// Platform preset of the dedicated runs.
+    pub platform: String,
+    /// Node policy of the dedicated runs.
+    pub policy: String,
+    /// Process count of the dedicated runs.
+    pub procs: u32,
+    /// The table the fit targets.
+    pub target: String,
+}
+
+impl Calibration {
+    /// The parameters of (app, class), if present.
+    pub fn params(&self, app: &str, class: char) -> Option<AppParams> {
+        let e = self.apps.get(app)?.get(&class.to_string())?;
+        Some(AppParams {
+            compute_ns_per_iter: e.compute_ns_per_iter,
+            halo_bytes: e.halo_bytes,
+        })
+    }
+}
+
+const CALIBRATION_JSON: &str = include_str!("calibration.json");
+
+/// The committed calibration table, parsed once.
+pub fn calibration() -> Result<&'static Calibration, AppError> {
+    static CAL: OnceLock<Result<Calibration, String>> = OnceLock::new();
+    CAL.get_or_init(|| serde_json::from_str(CALIBRATION_JSON).map_err(|e| e.to_string()))
+        .as_ref()
+        .map_err(|e| AppError::Calibration(e.clone()))
+}
+
+// ---------------------------------------------------------------------------
+// Names, classes, process counts
+
+/// Canonical name of an application (names match case-insensitively).
+pub fn canonical(name: &str) -> Result<&'static str, AppError> {
+    NAS_APPS
+        .iter()
+        .chain(LONG_APPS.iter())
+        .find(|n| n.eq_ignore_ascii_case(name.trim()))
+        .copied()
+        .ok_or_else(|| AppError::UnknownApp {
+            name: name.to_string(),
+            valid: NAS_APPS
+                .iter()
+                .chain(LONG_APPS.iter())
+                .copied()
+                .collect::<Vec<_>>()
+                .join(", "),
+        })
+}
+
+fn is_nas(app: &str) -> bool {
+    NAS_APPS.contains(&app)
+}
+
+/// Classes of a canonical app name.
+pub fn classes(app: &str) -> Vec<char> {
+    if is_nas(app) {
+        CLASSES.to_vec()
+    } else {
+        vec![SINGLE_CLASS]
+    }
+}
+
+/// Allowed process counts of a canonical app name and the rule behind them.
+///
+/// docs/models/seed-parameters.md §2.3: SP and BT need a square count (NPB
+/// `setparams.c`), CG, FT, IS and MG a power of two; LU is a power of two in
+/// NPB 2.x and EP takes any count, both modelled at {4, 8, 16} (the counts the
+/// seed draws from, S000 §5.1: "4, 8, 9 or 16 as per the NAS application
+/// requirements"). sPPM and BlockSolve95: the seeds state only 16; {4, 8, 16} is
+/// an assumption (G-APP-2).
+pub fn procs(app: &str) -> (&'static [u32], &'static str) {
+    match app {
+        "SP" | "BT" => (&[4, 9, 16], "a square number of processes"),
+        "sPPM" | "BlockSolve95" => (&[4, 8, 16], "4, 8 or 16 processes"),
+        _ => (&[4, 8, 16], "a power-of-two number of processes"),
+    }
+}
+
+fn list<T: ToString>(v: &[T]) -> String {
+    v.iter().map(T::to_string).collect::<Vec<_>>().join(", ")
+}
+
+/// Checks (name, class, procs) and returns the canonical name and upper-case class.
+pub fn check(name: &str, class: char, procs_: u32) -> Result<(&'static str, char), AppError> {
+    let app = canonical(name)?;
+    let class = class.to_ascii_uppercase();
+    let valid = classes(app);
+    if !valid.contains(&class) {
+        return Err(AppError::BadClass {
+            app: app.to_string(),
+            class,
+            valid: list(&valid),
+        });
+    }
+    let (counts, rule) = procs(app);
+    if !counts.contains(&procs_) {
+        return Err(AppError::BadProcs {
+            app: app.to_string(),
+            rule: rule.to_string(),
+            valid: list(counts),
+            got: procs_,
+        });
+    }
+    Ok((app, class))
+}
+
+// ---------------------------------------------------------------------------
+// Memory
+
+/// Seed 000 Table 2 (S001 Table 3), "Maximum Memory Requirements of NAS Benchmarks
+/// (CLASS=C)": (app, processes, MB per process).
+pub const SEED000_TABLE2: [(&str, u32, f64); 10] = [
+    ("SP", 4, 354.0),
+    ("SP", 9, 176.0),
+    ("SP", 16, 111.0),
+    ("BT", 9, 473.0),
+    ("BT", 16, 272.0),
+    ("MG", 8, 456.0),
+    ("MG", 16, 228.0),
+    ("IS", 4, 428.0),
+    ("IS", 8, 214.0),
+    ("IS", 16, 107.0),
+];
+
+/// Memory rule of gap G-MEM-2 (docs/models/seed-parameters.md §5): per process =
+/// `total / P + per_process`, MB. Returns (total, per_process) and the source.
+fn memory_rule(app: &str, class: char) -> (f64, f64) {
+    // Per-process constants from the S000 T2 fits (§2.2): SP (1776 - 1416) / 12 = 30 MB,
+    // BT (4352 - 4257) / 7 = 13.6 MB; 0 for the others.
+    const SP_CONST: f64 = 30.0;
+    const BT_CONST: f64 = 13.6;
+    // Class B per-node memory on 4 nodes, seed 002 Table 1 ("memory utilization (MB)").
+    let s002_b = |mb: f64, k: f64| (mb - k) * 4.0;
+    match (app, class) {
+        // SP: C from T2 at 4 processes; B from S002 T1 (90 MB); A = B / 4 (NPB size ratio).
+        ("SP", 'C') => ((354.0 - SP_CONST) * 4.0, SP_CONST),
+        ("SP", 'B') => (s002_b(90.0, SP_CONST), SP_CONST),
+        ("SP", _) => (s002_b(90.0, SP_CONST) / 4.0, SP_CONST),
+        // BT: C from T2 at 16 processes; B = C / 4, A = B / 4 (NPB size ratios; not in S002 T1).
+        ("BT", 'C') => ((272.0 - BT_CONST) * 16.0, BT_CONST),
+        ("BT", 'B') => ((272.0 - BT_CONST) * 16.0 / 4.0, BT_CONST),
+        ("BT", _) => ((272.0 - BT_CONST) * 16.0 / 16.0, BT_CONST),
+        // MG: C from T2 (3648 MB total); B from S002 T1 (114 MB); A = B (same 256^3 grid).
+        ("MG", 'C') => (228.0 * 16.0, 0.0),
+        ("MG", _) => (s002_b(114.0, 0.0), 0.0),
+        // IS: C from T2 (1712 MB total); B from S002 T1 (121 MB); A = B / 4 (keys 4x).
+        ("IS", 'C') => (107.0 * 16.0, 0.0),
+        ("IS", 'B') => (s002_b(121.0, 0.0), 0.0),
+        ("IS", _) => (s002_b(121.0, 0.0) / 4.0, 0.0),
+        // CG: B from S002 T1 (110 MB); C = 2.61 x B, A = B / 7.3 (nonzero ratios, §2.1).
+        ("CG", 'C') => (s002_b(110.0, 0.0) * 2.61, 0.0),
+        ("CG", 'B') => (s002_b(110.0, 0.0), 0.0),
+        ("CG", _) => (s002_b(110.0, 0.0) / 7.3, 0.0),
+        // LU: B from S002 T1 (50 MB); C = 4 x B, A = B / 4 (NPB size ratios).
+        ("LU", 'C') => (s002_b(50.0, 0.0) * 4.0, 0.0),
+        ("LU", 'B') => (s002_b(50.0, 0.0), 0.0),
+        ("LU", _) => (s002_b(50.0, 0.0) / 4.0, 0.0),
+        // EP: 10 MB per process (assumption G-MEM-2: code + MPI buffers; S002 T1 prints 0).
+        ("EP", _) => (0.0, 10.0),
+        // FT (assumption, not in any seed): NPB 3.3 ft.f keeps three complex arrays
+        // (u0, u1, u2, 16 bytes per point) and a real twiddle array (8 bytes): 56 bytes
+        // per grid point.
+        ("FT", c) => (nas::ft_points(c) as f64 * 56.0 / 1e6, 0.0),
+        // sPPM, BlockSolve95: not stated in the seeds; assumption 100 MB per process at
+        // 16 processes (1600 MB in all), well inside the 900 MB per node.
+        _ => (1600.0, 0.0),
+    }
+}
+
+/// Resident memory per process, MB, of (app, class) at `procs` processes: seed 000
+/// Table 2 where it has the combination, else the G-MEM-2 rule.
+pub fn memory_mb(name: &str, class: char, procs_: u32) -> Result<f64, AppError> {
+    let (app, class) = check(name, class, procs_)?;
+    Ok(memory_of(app, class, procs_))
+}
+
+fn memory_of(app: &str, class: char, p: u32) -> f64 {
+    if class == 'C' {
+        if let Some(&(_, _, mb)) = SEED000_TABLE2.iter().find(|(a, n, _)| *a == app && *n == p) {
+            return mb;
+        }
+    }
+    let (total, per) = memory_rule(app, class);
+    total / p as f64 + per
+}
+
+// ---------------------------------------------------------------------------
+// Catalog and building
+
+/// Iterations of the main loop of (app, class), including the warm-up iteration
+/// the benchmark runs untimed (seed 000 Table 1 is taken as whole-job time, G-APP-5).
+pub fn iterations(app: &str, class: char) -> u32 {
+    if is_nas(app) {
+        nas::iterations(app, class)
+    } else {
+        long::iterations(app)
+    }
+}
+
+fn describe(app: &str) -> (&'static str, &'static str) {
+    match app {
+        "CG" => (
+            "Conjugate gradient: sparse mat-vec on a 2D process grid; per inner iteration log2(npcols) row reductions, a transpose exchange and two dot-product reductions; 25 inner iterations per outer.",
+            "NPB 3.3 MPI CG/cg.f (conj_grad, setup_submatrix_info); sizes NPB setparams.c",
+        ),
+        "IS" => (
+            "Integer sort: per iteration an allreduce of bucket counts, an alltoall of send counts and an alltoall(v) of the keys.",
+            "NPB 3.3 MPI IS/is.c (rank, full_verify)",
+        ),
+        "SP" => (
+            "Scalar pentadiagonal ADI: multi-partition over sqrt(P) x sqrt(P) cells; copy_faces (6 face exchanges) then pipelined x, y, z solves (forward and back).",
+            "NPB 3.3 MPI SP/copy_faces.f, x_solve.f, make_set.f",
+        ),
+        "MG" => (
+            "Multigrid V-cycle on a 3D block decomposition: 3-axis halo exchanges after every operator at every level, allreduce norms.",
+            "NPB 3.3 MPI MG/mg.f (mg3P, comm3, setup, norm2u3)",
+        ),
+        "BT" => (
+            "Block tridiagonal ADI: multi-partition like SP with 5x5 block messages in the pipelined solves.",
+            "NPB 3.3 MPI BT/copy_faces.f, x_solve.f (x_send_solve_info, x_send_backsub_info)",
+        ),
+        "LU" => (
+            "SSOR: pipelined wavefront over the k-planes on a 2D grid (small messages to and from the grid neighbours) plus a 2-deep halo exchange per iteration.",
+            "NPB 3.3 MPI LU/ssor.f, exchange_1.f, exchange_3.f, proc_grid.f",
+        ),
+        "EP" => (
+            "Embarrassingly parallel: all compute, then 4 small allreduces.",
+            "NPB 3.3 MPI EP/ep.f",
+        ),
+        "FT" => (
+            "3D FFT: per iteration a local evolve and an inverse FFT with one global transpose (alltoall, 1D layout) and a checksum reduce. Not in the seeds' workloads; compute from the NPB operation count (no seed time).",
+            "NPB 3.3 MPI FT/ft.f (fft, transpose_global, checksum, operation count)",
+        ),
+        "sPPM" => (
+            "3D gas dynamics on a uniform mesh (stand-in): per step a 6-face halo exchange, compute and a time-step allreduce; low communication (95% compute).",
+            "seed 000 Table 1(b) and §5.1; structure assumed (gap G-APP-2)",
+        ),
+        _ => (
+            "Sparse linear solver (stand-in): CG-like iterations with a neighbour exchange and 2 allreduces; medium communication (80% compute).",
+            "seed 000 Table 1(b) and §5.1; structure assumed (gap G-APP-2)",
+        ),
+    }
+}
+
+/// Every application preset.
+pub fn catalog() -> Vec<AppInfo> {
+    NAS_APPS
+        .iter()
+        .chain(LONG_APPS.iter())
+        .map(|&app| {
+            let (counts, rule) = procs(app);
+            let (description, source) = describe(app);
+            let cls = classes(app);
+            AppInfo {
+                name: app.to_string(),
+                classes: cls.iter().map(char::to_string).collect(),
+                procs: counts.to_vec(),
+                procs_rule: rule.to_string(),
+                intensity: table1(app).map(|r| r.intensity.label().to_string()),
+                memory_mb_at_16: cls
+                    .iter()
+                    .map(|&c| (c.to_string(), memory_of(app, c, 16)))
+                    .collect(),
+                iterations: cls
+                    .iter()
+                    .map(|&c| (c.to_string(), iterations(app, c)))
+                    .collect(),
+                description: description.to_string(),
+                source: source.to_string(),
+            }
+        })
+        .collect()
+}
+
+/// Builds (app, class) at `procs` processes with the committed calibration.
+///
+/// Errors name the valid applications, classes or process counts, e.g.
+/// `app SP needs a square number of processes (4, 9, 16), got 8`.
+pub fn build(name: &str, class: char, procs_: u32) -> Result<Program, AppError> {
+    let (app, class) = check(name, class, procs_)?;
+    let params = calibration()?
+        .params(app, class)
+        .ok_or_else(|| AppError::Uncalibrated {
+            app: app.to_string(),
+            class,
+        })?;
+    build_with(app, class, procs_, &params)
+}
+
+/// Builds (app, class) at `procs` processes with explicit parameters (used by the
+/// calibration fit).
+pub fn build_with(
+    name: &str,
+    class: char,
+    procs_: u32,
+    params: &AppParams,
+) -> Result<Program, AppError> {
+    let (app, class) = check(name, class, procs_)?;
+    if params.compute_ns_per_iter < 0 {
+        return Err(AppError::BadParams {
+            app: app.to_string(),
+            class,
+            msg: format!(
+                "compute_ns_per_iter must be >= 0, got {}",
+                params.compute_ns_per_iter
+            ),
+        });
+    }
+    // Strong scaling of the computation (G-APP-1): per-process compute at P
+    // processes = (compute at 16) x 16 / P.
+    let c = params.compute_ns_per_iter as f64 * 16.0 / procs_ as f64;
+    let b = if is_nas(app) {
+        nas::build(app, class, procs_, c)
+    } else {
+        long::build(app, procs_, c, params.halo_bytes)
+    };
+    let name = if is_nas(app) {
+        format!("{app}.{class}.{procs_}")
+    } else {
+        format!("{app}.{procs_}")
+    };
+    Ok(b.build(&name, memory_of(app, class, procs_)))
+}
+
+// ---------------------------------------------------------------------------
+// Helpers shared by the generators
+
+/// A compute operation of `ns` (rounded to the nearest nanosecond); none if 0.
+pub(crate) fn compute(ns: f64) -> Vec<Op> {
+    let ns = ns.round() as i64;
+    if ns > 0 {
+        vec![Op::Compute { ns }]
+    } else {
+        Vec::new()
+    }
+}
+
+/// Total compute time of a rank's operation list, ns (loops counted, not expanded).
+pub fn compute_ns(ops: &[Op]) -> i64 {
+    fn walk(ops: &[Op]) -> i64 {
+        let mut total = 0i64;
+        let mut i = 0;
+        while i < ops.len() {
+            match ops[i] {
+                Op::Loop { count, len } => {
+                    let end = (i + 1 + len as usize).min(ops.len());
+                    total += count as i64 * walk(&ops[i + 1..end]);
+                    i = end;
+                }
+                Op::Compute { ns } => {
+                    total += ns;
+                    i += 1;
+                }
+                _ => i += 1,
+            }
+        }
+        total
+    }
+    walk(ops)
+}
+
+/// Tags of the application generators (below [`crate::program::COLLECTIVE_TAG_BASE`]).
+pub(crate) const REDUCE_TAG: u32 = 9_000;
+
+/// Binomial-tree reduce of `bytes` to `root` (MPICH's algorithm: in round k a rank
+/// whose relative rank has bit k set sends its partial result to the rank 2^k below
+/// and stops; the others receive from 2^k above). p - 1 messages. The program IR
+/// has no collective kind for a reduce, so it carries no collective markers.
+pub(crate) fn reduce(b: &mut crate::program::Builder, root: u32, bytes: u64, tag: u32) {
+    let p = b.size();
+    b.each(|r| {
+        let rel = (r + p - root) % p;
+        let mut ops = Vec::new();
+        let mut mask = 1u32;
+        while mask < p {
+            if rel & mask != 0 {
+                ops.push(Op::Send {
+                    to: (rel - mask + root) % p,
+                    bytes,
+                    tag,
+                });
+                break;
+            }
+            if rel + mask < p {
+                ops.push(Op::Recv {
+                    from: Some((rel + mask + root) % p),
+                    tag,
+                });
+            }
+            mask <<= 1;
+        }
+        ops
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::program::{flatten, Rank};
+    use std::collections::HashMap;
+
+    /// Every send has exactly one matching receive (same pair, same tag), after
+    /// expanding loops; returns the number of messages.
+    fn matched(p: &Program) -> usize {
+        let mut balance: HashMap<(Rank, Rank, u32), i64> = HashMap::new();
+        let mut sends = 0;
+        for (r, ops) in p.ranks.iter().enumerate() {
+            for op in flatten(ops) {
+                match op {
+                    Op::Send { to, tag, .. } | Op::Isend { to, tag, .. } => {
+                        assert_ne!(to, r as Rank, "{}: rank {r} sends to itself", p.name);
+                        assert!(to < p.size(), "{}: rank {r} sends to {to}", p.name);
+                        *balance.entry((r as Rank, to, tag)).or_default() += 1;
+                        sends += 1;
+                    }
+                    Op::Recv { from: Some(f), tag } | Op::Irecv { from: Some(f), tag } => {
+                        *balance.entry((f, r as Rank, tag)).or_default() -= 1
+                    }
+                    Op::Recv { from: None, .. } | Op::Irecv { from: None, .. } => {
+                        panic!("{}: wildcard receive", p.name)
+                    }
+                    _ => {}
+                }
+            }
+        }
+        let bad: Vec<_> = balance.iter().filter(|(_, &v)| v != 0).collect();
+        assert!(bad.is_empty(), "unmatched messages in {}: {bad:?}", p.name);
+        sends
+    }
+
+    fn params(c: i64) -> AppParams {
+        AppParams {
+            compute_ns_per_iter: c,
+            halo_bytes: 4096,
+        }
+    }
+
+    #[test]
+    fn every_send_has_a_receive_for_every_app_and_count() {
+        // Class A everywhere (small enough to expand); B and C only change sizes
+        // and counts of the same loops, checked for LU, MG and CG below.
+        for info in catalog() {
+            let class = info.classes[0].chars().next().unwrap();
+            for &p in &info.procs {
+                let prog = build_with(&info.name, class, p, &params(1_000_000)).unwrap();
+                assert_eq!(prog.size(), p);
+                let n = matched(&prog);
+                assert!(n > 0, "{}: no messages", prog.name);
+            }
+        }
+        for (app, class, p) in [
+            ("MG", 'C', 16),
+            ("CG", 'B', 8),
+            ("SP", 'B', 9),
+            ("BT", 'C', 4),
+        ] {
+            matched(&build_with(app, class, p, &params(1_000_000)).unwrap());
+        }
+    }
+
+    #[test]
+    fn programs_stay_compact() {
+        // A class C LU run has millions of operations per rank once expanded;
+        // the loops keep the stored program small.
+        let lu = build_with("LU", 'C', 16, &params(2_000_000_000)).unwrap();
+        let stored: usize = lu.ranks.iter().map(Vec::len).max().unwrap();
+        assert!(stored < 200, "LU C stores {stored} ops per rank");
+        for info in catalog() {
+            for c in &info.classes {
+                let class = c.chars().next().unwrap();
+                let prog = build_with(&info.name, class, 16, &params(1_000_000)).unwrap();
+                let stored: usize = prog.ranks.iter().map(Vec::len).sum();
+                assert!(stored < 50_000, "{} stores {stored} ops", prog.name);
+            }
+        }
+    }
+
+    #[test]
+    fn compute_scales_as_16_over_p_and_totals_the_iterations() {
+        for info in catalog() {
+            let class = info.classes[0].chars().next().unwrap();
+            let c16 = 3_000_000_000i64;
+            let at = |p: u32| {
+                let prog = build_with(&info.name, class, p, &params(c16)).unwrap();
+                let per_rank: Vec<i64> = prog.ranks.iter().map(|r| compute_ns(r)).collect();
+                // No imbalance: every rank computes the same (up to ns rounding).
+                let (lo, hi) = (
+                    per_rank.iter().min().unwrap(),
+                    per_rank.iter().max().unwrap(),
+                );
+                assert!(hi - lo <= 1000, "{}: ranks differ: {lo} vs {hi}", prog.name);
+                *hi as f64
+            };
+            let n = iterations(&info.name, class) as f64;
+            let t16 = at(16);
+            // Per iteration c16, plus at most one extra iteration of prologue work
+            // (LU's first rhs, FT's setup, MG's first resid).
+            assert!(
+                t16 >= n * c16 as f64 * 0.999 && t16 <= (n + 3.0) * c16 as f64,
+                "{}: compute {t16} for {n} iterations",
+                info.name
+            );
+            for &p in &info.procs {
+                let ratio = at(p) / t16;
+                assert!(
+                    (ratio - 16.0 / p as f64).abs() < 1e-6,
+                    "{} at {p}: {ratio}",
+                    info.name
+                );
+            }
+        }
+        // The loop-aware total agrees with the expanded program.
+        let prog = build_with("CG", 'A', 4, &params(26_000)).unwrap();
+        let flat: i64 = flatten(&prog.ranks[0])
+            .iter()
+            .map(|o| if let Op::Compute { ns } = o { *ns } else { 0 })
+            .sum();
+        assert_eq!(compute_ns(&prog.ranks[0]), flat);
+    }
+
+    #[test]
+    fn process_counts_follow_the_npb_rules_and_errors_name_the_valid_values() {
+        let msg = |r: Result<Program, AppError>| r.unwrap_err().to_string();
+        assert_eq!(
+            msg(build_with("SP", 'A', 8, &params(1))),
+            "app SP needs a square number of processes (4, 9, 16), got 8"
+        );
+        assert_eq!(
+            msg(build_with("bt", 'A', 2, &params(1))),
+            "app BT needs a square number of processes (4, 9, 16), got 2"
+        );
+        assert_eq!(
+            msg(build_with("CG", 'A', 9, &params(1))),
+            "app CG needs a power-of-two number of processes (4, 8, 16), got 9"
+        );
+        assert_eq!(
+            msg(build_with("CG", 'D', 16, &params(1))),
+            "app CG has no class 'D'; valid classes: A, B, C"
+        );
+        assert_eq!(
+            msg(build_with("sPPM", 'A', 16, &params(1))),
+            "app sPPM has no class 'A'; valid classes: -"
+        );
+        assert_eq!(
+            msg(build_with("XX", 'A', 16, &params(1))),
+            "unknown application \"XX\"; valid applications: CG, IS, SP, MG, BT, LU, EP, FT, sPPM, BlockSolve95"
+        );
+        assert!(msg(build_with("EP", 'A', 16, &params(-1))).contains("must be >= 0"));
+        for app in ["SP", "BT"] {
+            assert_eq!(procs(app).0, &[4, 9, 16]);
+        }
+        for app in ["CG", "IS", "MG", "LU", "EP", "FT"] {
+            assert_eq!(procs(app).0, &[4, 8, 16]);
+        }
+        // Names and classes match case-insensitively; the program is named NPB-style.
+        let p = build_with("cg", 'b', 8, &params(1)).unwrap();
+        assert_eq!(p.name, "CG.B.8");
+    }
+
+    #[test]
+    fn memory_is_table_2_where_given_else_the_g_mem_2_rule() {
+        for (app, p, mb) in SEED000_TABLE2 {
+            assert_eq!(memory_mb(app, 'C', p).unwrap(), mb, "{app} C {p}");
+        }
+        let close = |a: f64, b: f64| (a - b).abs() < 0.05;
+        // Rule: totals / P + constant (docs/models/seed-parameters.md G-MEM-2).
+        assert!(close(memory_mb("SP", 'B', 4).unwrap(), 90.0)); // S002 T1
+        assert!(close(memory_mb("CG", 'B', 4).unwrap(), 110.0)); // S002 T1
+        assert!(close(memory_mb("LU", 'B', 4).unwrap(), 50.0)); // S002 T1
+        assert!(close(memory_mb("MG", 'B', 4).unwrap(), 114.0)); // S002 T1
+        assert!(close(memory_mb("IS", 'B', 4).unwrap(), 121.0)); // S002 T1
+        assert!(close(
+            memory_mb("CG", 'C', 1 << 4).unwrap(),
+            440.0 * 2.61 / 16.0
+        ));
+        assert!(close(memory_mb("LU", 'C', 16).unwrap(), 50.0));
+        assert!(close(memory_mb("BT", 'C', 4).unwrap(), 1047.2)); // > 900 MB: cannot run (§2.2)
+        assert!(close(memory_mb("MG", 'C', 4).unwrap(), 912.0)); // > 900 MB: cannot run (§2.2)
+        assert_eq!(memory_mb("EP", 'A', 8).unwrap(), 10.0);
+        // The program carries it.
+        let sp = build_with("SP", 'C', 9, &params(1)).unwrap();
+        assert_eq!(sp.memory_mb, 176.0);
+        // Memory per process never grows with P (EP's is constant).
+        for info in catalog() {
+            for c in &info.classes {
+                let class = c.chars().next().unwrap();
+                let m: Vec<f64> = info
+                    .procs
+                    .iter()
+                    .map(|&p| memory_mb(&info.name, class, p).unwrap())
+                    .collect();
+                assert!(
+                    m.windows(2).all(|w| w[1] <= w[0]),
+                    "{} {class}: {m:?}",
+                    info.name
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn message_counts_match_the_npb_structure() {
+        // Sends per process per main-loop iteration, against the counts of
+        // docs/models/seed-parameters.md §2.4 and §2.8.
+        let per_iter = |app: &str, class: char, p: u32| -> f64 {
+            let prog = build_with(app, class, p, &params(1)).unwrap();
+            matched(&prog) as f64 / p as f64 / iterations(app, class) as f64
+        };
+        // LU, 2x2 grid: 2 line sends per k-plane per rank on average over the sweeps
+        // (corner ranks send 1 or 2) + halo: (100 x 2 x 1 + 2) = 202 per rank (§2.4).
+        let lu = per_iter("LU", 'B', 4);
+        assert!((lu - 202.0).abs() < 2.0, "LU B 4: {lu}");
+        // SP, 2x2 (2 cells): 6 copy_faces + 3 x 2 = 12 per iteration (§2.4).
+        let sp = per_iter("SP", 'B', 4);
+        assert!((sp - 12.0).abs() < 0.1, "SP B 4: {sp}");
+        // SP 4x4 (4 cells): 6 + 3 x 2 x 3 = 24 (§2.8).
+        let sp = per_iter("SP", 'A', 16);
+        assert!((sp - 24.0).abs() < 0.1, "SP A 16: {sp}");
+        // CG 2x2: 25 x (1 + 1 + 2) + 4 + 1 per outer iteration = 105 (§2.4), except
+        // that the two diagonal ranks have no transpose partner (self copy).
+        let cg = per_iter("CG", 'B', 4);
+        assert!((cg - (105.0 - 26.0 / 2.0)).abs() < 0.5, "CG B 4: {cg}");
+        // IS 16: allreduce 4 + alltoall 15 + alltoallv 15 = 34 per iteration.
+        let is = per_iter("IS", 'A', 16);
+        assert!((is - 34.0).abs() < 0.2, "IS A 16: {is}");
+    }
+}

@@ -1,0 +1,234 @@
+//! Process-level runs of a configuration (`fidelity = "process"`): application
+//! jobs on a node platform, FCFS admission with an MPL limit, a node policy on
+//! every node. Results take the same shape as job-level runs (job table and
+//! summary); busy time and energy come from the CPUs' measured busy time, so a
+//! spinning process counts as busy (docs/models/seed-parameters.md, G-EN-1).
+
+use crate::{Error, RunResult, Timings};
+use cosched_des::SimTime;
+use cosched_engine::metrics::{summarize_busy, MeasuredBusy};
+use cosched_engine::process::{simulate_processes, ProcJob, ProcOptions};
+use cosched_engine::{JobRecord, JobStatus, SimOutput};
+use cosched_model::{ConfigError, JobSpec, Platform, RunConfig, Workload};
+use std::time::Instant;
+
+/// The jobs of a process-level configuration, sorted by submit time (stable).
+pub fn jobs_of(cfg: &RunConfig, origin: &str) -> Result<Vec<ProcJob>, Error> {
+    let mut jobs = Vec::with_capacity(cfg.workload.jobs.len());
+    for (i, j) in cfg.workload.jobs.iter().enumerate() {
+        let class = j.class.chars().next().unwrap_or('-');
+        let program = cosched_model::apps::build(&j.app, class, j.procs).map_err(|e| {
+            ConfigError::Invalid {
+                path: origin.into(),
+                field: format!("workload.jobs[{i}]"),
+                msg: e.to_string(),
+            }
+        })?;
+        jobs.push(ProcJob {
+            program,
+            submit: SimTime::from_secs_f64(j.submit_s),
+        });
+    }
+    jobs.sort_by_key(|j| j.submit);
+    Ok(jobs)
+}
+
+/// Runs a validated process-level configuration.
+pub fn run_process_config(cfg: &RunConfig) -> Result<RunResult, Error> {
+    let origin = "configuration";
+    let np = cfg
+        .node_platform
+        .as_ref()
+        .ok_or_else(|| Error::Invalid("node_platform is required".into()))?;
+    let plat = np.platform().map_err(Error::Invalid)?;
+    let jobs = jobs_of(cfg, origin)?;
+    let policy = cfg.scheduler.node_policy.clone();
+    cosched_policies::build_node(&policy)?;
+    let make = || cosched_policies::build_node(&policy).expect("checked above");
+    let opts = ProcOptions {
+        mpl: cfg.scheduler.mpl,
+        placement: cfg.scheduler.placement,
+        seed: cfg.seed,
+        memory_aware: cfg.scheduler.memory_aware,
+        ..Default::default()
+    };
+    let t0 = Instant::now();
+    let out = simulate_processes(&plat, &jobs, &make, &opts)
+        .map_err(|e| Error::Invalid(e.to_string()))?;
+    let simulate_s = t0.elapsed().as_secs_f64();
+    // The job table: each job's span and nodes, with its processes' CPU time as its busy time.
+    let platform = Platform {
+        nodes: plat.nodes,
+        procs_per_node: plat.cpus_per_node,
+        idle_watts: plat.idle_watts,
+        busy_watts: plat.busy_watts,
+    };
+    let mut specs = Vec::with_capacity(jobs.len());
+    let mut records = Vec::with_capacity(jobs.len());
+    let mut job_cpu_s = vec![0.0; jobs.len()];
+    let mut first_pid = 0usize;
+    for (k, (job, rec)) in jobs.iter().zip(&out.jobs).enumerate() {
+        let size = job.program.size() as usize;
+        job_cpu_s[k] = out.proc_cpu_ns[first_pid..first_pid + size]
+            .iter()
+            .sum::<i64>() as f64
+            / 1e9;
+        first_pid += size;
+        let exec = rec.end - rec.start;
+        specs.push(JobSpec {
+            source_id: k as i64,
+            submit: job.submit,
+            runtime: exec,
+            procs: size as u32,
+            requested: None,
+            estimate: exec,
+            kill_after: None,
+        });
+        let mut nodes = rec.nodes.clone();
+        nodes.sort_unstable();
+        let alloc = nodes
+            .iter()
+            .map(|&n| (n * plat.cpus_per_node, n * plat.cpus_per_node + 1))
+            .collect();
+        records.push(JobRecord {
+            start: Some(rec.start),
+            end: Some(rec.end),
+            status: JobStatus::Completed,
+            alloc,
+            nodes: size as u32,
+        });
+    }
+    let workload = Workload {
+        jobs: specs,
+        ..Default::default()
+    };
+    let sim = SimOutput {
+        records,
+        stats: Default::default(),
+        policy: format!("{}+{}", cfg.scheduler.policy, policy),
+    };
+    let measured = MeasuredBusy {
+        job_cpu_s,
+        total_proc_s: out.node_busy_ns.iter().sum::<i64>() as f64 / 1e9,
+    };
+    let t1 = Instant::now();
+    let (table, summary) = summarize_busy(
+        &workload,
+        &platform,
+        &sim,
+        cfg.metrics.bounded_slowdown_threshold_s,
+        Some(&measured),
+    );
+    Ok(RunResult {
+        table,
+        summary,
+        platform,
+        warnings: Vec::new(),
+        timings: Timings {
+            parse_s: 0.0,
+            simulate_s,
+            metrics_s: t1.elapsed().as_secs_f64(),
+        },
+    })
+}
+
+/// A seed 000 style job mix (seed 000 §5.1; the draw rules are assumption G-WL-4 of
+/// docs/models/seed-parameters.md): `n` jobs, each an application drawn uniformly
+/// from `apps`, a class uniformly from `classes`, a process count uniformly from the
+/// application's allowed counts, redrawn when a process would not fit in
+/// `job_memory_mb`; exponential inter-arrival times of mean `mean_interarrival_s`,
+/// the first job at 0. Seeded stream `"workload"`.
+pub fn nas_mix(
+    n: usize,
+    apps: &[&str],
+    classes: &[char],
+    mean_interarrival_s: f64,
+    job_memory_mb: f64,
+    seed: u64,
+) -> Result<Vec<cosched_model::config::AppJob>, Error> {
+    use rand::Rng;
+    if apps.is_empty()
+        || classes.is_empty()
+        || !(mean_interarrival_s.is_finite() && mean_interarrival_s >= 0.0)
+    {
+        return Err(Error::Invalid(
+            "nas_mix: apps and classes must not be empty; mean inter-arrival >= 0".into(),
+        ));
+    }
+    let catalog = cosched_model::apps::catalog();
+    let mut rng = cosched_des::RngStreams::new(seed).stream("workload");
+    let mut t = 0.0;
+    let mut out = Vec::with_capacity(n);
+    while out.len() < n {
+        let app = apps[rng.gen_range(0..apps.len())];
+        let class = classes[rng.gen_range(0..classes.len())];
+        let info = catalog
+            .iter()
+            .find(|i| i.name == app)
+            .ok_or_else(|| Error::Invalid(format!("nas_mix: unknown application {app:?}")))?;
+        let procs = info.procs[rng.gen_range(0..info.procs.len())];
+        let program = cosched_model::apps::build(app, class, procs)
+            .map_err(|e| Error::Invalid(e.to_string()))?;
+        if program.memory_mb > job_memory_mb {
+            continue;
+        }
+        out.push(cosched_model::config::AppJob {
+            app: app.into(),
+            class: class.to_string(),
+            procs,
+            submit_s: t,
+        });
+        let u: f64 = rng.gen::<f64>();
+        t += -mean_interarrival_s * (1.0 - u).ln();
+    }
+    Ok(out)
+}
+
+/// Figures of one process-level benchmark run.
+#[derive(Clone, Debug)]
+pub struct ProcessBench {
+    pub jobs: usize,
+    pub events: u64,
+    pub wall_s: f64,
+    pub simulated_s: f64,
+}
+
+/// The process-level benchmark: 20 NAS jobs of the seed 000 mix (classes A, B, C,
+/// mean inter-arrival 100 s) on choi2004, MPL 3, NLS, memory-aware admission.
+pub fn bench_process_level(seed: u64) -> Result<ProcessBench, Error> {
+    let plat = cosched_model::node::NodePlatform::preset("choi2004").map_err(Error::Invalid)?;
+    let mix = nas_mix(
+        20,
+        &["CG", "IS", "SP", "MG", "BT", "LU", "EP"],
+        &['A', 'B', 'C'],
+        100.0,
+        plat.job_memory_mb,
+        seed,
+    )?;
+    let mut jobs = Vec::with_capacity(mix.len());
+    for j in &mix {
+        let class = j.class.chars().next().unwrap_or('-');
+        let program = cosched_model::apps::build(&j.app, class, j.procs)
+            .map_err(|e| Error::Invalid(e.to_string()))?;
+        jobs.push(ProcJob {
+            program,
+            submit: SimTime::from_secs_f64(j.submit_s),
+        });
+    }
+    let make = || cosched_policies::build_node("nls").expect("registered");
+    let opts = ProcOptions {
+        mpl: 3,
+        memory_aware: true,
+        seed,
+        ..Default::default()
+    };
+    let t0 = Instant::now();
+    let out = simulate_processes(&plat, &jobs, &make, &opts)
+        .map_err(|e| Error::Invalid(e.to_string()))?;
+    Ok(ProcessBench {
+        jobs: jobs.len(),
+        events: out.counters.events,
+        wall_s: t0.elapsed().as_secs_f64(),
+        simulated_s: out.end.as_secs_f64(),
+    })
+}

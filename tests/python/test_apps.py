@@ -1,0 +1,116 @@
+"""Application presets: the catalog, the dedicated runs against seed 000 Table 1, the
+communication-intensity order, and the committed calibration against a fresh fit."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import types
+from pathlib import Path
+
+import pytest
+
+from coscheduling import _core, cli
+
+from conftest import run_cli
+
+REPO = Path(__file__).resolve().parents[2]
+NAS = ("CG", "IS", "SP", "MG", "BT", "LU", "EP", "FT")
+TABLE1_NAS = ("CG", "IS", "SP", "MG", "BT", "LU", "EP")
+LABEL_RANK = {"Very low": 0, "Low": 1, "Medium": 2, "High": 3}
+#: Pairs (lower label, higher label) whose order the model does not reproduce; the
+#: reasons are in crates/cosched/src/calibrate.rs (KNOWN_INTENSITY_DEVIATIONS).
+KNOWN_DEVIATIONS = {("LU", "SP"), ("LU", "MG"), ("BT", "SP")}
+
+
+@pytest.fixture(scope="module")
+def validation() -> list[dict]:
+    r = run_cli(["apps", "validate", "--json"])
+    assert r.exit_code == 0, (r.stdout, r.stderr)
+    return json.loads(r.stdout)
+
+
+def test_apps_lists_every_nas_app():
+    r = run_cli(["apps"])
+    assert r.exit_code == 0, r.stderr
+    for name in (*NAS, "sPPM", "BlockSolve95"):
+        assert name in r.stdout
+    catalog = json.loads(run_cli(["apps", "--json"]).stdout)
+    by_name = {a["name"]: a for a in catalog}
+    assert set(NAS) <= set(by_name)
+    for name in NAS:
+        assert by_name[name]["classes"] == ["A", "B", "C"]
+    for name in ("SP", "BT"):
+        assert by_name[name]["procs"] == [4, 9, 16]
+    for name in ("CG", "IS", "MG", "LU", "EP", "FT"):
+        assert by_name[name]["procs"] == [4, 8, 16]
+    # Seed 000 Table 2 at 16 processes, class C.
+    for name, mb in (("SP", 111.0), ("BT", 272.0), ("MG", 228.0), ("IS", 107.0)):
+        assert by_name[name]["memory_mb_at_16"]["C"] == mb
+    assert json.loads(_core.apps()) == catalog
+
+
+def test_dedicated_runtimes_match_seed_000_table_1_within_5_percent(validation):
+    got = {(r["app"], r["class"]) for r in validation}
+    want = {(a, c) for a in TABLE1_NAS for c in "ABC"} | {("sPPM", "-"), ("BlockSolve95", "-")}
+    assert got == want
+    for r in validation:
+        assert r["procs"] == 16
+        assert abs(r["error"]) <= 0.05, r
+        assert r["error"] == pytest.approx((r["measured_s"] - r["target_s"]) / r["target_s"])
+        assert not r["clamped"], r
+
+
+def test_validate_table_and_exit_code(validation, monkeypatch):
+    r = run_cli(["apps", "validate"])
+    assert r.exit_code == 0, r.stderr
+    assert "Table 1 s" in r.stdout and "largest |error|" in r.stdout
+    # A run off by more than 5% makes the command fail with exit code 1 and name it.
+    rows = [dict(validation[0], measured_s=2.0, error=0.0625)] + validation[1:]
+    fake = types.SimpleNamespace(apps_validate=lambda: json.dumps(rows))
+    monkeypatch.setattr(cli, "_core", fake)
+    r = run_cli(["apps", "validate"])
+    assert r.exit_code == 1
+    assert "more than 5%" in r.stderr and f"{rows[0]['app']} {rows[0]['class']}" in r.stderr
+
+
+def test_communication_intensity_follows_table_1_except_the_known_deviations(validation):
+    """Fraction of the dedicated run not spent computing, ordered as seed 000 Table 1's labels
+    within each class, as far as the labels distinguish."""
+    rows = [r for r in validation if r["app"] in TABLE1_NAS]
+    violations = set()
+    for a in rows:
+        for b in rows:
+            if a["class"] != b["class"] or LABEL_RANK[a["intensity"]] >= LABEL_RANK[b["intensity"]]:
+                continue
+            if a["comm_fraction"] >= b["comm_fraction"]:
+                violations.add((a["app"], b["app"]))
+    assert violations <= KNOWN_DEVIATIONS, violations - KNOWN_DEVIATIONS
+    frac = {(r["app"], r["class"]): r["comm_fraction"] for r in rows}
+    for c in "ABC":
+        for high in ("CG", "IS"):
+            for other in ("SP", "MG", "BT", "LU", "EP"):
+                assert frac[high, c] > frac[other, c], (high, other, c)
+        for other in ("CG", "IS", "SP", "MG", "BT", "LU"):
+            assert frac[other, c] > frac["EP", c]
+        assert frac["MG", c] > frac["BT", c]
+    by_app = {r["app"]: r["comm_fraction"] for r in validation if r["class"] == "-"}
+    assert by_app["BlockSolve95"] > by_app["sPPM"]  # Medium above Low
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("cargo") is None and not os.environ.get("CI"), reason="needs cargo")
+def test_committed_calibration_matches_a_full_fresh_fit():
+    """The full drift check (every app and class; the Rust unit test checks class A only)."""
+    env = dict(os.environ)
+    env.setdefault("PYO3_PYTHON", sys.executable)
+    r = subprocess.run(
+        ["cargo", "run", "--quiet", "--release", "--manifest-path", str(REPO / "Cargo.toml"),
+         "-p", "cosched", "--example", "calibrate", "--", "--check"],
+        capture_output=True, text=True, timeout=1800, env=env, check=False,
+    )
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "matches a fresh fit" in r.stdout
