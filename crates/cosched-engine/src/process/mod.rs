@@ -10,9 +10,11 @@
 //! runs again.
 //!
 //! Mechanism details (the contract of [`cosched_model::program::Op`]):
-//! - a send costs the sender `send_overhead` of CPU; the message then reaches the
-//!   receiver's buffer after `latency + bytes / bandwidth`; a blocking send waits
-//!   for the NIC acknowledgement, which returns one more `latency` later;
+//! - a send costs the sender `send_overhead` of CPU; the sender node's NIC then
+//!   transmits it (bytes / bandwidth, one message at a time, in order) and it
+//!   reaches the receiver's buffer `latency` later; a blocking send waits for the
+//!   NIC acknowledgement, which returns one more `latency` after the arrival; a
+//!   non-blocking send completes (for `Wait`) when its transmission ends;
 //! - consuming a message costs the receiver `recv_overhead` of CPU;
 //! - a process woken from blocking pays `interrupt` of CPU when it next runs;
 //! - switching a CPU to a different process costs `context_switch` (busy, no progress);
@@ -250,6 +252,8 @@ struct Proc<'a> {
     mailbox: Vec<(Rank, u32)>,
     posted: Vec<(Option<Rank>, u32)>,
     acks_pending: u32,
+    /// Non-blocking sends still being transmitted by the NIC.
+    sends_pending: u32,
     last_from: Option<Rank>,
     blocked_at: SimTime,
     cpu_ns: i64,
@@ -298,6 +302,8 @@ struct Node {
     sched: Box<dyn NativeScheduler>,
     procs: Vec<Pid>,
     disk_free_at: SimTime,
+    /// When the NIC finishes transmitting what it was given.
+    nic_free_at: SimTime,
     load: u32,
     /// Free job memory, KB.
     free_kb: i64,
@@ -314,6 +320,7 @@ enum Ev {
     Msg { to: Pid, from: Rank, tag: u32 },
     Ack { to: Pid },
     IoDone { to: Pid },
+    SendDone { to: Pid },
     PageDone { to: Pid },
     Timer { node: u32 },
 }
@@ -430,6 +437,7 @@ pub fn simulate_processes(
             sched: os::build(&plat.os),
             procs: Vec::new(),
             disk_free_at: SimTime::ZERO,
+            nic_free_at: SimTime::ZERO,
             load: 0,
             free_kb: kb(plat.job_memory_mb),
             committed_kb: 0,
@@ -523,6 +531,10 @@ impl<'a> Sim<'a> {
                     let node = self.procs[to as usize].node;
                     let running = matches!(self.procs[to as usize].state, PState::Running(_));
                     self.with_policy(node, now, |p, v, out| p.on_message(v, to, running, out));
+                    self.condition_changed(to, now);
+                }
+                Ev::SendDone { to } => {
+                    self.procs[to as usize].sends_pending -= 1;
                     self.condition_changed(to, now);
                 }
                 Ev::Ack { to } => {
@@ -745,6 +757,7 @@ impl<'a> Sim<'a> {
                 mailbox: Vec::new(),
                 posted: Vec::new(),
                 acks_pending: 0,
+                sends_pending: 0,
                 last_from: None,
                 blocked_at: now,
                 cpu_ns: 0,
@@ -1259,28 +1272,28 @@ impl<'a> Sim<'a> {
         }
     }
 
+    /// The message leaves through the sender node's NIC, which transmits one message
+    /// at a time (bytes / bandwidth each, in order), then crosses the network in
+    /// `latency`. Messages from one node therefore arrive in the order they were sent.
+    /// A non-blocking send completes locally when its transmission ends; a blocking
+    /// send waits for the acknowledgement, one more `latency` after the arrival.
     fn depart(&mut self, pid: Pid, to: Rank, bytes: u64, tag: u32, blocking: bool, now: SimTime) {
         let p = &self.procs[pid as usize];
         let first = self.job_pids[p.job].expect("admitted");
-        let dest = first + to;
-        let from = p.rank;
-        let wire = self.latency_ns + (bytes as f64 * self.ns_per_byte).round() as i64;
+        let (dest, from, node) = (first + to, p.rank, p.node as usize);
+        let transfer = SimTime((bytes as f64 * self.ns_per_byte).round() as i64);
+        let start = self.nodes[node].nic_free_at.max(now);
+        let sent = start + transfer;
+        self.nodes[node].nic_free_at = sent;
+        let arrival = sent + SimTime(self.latency_ns);
         self.counters.messages += 1;
-        self.q
-            .schedule(
-                now + SimTime(wire),
-                Ev::Msg {
-                    to: dest,
-                    from,
-                    tag,
-                },
-            )
-            .expect("future");
+        self.q.schedule(arrival, Ev::Msg { to: dest, from, tag }).expect("future");
         if blocking {
             self.procs[pid as usize].acks_pending += 1;
-            self.q
-                .schedule(now + SimTime(wire + self.latency_ns), Ev::Ack { to: pid })
-                .expect("future");
+            self.q.schedule(arrival + SimTime(self.latency_ns), Ev::Ack { to: pid }).expect("future");
+        } else {
+            self.procs[pid as usize].sends_pending += 1;
+            self.q.schedule(sent, Ev::SendDone { to: pid }).expect("future");
         }
     }
 
@@ -1298,7 +1311,7 @@ impl<'a> Sim<'a> {
             Cond::Msg { from, tag } => self.find_msg(pid, from, tag, &[]).is_some(),
             Cond::Ack => p.acks_pending == 0,
             Cond::Completion => {
-                if p.acks_pending > 0 {
+                if p.acks_pending > 0 || p.sends_pending > 0 {
                     return false;
                 }
                 let mut used = Vec::with_capacity(p.posted.len());
