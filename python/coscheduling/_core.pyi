@@ -12,6 +12,7 @@ __all__ = [
     "RunResult",
     "apps",
     "apps_validate",
+    "bench_process_level",
     "load_config",
     "policies",
     "run_config",
@@ -66,6 +67,12 @@ def apps_validate() -> builtins.str:
     Runs every application with a seed 000 Table 1 time dedicated at 16 processes on
     the choi2004 platform with the committed calibration; one row per (app, class)
     with the measured and Table 1 times and the relative error, as JSON text.
+    """
+
+def bench_process_level(seed: builtins.int = 1) -> builtins.str:
+    r"""
+    The process-level benchmark: 20 NAS jobs of the seed 000 mix on choi2004,
+    MPL 3, NLS; returns jobs, events, wall seconds and simulated seconds as JSON text.
     """
 
 def load_config(path: builtins.str | os.PathLike | pathlib.Path) -> builtins.str:

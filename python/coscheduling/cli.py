@@ -413,6 +413,14 @@ def demo(
 
 @app.command()
 def bench(
+    what: Annotated[
+        str,
+        typer.Argument(
+            help="traces: replay whole SWF traces (job level); process-level: 20 NAS jobs of the seed 000 "
+            "mix on choi2004 at MPL 3 (process level), ending with a line `events_per_second: N`.",
+        ),
+    ] = "traces",
+    seed: Annotated[int, typer.Option(min=0, help="Seed of the process-level job mix.")] = 1,
     trace: Annotated[
         list[Path] | None,
         typer.Option(
@@ -430,7 +438,23 @@ def bench(
     max_jobs: Annotated[int | None, typer.Option(min=0, help="Replay only the first N jobs.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the measurements as JSON.")] = False,
 ) -> None:
-    """Replay whole traces end to end (parse + simulate + metrics) and report the time of each phase."""
+    """Benchmarks: whole-trace replays (parse + simulate + metrics), or the process-level engine."""
+    if what == "process-level":
+        with user_errors():
+            b = json.loads(_core.bench_process_level(seed))
+        eps = b["events"] / b["wall_s"] if b["wall_s"] > 0 else 0.0
+        if as_json:
+            console().print_json(json.dumps({**b, "events_per_second": eps}))
+            return
+        console().print(
+            f"process level: {b['jobs']} NAS jobs (seed 000 mix, seed {seed}) on choi2004, MPL 3, nls: "
+            f"{b['events']:,} events in {b['wall_s']:.3f} s wall; {b['simulated_s']:.1f} simulated s "
+            f"({b['simulated_s'] / b['wall_s']:.0f} simulated s per wall s)"
+        )
+        print(f"events_per_second: {eps:.0f}")
+        return
+    if what != "traces":
+        raise fail(f"unknown benchmark {what!r}; valid: traces, process-level", 2)
     if trace:
         traces = list(trace)
     else:

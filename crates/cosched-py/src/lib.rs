@@ -6,12 +6,10 @@
 //! `ValueError` for bad input (trace, configuration, options, policy names),
 //! `RuntimeError` for failures of the engine itself.
 
-use cosched::model::swf;
-use cosched::model::{JobSpec, Workload};
 use cosched::des::SimTime;
-use cosched::model::{
-    EstimateSource, OverrunPolicy, Placement, Platform, WorkloadOptions,
-};
+use cosched::model::swf;
+use cosched::model::{EstimateSource, OverrunPolicy, Placement, Platform, WorkloadOptions};
+use cosched::model::{JobSpec, Workload};
 use cosched::{engine::EngineError, Error, TraceRun};
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
@@ -36,9 +34,7 @@ fn to_py(e: Error) -> PyErr {
             EngineError::Platform(_)
             | EngineError::Unsorted(_)
             | EngineError::EstimateBelowRuntime { .. },
-        ) => {
-            value_error(e.to_string())
-        }
+        ) => value_error(e.to_string()),
         Error::Engine(_) => PyRuntimeError::new_err(e.to_string()),
         _ => value_error(e.to_string()),
     }
@@ -444,6 +440,18 @@ fn apps_validate(py: Python<'_>) -> PyResult<String> {
     json_text(&rows)
 }
 
+/// The process-level benchmark: 20 NAS jobs of the seed 000 mix on choi2004,
+/// MPL 3, NLS; returns jobs, events, wall seconds and simulated seconds as JSON text.
+#[gen_stub_pyfunction]
+#[pyfunction]
+#[pyo3(signature = (seed = 1))]
+fn bench_process_level(py: Python<'_>, seed: u64) -> PyResult<String> {
+    let b = py
+        .detach(|| cosched::process_run::bench_process_level(seed))
+        .map_err(to_py)?;
+    json_text(&b)
+}
+
 pyo3_stub_gen::module_variable!("coscheduling._core", "__version__", String);
 pyo3_stub_gen::module_doc!(
     "coscheduling._core",
@@ -468,6 +476,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(policies, m)?)?;
     m.add_function(wrap_pyfunction!(apps, m)?)?;
     m.add_function(wrap_pyfunction!(apps_validate, m)?)?;
+    m.add_function(wrap_pyfunction!(bench_process_level, m)?)?;
     Ok(())
 }
 

@@ -185,7 +185,7 @@ pub fn nas_mix(
 }
 
 /// Figures of one process-level benchmark run.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize)]
 pub struct ProcessBench {
     pub jobs: usize,
     pub events: u64,
