@@ -153,7 +153,10 @@ type NodeBuilder = BuildFn<dyn NodePolicy>;
 
 /// Every registered node-level policy: (info, builder).
 fn node_entries() -> Vec<(PolicyInfo, NodeBuilder)> {
-    vec![(crate::node::nls::info(), crate::node::nls::build)]
+    vec![
+        (crate::node::nls::info(), crate::node::nls::build),
+        (crate::node::block::info(), crate::node::block::build),
+    ]
 }
 
 /// Documentation of every registered policy, cluster-level first, in registry order.
@@ -245,7 +248,7 @@ mod tests {
         assert!(build_node("nls").is_ok());
         assert_eq!(
             build_node("easy").err().unwrap().to_string(),
-            "unknown policy \"easy\"; valid policies: nls"
+            "unknown policy \"easy\"; valid policies: nls, block"
         );
         assert!(build("nls").is_err());
     }

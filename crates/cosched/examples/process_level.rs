@@ -5,21 +5,11 @@
 //! Usage: cargo run --release -p cosched --example process_level
 
 use cosched::des::SimTime;
-use cosched::engine::process::policy::{NodePolicy, WaitKind, WaitMode};
+use cosched::engine::process::policy::NodePolicy;
 use cosched::engine::process::{simulate_processes, ProcJob, ProcOptions};
 use cosched::model::node::{NodePlatform, OsConfig};
 use cosched::model::program::{Builder, Op};
 use std::time::Instant;
-
-struct Block;
-impl NodePolicy for Block {
-    fn name(&self) -> String {
-        "block".into()
-    }
-    fn wait_mode(&self, _k: WaitKind) -> WaitMode {
-        WaitMode::Block
-    }
-}
 
 fn main() {
     let plat = NodePlatform {
@@ -61,7 +51,7 @@ fn main() {
             "nls",
             &(|| cosched::policies::build_node("nls").unwrap()) as &dyn Fn() -> Box<dyn NodePolicy>,
         ),
-        ("block", &|| Box::new(Block) as Box<dyn NodePolicy>),
+        ("block", &|| cosched::policies::build_node("block").unwrap()),
     ] {
         let t = Instant::now();
         let out = simulate_processes(

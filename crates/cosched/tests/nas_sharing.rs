@@ -3,19 +3,9 @@
 //! `--nocapture`); the test asserts only what the mechanism makes certain.
 
 use cosched::des::SimTime;
-use cosched::engine::process::policy::{NodePolicy, WaitKind, WaitMode};
+use cosched::engine::process::policy::NodePolicy;
 use cosched::engine::process::{simulate_processes, ProcJob, ProcOptions};
 use cosched::model::node::NodePlatform;
-
-struct Block;
-impl NodePolicy for Block {
-    fn name(&self) -> String {
-        "block".into()
-    }
-    fn wait_mode(&self, _k: WaitKind) -> WaitMode {
-        WaitMode::Block
-    }
-}
 
 #[test]
 fn two_nas_jobs_never_beat_dedicated_under_spin_or_block() {
@@ -33,7 +23,7 @@ fn two_nas_jobs_never_beat_dedicated_under_spin_or_block() {
             },
         ];
         let nls = || cosched::policies::build_node("nls").unwrap();
-        let block = || Box::new(Block) as Box<dyn NodePolicy>;
+        let block = || cosched::policies::build_node("block").unwrap();
         let alone = simulate_processes(&plat, &jobs[..1], &nls, &ProcOptions::default()).unwrap();
         let dedicated = alone.jobs[0].end - alone.jobs[0].start;
         let opts = ProcOptions {
