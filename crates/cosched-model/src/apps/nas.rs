@@ -452,6 +452,23 @@ fn lu(b: &mut Builder, class: char, c: f64) {
         west: Option<Rank>,
         east: Option<Rank>,
     }
+    #[derive(Clone, Copy)]
+    enum Dir {
+        North,
+        South,
+        West,
+        East,
+    }
+    impl Nbrs {
+        fn get(&self, d: Dir) -> Option<Rank> {
+            match d {
+                Dir::North => self.north,
+                Dir::South => self.south,
+                Dir::West => self.west,
+                Dir::East => self.east,
+            }
+        }
+    }
     let nbrs = move |id: Rank| -> Nbrs {
         let (row, col) = (id % xdim, id / xdim);
         Nbrs {
@@ -510,74 +527,60 @@ fn lu(b: &mut Builder, class: char, c: f64) {
     b.each(rhs);
     l2norm(b);
     b.repeat(iterations("LU", class), |b| {
-        b.repeat(planes, |b| {
-            b.each(|id| {
-                let nb = nbrs(id);
-                let mut ops = Vec::new();
-                if let Some(x) = nb.north {
-                    ops.push(Op::Recv {
-                        from: Some(x),
-                        tag: T_SWEEP_S,
-                    });
-                }
-                if let Some(x) = nb.west {
-                    ops.push(Op::Recv {
-                        from: Some(x),
-                        tag: T_SWEEP_E,
-                    });
-                }
-                ops.extend(compute(plane_c));
-                if let Some(x) = nb.south {
-                    ops.push(Op::Send {
-                        to: x,
-                        bytes: line_ns,
-                        tag: T_SWEEP_S,
-                    });
-                }
-                if let Some(x) = nb.east {
-                    ops.push(Op::Send {
-                        to: x,
-                        bytes: line_ew,
-                        tag: T_SWEEP_E,
-                    });
-                }
-                ops
+        // Lower sweep: from north and west to south and east; upper sweep: the reverse.
+        for (from_ns, from_ew, to_ns, to_ew, tag_ns, tag_ew) in [
+            (
+                Dir::North,
+                Dir::West,
+                Dir::South,
+                Dir::East,
+                T_SWEEP_S,
+                T_SWEEP_E,
+            ),
+            (
+                Dir::South,
+                Dir::East,
+                Dir::North,
+                Dir::West,
+                T_SWEEP_N,
+                T_SWEEP_W,
+            ),
+        ] {
+            b.repeat(planes, |b| {
+                b.each(|id| {
+                    let nb = nbrs(id);
+                    let mut ops = Vec::new();
+                    if let Some(x) = nb.get(from_ns) {
+                        ops.push(Op::Recv {
+                            from: Some(x),
+                            tag: tag_ns,
+                        });
+                    }
+                    if let Some(x) = nb.get(from_ew) {
+                        ops.push(Op::Recv {
+                            from: Some(x),
+                            tag: tag_ew,
+                        });
+                    }
+                    ops.extend(compute(plane_c));
+                    if let Some(x) = nb.get(to_ns) {
+                        ops.push(Op::Send {
+                            to: x,
+                            bytes: line_ns,
+                            tag: tag_ns,
+                        });
+                    }
+                    if let Some(x) = nb.get(to_ew) {
+                        ops.push(Op::Send {
+                            to: x,
+                            bytes: line_ew,
+                            tag: tag_ew,
+                        });
+                    }
+                    ops
+                });
             });
-        });
-        b.repeat(planes, |b| {
-            b.each(|id| {
-                let nb = nbrs(id);
-                let mut ops = Vec::new();
-                if let Some(x) = nb.south {
-                    ops.push(Op::Recv {
-                        from: Some(x),
-                        tag: T_SWEEP_N,
-                    });
-                }
-                if let Some(x) = nb.east {
-                    ops.push(Op::Recv {
-                        from: Some(x),
-                        tag: T_SWEEP_W,
-                    });
-                }
-                ops.extend(compute(plane_c));
-                if let Some(x) = nb.north {
-                    ops.push(Op::Send {
-                        to: x,
-                        bytes: line_ns,
-                        tag: T_SWEEP_N,
-                    });
-                }
-                if let Some(x) = nb.west {
-                    ops.push(Op::Send {
-                        to: x,
-                        bytes: line_ew,
-                        tag: T_SWEEP_W,
-                    });
-                }
-                ops
-            });
-        });
+        }
         b.each(rhs);
     });
     for _ in 0..4 {
