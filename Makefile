@@ -24,6 +24,8 @@ PIP := $(PY) -m pip --disable-pip-version-check
 # Every cargo command (tests, clippy, the stub generator) builds PyO3 against the
 # venv's interpreter and runs with its libpython on the loader path.
 export PYO3_PYTHON := $(abspath $(PY))
+# The build backend (maturin) is installed into the venv and must be found there.
+export PATH := $(abspath $(VENV))/bin:$(PATH)
 PY_LIBDIR = $(shell $(PY) -c 'import sysconfig; print(sysconfig.get_config_var("LIBDIR") or "")')
 RUN = env LD_LIBRARY_PATH="$(PY_LIBDIR)$${LD_LIBRARY_PATH:+:$$LD_LIBRARY_PATH}"
 

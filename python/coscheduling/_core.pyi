@@ -14,6 +14,7 @@ __all__ = [
     "apps_validate",
     "bench_process_level",
     "load_config",
+    "nas_mix",
     "policies",
     "run_config",
     "run_jobs",
@@ -79,6 +80,16 @@ def load_config(path: builtins.str | os.PathLike | pathlib.Path) -> builtins.str
     r"""
     Loads and validates a run configuration file; returns it as JSON text with
     every default filled in and the trace path resolved against the file's folder.
+    """
+
+def nas_mix(n: builtins.int, apps: typing.Sequence[builtins.str], classes: builtins.str, mean_interarrival_s: builtins.float, job_memory_mb: builtins.float, seed: builtins.int) -> builtins.str:
+    r"""
+    A seed 000 style job mix: `n` jobs, each an application drawn uniformly from
+    `apps`, a class from `classes` (one letter each), a process count from the
+    application's allowed counts (redrawn when a process would not fit in
+    `job_memory_mb`), exponential inter-arrival times of mean `mean_interarrival_s`
+    (first job at 0), seeded stream "workload". Returns the `workload.jobs` list of
+    a process-level configuration as JSON text.
     """
 
 def policies() -> builtins.str:

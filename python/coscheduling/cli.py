@@ -24,7 +24,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from . import __version__, _core, api
-from .output import git_commit, write_csv_atomic
+from .output import command_line, git_commit, write_csv_atomic
 
 app = typer.Typer(
     name="cosched",
@@ -586,6 +586,78 @@ def apps_validate(
     if bad:
         names = ", ".join(f"{r['app']} {r['class']} ({100 * r['error']:+.2f}%)" for r in bad)
         raise fail(f"{len(bad)} run(s) off Table 1 by more than 5%: {names}", 1)
+
+
+# ---------------------------------------------------------------------------
+# reproduce
+
+
+@app.command()
+def reproduce(
+    experiment: Annotated[
+        str | None, typer.Argument(help="Experiment id (see --list).", show_default=False)
+    ] = None,
+    list_: Annotated[bool, typer.Option("--list", help="List the experiments and exit.")] = False,
+    quick: Annotated[
+        bool, typer.Option("--quick", help="A reduced version (fewer jobs, smaller problems, one seed).")
+    ] = False,
+    seeds: Annotated[int, typer.Option(min=1, help="Repeat every run with N seeds; reports the spread.")] = 1,
+    out: Annotated[
+        Path | None, typer.Option("--out", "-o", help="Output folder. (default: reproduce/<id>)", show_default=False)
+    ] = None,
+    workers: Annotated[
+        int | None,
+        typer.Option("--workers", "-j", min=1, help="Parallel processes. (default: the CPU count, at most 8)",
+                     show_default=False),
+    ] = None,
+) -> None:
+    """Run one of the seeds' experiments: CSV tables, PNG plots and a markdown report (report.md).
+
+    Runs already done in the output folder with the same configuration are reused, so an
+    interrupted experiment resumes where it stopped.
+    """
+    from . import experiments
+
+    if list_ or experiment is None:
+        t = Table(title="experiments", show_header=True, header_style="bold")
+        for col in ("id", "title", "reproduces"):
+            t.add_column(col)
+        for e in experiments.experiments():
+            t.add_row(e.id, escape(e.title), escape(e.source))
+        console().print(t)
+        if experiment is None and not list_:
+            raise fail("give an experiment id (or --list)", 2)
+        return
+    with user_errors():
+        experiments.get(experiment)
+        folder = out if out is not None else Path("reproduce") / experiment
+        settings = experiments.Settings(quick=quick, seeds=seeds)
+        err = console(True)
+        with Progress(
+            TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+            console=err, transient=False, disable=not err.is_terminal,
+        ) as bar:
+            task: list[Any] = []
+
+            def start(desc: str, total: int) -> None:
+                task.append(bar.add_task(f"{experiment}: {desc}", total=total))
+
+            def advance() -> None:
+                bar.advance(task[0])
+
+            t0 = time.perf_counter()
+            written, gathered = experiments.run_experiment(
+                experiment, folder, settings=settings, workers=workers, command=command_line(),
+                progress=start, advance=advance,
+            )
+            wall = time.perf_counter() - t0
+    cached = len(gathered.runs) - len(gathered.executed)
+    console().print(
+        f"{experiment}: {len(gathered.runs)} runs ({cached} reused) in {wall:.1f} s; "
+        f"report: {escape(str(folder / 'report.md'))}"
+    )
+    for p in written:
+        console().print(f"  {escape(str(p))}")
 
 
 def main() -> None:  # pragma: no cover

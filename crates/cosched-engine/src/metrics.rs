@@ -78,6 +78,28 @@ pub struct Summary {
     pub procs_per_node: u32,
     pub policy_calls: u64,
     pub decisions: u64,
+    /// Counters of a process-level run (absent at job fidelity).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub process: Option<ProcessSummary>,
+}
+
+/// The counters of a process-level run, in summary units (docs/formats/summary.md).
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct ProcessSummary {
+    pub events: u64,
+    pub context_switches: u64,
+    pub messages: u64,
+    /// Wake-ups of blocked processes by a message, acknowledgement, I/O or page-in interrupt.
+    pub interrupts: u64,
+    /// CPU time spent busy-waiting, all processes, seconds.
+    pub spin_s: f64,
+    /// CPU time spent making progress (compute and overheads), all processes, seconds.
+    pub useful_s: f64,
+    /// Recommendations of the node policy that the native schedulers followed.
+    pub hints_followed: u64,
+    pub page_ins: u64,
+    /// Memory read back from disk by page-ins, MB.
+    pub paged_in_mb: f64,
 }
 
 /// Linear-interpolation percentile of a sorted slice (numpy "linear"); NaN if empty.
@@ -165,7 +187,9 @@ pub fn summarize_busy(
                 let resp = (en - spec.submit).as_secs_f64();
                 let sld = if exec > 0.0 { resp / exec } else { f64::NAN };
                 let bsld = (resp / exec.max(bsld_threshold_s)).max(1.0);
-                let proc_s = measured.map_or(spec.procs as f64 * exec, |m| m.job_cpu_s[t.job_id.len() - 1]);
+                let proc_s = measured.map_or(spec.procs as f64 * exec, |m| {
+                    m.job_cpu_s[t.job_id.len() - 1]
+                });
                 let energy = platform.busy_watts * proc_s / ppn;
                 t.start_s.push(start);
                 t.end_s.push(end);

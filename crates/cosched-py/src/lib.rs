@@ -452,6 +452,31 @@ fn bench_process_level(py: Python<'_>, seed: u64) -> PyResult<String> {
     json_text(&b)
 }
 
+/// A seed 000 style job mix: `n` jobs, each an application drawn uniformly from
+/// `apps`, a class from `classes` (one letter each), a process count from the
+/// application's allowed counts (redrawn when a process would not fit in
+/// `job_memory_mb`), exponential inter-arrival times of mean `mean_interarrival_s`
+/// (first job at 0), seeded stream "workload". Returns the `workload.jobs` list of
+/// a process-level configuration as JSON text.
+#[gen_stub_pyfunction]
+#[pyfunction]
+#[pyo3(signature = (n, apps, classes, mean_interarrival_s, job_memory_mb, seed))]
+fn nas_mix(
+    n: usize,
+    apps: Vec<String>,
+    classes: String,
+    mean_interarrival_s: f64,
+    job_memory_mb: f64,
+    seed: u64,
+) -> PyResult<String> {
+    let names: Vec<&str> = apps.iter().map(String::as_str).collect();
+    let cls: Vec<char> = classes.chars().collect();
+    let jobs =
+        cosched::process_run::nas_mix(n, &names, &cls, mean_interarrival_s, job_memory_mb, seed)
+            .map_err(|e| PyValueError::new_err(e.to_string()))?;
+    json_text(&jobs)
+}
+
 pyo3_stub_gen::module_variable!("coscheduling._core", "__version__", String);
 pyo3_stub_gen::module_doc!(
     "coscheduling._core",
@@ -477,6 +502,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(apps, m)?)?;
     m.add_function(wrap_pyfunction!(apps_validate, m)?)?;
     m.add_function(wrap_pyfunction!(bench_process_level, m)?)?;
+    m.add_function(wrap_pyfunction!(nas_mix, m)?)?;
     Ok(())
 }
 

@@ -6,7 +6,7 @@
 
 use crate::{Error, RunResult, Timings};
 use cosched_des::SimTime;
-use cosched_engine::metrics::{summarize_busy, MeasuredBusy};
+use cosched_engine::metrics::{summarize_busy, MeasuredBusy, ProcessSummary};
 use cosched_engine::process::{simulate_processes, ProcJob, ProcOptions};
 use cosched_engine::{JobRecord, JobStatus, SimOutput};
 use cosched_model::{ConfigError, JobSpec, Platform, RunConfig, Workload};
@@ -112,13 +112,25 @@ pub fn run_process_config(cfg: &RunConfig) -> Result<RunResult, Error> {
         total_proc_s: out.node_busy_ns.iter().sum::<i64>() as f64 / 1e9,
     };
     let t1 = Instant::now();
-    let (table, summary) = summarize_busy(
+    let (table, mut summary) = summarize_busy(
         &workload,
         &platform,
         &sim,
         cfg.metrics.bounded_slowdown_threshold_s,
         Some(&measured),
     );
+    let c = &out.counters;
+    summary.process = Some(ProcessSummary {
+        events: c.events,
+        context_switches: c.context_switches,
+        messages: c.messages,
+        interrupts: c.interrupts,
+        spin_s: c.spin_ns as f64 / 1e9,
+        useful_s: c.useful_ns as f64 / 1e9,
+        hints_followed: c.hints_followed,
+        page_ins: c.page_ins,
+        paged_in_mb: c.paged_in_kb as f64 / 1000.0,
+    });
     Ok(RunResult {
         table,
         summary,
@@ -135,7 +147,8 @@ pub fn run_process_config(cfg: &RunConfig) -> Result<RunResult, Error> {
 /// A seed 000 style job mix (seed 000 §5.1; the draw rules are assumption G-WL-4 of
 /// docs/models/seed-parameters.md): `n` jobs, each an application drawn uniformly
 /// from `apps`, a class uniformly from `classes`, a process count uniformly from the
-/// application's allowed counts, redrawn when a process would not fit in
+/// application's allowed counts (an application without any of `classes`, such as
+/// sPPM or BlockSolve95, draws from its own classes), redrawn when a process would not fit in
 /// `job_memory_mb`; exponential inter-arrival times of mean `mean_interarrival_s`,
 /// the first job at 0. Seeded stream `"workload"`.
 pub fn nas_mix(
@@ -161,7 +174,24 @@ pub fn nas_mix(
     let mut out = Vec::with_capacity(n);
     while out.len() < n {
         let app = apps[rng.gen_range(0..apps.len())];
-        let class = classes[rng.gen_range(0..classes.len())];
+        // The given classes the application has, or its own (sPPM, BlockSolve95: '-').
+        let own = cosched_model::apps::canonical(app)
+            .map(cosched_model::apps::classes)
+            .unwrap_or_default();
+        let mut allowed: Vec<char> = classes
+            .iter()
+            .copied()
+            .filter(|c| own.contains(c))
+            .collect();
+        if allowed.is_empty() {
+            allowed = own;
+        }
+        if allowed.is_empty() {
+            return Err(Error::Invalid(format!(
+                "nas_mix: unknown application {app:?}"
+            )));
+        }
+        let class = allowed[rng.gen_range(0..allowed.len())];
         let info = catalog
             .iter()
             .find(|i| i.name == app)

@@ -1287,13 +1287,26 @@ impl<'a> Sim<'a> {
         self.nodes[node].nic_free_at = sent;
         let arrival = sent + SimTime(self.latency_ns);
         self.counters.messages += 1;
-        self.q.schedule(arrival, Ev::Msg { to: dest, from, tag }).expect("future");
+        self.q
+            .schedule(
+                arrival,
+                Ev::Msg {
+                    to: dest,
+                    from,
+                    tag,
+                },
+            )
+            .expect("future");
         if blocking {
             self.procs[pid as usize].acks_pending += 1;
-            self.q.schedule(arrival + SimTime(self.latency_ns), Ev::Ack { to: pid }).expect("future");
+            self.q
+                .schedule(arrival + SimTime(self.latency_ns), Ev::Ack { to: pid })
+                .expect("future");
         } else {
             self.procs[pid as usize].sends_pending += 1;
-            self.q.schedule(sent, Ev::SendDone { to: pid }).expect("future");
+            self.q
+                .schedule(sent, Ev::SendDone { to: pid })
+                .expect("future");
         }
     }
 

@@ -1,0 +1,142 @@
+"""Named, runnable reproductions of the seeds' experiments (``cosched reproduce``).
+
+An experiment is a list of process-level runs (:class:`RunSpec`) and an analysis
+that turns their results into CSV tables, PNG plots and a markdown report
+``OUT/report.md``. The report states, for each of the paper's findings, the rule
+applied to our numbers and whether they reproduce it; nothing in a verdict is
+hard-coded. ``quick`` runs a reduced version (fewer jobs, smaller problems) cheap
+enough for CI; ``seeds`` repeats every run with different workload and engine
+seeds and reports the spread.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from ..output import canonical_json, provenance, write_atomic
+from .runner import Gathered, RunSpec, default_workers, run_specs
+
+__all__ = ["Experiment", "Settings", "Outcome", "RunSpec", "experiments", "get", "run_experiment"]
+
+
+@dataclass(frozen=True)
+class Settings:
+    quick: bool = False
+    seeds: int = 1
+
+
+@dataclass
+class Outcome:
+    """What an analysis produced: files written into the output folder and the report text."""
+
+    report: str
+    files: dict[str, Callable[[Path], None]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Experiment:
+    id: str
+    title: str
+    #: The seed and figure or table it reproduces.
+    source: str
+    runs: Callable[[Settings], list[RunSpec]]
+    analyze: Callable[[Gathered, Settings], Outcome]
+
+
+_REGISTRY: dict[str, Experiment] = {}
+
+
+def register(exp: Experiment) -> Experiment:
+    if exp.id in _REGISTRY:
+        raise ValueError(f"experiment {exp.id!r} registered twice")
+    _REGISTRY[exp.id] = exp
+    return exp
+
+
+def experiments() -> list[Experiment]:
+    _load()
+    return list(_REGISTRY.values())
+
+
+def get(exp_id: str) -> Experiment:
+    _load()
+    try:
+        return _REGISTRY[exp_id]
+    except KeyError:
+        valid = ", ".join(_REGISTRY)
+        raise ValueError(f"unknown experiment {exp_id!r}; valid experiments: {valid}") from None
+
+
+def _load() -> None:
+    from . import choi  # noqa: F401  (registers its experiments)
+
+
+def run_experiment(
+    exp_id: str,
+    out: Path,
+    *,
+    settings: Settings,
+    workers: int | None = None,
+    command: str = "",
+    progress: Callable[[str, int], Any] | None = None,
+    advance: Callable[[], Any] | None = None,
+) -> tuple[list[Path], Gathered]:
+    """Runs an experiment into ``out``: the runs (cached under ``out/runs``), then the
+    analysis, whose files and ``report.md`` are written atomically."""
+    exp = get(exp_id)
+    if settings.seeds < 1:
+        raise ValueError("seeds: must be at least 1")
+    specs = exp.runs(settings)
+    out.mkdir(parents=True, exist_ok=True)
+    gathered = run_specs(
+        specs,
+        out,
+        workers=workers or default_workers(),
+        command=command,
+        progress=progress,
+        advance=advance,
+    )
+    outcome = exp.analyze(gathered, settings)
+    prov = provenance(
+        version=_version(),
+        seed=0,
+        policy="experiment",
+        options={"experiment": exp.id, "quick": settings.quick, "seeds": settings.seeds,
+                 "runs_sha256": _runs_hash(specs)},
+        trace=None,
+        platform={},
+        command=command,
+    )
+    header = (
+        f"# {exp.id}: {exp.title}\n\n"
+        f"Reproduces {exp.source}. Version {prov['version']}, commit `{prov['git_commit']}`, "
+        f"{'quick' if settings.quick else 'full'} version, {settings.seeds} seed(s), {len(specs)} runs "
+        f"(configurations and per-run results under `runs/`; every run's summary.json holds its provenance).\n\n"
+    )
+    files = dict(outcome.files)
+    text = header + outcome.report.rstrip() + "\n"
+    files["report.md"] = lambda p: p.write_text(text, encoding="utf-8")
+    files["runs.csv"] = lambda p: gathered.runs.to_csv(p, index=False, lineterminator="\n")
+    files["jobs.csv"] = lambda p: gathered.jobs.to_csv(p, index=False, lineterminator="\n")
+    return write_atomic(out, files), gathered
+
+
+def _version() -> str:
+    from .. import _core
+
+    return _core.__version__
+
+
+def _runs_hash(specs: Sequence[RunSpec]) -> str:
+    import hashlib
+
+    return hashlib.sha256(canonical_json([s.config for s in specs]).encode()).hexdigest()
+
+
+def csv_writer(df: pd.DataFrame) -> Callable[[Path], None]:
+    return lambda p: df.to_csv(p, index=False, lineterminator="\n")

@@ -1,0 +1,139 @@
+"""Pieces of an experiment report: findings with verdicts, markdown tables, plots."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import pandas as pd  # noqa: E402
+
+REPRODUCED = "reproduced"
+PARTLY = "partly reproduced"
+NOT_REPRODUCED = "not reproduced"
+NOT_APPLICABLE = "not applicable"
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One of the paper's claims and what our numbers say about it."""
+
+    #: The paper's claim, in its words or close to them, with its location.
+    claim: str
+    #: The rule applied to our numbers (so a reader can check the verdict).
+    rule: str
+    #: Our numbers behind the verdict.
+    ours: str
+    #: One of REPRODUCED, PARTLY, NOT_REPRODUCED, NOT_APPLICABLE.
+    verdict: str
+    #: For a claim that does not reproduce: the reason the model gives.
+    why: str = ""
+
+
+def verdict(ok: bool, partly: bool = False) -> str:
+    if ok:
+        return REPRODUCED
+    return PARTLY if partly else NOT_REPRODUCED
+
+
+def fmt(v: Any, digits: int = 1) -> str:
+    if v is None or (isinstance(v, float) and not math.isfinite(v)):
+        return "—"
+    if isinstance(v, float):
+        return f"{v:,.{digits}f}"
+    return str(v)
+
+
+def md_table(df: pd.DataFrame, digits: int = 1) -> str:
+    """A pipe table of ``df`` (index dropped), floats with ``digits`` decimals."""
+    cols = [str(c) for c in df.columns]
+    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    for row in df.itertuples(index=False):
+        lines.append("| " + " | ".join(fmt(v, digits) for v in row) + " |")
+    return "\n".join(lines)
+
+
+def findings_md(findings: Sequence[Finding]) -> str:
+    out = ["| # | paper's finding | rule applied to our numbers | our numbers | verdict |", "|---|---|---|---|---|"]
+    for k, f in enumerate(findings, 1):
+        out.append(f"| {k} | {f.claim} | {f.rule} | {f.ours} | **{f.verdict}** |")
+    whys = [(k, f) for k, f in enumerate(findings, 1) if f.why]
+    if whys:
+        out.append("")
+        out.append("Why the model differs where a finding does not reproduce:")
+        out.append("")
+        for k, f in whys:
+            out.append(f"- finding {k}: {f.why}")
+    return "\n".join(out)
+
+
+def stacked_bars(
+    df: pd.DataFrame,
+    path: Path,
+    *,
+    group: str | None,
+    label: str,
+    parts: Sequence[tuple[str, str]],
+    title: str,
+    ylabel: str,
+    err: str | None = None,
+) -> None:
+    """Bars of ``df`` (one per row, grouped by ``group``), stacked from ``parts`` (column, legend)."""
+    fig, ax = plt.subplots(figsize=(max(6.0, 0.55 * len(df) + 2), 4.2))
+    xs: list[float] = []
+    ticks: list[str] = []
+    x = 0.0
+    last = None
+    for _, row in df.iterrows():
+        g = row[group] if group else None
+        if last is not None and g != last:
+            x += 0.8
+        last = g
+        xs.append(x)
+        ticks.append(f"{row[label]}\n{g}" if group else str(row[label]))
+        x += 1.0
+    bottom = [0.0] * len(df)
+    colors = ["#9ecae1", "#3182bd", "#fdae6b", "#e6550d"]
+    for k, (col, legend) in enumerate(parts):
+        vals = [float(v) for v in df[col]]
+        ax.bar(xs, vals, bottom=bottom, width=0.8, label=legend, color=colors[k % len(colors)])
+        bottom = [b + v for b, v in zip(bottom, vals, strict=True)]
+    if err and err in df and df[err].notna().any():
+        ax.errorbar(xs, bottom, yerr=[float(v) if v == v else 0.0 for v in df[err]], fmt="none", ecolor="k",
+                    capsize=3, lw=1)
+    ax.set_xticks(xs, ticks, fontsize=7)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title, fontsize=10)
+    ax.legend(fontsize=8)
+    ax.grid(axis="y", alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, format="png", dpi=110, metadata={"Software": None})
+    plt.close(fig)
+
+
+def grouped_bars(
+    df: pd.DataFrame, path: Path, *, x: str, series: str, value: str, title: str, ylabel: str
+) -> None:
+    """Grouped bars: one group per value of ``x``, one bar per value of ``series``."""
+    xs = list(dict.fromkeys(df[x]))
+    ss = list(dict.fromkeys(df[series]))
+    fig, ax = plt.subplots(figsize=(max(6.0, 0.35 * len(xs) * len(ss) + 2), 4.2))
+    w = 0.8 / max(1, len(ss))
+    for k, s in enumerate(ss):
+        sub = df[df[series] == s].set_index(x)
+        vals = [float(sub[value].get(v, float("nan"))) for v in xs]
+        ax.bar([i + k * w for i in range(len(xs))], vals, width=w, label=str(s))
+    ax.set_xticks([i + 0.4 - w / 2 for i in range(len(xs))], [str(v) for v in xs])
+    ax.set_ylabel(ylabel)
+    ax.set_title(title, fontsize=10)
+    ax.legend(fontsize=8, ncol=min(4, len(ss)))
+    ax.grid(axis="y", alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, format="png", dpi=110, metadata={"Software": None})
+    plt.close(fig)
