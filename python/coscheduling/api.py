@@ -47,6 +47,9 @@ JOB_COLUMNS = (
     "node_list",
 )
 _INT_COLUMNS = frozenset({"job_id", "procs", "nodes"})
+
+#: Columns of a process-level timeline, in order (see docs/formats/timeline.md).
+TIMELINE_COLUMNS = ("node", "cpu", "job", "rank", "pid", "start_s", "end_s", "kind")
 _STR_COLUMNS = frozenset({"status", "node_list"})
 
 #: Columns a ``jobs`` DataFrame may have; the first three are required.
@@ -84,10 +87,14 @@ class Result:
     platform: dict[str, Any] = field(default_factory=dict)
     #: The ``provenance`` object of summary.json.
     provenance: dict[str, Any] = field(default_factory=dict)
+    #: The per-node timeline of a process-level run asked for with ``timeline=True``
+    #: (columns: ``TIMELINE_COLUMNS``; docs/formats/timeline.md), else None.
+    timeline: pd.DataFrame | None = None
 
     def write(self, out_dir: PathLike) -> list[Path]:
-        """Writes ``jobs.csv``, ``jobs.parquet`` and ``summary.json`` into ``out_dir`` (atomically)."""
-        return write_outputs(out_dir, self.jobs, self.summary, self.provenance)
+        """Writes ``jobs.csv``, ``jobs.parquet``, ``summary.json`` (and ``timeline.parquet`` if
+        recorded) into ``out_dir`` (atomically)."""
+        return write_outputs(out_dir, self.jobs, self.summary, self.provenance, self.timeline)
 
 
 def jobs_frame(columns: Mapping[str, list[Any]]) -> pd.DataFrame:
@@ -197,6 +204,7 @@ def run(
     machine_size_from_nodes: bool = False,
     max_jobs: int | None = None,
     command_line: str | None = None,
+    timeline: bool = False,
 ) -> Result:
     """Runs one simulation and returns its :class:`Result`.
 
@@ -212,11 +220,15 @@ def run(
     - ``overrun``: ``"extend"`` (a job outliving its request runs on) or ``"kill"``;
     - ``placement``: ``"packing"`` or ``"random"``;
     - ``machine_size`` / ``machine_size_from_nodes`` / ``max_jobs``: trace options;
-    - ``command_line``: recorded in the provenance (default: ``sys.argv``).
+    - ``command_line``: recorded in the provenance (default: ``sys.argv``);
+    - ``timeline``: record the per-node timeline of a process-level configuration
+      (``Result.timeline``); only with ``config=`` at process fidelity.
 
     Bad input raises ``ValueError`` whose message names the file, line and field;
     an engine failure raises ``RuntimeError``.
     """
+    if timeline and config is None:
+        raise ValueError("timeline: only process-level configurations (config=) have one")
     sources = [name for name, v in (("trace", trace), ("jobs", jobs), ("config", config)) if v is not None]
     if len(sources) != 1:
         raise ValueError(
@@ -243,7 +255,9 @@ def run(
                 "set them there"
             )
         options = json.loads(_core.load_config(config))
-        res = _core.run_config(config)
+        if timeline and options.get("fidelity") != "process":
+            raise ValueError(f"timeline: only process-level configurations have one ({config} is job-level)")
+        res = _core.run_config(config, timeline=timeline)
         trace_path = options["workload"]["trace"]
         sched = options["scheduler"]
         process = options.get("fidelity") == "process"
@@ -313,7 +327,21 @@ def run(
         timings=dict(res.timings()),
         platform=plat,
         provenance=prov,
+        timeline=timeline_frame(res.timeline_columns()) if timeline else None,
     )
+
+
+def timeline_frame(columns: Mapping[str, list[Any]]) -> pd.DataFrame:
+    """The timeline as a DataFrame with fixed dtypes (int64, float64, str)."""
+    data: dict[str, Any] = {}
+    for name in TIMELINE_COLUMNS:
+        if name == "kind":
+            data[name] = pd.Series(columns[name], dtype=object)
+        elif name.endswith("_s"):
+            data[name] = np.asarray(columns[name], dtype=np.float64)
+        else:
+            data[name] = np.asarray(columns[name], dtype=np.int64)
+    return pd.DataFrame(data)
 
 
 def simulate(

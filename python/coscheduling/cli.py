@@ -214,6 +214,11 @@ def simulate(
         float | None,
         typer.Option("--bsld-threshold", help="Bounded-slowdown threshold in seconds. (default: 10)"),
     ] = None,
+    timeline: Annotated[
+        bool,
+        typer.Option("--timeline", help="Process-level CONFIG: also write timeline.parquet (per-node timeline; "
+                     "plot it with `cosched gantt`)."),
+    ] = False,
 ) -> None:
     """Simulate a trace (--trace FILE) or a run configuration (CONFIG) and print a summary."""
     flags = {
@@ -236,11 +241,13 @@ def simulate(
                 raise ValueError(
                     f"{', '.join(given)}: with a CONFIG file, set these options in the file ({config})"
                 )
-            result = api.run(config=config)
+            result = api.run(config=config, timeline=timeline)
             title = f"{config}"
             out = out if out is not None else Path("results") / config.stem
         else:
             assert trace is not None
+            if timeline:
+                raise ValueError("--timeline: only process-level configurations have a timeline")
             result = api.run(
                 trace,
                 policy=policy or "easy",
@@ -260,7 +267,43 @@ def simulate(
             result.write(out)
     console().print(summary_table(result.summary, f"{result.summary['policy']} on {title}"))
     if out is not None:
-        console().print(f"wrote {out}/jobs.csv, jobs.parquet, summary.json")
+        extra = ", timeline.parquet" if result.timeline is not None else ""
+        console().print(f"wrote {out}/jobs.csv, jobs.parquet, summary.json{extra}")
+
+
+# ---------------------------------------------------------------------------
+# gantt
+
+
+@app.command()
+def gantt(
+    results: Annotated[
+        Path, typer.Argument(help="A result folder holding timeline.parquet (from `simulate CONFIG --timeline`).")
+    ],
+    start: Annotated[float | None, typer.Option(help="Window start, seconds.", show_default=False)] = None,
+    end: Annotated[float | None, typer.Option(help="Window end, seconds.", show_default=False)] = None,
+    node: Annotated[
+        list[int] | None, typer.Option("--node", "-n", help="Node to show (repeatable). (default: all)")
+    ] = None,
+    out: Annotated[
+        Path | None, typer.Option("--out", "-o", help="PNG to write. (default: RESULTS/gantt.png)",
+                                  show_default=False)
+    ] = None,
+) -> None:
+    """Draw the per-node Gantt chart of a process-level run (which process ran when; spinning,
+    context switches, page-ins and I/O marked)."""
+    from .output import write_atomic
+    from .plots import gantt as draw
+
+    with user_errors():
+        path = results / "timeline.parquet"
+        if not path.is_file():
+            raise ValueError(f"{path}: no timeline; run `cosched simulate CONFIG --timeline --out {results}`")
+        tl = pd.read_parquet(path)
+        dest = out if out is not None else results / "gantt.png"
+        write_atomic(dest.parent, {dest.name: lambda p: draw(tl, p, start=start, end=end, nodes=node,
+                                                             title=f"{results.name}")})
+    console().print(f"wrote {dest}")
 
 
 # ---------------------------------------------------------------------------

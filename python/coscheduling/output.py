@@ -191,21 +191,23 @@ def write_outputs(
     jobs_df: pd.DataFrame,
     summary: Mapping[str, Any],
     provenance: Mapping[str, Any],
+    timeline: pd.DataFrame | None = None,
 ) -> list[Path]:
-    """Writes ``jobs.csv``, ``jobs.parquet`` and ``summary.json`` into ``out_dir`` atomically."""
+    """Writes ``jobs.csv``, ``jobs.parquet`` and ``summary.json`` (and ``timeline.parquet``
+    when a timeline is given) into ``out_dir`` atomically."""
     text = summary_text(summary, provenance)
 
     def write_summary(path: Path) -> None:
         path.write_text(text, encoding="utf-8")
 
-    return write_atomic(
-        out_dir,
-        {
-            "jobs.csv": lambda p: _write_csv(jobs_df, p),
-            "jobs.parquet": lambda p: _write_parquet(jobs_df, p),
-            "summary.json": write_summary,
-        },
-    )
+    writers: dict[str, Callable[[Path], None]] = {
+        "jobs.csv": lambda p: _write_csv(jobs_df, p),
+        "jobs.parquet": lambda p: _write_parquet(jobs_df, p),
+        "summary.json": write_summary,
+    }
+    if timeline is not None:
+        writers["timeline.parquet"] = lambda p: _write_parquet(timeline, p)
+    return write_atomic(out_dir, writers)
 
 
 def write_csv_atomic(path: str | os.PathLike[str], df: pd.DataFrame) -> Path:

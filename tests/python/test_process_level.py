@@ -6,6 +6,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pandas as pd
+
+from coscheduling.api import TIMELINE_COLUMNS
+
 from conftest import REPO, run_cli
 
 EXAMPLE = REPO / "examples" / "choi-nas-small.toml"
@@ -40,3 +44,37 @@ def test_process_level_benchmark_reports_events_per_second() -> None:
     assert int(last.split(": ")[1]) > 0
     bad = run_cli(["bench", "nothing"])
     assert bad.exit_code == 2
+
+
+def test_timeline_is_written_consistent_and_plotted(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    r = run_cli(["simulate", str(EXAMPLE), "--out", str(out), "--timeline"])
+    assert r.exit_code == 0, r.stdout + r.stderr
+    tl = pd.read_parquet(out / "timeline.parquet")
+    assert list(tl.columns) == list(TIMELINE_COLUMNS)
+    assert set(tl["kind"]) <= {"useful", "spin", "switch", "page_in", "io"}
+    assert (tl["end_s"] > tl["start_s"]).all()
+    # One process at a time per CPU: segments of a lane never overlap.
+    for _, lane in tl[tl["cpu"] >= 0].groupby(["node", "cpu"]):
+        lane = lane.sort_values("start_s")
+        assert (lane["start_s"].to_numpy()[1:] >= lane["end_s"].to_numpy()[:-1] - 1e-12).all()
+    # A process is on one CPU at a time: its own segments never overlap either.
+    for _, segs in tl[tl["cpu"] >= 0].groupby("pid"):
+        segs = segs.sort_values("start_s")
+        assert (segs["start_s"].to_numpy()[1:] >= segs["end_s"].to_numpy()[:-1] - 1e-12).all()
+    summary = json.loads((out / "summary.json").read_text())
+    spin = tl[tl["kind"] == "spin"]
+    assert abs((spin["end_s"] - spin["start_s"]).sum() - summary["process"]["spin_s"]) < 1e-6
+    useful = tl[tl["kind"] == "useful"]
+    assert abs((useful["end_s"] - useful["start_s"]).sum() - summary["process"]["useful_s"]) < 1e-6
+    g = run_cli(["gantt", str(out), "--start", "0", "--end", "0.2", "--node", "0", "--node", "1"])
+    assert g.exit_code == 0, g.stderr
+    assert (out / "gantt.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_timeline_needs_a_process_level_run(tmp_path: Path) -> None:
+    r = run_cli(["gantt", str(tmp_path)])
+    assert r.exit_code == 2 and "no timeline" in r.stderr
+    cfg = REPO / "examples" / "kth-easy.toml"
+    r = run_cli(["simulate", str(cfg), "--out", str(tmp_path / "o"), "--timeline"])
+    assert r.exit_code == 2 and "timeline" in r.stderr

@@ -170,6 +170,58 @@ impl RunResult {
     }
 
     /// The run summary as JSON text (the summary.json keys, in a fixed order; NaN as null).
+    /// The per-node timeline of a process-level run recorded with `timeline=True`,
+    /// as columns: node, cpu (-1 for the disk), job, rank, pid, start_s, end_s, kind
+    /// (useful, spin, switch, page_in, io), sorted by node, cpu, start; contiguous
+    /// pieces of one activity of one process on one lane are merged.
+    fn timeline_columns<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        use cosched::engine::process::SegmentKind;
+        let mut sorted: Vec<_> = self.inner.timeline.clone();
+        sorted.sort_by_key(|s| (s.node, s.cpu.map_or(-1, i64::from), s.start, s.end, s.pid));
+        // Contiguous pieces of one activity on one lane become one segment.
+        let mut segs: Vec<cosched::engine::process::Segment> = Vec::with_capacity(sorted.len());
+        for s in sorted {
+            match segs.last_mut() {
+                Some(p)
+                    if p.node == s.node
+                        && p.cpu == s.cpu
+                        && p.pid == s.pid
+                        && p.kind == s.kind
+                        && p.end == s.start =>
+                {
+                    p.end = s.end
+                }
+                _ => segs.push(s),
+            }
+        }
+        let d = PyDict::new(py);
+        let col = |f: &dyn Fn(&cosched::engine::process::Segment) -> i64| -> Vec<i64> {
+            segs.iter().map(|s| f(s)).collect()
+        };
+        d.set_item("node", PyList::new(py, col(&|s| i64::from(s.node)))?)?;
+        d.set_item("cpu", PyList::new(py, col(&|s| s.cpu.map_or(-1, i64::from)))?)?;
+        d.set_item("job", PyList::new(py, col(&|s| s.job as i64))?)?;
+        d.set_item("rank", PyList::new(py, col(&|s| i64::from(s.rank)))?)?;
+        d.set_item("pid", PyList::new(py, col(&|s| i64::from(s.pid)))?)?;
+        let secs = |f: &dyn Fn(&cosched::engine::process::Segment) -> SimTime| -> Vec<f64> {
+            segs.iter().map(|s| f(s).as_secs_f64()).collect()
+        };
+        d.set_item("start_s", PyList::new(py, secs(&|s| s.start))?)?;
+        d.set_item("end_s", PyList::new(py, secs(&|s| s.end))?)?;
+        let kinds: Vec<&str> = segs
+            .iter()
+            .map(|s| match s.kind {
+                SegmentKind::Useful => "useful",
+                SegmentKind::Spin => "spin",
+                SegmentKind::Switch => "switch",
+                SegmentKind::PageIn => "page_in",
+                SegmentKind::Io => "io",
+            })
+            .collect();
+        d.set_item("kind", PyList::new(py, kinds)?)?;
+        Ok(d)
+    }
+
     fn summary_json(&self) -> PyResult<String> {
         json_text(&self.inner.summary)
     }
@@ -253,12 +305,14 @@ fn run_trace(
         .map_err(to_py)
 }
 
-/// Loads and validates a run configuration file (TOML or JSON) and runs it.
+/// Loads and validates a run configuration file (TOML or JSON) and runs it; at
+/// process fidelity `timeline` records the per-node timeline (`timeline_columns`).
 #[gen_stub_pyfunction]
 #[pyfunction]
-fn run_config(py: Python<'_>, path: PathBuf) -> PyResult<RunResult> {
+#[pyo3(signature = (path, timeline = false))]
+fn run_config(py: Python<'_>, path: PathBuf, timeline: bool) -> PyResult<RunResult> {
     let cfg = cosched::load_config(&path).map_err(to_py)?;
-    py.detach(|| cosched::run_config(&cfg))
+    py.detach(|| cosched::run_config_recording(&cfg, timeline))
         .map(wrap)
         .map_err(to_py)
 }

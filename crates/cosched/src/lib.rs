@@ -98,6 +98,9 @@ pub struct RunResult {
     pub platform: Platform,
     pub warnings: Vec<String>,
     pub timings: Timings,
+    /// The per-node timeline of a process-level run, when it was asked for
+    /// ([`run_config_recording`]); empty otherwise.
+    pub timeline: Vec<cosched_engine::process::Segment>,
 }
 
 /// The platform a trace implies: its machine size, with the default power model.
@@ -134,8 +137,14 @@ pub fn run_trace(run: &TraceRun) -> Result<RunResult, Error> {
 
 /// Runs a configuration file's run.
 pub fn run_config(cfg: &RunConfig) -> Result<RunResult, Error> {
+    run_config_recording(cfg, false)
+}
+
+/// Runs a validated configuration; at process fidelity, `timeline` records the
+/// per-node timeline into [`RunResult::timeline`] (ignored at job fidelity).
+pub fn run_config_recording(cfg: &RunConfig, timeline: bool) -> Result<RunResult, Error> {
     match cfg.fidelity.as_str() {
-        "process" => process_run::run_process_config(cfg),
+        "process" => process_run::run_process_config_recording(cfg, timeline),
         _ => run_trace(&TraceRun::from(cfg)),
     }
 }
@@ -195,6 +204,7 @@ pub fn run_workload(
     let (table, summary) = summarize(workload, platform, &out, bsld_threshold_s);
     let metrics_s = t2.elapsed().as_secs_f64();
     Ok(RunResult {
+        timeline: Vec::new(),
         table,
         summary,
         platform: platform.clone(),

@@ -35,6 +35,12 @@ pub fn jobs_of(cfg: &RunConfig, origin: &str) -> Result<Vec<ProcJob>, Error> {
 
 /// Runs a validated process-level configuration.
 pub fn run_process_config(cfg: &RunConfig) -> Result<RunResult, Error> {
+    run_process_config_recording(cfg, false)
+}
+
+/// Runs a validated process-level configuration, recording the per-node timeline
+/// when `timeline` is set.
+pub fn run_process_config_recording(cfg: &RunConfig, timeline: bool) -> Result<RunResult, Error> {
     let origin = "configuration";
     let np = cfg
         .node_platform
@@ -50,10 +56,11 @@ pub fn run_process_config(cfg: &RunConfig) -> Result<RunResult, Error> {
         placement: cfg.scheduler.placement,
         seed: cfg.seed,
         memory_aware: cfg.scheduler.memory_aware,
+        record_timeline: timeline,
         ..Default::default()
     };
     let t0 = Instant::now();
-    let out = simulate_processes(&plat, &jobs, &make, &opts)
+    let mut out = simulate_processes(&plat, &jobs, &make, &opts)
         .map_err(|e| Error::Invalid(e.to_string()))?;
     let simulate_s = t0.elapsed().as_secs_f64();
     // The job table: each job's span and nodes, with its processes' CPU time as its busy time.
@@ -132,6 +139,7 @@ pub fn run_process_config(cfg: &RunConfig) -> Result<RunResult, Error> {
         paged_in_mb: c.paged_in_kb as f64 / 1000.0,
     });
     Ok(RunResult {
+        timeline: std::mem::take(&mut out.timeline),
         table,
         summary,
         platform,

@@ -1,0 +1,80 @@
+"""Plots of run outputs: the per-node Gantt chart of a process-level timeline."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import pandas as pd  # noqa: E402
+from matplotlib.patches import Patch  # noqa: E402
+
+__all__ = ["gantt"]
+
+#: Kinds of timeline segments (docs/formats/timeline.md) and how they are drawn.
+_STYLE = {
+    "useful": {"alpha": 1.0, "hatch": None},
+    "spin": {"alpha": 0.35, "hatch": "////"},
+    "switch": {"alpha": 1.0, "hatch": None, "color": "black"},
+    "page_in": {"alpha": 0.8, "hatch": "xx"},
+    "io": {"alpha": 0.6, "hatch": ".."},
+}
+
+
+def gantt(
+    timeline: pd.DataFrame,
+    path: str | Path,
+    *,
+    start: float | None = None,
+    end: float | None = None,
+    nodes: Sequence[int] | None = None,
+    title: str = "",
+) -> Path:
+    """Draws one lane per (node, CPU) and per node disk, segments coloured by job; spinning
+    is hatched and faint, context switches black, disk page-ins cross-hatched, I/O dotted.
+    ``start``/``end`` (seconds) clip the window; ``nodes`` selects nodes. Writes a PNG."""
+    missing = {"node", "cpu", "job", "start_s", "end_s", "kind"} - set(timeline.columns)
+    if missing:
+        raise ValueError(f"timeline: missing columns {sorted(missing)}")
+    t = timeline
+    lo = float(t["start_s"].min()) if start is None else float(start)
+    hi = float(t["end_s"].max()) if end is None else float(end)
+    if not len(t) or hi <= lo:
+        raise ValueError(f"timeline: empty window [{lo}, {hi}] s")
+    t = t[(t["end_s"] > lo) & (t["start_s"] < hi)]
+    if nodes is not None:
+        t = t[t["node"].isin(list(nodes))]
+    lanes = sorted({(int(n), int(c)) for n, c in zip(t["node"], t["cpu"], strict=True)})
+    index = {lane: k for k, lane in enumerate(lanes)}
+    jobs = sorted(set(int(j) for j in t["job"]))
+    cmap = plt.get_cmap("tab20")
+    color = {j: cmap(k % 20) for k, j in enumerate(jobs)}
+    fig, ax = plt.subplots(figsize=(11, max(2.5, 0.28 * len(lanes) + 1.2)))
+    for (kind, job), grp in t.groupby(["kind", "job"], sort=True):
+        style = _STYLE.get(str(kind), {"alpha": 1.0, "hatch": None})
+        c = style.get("color", color[int(job)])
+        for lane, rows in grp.groupby(["node", "cpu"], sort=True):
+            y = index[(int(lane[0]), int(lane[1]))]
+            s = rows["start_s"].clip(lower=lo)
+            e = rows["end_s"].clip(upper=hi)
+            ax.broken_barh(list(zip(s, e - s, strict=True)), (y - 0.4, 0.8), facecolors=c,
+                           alpha=style["alpha"], hatch=style["hatch"], linewidth=0)
+    ax.set_yticks(range(len(lanes)), [f"n{n} {'disk' if c < 0 else f'cpu{c}'}" for n, c in lanes], fontsize=6)
+    ax.set_ylim(-0.6, len(lanes) - 0.4)
+    ax.invert_yaxis()
+    ax.set_xlim(lo, hi)
+    ax.set_xlabel("time (s)")
+    ax.set_title(title or f"timeline {lo:.3f}–{hi:.3f} s", fontsize=10)
+    handles = [Patch(facecolor=color[j], label=f"job {j}") for j in jobs[:12]]
+    handles += [Patch(facecolor="grey", alpha=0.35, hatch="////", label="spin"),
+                Patch(facecolor="black", label="switch"), Patch(facecolor="grey", hatch="xx", label="page-in"),
+                Patch(facecolor="grey", alpha=0.6, hatch="..", label="I/O")]
+    ax.legend(handles=handles, fontsize=6, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    fig.tight_layout()
+    out = Path(path)
+    fig.savefig(out, format="png", dpi=110, metadata={"Software": None})
+    plt.close(fig)
+    return out
