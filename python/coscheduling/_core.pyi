@@ -40,10 +40,15 @@ class RunResult:
         Every column of the job table, in table order: name -> list of values
         (times in seconds; NaN for jobs that never started).
         """
-    def summary_json(self) -> builtins.str:
+    def timeline_columns(self) -> dict:
         r"""
         The run summary as JSON text (the summary.json keys, in a fixed order; NaN as null).
+        The per-node timeline of a process-level run recorded with `timeline=True`,
+        as columns: node, cpu (-1 for the disk), job, rank, pid, start_s, end_s, kind
+        (useful, spin, switch, page_in, io), sorted by node, cpu, start; contiguous
+        pieces of one activity of one process on one lane are merged.
         """
+    def summary_json(self) -> builtins.str: ...
     def platform_json(self) -> builtins.str:
         r"""
         The platform the run used: nodes, procs_per_node, idle_watts, busy_watts.
@@ -97,9 +102,10 @@ def policies() -> builtins.str:
     Every registered policy with its level, summary and parameters, as JSON text.
     """
 
-def run_config(path: builtins.str | os.PathLike | pathlib.Path) -> RunResult:
+def run_config(path: builtins.str | os.PathLike | pathlib.Path, timeline: builtins.bool = False) -> RunResult:
     r"""
-    Loads and validates a run configuration file (TOML or JSON) and runs it.
+    Loads and validates a run configuration file (TOML or JSON) and runs it; at
+    process fidelity `timeline` records the per-node timeline (`timeline_columns`).
     """
 
 def run_jobs(submit_s: typing.Sequence[builtins.float], runtime_s: typing.Sequence[builtins.float], procs: typing.Sequence[builtins.int], requested_s: typing.Sequence[builtins.float], job_id: typing.Optional[typing.Sequence[builtins.int]] = None, *, platform: dict, policy: builtins.str, estimates: builtins.str = 'requested', overrun: builtins.str = 'extend', placement: builtins.str = 'packing', seed: builtins.int = 0, bsld_threshold_s: builtins.float = 10.0) -> RunResult:
