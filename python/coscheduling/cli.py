@@ -460,7 +460,8 @@ def bench(
         str,
         typer.Argument(
             help="traces: replay whole SWF traces (job level); process-level: 20 NAS jobs of the seed 000 "
-            "mix on choi2004 at MPL 3 (process level), ending with a line `events_per_second: N`.",
+            "mix on choi2004 at MPL 3 (process level), ending with a line `events_per_second: N`; sweep: a "
+            "100-point sweep in 2 local processes vs a 2-worker Dask LocalCluster (overhead per run).",
         ),
     ] = "traces",
     seed: Annotated[int, typer.Option(min=0, help="Seed of the process-level job mix.")] = 1,
@@ -496,8 +497,11 @@ def bench(
         )
         print(f"events_per_second: {eps:.0f}")
         return
+    if what == "sweep":
+        _bench_sweep(as_json)
+        return
     if what != "traces":
-        raise fail(f"unknown benchmark {what!r}; valid: traces, process-level", 2)
+        raise fail(f"unknown benchmark {what!r}; valid: traces, process-level, sweep", 2)
     if trace:
         traces = list(trace)
     else:
@@ -545,6 +549,41 @@ def bench(
             fmt(r["simulate_s"], 3), fmt(r["jobs_per_s"], 0), fmt(r["total_s"], 3),
         )
     console().print(tb)
+
+
+def _bench_sweep(as_json: bool) -> None:
+    """100 runs (the demo trace excerpt, fcfs and easy, seeds 1-50) locally on 2 processes, then on a
+    2-worker LocalCluster; prints both wall times and the Dask overhead per run."""
+    import tempfile
+
+    from . import sweep as sw
+
+    spec = {
+        "name": "bench-sweep",
+        "base": {"seed": 0, "workload": {"trace": str(DEMO_TRACE)}, "scheduler": {"policy": "easy"}},
+        "grid": {"scheduler.policy": ["fcfs", "easy"], "seed": list(range(1, 51))},
+    }
+    try:
+        import distributed
+    except ImportError:
+        raise fail("bench sweep: needs dask[distributed] (pip install 'coscheduling[dask]')", 2) from None
+    with tempfile.TemporaryDirectory() as d, user_errors():
+        t0 = time.perf_counter()
+        sw.run_sweep(spec, Path(d) / "local", workers=2)
+        local = time.perf_counter() - t0
+        with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                      dashboard_address=None) as lc, distributed.Client(lc) as client:
+            t0 = time.perf_counter()
+            sw.run_sweep(spec, Path(d) / "dask", client=client)
+            remote = time.perf_counter() - t0
+    row = {"runs": 100, "local_2_processes_s": local, "dask_2_workers_s": remote,
+           "dask_overhead_per_run_ms": 1000 * (remote - local) / 100}
+    if as_json:
+        console().print_json(json.dumps(row))
+        return
+    console().print(f"100-run sweep: local (2 processes) {local:.2f} s, Dask LocalCluster (2 workers) {remote:.2f} s; "
+                    f"Dask overhead per run {row['dask_overhead_per_run_ms']:+.1f} ms (cluster start-up excluded; the local "
+                    "time includes starting its 2 processes)")
 
 
 # ---------------------------------------------------------------------------
@@ -629,6 +668,79 @@ def apps_validate(
     if bad:
         names = ", ".join(f"{r['app']} {r['class']} ({100 * r['error']:+.2f}%)" for r in bad)
         raise fail(f"{len(bad)} run(s) off Table 1 by more than 5%: {names}", 1)
+
+
+# ---------------------------------------------------------------------------
+# sweep
+
+
+@app.command()
+def sweep(
+    spec: Annotated[Path, typer.Argument(help="A sweep spec (TOML or JSON; docs/formats/sweep.md).")],
+    out: Annotated[
+        Path | None, typer.Option("--out", "-o", help="Output folder. (default: sweeps/<spec name>)",
+                                  show_default=False)
+    ] = None,
+    workers: Annotated[
+        int | None,
+        typer.Option("--workers", "-j", min=1, help="Local parallel processes. (default: the CPU count, at most 8)",
+                     show_default=False),
+    ] = None,
+    dask: Annotated[
+        str | None,
+        typer.Option("--dask", help="Run on the Dask distributed scheduler at this address (tcp://HOST:PORT); "
+                     "workers must see the output folder and the traces.", show_default=False),
+    ] = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="List the runs and exit.")] = False,
+) -> None:
+    """Run a grid of configurations (policies x loads x seeds x parameters) and gather the results into
+    results.parquet. Finished runs are cached by configuration hash: an interrupted sweep resumes."""
+    from . import sweep as sw
+    from .experiments.runner import default_workers
+
+    with user_errors():
+        sp = sw.load_spec(spec)
+        runs = sw.expand(sp)
+        if dry_run:
+            t = Table(title=f"sweep {escape(sp['name'])}: {len(runs)} runs", header_style="bold")
+            t.add_column("run")
+            for k in sp.get("grid", {}):
+                t.add_column(escape(k))
+            for r in runs:
+                t.add_row(r.key, *[escape(str(v)) for v in r.labels.values()])
+            console().print(t)
+            return
+        folder = out if out is not None else Path("sweeps") / sp["name"]
+        client = None
+        if dask is not None:
+            try:
+                from distributed import Client
+            except ImportError:
+                raise ValueError("--dask: the dask[distributed] package is not installed") from None
+            try:
+                client = Client(dask, timeout="10s")
+            except OSError as e:
+                raise RuntimeError(f"--dask {dask}: cannot connect: {e}") from None
+        err = console(True)
+        try:
+            with Progress(
+                TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                console=err, disable=not err.is_terminal,
+            ) as bar:
+                task: list[Any] = []
+                t0 = time.perf_counter()
+                table, gathered = sw.run_sweep(
+                    sp, folder, workers=workers or default_workers(), client=client, command=command_line(),
+                    progress=lambda d, n: task.append(bar.add_task(f"{sp['name']}: {d}", total=n)),
+                    advance=lambda: bar.advance(task[0]),
+                )
+                wall = time.perf_counter() - t0
+        finally:
+            if client is not None:
+                client.close()
+    cached = len(gathered.runs) - len(gathered.executed)
+    console().print(f"sweep {sp['name']}: {len(table)} runs ({cached} reused) in {wall:.1f} s; "
+                    f"results: {escape(str(folder / 'results.parquet'))}")
 
 
 # ---------------------------------------------------------------------------

@@ -75,8 +75,13 @@ def run_specs(
     command: str,
     progress: Callable[[str, int], Any] | None = None,
     advance: Callable[[], Any] | None = None,
+    execute: Callable[[list[tuple[str, str, str]], Callable[[], Any]], list[str]] | None = None,
 ) -> Gathered:
-    """Runs (or reuses) every spec under ``root/runs`` and gathers the results."""
+    """Runs (or reuses) every spec under ``root/runs`` and gathers the results.
+
+    ``execute``, if given, runs a batch of ``(config path, output folder, command)`` jobs
+    elsewhere (e.g. on a Dask cluster), calling its second argument once per finished job.
+    """
     keys = [s.key for s in specs]
     if len(set(keys)) != len(keys):
         raise ValueError("experiment has duplicate run keys")
@@ -97,7 +102,11 @@ def run_specs(
             if advance is not None:
                 advance()
     executed: list[str] = []
-    if todo:
+    tick = advance if advance is not None else (lambda: None)
+    if todo and execute is not None:
+        execute([(str(folder / "config.json"), str(folder), command) for _, folder in todo], tick)
+        executed = [s.key for s, _ in todo]
+    elif todo:
         if workers <= 1:
             for s, folder in todo:
                 _execute(str(folder / "config.json"), str(folder), command)
