@@ -582,8 +582,8 @@ def _bench_sweep(as_json: bool) -> None:
         console().print_json(json.dumps(row))
         return
     console().print(f"100-run sweep: local (2 processes) {local:.2f} s, Dask LocalCluster (2 workers) {remote:.2f} s; "
-                    f"Dask overhead per run {row['dask_overhead_per_run_ms']:+.1f} ms (cluster start-up excluded; the local "
-                    "time includes starting its 2 processes)")
+                    f"Dask overhead per run {row['dask_overhead_per_run_ms']:+.1f} ms "
+                    "(cluster start-up excluded; the local time includes starting its 2 processes)")
 
 
 # ---------------------------------------------------------------------------
