@@ -271,6 +271,103 @@ def simulate(
         console().print(f"wrote {out}/jobs.csv, jobs.parquet, summary.json{extra}")
 
 
+@trace_app.command("convert")
+def trace_convert(
+    src: Annotated[Path, typer.Argument(help="Trace to read (.swf, .swf.gz, .parquet, .json).")],
+    dst: Annotated[Path, typer.Argument(help="Trace to write; the format follows the extension.")],
+) -> None:
+    """Convert a trace between SWF and Parquet/JSON (all 18 fields; the header comments travel along)."""
+    from . import traces
+
+    with user_errors():
+        traces.convert(src, dst)
+    console().print(f"wrote {escape(str(dst))}")
+
+
+@trace_app.command("slice")
+def trace_slice(
+    src: Annotated[Path, typer.Argument(help="Trace to read.")],
+    dst: Annotated[Path, typer.Argument(help="Trace to write; the format follows the extension.")],
+    first: Annotated[int | None, typer.Option(min=0, help="Keep the first N records (SWF to SWF).",
+                                              show_default=False)] = None,
+    start: Annotated[float | None, typer.Option(help="Keep jobs submitted at or after this time, s.",
+                                                show_default=False)] = None,
+    end: Annotated[float | None, typer.Option(help="Keep jobs submitted before this time, s.",
+                                              show_default=False)] = None,
+    rebase: Annotated[bool, typer.Option(help="Shift submit times so the window starts at 0.")] = True,
+) -> None:
+    """Keep the first N records (--first) or a time window of submissions (--start/--end)."""
+    from . import traces
+
+    with user_errors():
+        if (first is None) == (start is None and end is None):
+            raise ValueError("give either --first N or a window --start S --end E")
+        if first is not None:
+            api.slice_trace(src, dst, first)
+            console().print(f"wrote {escape(str(dst))} (first {first} records)")
+            return
+        n = traces.time_window(src, dst, start if start is not None else 0.0,
+                               end if end is not None else float("inf"), rebase=rebase)
+    console().print(f"wrote {escape(str(dst))} ({n} jobs)")
+
+
+class ScaleBy(StrEnum):
+    interarrival = "interarrival"
+    runtime = "runtime"
+
+
+@trace_app.command("scale-load")
+def trace_scale_load(
+    src: Annotated[Path, typer.Argument(help="Trace to read.")],
+    dst: Annotated[Path, typer.Argument(help="Trace to write.")],
+    factor: Annotated[float, typer.Option(help="Multiply the offered load by this factor (> 0).")],
+    by: Annotated[ScaleBy, typer.Option(help="interarrival: divide the gaps between submissions; runtime: "
+                                        "multiply run and requested times.")] = ScaleBy.interarrival,
+) -> None:
+    """Scale a trace's offered load, by compressing inter-arrival times or stretching run times."""
+    from . import traces
+
+    with user_errors():
+        traces.scale_load(src, dst, factor, by=by.value)
+        info = api.trace_info(dst)
+    console().print(f"wrote {escape(str(dst))}; offered load {fmt(info.get('offered_load'), 3)}")
+
+
+@trace_app.command("generate")
+def trace_generate(
+    model: Annotated[str, typer.Argument(help="Workload model: lublin (Lublin-Feitelson 2003).")],
+    dst: Annotated[Path, typer.Argument(help="Trace to write (.swf, .swf.gz, .parquet, .json).")],
+    jobs: Annotated[int, typer.Option(min=1, help="Number of jobs.")] = 10000,
+    nodes: Annotated[int, typer.Option(min=2, help="Machine size, nodes.")] = 128,
+    seed: Annotated[int, typer.Option(min=0, help="Seed.")] = 0,
+    types: Annotated[bool, typer.Option(help="Batch and interactive streams (else the whole-sample model).")]
+    = True,
+) -> None:
+    """Generate a synthetic trace from a workload model."""
+    from . import traces
+    from .workloads import lublin_jobs
+
+    with user_errors():
+        if model != "lublin":
+            raise ValueError(f"unknown workload model {model!r}; valid: lublin")
+        df = lublin_jobs(jobs, nodes, seed, types=types)
+        swf = pd.DataFrame({f: -1 for f in traces.SWF_FIELDS}, index=df.index)
+        swf["job_number"] = range(1, len(df) + 1)
+        swf["submit_time"] = df["submit_s"]
+        swf["run_time"] = df["runtime_s"]
+        swf["allocated_procs"] = df["procs"]
+        swf["requested_procs"] = df["procs"]
+        swf["status"] = 1
+        swf["queue"] = df["interactive"].map({True: 0, False: 1})
+        header = ["Version: 2.2", "Computer: synthetic (Lublin-Feitelson 2003 model)",
+                  f"MaxJobs: {jobs}", f"MaxRecords: {jobs}", f"MaxNodes: {nodes}", f"MaxProcs: {nodes}",
+                  "Queues: 0 interactive, 1 batch" if types else "Queues: none (whole-sample model)",
+                  f"Note: cosched trace generate lublin --jobs {jobs} --nodes {nodes} --seed {seed}"
+                  + ("" if types else " --no-types")]
+        traces.write_any(dst, header, swf.astype("int64"))
+    console().print(f"wrote {escape(str(dst))} ({jobs} jobs, {nodes} nodes)")
+
+
 # ---------------------------------------------------------------------------
 # gantt
 

@@ -1,0 +1,179 @@
+"""Trace tools: SWF <-> Parquet/JSON conversion, time windows, load scaling, generated traces.
+
+Every input trace is first checked by the Rust SWF reader (errors name file, line and field);
+outputs are written atomically. SWF fields and their names: docs/formats/swf.md.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+from pathlib import Path
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from . import _core
+from .output import write_atomic
+
+__all__ = ["SWF_FIELDS", "read_swf", "write_swf", "read_any", "convert", "time_window", "scale_load"]
+
+#: The 18 SWF fields, in order (Parallel Workloads Archive, standard workload format 2.2).
+SWF_FIELDS = (
+    "job_number", "submit_time", "wait_time", "run_time", "allocated_procs", "avg_cpu_time", "used_memory",
+    "requested_procs", "requested_time", "requested_memory", "status", "user_id", "group_id", "executable",
+    "queue", "partition", "preceding_job", "think_time",
+)
+_HEADER_KEY = b"cosched.swf_header"
+
+
+def _is_swf(path: Path) -> bool:
+    return path.name.endswith((".swf", ".swf.gz"))
+
+
+def _kind(path: Path) -> str:
+    if _is_swf(path):
+        return "swf"
+    if path.suffix in (".parquet", ".json"):
+        return path.suffix[1:]
+    raise ValueError(f"{path}: unknown trace format; use .swf, .swf.gz, .parquet or .json")
+
+
+def _open_text(path: Path) -> io.TextIOBase:
+    if path.name.endswith(".gz"):
+        return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8", errors="replace")
+    return open(path, encoding="utf-8", errors="replace")  # noqa: SIM115
+
+
+def read_swf(path: str | Path) -> tuple[list[str], pd.DataFrame]:
+    """The header comment lines (without their ';') and the records, one column per field."""
+    p = Path(path)
+    _core.trace_info(p, machine_size_from_nodes=False, machine_size=None)  # validates; errors name line and field
+    header: list[str] = []
+    with _open_text(p) as f:
+        for line in f:
+            s = line.strip()
+            if s.startswith(";"):
+                header.append(s[1:].strip())
+            elif s:
+                break
+    df = pd.read_csv(p, sep=r"\s+", comment=";", header=None, names=list(SWF_FIELDS), engine="c",
+                     compression="gzip" if p.name.endswith(".gz") else None)
+    for c in SWF_FIELDS:
+        if pd.api.types.is_float_dtype(df[c]) and (df[c] == df[c].round()).all():
+            df[c] = df[c].astype("int64")
+    return header, df
+
+
+def read_any(path: str | Path) -> tuple[list[str], pd.DataFrame]:
+    """Reads an SWF, Parquet (written by :func:`convert`) or JSON (``{"header": [...], "jobs": [...]}``) trace."""
+    p = Path(path)
+    kind = _kind(p)
+    if kind == "swf":
+        return read_swf(p)
+    if kind == "parquet":
+        table = pq.read_table(p)
+        meta = table.schema.metadata or {}
+        header = json.loads(meta.get(_HEADER_KEY, b"[]"))
+        df = table.to_pandas()
+    else:
+        try:
+            doc = json.loads(p.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as e:
+            raise ValueError(f"{p}: line {e.lineno}: not valid JSON: {e.msg}") from None
+        header, df = doc.get("header", []), pd.DataFrame(doc.get("jobs", []))
+    missing = [c for c in SWF_FIELDS if c not in df.columns]
+    if missing:
+        raise ValueError(f"{p}: missing field(s) {missing}")
+    return list(header), df[list(SWF_FIELDS)]
+
+
+def _swf_text(header: list[str], df: pd.DataFrame) -> str:
+    lines = [f"; {h}".rstrip() for h in header]
+    cols = [df[c].tolist() for c in SWF_FIELDS]
+
+    def fmt(v: object) -> str:
+        if isinstance(v, float):
+            return str(int(v)) if v.is_integer() else f"{v:.6g}"
+        return str(v)
+
+    for row in zip(*cols, strict=True):
+        lines.append(" ".join(fmt(v) for v in row))
+    return "\n".join(lines) + "\n"
+
+
+def write_swf(path: str | Path, header: list[str], df: pd.DataFrame) -> Path:
+    """Writes an SWF trace atomically (gzip if the name ends in ``.gz``)."""
+    p = Path(path)
+    text = _swf_text(header, df)
+
+    def write(t: Path) -> None:
+        data = text.encode("utf-8")
+        if p.name.endswith(".gz"):
+            with gzip.GzipFile(filename="", mode="wb", fileobj=t.open("wb"), mtime=0) as g:
+                g.write(data)
+        else:
+            t.write_bytes(data)
+
+    return write_atomic(p.parent, {p.name: write})[0]
+
+
+def write_any(path: str | Path, header: list[str], df: pd.DataFrame) -> Path:
+    p = Path(path)
+    kind = _kind(p)
+    if kind == "swf":
+        return write_swf(p, header, df)
+    if kind == "parquet":
+        table = pa.Table.from_pandas(df.reset_index(drop=True), preserve_index=False)
+        table = table.replace_schema_metadata({**(table.schema.metadata or {}),
+                                               _HEADER_KEY: json.dumps(header).encode()})
+        return write_atomic(p.parent, {p.name: lambda t: pq.write_table(table, t)})[0]
+    doc = {"header": header, "jobs": df.to_dict(orient="records")}
+    text = json.dumps(doc, indent=0, default=int)
+    return write_atomic(p.parent, {p.name: lambda t: t.write_text(text, encoding="utf-8")})[0]
+
+
+def convert(src: str | Path, dst: str | Path) -> Path:
+    """SWF <-> Parquet/JSON, by the files' extensions; the header travels along."""
+    header, df = read_any(src)
+    return write_any(dst, header, df)
+
+
+def time_window(src: str | Path, dst: str | Path, start_s: float, end_s: float, *, rebase: bool = True) -> int:
+    """Keeps the jobs submitted in ``[start_s, end_s)``; with ``rebase`` their submit times are shifted so the
+    window starts at 0. Returns the number of jobs kept."""
+    if not end_s > start_s:
+        raise ValueError(f"window: end ({end_s}) must be after start ({start_s})")
+    header, df = read_any(src)
+    keep = df[(df["submit_time"] >= start_s) & (df["submit_time"] < end_s)].copy()
+    if rebase:
+        keep["submit_time"] = keep["submit_time"] - int(start_s)
+    note = f"cosched: jobs submitted in [{start_s:g}, {end_s:g}) s" + (", submit times rebased to 0" if rebase
+                                                                       else "")
+    write_any(dst, [*header, note], keep)
+    return len(keep)
+
+
+def scale_load(src: str | Path, dst: str | Path, factor: float, *, by: str = "interarrival") -> None:
+    """Multiplies the offered load by ``factor``: ``by="interarrival"`` divides the gaps between submit
+    times by it (same jobs, denser arrivals); ``by="runtime"`` multiplies run, requested and average CPU
+    times by it (same arrivals, longer jobs). Times are rounded to whole seconds, as SWF stores them."""
+    if not factor > 0:
+        raise ValueError(f"factor: must be > 0, got {factor}")
+    if by not in ("interarrival", "runtime"):
+        raise ValueError(f"by: must be interarrival or runtime, got {by!r}")
+    header, df = read_any(src)
+    df = df.copy()
+    if by == "interarrival":
+        first = df["submit_time"].min()
+        df["submit_time"] = (first + (df["submit_time"] - first) / factor).round().astype("int64")
+    else:
+        for c in ("run_time", "requested_time", "avg_cpu_time"):
+            valid = df[c] >= 0
+            scaled = (df.loc[valid, c] * factor).round()
+            df[c] = df[c].astype("float64")
+            df.loc[valid, c] = scaled
+            df[c] = df[c].astype("int64") if (df[c] == df[c].round()).all() else df[c]
+    write_any(dst, [*header, f"cosched: offered load scaled by {factor:g} ({by})"], df)

@@ -1,0 +1,105 @@
+"""Trace tools: conversion round trips, time windows, load scaling, the Lublin-Feitelson generator."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from coscheduling import api, traces
+from coscheduling.cli import DEMO_TRACE
+from coscheduling.workloads import lublin
+from coscheduling.workloads.lublin import lublin_jobs
+
+from conftest import run_cli
+
+
+def test_convert_round_trips_through_parquet_and_json(tmp_path: Path) -> None:
+    header, df = traces.read_swf(DEMO_TRACE)
+    assert len(df) == 3000 and list(df.columns) == list(traces.SWF_FIELDS)
+    for ext in ("parquet", "json"):
+        mid = tmp_path / f"t.{ext}"
+        back = tmp_path / f"back-{ext}.swf.gz"
+        assert run_cli(["trace", "convert", str(DEMO_TRACE), str(mid)]).exit_code == 0
+        assert run_cli(["trace", "convert", str(mid), str(back)]).exit_code == 0
+        h2, df2 = traces.read_swf(back)
+        assert h2 == header
+        pd.testing.assert_frame_equal(df2, df, check_dtype=False)
+        a, b = api.trace_info(back), api.trace_info(DEMO_TRACE)
+        a.pop("origin"), b.pop("origin")
+        assert a == b
+
+
+def test_malformed_input_names_file_and_line(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.swf"
+    bad.write_text("; Version: 2\n1 0 -1 10 4 -1 -1 4 20 -1 1 -1 -1 -1 -1 -1 -1 -1\n2 5 -1 x 4\n")
+    r = run_cli(["trace", "convert", str(bad), str(tmp_path / "o.parquet")])
+    assert r.exit_code == 2 and "bad.swf:3:" in r.stderr
+    assert not (tmp_path / "o.parquet").exists()
+    r = run_cli(["trace", "convert", str(DEMO_TRACE), str(tmp_path / "o.txt")])
+    assert r.exit_code == 2 and "unknown trace format" in r.stderr
+
+
+def test_time_window_and_load_scaling(tmp_path: Path) -> None:
+    _, df = traces.read_swf(DEMO_TRACE)
+    win = tmp_path / "w.swf"
+    r = run_cli(["trace", "slice", str(DEMO_TRACE), str(win), "--start", "1000000", "--end", "1500000"])
+    assert r.exit_code == 0, r.stderr
+    _, w = traces.read_swf(win)
+    expect = df[(df.submit_time >= 1_000_000) & (df.submit_time < 1_500_000)]
+    assert len(w) == len(expect) > 0
+    assert (w["submit_time"].to_numpy() == expect["submit_time"].to_numpy() - 1_000_000).all()
+    x2 = tmp_path / "x2.swf"
+    assert run_cli(["trace", "scale-load", str(DEMO_TRACE), str(x2), "--factor", "2"]).exit_code == 0
+    base, scaled = api.trace_info(DEMO_TRACE)["offered_load"], api.trace_info(x2)["offered_load"]
+    assert math.isclose(scaled, 2 * base, rel_tol=0.01)
+    rt = tmp_path / "rt.swf"
+    assert run_cli(["trace", "scale-load", str(DEMO_TRACE), str(rt), "--factor", "0.5", "--by", "runtime"]
+                   ).exit_code == 0
+    _, r2 = traces.read_swf(rt)
+    assert (r2["submit_time"] == df["submit_time"]).all()
+    assert np.allclose(r2["run_time"], (df["run_time"] * 0.5).round())
+    assert run_cli(["trace", "scale-load", str(DEMO_TRACE), str(rt), "--factor", "0"]).exit_code == 2
+
+
+def test_lublin_model_matches_its_parameters() -> None:
+    n, nodes = 40_000, 128
+    d = lublin_jobs(n, nodes, seed=11)
+    assert d.equals(lublin_jobs(n, nodes, seed=11))
+    assert not d.equals(lublin_jobs(n, nodes, seed=12))
+    assert (d["submit_s"].diff().dropna() >= 0).all()
+    assert d["procs"].between(1, nodes).all()
+    for kind, p in ((True, lublin.INTERACTIVE), (False, lublin.BATCH)):
+        sub = d[d["interactive"] == kind]
+        serial = (sub["procs"] == 1).mean()
+        assert abs(serial - p.serial_prob) < 0.02, (kind, serial)
+        par = sub[sub["procs"] > 1]["procs"]
+        pow2 = (par & (par - 1) == 0).mean()
+        # Power-of-two jobs are pow2_prob / (1 - serial_prob) of the parallel ones, plus the non-power-of-two
+        # draws that round to one; so at least that share.
+        assert pow2 >= p.pow2_prob / (1 - p.serial_prob) - 0.02
+    # Runtime: log(runtime) is hyper-gamma; its mean over serial batch jobs is p*a1*b1 + (1-p)*a2*b2.
+    b = d[(~d["interactive"]) & (d["procs"] == 1)]
+    p = lublin.BATCH.pa + lublin.BATCH.pb
+    mean = p * lublin.BATCH.a1 * lublin.BATCH.b1 + (1 - p) * lublin.BATCH.a2 * lublin.BATCH.b2
+    assert abs(np.log(b["runtime_s"]).mean() - mean) < 0.25
+    # Daily cycle: more arrivals in the day (8:00-18:00) than in the night (22:00-6:00).
+    hour = (d["submit_s"] % 86400) // 3600
+    day, night = hour.between(8, 17).sum(), ((hour >= 22) | (hour < 6)).sum()
+    assert day > 1.5 * night
+
+
+def test_generate_writes_a_trace_the_simulator_runs(tmp_path: Path) -> None:
+    out = tmp_path / "lub.swf"
+    r = run_cli(["trace", "generate", "lublin", str(out), "--jobs", "500", "--nodes", "64", "--seed", "2"])
+    assert r.exit_code == 0, r.stderr
+    info = api.trace_info(out)
+    assert info["jobs"] == 500 and info["machine_procs"] == 64
+    res = api.run(out, policy="easy")
+    assert res.summary["jobs_completed"] == 500
+    again = tmp_path / "again.swf"
+    run_cli(["trace", "generate", "lublin", str(again), "--jobs", "500", "--nodes", "64", "--seed", "2"])
+    assert again.read_bytes() == out.read_bytes()
+    assert run_cli(["trace", "generate", "nope", str(again)]).exit_code == 2
