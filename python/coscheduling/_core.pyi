@@ -102,13 +102,13 @@ def policies() -> builtins.str:
     Every registered policy with its level, summary and parameters, as JSON text.
     """
 
-def run_config(path: builtins.str | os.PathLike | pathlib.Path, timeline: builtins.bool = False) -> RunResult:
+def run_config(path: builtins.str | os.PathLike | pathlib.Path, timeline: builtins.bool = False, policy_object: typing.Optional[typing.Any] = None) -> RunResult:
     r"""
     Loads and validates a run configuration file (TOML or JSON) and runs it; at
     process fidelity `timeline` records the per-node timeline (`timeline_columns`).
     """
 
-def run_jobs(submit_s: typing.Sequence[builtins.float], runtime_s: typing.Sequence[builtins.float], procs: typing.Sequence[builtins.int], requested_s: typing.Sequence[builtins.float], job_id: typing.Optional[typing.Sequence[builtins.int]] = None, *, platform: dict, policy: builtins.str, estimates: builtins.str = 'requested', overrun: builtins.str = 'extend', placement: builtins.str = 'packing', seed: builtins.int = 0, bsld_threshold_s: builtins.float = 10.0) -> RunResult:
+def run_jobs(submit_s: typing.Sequence[builtins.float], runtime_s: typing.Sequence[builtins.float], procs: typing.Sequence[builtins.int], requested_s: typing.Sequence[builtins.float], job_id: typing.Optional[typing.Sequence[builtins.int]] = None, *, platform: dict, policy: builtins.str, estimates: builtins.str = 'requested', overrun: builtins.str = 'extend', placement: builtins.str = 'packing', seed: builtins.int = 0, bsld_threshold_s: builtins.float = 10.0, policy_object: typing.Optional[typing.Any] = None) -> RunResult:
     r"""
     Simulates an in-memory workload (one entry per job in every list).
     
@@ -117,7 +117,7 @@ def run_jobs(submit_s: typing.Sequence[builtins.float], runtime_s: typing.Sequen
     the estimate each job gets follows the same rules as for SWF traces.
     """
 
-def run_trace(trace: builtins.str | os.PathLike | pathlib.Path, policy: builtins.str, *, estimates: builtins.str = 'requested', overrun: builtins.str = 'extend', machine_size: typing.Optional[builtins.int] = None, machine_size_from_nodes: builtins.bool = False, max_jobs: typing.Optional[builtins.int] = None, platform: typing.Optional[dict] = None, placement: builtins.str = 'packing', seed: builtins.int = 0, bsld_threshold_s: builtins.float = 10.0) -> RunResult:
+def run_trace(trace: builtins.str | os.PathLike | pathlib.Path, policy: builtins.str, *, estimates: builtins.str = 'requested', overrun: builtins.str = 'extend', machine_size: typing.Optional[builtins.int] = None, machine_size_from_nodes: builtins.bool = False, max_jobs: typing.Optional[builtins.int] = None, platform: typing.Optional[dict] = None, placement: builtins.str = 'packing', seed: builtins.int = 0, bsld_threshold_s: builtins.float = 10.0, policy_object: typing.Optional[typing.Any] = None) -> RunResult:
     r"""
     Reads an SWF trace and simulates it under a policy (job-level model).
     

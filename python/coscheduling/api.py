@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from . import _core
+from . import _core, pypolicy
 from .output import canonical_json, provenance, sha256_text, write_outputs
 
 __all__ = ["Result", "run", "simulate", "policies", "trace_info", "slice_trace", "JOB_COLUMNS"]
@@ -213,7 +213,8 @@ def run(
     needs ``platform``) or ``config`` (a run configuration file) gives the jobs.
 
     - ``policy``: a registered policy, e.g. ``"fcfs"``, ``"easy"``, ``"conservative"``
-      (see :func:`policies`), optionally with parameters ``"name[key=value]"``;
+      (see :func:`policies`), optionally with parameters ``"name[key=value]"``, or a policy
+      written in Python, ``"python:module:Class[key=value]"`` (see :mod:`coscheduling.pypolicy`);
     - ``platform``: ``{"nodes": N, "procs_per_node": C, "idle_watts": B, "busy_watts": W}``
       (only ``nodes`` is required); for traces it overrides the header's machine size;
     - ``estimates``: ``"requested"`` (the user's requested time) or ``"exact"``;
@@ -257,7 +258,9 @@ def run(
         options = json.loads(_core.load_config(config))
         if timeline and options.get("fidelity") != "process":
             raise ValueError(f"timeline: only process-level configurations have one ({config} is job-level)")
-        res = _core.run_config(config, timeline=timeline)
+        cfg_policy = options["scheduler"]["policy"]
+        obj = pypolicy.load(cfg_policy) if pypolicy.is_python_policy(cfg_policy) else None
+        res = _core.run_config(config, timeline=timeline, policy_object=obj)
         trace_path = options["workload"]["trace"]
         sched = options["scheduler"]
         process = options.get("fidelity") == "process"
@@ -279,6 +282,7 @@ def run(
             placement=placement,
             seed=seed,
             bsld_threshold_s=bsld_threshold_s,
+            policy_object=pypolicy.load(policy) if pypolicy.is_python_policy(policy) else None,
         )
     else:
         if platform is None:
@@ -308,6 +312,7 @@ def run(
             placement=placement,
             seed=seed,
             bsld_threshold_s=bsld_threshold_s,
+            policy_object=pypolicy.load(policy) if pypolicy.is_python_policy(policy) else None,
         )
     summary = json.loads(res.summary_json())
     plat = json.loads(res.platform_json())

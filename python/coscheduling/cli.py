@@ -558,7 +558,8 @@ def bench(
         typer.Argument(
             help="traces: replay whole SWF traces (job level); process-level: 20 NAS jobs of the seed 000 "
             "mix on choi2004 at MPL 3 (process level), ending with a line `events_per_second: N`; sweep: a "
-            "100-point sweep in 2 local processes vs a 2-worker Dask LocalCluster (overhead per run).",
+            "100-point sweep in 2 local processes vs a 2-worker Dask LocalCluster (overhead per run); "
+            "python-policy: the cost of one call of a cluster policy written in Python.",
         ),
     ] = "traces",
     seed: Annotated[int, typer.Option(min=0, help="Seed of the process-level job mix.")] = 1,
@@ -597,8 +598,11 @@ def bench(
     if what == "sweep":
         _bench_sweep(as_json)
         return
+    if what == "python-policy":
+        _bench_python_policy(as_json)
+        return
     if what != "traces":
-        raise fail(f"unknown benchmark {what!r}; valid: traces, process-level, sweep", 2)
+        raise fail(f"unknown benchmark {what!r}; valid: traces, process-level, sweep, python-policy", 2)
     if trace:
         traces = list(trace)
     else:
@@ -646,6 +650,29 @@ def bench(
             fmt(r["simulate_s"], 3), fmt(r["jobs_per_s"], 0), fmt(r["total_s"], 3),
         )
     console().print(tb)
+
+
+def _bench_python_policy(as_json: bool) -> None:
+    """The demo trace (3,000 jobs) under the Rust fcfs and its Python port, 5 repetitions each (best
+    time); the difference divided by the number of policy calls is the cost of one Python call."""
+    py_name = "python:coscheduling.pypolicies.fcfs:Fcfs"
+    best: dict[str, float] = {}
+    calls = 0
+    with user_errors():
+        for name in ("fcfs", py_name):
+            for _ in range(5):
+                r = api.run(DEMO_TRACE, policy=name)
+                t = r.timings["simulate_s"]
+                best[name] = min(best.get(name, t), t)
+                calls = r.summary["policy_calls"]
+    per_call_us = 1e6 * (best[py_name] - best["fcfs"]) / calls
+    row = {"jobs": 3000, "policy_calls": calls, "rust_simulate_s": best["fcfs"], "python_simulate_s": best[py_name],
+           "python_call_us": per_call_us}
+    if as_json:
+        console().print_json(json.dumps(row))
+        return
+    console().print(f"demo trace, {calls:,} policy calls: Rust fcfs {best['fcfs'] * 1e3:.1f} ms, Python fcfs "
+                    f"{best[py_name] * 1e3:.1f} ms (simulate phase, best of 5); {per_call_us:.1f} us per Python call")
 
 
 def _bench_sweep(as_json: bool) -> None:

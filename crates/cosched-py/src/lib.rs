@@ -6,6 +6,8 @@
 //! `ValueError` for bad input (trace, configuration, options, policy names),
 //! `RuntimeError` for failures of the engine itself.
 
+mod pypolicy;
+
 use cosched::des::SimTime;
 use cosched::model::swf;
 use cosched::model::{EstimateSource, OverrunPolicy, Placement, Platform, WorkloadOptions};
@@ -276,7 +278,7 @@ fn version() -> &'static str {
 #[pyo3(signature = (
     trace, policy, *, estimates = "requested", overrun = "extend", machine_size = None,
     machine_size_from_nodes = false, max_jobs = None, platform = None, placement = "packing",
-    seed = 0, bsld_threshold_s = 10.0
+    seed = 0, bsld_threshold_s = 10.0, policy_object = None
 ))]
 #[allow(clippy::too_many_arguments)]
 fn run_trace(
@@ -292,6 +294,7 @@ fn run_trace(
     placement: &str,
     seed: i128,
     bsld_threshold_s: f64,
+    policy_object: Option<Py<PyAny>>,
 ) -> PyResult<RunResult> {
     let mut run = TraceRun::new(trace, policy);
     run.options = workload_options(estimates, overrun, machine_size, machine_size_from_nodes)?;
@@ -300,21 +303,60 @@ fn run_trace(
     run.placement = enum_arg::<Placement>("placement", placement)?;
     run.seed = seed_arg(seed)?;
     run.bsld_threshold_s = bsld_threshold_s;
-    py.detach(|| cosched::run_trace(&run))
-        .map(wrap)
-        .map_err(to_py)
+    run_hosted(py, policy, policy_object, |p| cosched::run_trace_with(&run, p))
+}
+
+/// Runs `f` without the GIL, with the Python policy object (if any) as the policy;
+/// a Python error raised inside the policy is re-raised here.
+fn run_hosted(
+    py: Python<'_>,
+    name: &str,
+    policy_object: Option<Py<PyAny>>,
+    f: impl FnOnce(Option<&mut dyn cosched::engine::ClusterPolicy>) -> Result<cosched::RunResult, Error>
+        + Send,
+) -> PyResult<RunResult> {
+    match policy_object {
+        None => {
+            if cosched::is_external_policy(name) {
+                return Err(value_error(format!(
+                    "policy {name:?}: a Python policy needs its object (use coscheduling.run)"
+                )));
+            }
+            py.detach(|| f(None)).map(wrap).map_err(to_py)
+        }
+        Some(obj) => {
+            let mut p = pypolicy::PyPolicy::new(obj, name.to_string());
+            let r = py.detach(|| f(Some(&mut p)));
+            if let Some(e) = p.error.take() {
+                return Err(e);
+            }
+            r.map(wrap).map_err(to_py)
+        }
+    }
 }
 
 /// Loads and validates a run configuration file (TOML or JSON) and runs it; at
 /// process fidelity `timeline` records the per-node timeline (`timeline_columns`).
 #[gen_stub_pyfunction]
 #[pyfunction]
-#[pyo3(signature = (path, timeline = false))]
-fn run_config(py: Python<'_>, path: PathBuf, timeline: bool) -> PyResult<RunResult> {
+#[pyo3(signature = (path, timeline = false, policy_object = None))]
+fn run_config(
+    py: Python<'_>,
+    path: PathBuf,
+    timeline: bool,
+    policy_object: Option<Py<PyAny>>,
+) -> PyResult<RunResult> {
     let cfg = cosched::load_config(&path).map_err(to_py)?;
-    py.detach(|| cosched::run_config_recording(&cfg, timeline))
-        .map(wrap)
-        .map_err(to_py)
+    if cfg.fidelity == "process" || policy_object.is_none() && !cosched::is_external_policy(&cfg.scheduler.policy) {
+        return py
+            .detach(|| cosched::run_config_recording(&cfg, timeline))
+            .map(wrap)
+            .map_err(to_py);
+    }
+    let run = cosched::TraceRun::from(&cfg);
+    run_hosted(py, &cfg.scheduler.policy, policy_object, |p| {
+        cosched::run_trace_with(&run, p)
+    })
 }
 
 /// Loads and validates a run configuration file; returns it as JSON text with
@@ -344,7 +386,8 @@ fn check_len(name: &str, len: usize, n: usize) -> PyResult<()> {
 #[pyfunction]
 #[pyo3(signature = (
     submit_s, runtime_s, procs, requested_s, job_id = None, *, platform, policy,
-    estimates = "requested", overrun = "extend", placement = "packing", seed = 0, bsld_threshold_s = 10.0
+    estimates = "requested", overrun = "extend", placement = "packing", seed = 0, bsld_threshold_s = 10.0,
+    policy_object = None
 ))]
 #[allow(clippy::too_many_arguments)]
 fn run_jobs(
@@ -361,6 +404,7 @@ fn run_jobs(
     placement: &str,
     seed: i128,
     bsld_threshold_s: f64,
+    policy_object: Option<Py<PyAny>>,
 ) -> PyResult<RunResult> {
     let n = submit_s.len();
     check_len("runtime_s", runtime_s.len(), n)?;
@@ -422,18 +466,24 @@ fn run_jobs(
         });
     }
     let workload = Workload::from_jobs(jobs, "jobs");
-    py.detach(|| {
-        cosched::run_workload(
+    run_hosted(py, policy, policy_object, |p| match p {
+        Some(p) => cosched::run_workload_with(
+            &workload,
+            &platform,
+            p,
+            placement,
+            seed,
+            bsld_threshold_s,
+        ),
+        None => cosched::run_workload(
             &workload,
             &platform,
             policy,
             placement,
             seed,
             bsld_threshold_s,
-        )
+        ),
     })
-    .map(wrap)
-    .map_err(to_py)
 }
 
 /// Statistics of an SWF trace, as JSON text.

@@ -5,7 +5,7 @@
 //! own beyond wiring and timing.
 
 use cosched_engine::metrics::{summarize, JobTable, Summary};
-use cosched_engine::{simulate, EngineError, SimOptions};
+use cosched_engine::{simulate, ClusterPolicy, EngineError, SimOptions};
 use cosched_model::swf::{self, MachineSize, SwfError};
 use cosched_model::{ConfigError, Placement, Platform, RunConfig, Workload, WorkloadOptions};
 use std::path::PathBuf;
@@ -110,6 +110,15 @@ pub fn platform_of(m: &MachineSize) -> Platform {
 
 /// Reads a trace and runs it.
 pub fn run_trace(run: &TraceRun) -> Result<RunResult, Error> {
+    run_trace_with(run, None)
+}
+
+/// Reads a trace and runs it under `policy` if given (e.g. a policy written in
+/// Python, built by the binding), else under the registered policy `run.policy`.
+pub fn run_trace_with(
+    run: &TraceRun,
+    policy: Option<&mut dyn ClusterPolicy>,
+) -> Result<RunResult, Error> {
     let t0 = Instant::now();
     let trace = swf::read_swf(&run.trace)?;
     let mut options = run.options.clone();
@@ -123,14 +132,24 @@ pub fn run_trace(run: &TraceRun) -> Result<RunResult, Error> {
         .platform
         .clone()
         .unwrap_or_else(|| platform_of(&machine));
-    let mut r = run_workload(
-        &workload,
-        &platform,
-        &run.policy,
-        run.placement,
-        run.seed,
-        run.bsld_threshold_s,
-    )?;
+    let mut r = match policy {
+        Some(p) => run_workload_with(
+            &workload,
+            &platform,
+            p,
+            run.placement,
+            run.seed,
+            run.bsld_threshold_s,
+        )?,
+        None => run_workload(
+            &workload,
+            &platform,
+            &run.policy,
+            run.placement,
+            run.seed,
+            run.bsld_threshold_s,
+        )?,
+    };
     r.timings.parse_s = parse_s;
     Ok(r)
 }
@@ -166,6 +185,9 @@ pub fn load_config(path: &std::path::Path) -> Result<RunConfig, Error> {
             .into());
         }
     }
+    if cfg.fidelity != "process" && is_external_policy(&cfg.scheduler.policy) {
+        return Ok(cfg); // built and checked by the binding that hosts it
+    }
     if let Err(e) = cosched_policies::build(&cfg.scheduler.policy) {
         return Err(ConfigError::Invalid {
             path: path.display().to_string(),
@@ -177,6 +199,12 @@ pub fn load_config(path: &std::path::Path) -> Result<RunConfig, Error> {
     Ok(cfg)
 }
 
+/// Whether a cluster policy name refers to a policy hosted outside the Rust
+/// registry (`python:module:Class[...]`, built by the Python binding).
+pub fn is_external_policy(name: &str) -> bool {
+    name.starts_with("python:")
+}
+
 /// Runs an in-memory workload.
 pub fn run_workload(
     workload: &Workload,
@@ -186,17 +214,36 @@ pub fn run_workload(
     seed: u64,
     bsld_threshold_s: f64,
 ) -> Result<RunResult, Error> {
+    let mut p = cosched_policies::build(policy)?;
+    run_workload_with(
+        workload,
+        platform,
+        p.as_mut(),
+        placement,
+        seed,
+        bsld_threshold_s,
+    )
+}
+
+/// Runs an in-memory workload under a policy object.
+pub fn run_workload_with(
+    workload: &Workload,
+    platform: &Platform,
+    policy: &mut dyn ClusterPolicy,
+    placement: Placement,
+    seed: u64,
+    bsld_threshold_s: f64,
+) -> Result<RunResult, Error> {
     if !(bsld_threshold_s.is_finite() && bsld_threshold_s > 0.0) {
         return Err(Error::Invalid(format!(
             "bounded slowdown threshold must be > 0, got {bsld_threshold_s}"
         )));
     }
-    let mut p = cosched_policies::build(policy)?;
     let t1 = Instant::now();
     let out = simulate(
         workload,
         platform,
-        p.as_mut(),
+        policy,
         &SimOptions { placement, seed },
     )?;
     let simulate_s = t1.elapsed().as_secs_f64();

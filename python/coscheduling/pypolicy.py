@@ -1,0 +1,90 @@
+"""Cluster policies written in Python.
+
+A run names one as ``python:module:Class`` or ``python:module:Class[key=value,...]`` (in
+``coscheduling.run(policy=...)``, ``cosched simulate --policy`` or a configuration's
+``scheduler.policy``). The class is imported, instantiated with the parameters as keyword
+arguments (values parsed as Python literals, else kept as strings), and called by the
+engine once per batch of events of a simulated instant, exactly like a Rust policy
+(docs/architecture.md, "Policies decide, the engine acts").
+
+The protocol (:class:`ClusterPolicy`)::
+
+    on_events(now_s, events, free_procs, total_procs) -> iterable of decisions
+
+``events`` is a list of tuples, in delivery order:
+
+- ``("submitted", job, procs, estimate_s, submit_s)``: a job arrived and waits in your queue;
+- ``("completed", job)`` / ``("killed", job)``: a running job released its processors;
+- ``("timer",)``: a wake-up you asked for fired.
+
+``free_procs`` counts the processors free before this call's decisions. Decisions:
+
+- ``("start", job)``: start a queued job now (placed by the run's placement rule);
+- ``("start_on", job, [proc, ...])``: start it on exactly these processors;
+- ``("reject", job)``: refuse it;
+- ``("wake_at", t_s)``: deliver a ``("timer",)`` event at ``t_s`` (not before now).
+
+The engine validates every decision; an invalid one, or an exception raised by the policy,
+stops the run with that error. An optional ``dump() -> str`` describes the state for the
+engine's stall report. Examples: :mod:`coscheduling.pypolicies`.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import re
+from collections.abc import Iterable
+from typing import Any, Protocol, runtime_checkable
+
+__all__ = ["ClusterPolicy", "Event", "Decision", "load", "is_python_policy"]
+
+Event = tuple[Any, ...]
+Decision = tuple[Any, ...]
+
+_NAME = re.compile(r"^python:(?P<module>[A-Za-z_][\w.]*):(?P<cls>[A-Za-z_]\w*)(?:\[(?P<params>.*)\])?$")
+
+
+@runtime_checkable
+class ClusterPolicy(Protocol):
+    def on_events(self, now_s: float, events: list[Event], free_procs: int, total_procs: int
+                  ) -> Iterable[Decision]: ...
+
+
+def is_python_policy(name: str) -> bool:
+    return name.startswith("python:")
+
+
+def _value(text: str) -> Any:
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        return text
+
+
+def load(name: str) -> ClusterPolicy:
+    """Builds the policy object a ``python:module:Class[key=value,...]`` name refers to."""
+    m = _NAME.match(name.strip())
+    if not m:
+        raise ValueError(f"policy {name!r}: expected python:module:Class or python:module:Class[key=value,...]")
+    params: dict[str, Any] = {}
+    if m["params"]:
+        for part in m["params"].split(","):
+            if "=" not in part:
+                raise ValueError(f"policy {name!r}: parameter {part.strip()!r} is not key=value")
+            k, v = part.split("=", 1)
+            params[k.strip()] = _value(v.strip())
+    try:
+        module = importlib.import_module(m["module"])
+    except ImportError as e:
+        raise ValueError(f"policy {name!r}: cannot import module {m['module']!r}: {e}") from None
+    cls = getattr(module, m["cls"], None)
+    if cls is None:
+        raise ValueError(f"policy {name!r}: module {m['module']!r} has no {m['cls']!r}")
+    try:
+        obj = cls(**params)
+    except TypeError as e:
+        raise ValueError(f"policy {name!r}: bad parameters: {e}") from None
+    if not isinstance(obj, ClusterPolicy):
+        raise ValueError(f"policy {name!r}: {m['cls']} has no on_events(now_s, events, free_procs, total_procs)")
+    return obj
