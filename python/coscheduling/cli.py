@@ -369,6 +369,42 @@ def trace_generate(
 
 
 # ---------------------------------------------------------------------------
+# report
+
+
+@app.command()
+def report(
+    results: Annotated[Path, typer.Argument(help="A run's result folder, or a folder of runs (a sweep's or an "
+                                            "experiment's output).")],
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="HTML file to write. (default: RESULTS/report.html)",
+                                             show_default=False)] = None,
+    run: Annotated[int, typer.Option(min=0, help="Which run (0-based, in folder order) the schedule views show.")]
+    = 0,
+    start: Annotated[float | None, typer.Option(help="Schedule window start, s. (default: the run's first "
+                                                "submission)", show_default=False)] = None,
+    end: Annotated[float | None, typer.Option(help="Schedule window end, s. (default: a tenth of the makespan "
+                                              "later)", show_default=False)] = None,
+    slots: Annotated[int, typer.Option(min=1, max=500, help="Rows of the Ousterhout-matrix view.")] = 24,
+) -> None:
+    """Write a self-contained HTML report: summary table, response time and slowdown per policy, utilization
+    and energy over time, and a Gantt chart and Ousterhout-matrix view of one run's schedule in a window."""
+    from .report import find_runs, write_report
+
+    with user_errors():
+        dest = out if out is not None else results / "report.html"
+        window = None
+        if start is not None or end is not None:
+            runs = find_runs(results)
+            if not 0 <= run < len(runs):
+                raise ValueError(f"--run: must be between 0 and {len(runs) - 1}, got {run}")
+            s0 = start if start is not None else float(runs[run].summary.get("first_submit_s") or 0.0)
+            e0 = end if end is not None else float(runs[run].summary.get("last_end_s") or s0 + 1)
+            window = (s0, e0)
+        write_report(results, dest, run_index=run, window=window, slots=slots)
+    console().print(f"wrote {escape(str(dest))}")
+
+
+# ---------------------------------------------------------------------------
 # gantt
 
 

@@ -198,7 +198,7 @@ impl RunResult {
         }
         let d = PyDict::new(py);
         let col = |f: &dyn Fn(&cosched::engine::process::Segment) -> i64| -> Vec<i64> {
-            segs.iter().map(|s| f(s)).collect()
+            segs.iter().map(f).collect()
         };
         d.set_item("node", PyList::new(py, col(&|s| i64::from(s.node)))?)?;
         d.set_item("cpu", PyList::new(py, col(&|s| s.cpu.map_or(-1, i64::from)))?)?;
