@@ -92,6 +92,8 @@ pub enum EngineError {
     Platform(#[from] cosched_model::PlatformError),
     #[error("workload is not sorted by submit time at job index {0}")]
     Unsorted(usize),
+    #[error("invalid parameters: {0}")]
+    Params(String),
     #[error("job {job} (index {index}): estimate {estimate} is shorter than its runtime {runtime} and the job is not killed at it; policies rely on estimates being upper bounds")]
     EstimateBelowRuntime {
         job: i64,

@@ -12,6 +12,7 @@
 pub mod alloc;
 pub mod check;
 pub mod cluster;
+pub mod gang_fluid;
 pub mod metrics;
 pub mod os;
 pub mod policy;

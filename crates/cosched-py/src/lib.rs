@@ -35,7 +35,8 @@ fn to_py(e: Error) -> PyErr {
         Error::Engine(
             EngineError::Platform(_)
             | EngineError::Unsorted(_)
-            | EngineError::EstimateBelowRuntime { .. },
+            | EngineError::EstimateBelowRuntime { .. }
+            | EngineError::Params(_),
         ) => value_error(e.to_string()),
         Error::Engine(_) => PyRuntimeError::new_err(e.to_string()),
         _ => value_error(e.to_string()),

@@ -225,6 +225,44 @@ pub fn run_workload(
     )
 }
 
+/// Runs an in-memory workload under job-level (fluid) gang scheduling
+/// ([`cosched_engine::gang_fluid`]).
+pub fn run_workload_gang(
+    workload: &Workload,
+    platform: &Platform,
+    params: &cosched_engine::gang_fluid::GangParams,
+    bsld_threshold_s: f64,
+) -> Result<RunResult, Error> {
+    if !(bsld_threshold_s.is_finite() && bsld_threshold_s > 0.0) {
+        return Err(Error::Invalid(format!(
+            "bounded slowdown threshold must be > 0, got {bsld_threshold_s}"
+        )));
+    }
+    let t1 = Instant::now();
+    let (out, busy) = cosched_engine::gang_fluid::simulate_gang(workload, platform, params)?;
+    let simulate_s = t1.elapsed().as_secs_f64();
+    let t2 = Instant::now();
+    let (table, summary) = cosched_engine::metrics::summarize_busy(
+        workload,
+        platform,
+        &out,
+        bsld_threshold_s,
+        Some(&busy),
+    );
+    Ok(RunResult {
+        timeline: Vec::new(),
+        table,
+        summary,
+        platform: platform.clone(),
+        warnings: workload.warnings.clone(),
+        timings: Timings {
+            parse_s: 0.0,
+            simulate_s,
+            metrics_s: t2.elapsed().as_secs_f64(),
+        },
+    })
+}
+
 /// Runs an in-memory workload under a policy object.
 pub fn run_workload_with(
     workload: &Workload,
