@@ -96,7 +96,11 @@ pub fn simulate_gang(
     let nonempty = |rows: &Vec<Row>| rows.iter().filter(|r| r.jobs > 0).count();
     loop {
         let r = nonempty(&rows);
-        let rate = if r == 0 { 0.0 } else { q / (r as f64 * (q + c)) };
+        let rate = if r == 0 {
+            0.0
+        } else {
+            q / (r as f64 * (q + c))
+        };
         let t_arrival = jobs.get(next_arrival).map(|j| j.submit.as_ns() as f64);
         let t_finish = finishing
             .first()
@@ -250,11 +254,19 @@ mod tests {
     fn two_full_width_jobs_share_the_machine_by_rows() {
         // Two 4-wide jobs on 4 processors: two rows, each job progresses at half speed
         // (no switch cost) until the shorter one ends, then at full speed.
-        let out = run(vec![job(0.0, 10.0, 4), job(0.0, 30.0, 4)], 4, &params(3, 100.0, 0.0));
+        let out = run(
+            vec![job(0.0, 10.0, 4), job(0.0, 30.0, 4)],
+            4,
+            &params(3, 100.0, 0.0),
+        );
         assert!((secs(out.records[0].end) - 20.0).abs() < 1e-6);
         assert!((secs(out.records[1].end) - 40.0).abs() < 1e-6);
         // Narrow jobs fit in one row: no sharing.
-        let out = run(vec![job(0.0, 10.0, 2), job(0.0, 30.0, 2)], 4, &params(3, 100.0, 0.0));
+        let out = run(
+            vec![job(0.0, 10.0, 2), job(0.0, 30.0, 2)],
+            4,
+            &params(3, 100.0, 0.0),
+        );
         assert_eq!(secs(out.records[0].end), 10.0);
         assert_eq!(secs(out.records[1].end), 30.0);
     }

@@ -17,6 +17,7 @@ pub mod metrics;
 pub mod os;
 pub mod policy;
 pub mod process;
+pub mod timeshare_fluid;
 
 pub use cluster::{
     simulate, EngineError, EngineStats, JobRecord, JobStatus, SimOptions, SimOutput,

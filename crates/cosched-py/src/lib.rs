@@ -202,7 +202,10 @@ impl RunResult {
             segs.iter().map(f).collect()
         };
         d.set_item("node", PyList::new(py, col(&|s| i64::from(s.node)))?)?;
-        d.set_item("cpu", PyList::new(py, col(&|s| s.cpu.map_or(-1, i64::from)))?)?;
+        d.set_item(
+            "cpu",
+            PyList::new(py, col(&|s| s.cpu.map_or(-1, i64::from)))?,
+        )?;
         d.set_item("job", PyList::new(py, col(&|s| s.job as i64))?)?;
         d.set_item("rank", PyList::new(py, col(&|s| i64::from(s.rank)))?)?;
         d.set_item("pid", PyList::new(py, col(&|s| i64::from(s.pid)))?)?;
@@ -304,7 +307,9 @@ fn run_trace(
     run.placement = enum_arg::<Placement>("placement", placement)?;
     run.seed = seed_arg(seed)?;
     run.bsld_threshold_s = bsld_threshold_s;
-    run_hosted(py, policy, policy_object, |p| cosched::run_trace_with(&run, p))
+    run_hosted(py, policy, policy_object, |p| {
+        cosched::run_trace_with(&run, p)
+    })
 }
 
 /// Runs `f` without the GIL, with the Python policy object (if any) as the policy;
@@ -348,7 +353,9 @@ fn run_config(
     policy_object: Option<Py<PyAny>>,
 ) -> PyResult<RunResult> {
     let cfg = cosched::load_config(&path).map_err(to_py)?;
-    if cfg.fidelity == "process" || policy_object.is_none() && !cosched::is_external_policy(&cfg.scheduler.policy) {
+    if cfg.fidelity == "process"
+        || policy_object.is_none() && !cosched::is_external_policy(&cfg.scheduler.policy)
+    {
         return py
             .detach(|| cosched::run_config_recording(&cfg, timeline))
             .map(wrap)
@@ -468,14 +475,9 @@ fn run_jobs(
     }
     let workload = Workload::from_jobs(jobs, "jobs");
     run_hosted(py, policy, policy_object, |p| match p {
-        Some(p) => cosched::run_workload_with(
-            &workload,
-            &platform,
-            p,
-            placement,
-            seed,
-            bsld_threshold_s,
-        ),
+        Some(p) => {
+            cosched::run_workload_with(&workload, &platform, p, placement, seed, bsld_threshold_s)
+        }
         None => cosched::run_workload(
             &workload,
             &platform,

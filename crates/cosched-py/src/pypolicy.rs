@@ -7,9 +7,9 @@
 //! exception (raised by the policy, or a malformed decision) is kept, the policy
 //! then decides nothing more, and the binding re-raises it after the run.
 
+use cosched::des::SimTime;
 use cosched::engine::{ClusterPolicy, ClusterView, Decision, Event};
 use cosched::model::JobId;
-use cosched::des::SimTime;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyTuple};
@@ -80,7 +80,9 @@ impl PyPolicy {
                 "wake_at" => {
                     let at: f64 = t.get_item(1)?.extract()?;
                     if !(at.is_finite() && at >= 0.0) {
-                        return Err(bad(format!("wake_at: time must be finite and >= 0, got {at}")));
+                        return Err(bad(format!(
+                            "wake_at: time must be finite and >= 0, got {at}"
+                        )));
                     }
                     out.push(Decision::WakeAt(SimTime::from_secs_f64(at)))
                 }

@@ -278,12 +278,7 @@ pub fn run_workload_with(
         )));
     }
     let t1 = Instant::now();
-    let out = simulate(
-        workload,
-        platform,
-        policy,
-        &SimOptions { placement, seed },
-    )?;
+    let out = simulate(workload, platform, policy, &SimOptions { placement, seed })?;
     let simulate_s = t1.elapsed().as_secs_f64();
     let t2 = Instant::now();
     let (table, summary) = summarize(workload, platform, &out, bsld_threshold_s);
