@@ -18,6 +18,7 @@ __all__ = [
     "policies",
     "run_config",
     "run_jobs",
+    "run_timeshare_jobs",
     "run_trace",
     "slice_trace",
     "trace_info",
@@ -99,7 +100,8 @@ def nas_mix(n: builtins.int, apps: typing.Sequence[builtins.str], classes: built
 
 def policies() -> builtins.str:
     r"""
-    Every registered policy with its level, summary and parameters, as JSON text.
+    Every registered policy with its level, summary and parameters, and the job-level
+    time-sharing models (`gang`, `timeshare`), as JSON text.
     """
 
 def run_config(path: builtins.str | os.PathLike | pathlib.Path, timeline: builtins.bool = False, policy_object: typing.Optional[typing.Any] = None) -> RunResult:
@@ -115,6 +117,13 @@ def run_jobs(submit_s: typing.Sequence[builtins.float], runtime_s: typing.Sequen
     `requested_s` is the user's requested time; NaN or <= 0 means unknown.
     `job_id` defaults to the row index. Jobs are sorted stably by submit time;
     the estimate each job gets follows the same rules as for SWF traces.
+    """
+
+def run_timeshare_jobs(submit_s: typing.Sequence[builtins.float], runtime_s: typing.Sequence[builtins.float], procs: typing.Sequence[builtins.int], classes: typing.Sequence[builtins.int], tables: typing.Sequence[typing.Sequence[builtins.float]], *, nodes: builtins.int, mpl: builtins.int = 3, placement: builtins.str = 'packing', seed: builtins.int = 0) -> RunResult:
+    r"""
+    Job-level time sharing (`cosched_engine::timeshare_fluid`) of in-memory jobs with a
+    per-job efficiency table: job `i` uses `tables[classes[i]]`. Used to validate
+    interference tables against process-level runs.
     """
 
 def run_trace(trace: builtins.str | os.PathLike | pathlib.Path, policy: builtins.str, *, estimates: builtins.str = 'requested', overrun: builtins.str = 'extend', machine_size: typing.Optional[builtins.int] = None, machine_size_from_nodes: builtins.bool = False, max_jobs: typing.Optional[builtins.int] = None, platform: typing.Optional[dict] = None, placement: builtins.str = 'packing', seed: builtins.int = 0, bsld_threshold_s: builtins.float = 10.0, policy_object: typing.Optional[typing.Any] = None) -> RunResult:

@@ -904,6 +904,49 @@ def sweep(
 
 
 # ---------------------------------------------------------------------------
+# calibrate
+
+
+@app.command()
+def calibrate(
+    out: Annotated[Path, typer.Option("--out", "-o", help="Table file to write (JSON).")] = Path(
+        "interference.json"),
+    scheme: Annotated[list[str] | None, typer.Option("--scheme", "-s", help="Node scheme to fit (repeatable). "
+                                                     "(default: every registered node scheme)")] = None,
+    quick: Annotated[bool, typer.Option("--quick", help="Class A copies and a smaller class A mix (for tests).")]
+    = False,
+    work: Annotated[Path, typer.Option("--work", help="Folder of the calibration runs (reused when rerun).")] = Path(
+        "calibrate-runs"),
+    workers: Annotated[int | None, typer.Option("--workers", "-j", min=1, show_default=False,
+                                                help="Parallel processes. (default: CPU count, at most 8)")] = None,
+) -> None:
+    """Fit the job-level interference model (timeshare[...]) from process-level runs and report its error."""
+    from . import calibrate as cal
+    from .experiments.runner import default_workers
+
+    with user_errors():
+        schemes = cal.schemes_arg(scheme)
+        st = cal.Settings(schemes=schemes, problem_class="A" if quick else "B", mix_jobs=8 if quick else 16,
+                          mix_classes="A" if quick else "AB", mix_interarrival_s=5.0 if quick else 30.0)
+        err = console(True)
+        with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                      console=err, disable=not err.is_terminal) as bar:
+            task: list[Any] = []
+            doc = cal.fit(work, st, workers=workers or default_workers(),
+                          progress=lambda d, n: task.append(bar.add_task(f"calibrate: {d}", total=n)),
+                          advance=lambda: bar.advance(task[0]))
+        cal.write_table(doc, out)
+    t = Table(title="interference efficiency e_k (progress rate = e_k / k)", header_style="bold")
+    df = cal.table_frame(doc)
+    for c in df.columns:
+        t.add_column(c)
+    for row in df.itertuples(index=False):
+        t.add_row(*[fmt(v, 3) if isinstance(v, float) else str(v) for v in row])
+    console().print(t)
+    console().print(f"wrote {escape(str(out))}")
+
+
+# ---------------------------------------------------------------------------
 # reproduce
 
 

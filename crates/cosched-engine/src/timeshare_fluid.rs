@@ -33,9 +33,11 @@ pub struct TimeshareParams {
     pub mpl: u32,
     pub placement: Placement,
     pub seed: u64,
-    /// `efficiency[k - 1]` for `k = 1..=mpl` processes on the busiest processor
-    /// (`efficiency[0]` is 1); values in (0, k].
-    pub efficiency: Vec<f64>,
+    /// Efficiency tables: `efficiency[class][k - 1]` for `k = 1..=mpl` processes on
+    /// the busiest processor; values in (0, k].
+    pub efficiency: Vec<Vec<f64>>,
+    /// Each job's table (index into `efficiency`); empty means table 0 for every job.
+    pub class_of: Vec<usize>,
     /// Name for the output (e.g. `timeshare[scheme=hybrid,mpl=3]`).
     pub name: String,
 }
@@ -58,26 +60,46 @@ pub fn simulate_timeshare(
     p: &TimeshareParams,
 ) -> Result<(SimOutput, MeasuredBusy), EngineError> {
     platform.validate()?;
-    if p.mpl == 0 || p.efficiency.len() < p.mpl as usize {
+    if p.mpl == 0 || p.efficiency.is_empty() {
+        return Err(EngineError::Params(
+            "timeshare: mpl must be >= 1 and at least one efficiency table is needed".into(),
+        ));
+    }
+    for (t, table) in p.efficiency.iter().enumerate() {
+        if table.len() < p.mpl as usize {
+            return Err(EngineError::Params(format!(
+                "timeshare: efficiency table {t} has {} values, mpl {} needs as many",
+                table.len(),
+                p.mpl
+            )));
+        }
+        if let Some((k, e)) = table
+            .iter()
+            .enumerate()
+            .find(|(k, e)| !(e.is_finite() && **e > 0.0 && **e <= (*k + 1) as f64))
+        {
+            return Err(EngineError::Params(format!(
+                "timeshare: efficiency table {t}: value for {} processes must be in (0, {}], got {e}",
+                k + 1,
+                k + 1
+            )));
+        }
+    }
+    let jobs = &workload.jobs;
+    if !p.class_of.is_empty() && p.class_of.len() != jobs.len() {
         return Err(EngineError::Params(format!(
-            "timeshare: mpl must be >= 1 and the efficiency table must cover it (mpl={}, {} values)",
-            p.mpl,
+            "timeshare: {} job classes for {} jobs",
+            p.class_of.len(),
+            jobs.len()
+        )));
+    }
+    if let Some(&c) = p.class_of.iter().find(|&&c| c >= p.efficiency.len()) {
+        return Err(EngineError::Params(format!(
+            "timeshare: job class {c} has no efficiency table ({} tables)",
             p.efficiency.len()
         )));
     }
-    if let Some((k, e)) = p
-        .efficiency
-        .iter()
-        .enumerate()
-        .find(|(k, e)| !(e.is_finite() && **e > 0.0 && **e <= (*k + 1) as f64))
-    {
-        return Err(EngineError::Params(format!(
-            "timeshare: efficiency for {} processes must be in (0, {}], got {e}",
-            k + 1,
-            k + 1
-        )));
-    }
-    let jobs = &workload.jobs;
+    let class = |j: usize| p.class_of.get(j).copied().unwrap_or(0);
     if let Some(i) = jobs.windows(2).position(|w| w[1].submit < w[0].submit) {
         return Err(EngineError::Unsorted(i + 1));
     }
@@ -102,7 +124,7 @@ pub fn simulate_timeshare(
     let mut queue: VecDeque<usize> = VecDeque::new();
     let mut next_arrival = 0usize;
     let mut stats = EngineStats::default();
-    let eff = |k: u32| -> f64 { p.efficiency[(k.max(1) - 1) as usize] };
+    let eff = |j: usize, k: u32| -> f64 { p.efficiency[class(j)][(k.max(1) - 1) as usize] };
     // Per processor: integral of 1/load over time (a process's CPU share), busy time, last update.
     let mut share = vec![0.0f64; total as usize];
     let mut busy_ns = vec![0.0f64; total as usize];
@@ -130,7 +152,7 @@ pub fn simulate_timeshare(
                 continue;
             };
             let k = r.procs.iter().map(|&c| load[c as usize]).max().unwrap_or(1);
-            let rate = eff(k) / k as f64;
+            let rate = eff(j, k) / k as f64;
             r.left = (r.left - (now - r.since) * r.rate).max(0.0);
             r.since = now;
             if rate != r.rate || !finishing.contains(&(r.finish.to_bits(), j)) {
@@ -268,7 +290,8 @@ mod tests {
             mpl,
             placement: Placement::Packing,
             seed: 0,
-            efficiency: eff.to_vec(),
+            efficiency: vec![eff.to_vec()],
+            class_of: Vec::new(),
             name: "timeshare".into(),
         };
         simulate_timeshare(&w, &Platform::new(procs, 1), &p).unwrap()
@@ -325,7 +348,8 @@ mod tests {
             mpl: 3,
             placement: Placement::Packing,
             seed: 0,
-            efficiency: vec![1.0, 0.5],
+            efficiency: vec![vec![1.0, 0.5]],
+            class_of: Vec::new(),
             name: "t".into(),
         };
         assert!(simulate_timeshare(&w, &Platform::new(2, 1), &bad).is_err());

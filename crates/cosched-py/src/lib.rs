@@ -520,11 +520,20 @@ fn slice_trace(py: Python<'_>, src: PathBuf, dst: PathBuf, first: i64) -> PyResu
     .map_err(|e| value_error(e.to_string()))
 }
 
-/// Every registered policy with its level, summary and parameters, as JSON text.
+/// Every registered policy with its level, summary and parameters, and the job-level
+/// time-sharing models (`gang`, `timeshare`), as JSON text.
 #[gen_stub_pyfunction]
 #[pyfunction]
 fn policies() -> PyResult<String> {
-    json_text(&cosched::policies::catalog())
+    let mut all = cosched::policies::catalog();
+    let models = cosched::timeshare::catalog();
+    all.retain(|p| {
+        !models
+            .iter()
+            .any(|m| m.name == p.name && p.level == "cluster")
+    });
+    all.extend(models);
+    json_text(&all)
 }
 
 /// Every application preset (NAS kernels, sPPM, BlockSolve95) with its classes,
@@ -557,6 +566,70 @@ fn bench_process_level(py: Python<'_>, seed: u64) -> PyResult<String> {
         .detach(|| cosched::process_run::bench_process_level(seed))
         .map_err(to_py)?;
     json_text(&b)
+}
+
+/// Job-level time sharing (`cosched_engine::timeshare_fluid`) of in-memory jobs with a
+/// per-job efficiency table: job `i` uses `tables[classes[i]]`. Used to validate
+/// interference tables against process-level runs.
+#[gen_stub_pyfunction]
+#[pyfunction]
+#[pyo3(signature = (submit_s, runtime_s, procs, classes, tables, *, nodes, mpl = 3, placement = "packing", seed = 0))]
+#[allow(clippy::too_many_arguments)]
+fn run_timeshare_jobs(
+    py: Python<'_>,
+    submit_s: Vec<f64>,
+    runtime_s: Vec<f64>,
+    procs: Vec<u32>,
+    classes: Vec<usize>,
+    tables: Vec<Vec<f64>>,
+    nodes: u32,
+    mpl: u32,
+    placement: &str,
+    seed: i128,
+) -> PyResult<RunResult> {
+    let n = submit_s.len();
+    check_len("runtime_s", runtime_s.len(), n)?;
+    check_len("procs", procs.len(), n)?;
+    check_len("classes", classes.len(), n)?;
+    let placement = enum_arg::<Placement>("placement", placement)?;
+    let seed = seed_arg(seed)?;
+    let mut jobs = Vec::with_capacity(n);
+    for i in 0..n {
+        if !(submit_s[i].is_finite()
+            && submit_s[i] >= 0.0
+            && runtime_s[i].is_finite()
+            && runtime_s[i] >= 0.0)
+        {
+            return Err(value_error(format!(
+                "jobs row {i}: submit_s and runtime_s must be finite and >= 0"
+            )));
+        }
+        let rt = SimTime::from_secs_f64(runtime_s[i]);
+        jobs.push(JobSpec {
+            source_id: i as i64,
+            submit: SimTime::from_secs_f64(submit_s[i]),
+            runtime: rt,
+            procs: procs[i],
+            requested: None,
+            estimate: rt,
+            kill_after: None,
+        });
+    }
+    let workload = Workload::from_jobs(jobs, "jobs");
+    let platform = Platform::new(nodes, 1);
+    let model = cosched::timeshare::JobLevelModel::Timeshare(
+        cosched::engine::timeshare_fluid::TimeshareParams {
+            mpl,
+            placement,
+            seed,
+            efficiency: tables,
+            class_of: classes,
+            name: format!("timeshare[mpl={mpl}]"),
+        },
+    );
+    py.detach(|| cosched::timeshare::run_model(&workload, &platform, &model, 10.0))
+        .map(wrap)
+        .map_err(to_py)
 }
 
 /// A seed 000 style job mix: `n` jobs, each an application drawn uniformly from
@@ -610,6 +683,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(apps_validate, m)?)?;
     m.add_function(wrap_pyfunction!(bench_process_level, m)?)?;
     m.add_function(wrap_pyfunction!(nas_mix, m)?)?;
+    m.add_function(wrap_pyfunction!(run_timeshare_jobs, m)?)?;
     Ok(())
 }
 

@@ -13,6 +13,7 @@ use std::time::Instant;
 use thiserror::Error;
 
 pub mod process_run;
+pub mod timeshare;
 
 pub mod calibrate;
 
@@ -188,6 +189,17 @@ pub fn load_config(path: &std::path::Path) -> Result<RunConfig, Error> {
     if cfg.fidelity != "process" && is_external_policy(&cfg.scheduler.policy) {
         return Ok(cfg); // built and checked by the binding that hosts it
     }
+    if cfg.fidelity != "process" {
+        let checked = timeshare::model_of(&cfg.scheduler.policy, cfg.scheduler.placement, cfg.seed)
+            .map_err(|e| ConfigError::Invalid {
+                path: path.display().to_string(),
+                field: "scheduler.policy".into(),
+                msg: e.to_string(),
+            })?;
+        if checked.is_some() {
+            return Ok(cfg);
+        }
+    }
     if let Err(e) = cosched_policies::build(&cfg.scheduler.policy) {
         return Err(ConfigError::Invalid {
             path: path.display().to_string(),
@@ -214,6 +226,9 @@ pub fn run_workload(
     seed: u64,
     bsld_threshold_s: f64,
 ) -> Result<RunResult, Error> {
+    if let Some(model) = timeshare::model_of(policy, placement, seed)? {
+        return timeshare::run_model(workload, platform, &model, bsld_threshold_s);
+    }
     let mut p = cosched_policies::build(policy)?;
     run_workload_with(
         workload,
@@ -223,44 +238,6 @@ pub fn run_workload(
         seed,
         bsld_threshold_s,
     )
-}
-
-/// Runs an in-memory workload under job-level (fluid) gang scheduling
-/// ([`cosched_engine::gang_fluid`]).
-pub fn run_workload_gang(
-    workload: &Workload,
-    platform: &Platform,
-    params: &cosched_engine::gang_fluid::GangParams,
-    bsld_threshold_s: f64,
-) -> Result<RunResult, Error> {
-    if !(bsld_threshold_s.is_finite() && bsld_threshold_s > 0.0) {
-        return Err(Error::Invalid(format!(
-            "bounded slowdown threshold must be > 0, got {bsld_threshold_s}"
-        )));
-    }
-    let t1 = Instant::now();
-    let (out, busy) = cosched_engine::gang_fluid::simulate_gang(workload, platform, params)?;
-    let simulate_s = t1.elapsed().as_secs_f64();
-    let t2 = Instant::now();
-    let (table, summary) = cosched_engine::metrics::summarize_busy(
-        workload,
-        platform,
-        &out,
-        bsld_threshold_s,
-        Some(&busy),
-    );
-    Ok(RunResult {
-        timeline: Vec::new(),
-        table,
-        summary,
-        platform: platform.clone(),
-        warnings: workload.warnings.clone(),
-        timings: Timings {
-            parse_s: 0.0,
-            simulate_s,
-            metrics_s: t2.elapsed().as_secs_f64(),
-        },
-    })
 }
 
 /// Runs an in-memory workload under a policy object.

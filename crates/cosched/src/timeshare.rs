@@ -1,0 +1,172 @@
+//! Job-level time-sharing models selected by policy name (they are engines of their
+//! own, not registry policies): `gang[...]` (fluid gang scheduling,
+//! `cosched_engine::gang_fluid`) and `timeshare[...]` (MPL-limited sharing with a
+//! fitted interference table, `cosched_engine::timeshare_fluid`).
+//!
+//! - `gang[rows=3,quantum_ms=100,switch_ms=2]`: rows of the Ousterhout matrix (seed 000: MPL 3),
+//!   quantum and slot-switch cost (defaults: assumptions G-GANG-1/2 of docs/models/seed-parameters.md).
+//! - `timeshare[scheme=hybrid,mpl=3,intensity=medium,table=PATH]`: the node scheme whose fitted
+//!   efficiency applies, the MPL, the communication-intensity class every trace job is given
+//!   (very-low, low, medium, high; seed 000 Table 1's classes), and an optional table file (default:
+//!   the committed `interference.json`).
+
+use crate::{Error, RunResult, Timings};
+use cosched_des::SimTime;
+use cosched_engine::gang_fluid::{simulate_gang, GangParams};
+use cosched_engine::metrics::summarize_busy;
+use cosched_engine::timeshare_fluid::{simulate_timeshare, TimeshareParams};
+use cosched_model::interference::{self, InterferenceTable, CLASSES};
+use cosched_model::{Placement, Platform, Workload};
+use cosched_policies::registry::{ParamInfo, PolicyInfo, PolicySpec, RegistryError};
+use std::time::Instant;
+
+/// A job-level time-sharing model.
+#[derive(Clone, Debug, PartialEq)]
+pub enum JobLevelModel {
+    Gang(GangParams),
+    Timeshare(TimeshareParams),
+}
+
+/// Documentation of the two models (listed by `cosched policies`).
+pub fn catalog() -> Vec<PolicyInfo> {
+    vec![
+        PolicyInfo {
+            name: "gang",
+            level: "cluster (time sharing)",
+            summary: "Gang scheduling: an Ousterhout matrix of rows served round robin, one quantum each.",
+            params: vec![
+                ParamInfo { name: "rows", kind: "int", default: "3", doc: "rows of the matrix (MPL)" },
+                ParamInfo { name: "quantum_ms", kind: "float", default: "100", doc: "time slice of a row" },
+                ParamInfo { name: "switch_ms", kind: "float", default: "2", doc: "cost of a slot switch" },
+            ],
+        },
+        PolicyInfo {
+            name: "timeshare",
+            level: "cluster (time sharing, job level)",
+            summary: "FCFS admission with an MPL; jobs slowed by a node scheme's fitted interference.",
+            params: vec![
+                ParamInfo { name: "scheme", kind: "string", default: "hybrid", doc: "node-level scheme of the table" },
+                ParamInfo { name: "mpl", kind: "int", default: "3", doc: "processes per processor" },
+                ParamInfo { name: "intensity", kind: "string", default: "medium", doc: "class of every job: very-low, low, medium, high" },
+                ParamInfo { name: "table", kind: "path", default: "(committed)", doc: "interference table file" },
+            ],
+        },
+    ]
+}
+
+/// The model a policy name selects, if it names one.
+pub fn model_of(
+    policy: &str,
+    placement: Placement,
+    seed: u64,
+) -> Result<Option<JobLevelModel>, Error> {
+    let spec = match PolicySpec::parse(policy) {
+        Ok(s) => s,
+        Err(_) => return Ok(None),
+    };
+    match spec.name.as_str() {
+        "gang" => {
+            spec.expect_only(&["rows", "quantum_ms", "switch_ms"])?;
+            let ms = |x: f64| SimTime::from_secs_f64(x / 1e3);
+            let rows: u32 = spec.get("rows", 3)?;
+            let q: f64 = spec.get("quantum_ms", 100.0)?;
+            let c: f64 = spec.get("switch_ms", 2.0)?;
+            if rows == 0 || !(q.is_finite() && q > 0.0) || !(c.is_finite() && c >= 0.0) {
+                return Err(bad(
+                    &spec,
+                    "rows >= 1, quantum_ms > 0 and switch_ms >= 0 are required",
+                ));
+            }
+            Ok(Some(JobLevelModel::Gang(GangParams {
+                rows,
+                quantum: ms(q),
+                switch: ms(c),
+                placement,
+                seed,
+            })))
+        }
+        "timeshare" => {
+            spec.expect_only(&["scheme", "mpl", "intensity", "table"])?;
+            let scheme: String = spec.get("scheme", "hybrid".to_string())?;
+            let mpl: u32 = spec.get("mpl", 3)?;
+            let intensity: String = spec.get("intensity", "medium".to_string())?;
+            if !CLASSES.contains(&intensity.as_str()) {
+                return Err(bad(
+                    &spec,
+                    &format!("intensity must be one of {}", CLASSES.join(", ")),
+                ));
+            }
+            let owned;
+            let table: &InterferenceTable = match spec.params.get("table") {
+                Some(path) => {
+                    let text = std::fs::read_to_string(path)
+                        .map_err(|e| Error::Invalid(format!("{path}: {e}")))?;
+                    owned = interference::parse(&text, path).map_err(Error::Invalid)?;
+                    &owned
+                }
+                None => interference::default_table().map_err(Error::Invalid)?,
+            };
+            let eff = table
+                .efficiency(&scheme, &intensity)
+                .map_err(Error::Invalid)?;
+            if eff.len() < mpl as usize {
+                return Err(bad(
+                    &spec,
+                    &format!("the table covers MPL up to {}", eff.len()),
+                ));
+            }
+            Ok(Some(JobLevelModel::Timeshare(TimeshareParams {
+                mpl,
+                placement,
+                seed,
+                efficiency: vec![eff.to_vec()],
+                class_of: Vec::new(),
+                name: format!("timeshare[scheme={scheme},mpl={mpl},intensity={intensity}]"),
+            })))
+        }
+        _ => Ok(None),
+    }
+}
+
+fn bad(spec: &PolicySpec, msg: &str) -> Error {
+    Error::from(RegistryError::BadValue {
+        policy: spec.name.clone(),
+        param: "(parameters)".into(),
+        value: format!("{:?}", spec.params),
+        msg: msg.into(),
+    })
+}
+
+/// Runs a workload under a job-level time-sharing model.
+pub fn run_model(
+    workload: &Workload,
+    platform: &Platform,
+    model: &JobLevelModel,
+    bsld_threshold_s: f64,
+) -> Result<RunResult, Error> {
+    if !(bsld_threshold_s.is_finite() && bsld_threshold_s > 0.0) {
+        return Err(Error::Invalid(format!(
+            "bounded slowdown threshold must be > 0, got {bsld_threshold_s}"
+        )));
+    }
+    let t1 = Instant::now();
+    let (out, busy) = match model {
+        JobLevelModel::Gang(p) => simulate_gang(workload, platform, p)?,
+        JobLevelModel::Timeshare(p) => simulate_timeshare(workload, platform, p)?,
+    };
+    let simulate_s = t1.elapsed().as_secs_f64();
+    let t2 = Instant::now();
+    let (table, summary) = summarize_busy(workload, platform, &out, bsld_threshold_s, Some(&busy));
+    Ok(RunResult {
+        timeline: Vec::new(),
+        table,
+        summary,
+        platform: platform.clone(),
+        warnings: workload.warnings.clone(),
+        timings: Timings {
+            parse_s: 0.0,
+            simulate_s,
+            metrics_s: t2.elapsed().as_secs_f64(),
+        },
+    })
+}

@@ -1,0 +1,152 @@
+"""Fitting the job-level interference model from process-level runs (``cosched calibrate``).
+
+For every node-level scheme and communication-intensity class (seed 000 Table 1's classes, each
+stood for by one application), ``k = 1, 2, 3`` identical 16-process copies are started together on
+the 16 ``choi2004`` nodes (MPL 3) and ``e_k = k x T_1 / T_k`` is measured (``T_k``: mean execution
+time of the copies). The table is then validated on a held-out job mix: the mix runs at process
+level, and at job level with each job's dedicated run time and its application's class; the
+relative error of the mean execution time is the scheme's ``fit_error``.
+
+Output: the table file (docs/formats/interference.md), read by ``timeshare[...]`` job-level runs.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from . import _core
+from .experiments.runner import RunSpec, run_specs
+from .output import git_commit, write_atomic
+
+#: Application standing for each intensity class (seed 000 Table 1).
+REPRESENTATIVES = {"very-low": "EP", "low": "LU", "medium": "MG", "high": "CG"}
+_TABLE1_CLASS = {"Very low": "very-low", "Low": "low", "Medium": "medium", "High": "high"}
+PLATFORM = "choi2004"
+NODES = 16
+MPL = 3
+
+
+@dataclass(frozen=True)
+class Settings:
+    schemes: tuple[str, ...]
+    problem_class: str = "B"
+    mix_jobs: int = 16
+    mix_classes: str = "AB"
+    mix_interarrival_s: float = 30.0
+    mix_seed: int = 7
+
+
+def _config(jobs: list[dict[str, Any]], scheme: str, memory_aware: bool) -> dict[str, Any]:
+    return {"fidelity": "process", "seed": 1, "node_platform": {"preset": PLATFORM}, "workload": {"jobs": jobs},
+            "scheduler": {"policy": "fcfs", "node_policy": scheme, "mpl": MPL, "placement": "packing",
+                          "memory_aware": memory_aware}}
+
+
+def _classes_of_apps() -> dict[str, str]:
+    return {a["name"]: _TABLE1_CLASS.get(a.get("intensity") or "", "medium") for a in json.loads(_core.apps())}
+
+
+def _mix(st: Settings) -> list[dict[str, Any]]:
+    apps = ["CG", "IS", "SP", "MG", "BT", "LU", "EP"]
+    return json.loads(_core.nas_mix(st.mix_jobs, apps, st.mix_classes, st.mix_interarrival_s, 900.0, st.mix_seed))
+
+
+def specs(st: Settings) -> list[RunSpec]:
+    out = []
+    for scheme in st.schemes:
+        for cls, app in REPRESENTATIVES.items():
+            for k in range(1, MPL + 1):
+                jobs = [{"app": app, "class": st.problem_class, "procs": NODES, "submit_s": 0.0}] * k
+                out.append(RunSpec(f"fit-{scheme}-{cls}-k{k}", {"part": "fit", "scheme": scheme, "intensity": cls,
+                                                                 "k": k}, _config(jobs, scheme, False)))
+        out.append(RunSpec(f"mix-{scheme}", {"part": "mix", "scheme": scheme}, _config(_mix(st), scheme, True)))
+    # Dedicated runs of every distinct job of the mix (the job-level model's run times), per scheme.
+    seen = set()
+    for j in _mix(st):
+        key = (j["app"], j["class"], j["procs"])
+        if key in seen:
+            continue
+        seen.add(key)
+        for scheme in st.schemes:
+            one = [{**j, "submit_s": 0.0}]
+            out.append(RunSpec(f"ded-{scheme}-{j['app']}-{j['class']}-{j['procs']}",
+                               {"part": "dedicated", "scheme": scheme, "app": j["app"], "class": j["class"],
+                                "size": j["procs"]}, _config(one, scheme, False)))
+    return out
+
+
+def fit(root: Path, st: Settings, *, workers: int, progress: Callable[[str, int], Any] | None = None,
+        advance: Callable[[], Any] | None = None) -> dict[str, Any]:
+    """Runs (or reuses, under ``root/runs``) the calibration runs and returns the table document."""
+    all_specs = specs(st)
+    g = run_specs(all_specs, root, workers=workers, command="cosched calibrate", progress=progress, advance=advance)
+    runs = g.runs
+    efficiency: dict[str, dict[str, list[float]]] = {}
+    for scheme in st.schemes:
+        efficiency[scheme] = {}
+        for cls in REPRESENTATIVES:
+            t = {int(r["k"]): float(r["mean_execution_s"]) for _, r in runs[(runs["part"] == "fit") & (
+                runs["scheme"] == scheme) & (runs["intensity"] == cls)].iterrows()}
+            efficiency[scheme][cls] = [round(min(float(k), k * t[1] / t[k]), 6) for k in range(1, MPL + 1)]
+    fit_error = {scheme: round(_validate(runs, g.jobs, st, scheme, efficiency[scheme]), 6) for scheme in st.schemes}
+    return {
+        "format_version": 1,
+        "platform": PLATFORM,
+        "method": (f"k = 1..{MPL} identical {NODES}-process class {st.problem_class} copies started together, "
+                   f"MPL {MPL}, PACKING; e_k = k T_1 / T_k (capped at k). Validation: {st.mix_jobs} jobs of the "
+                   f"seed 000 mix (classes {st.mix_classes}, mean inter-arrival {st.mix_interarrival_s:g} s, "
+                   f"seed {st.mix_seed}), memory-aware, relative error of the mean execution time."),
+        "representatives": dict(REPRESENTATIVES),
+        "efficiency": efficiency,
+        "fit_error": fit_error,
+        "provenance": {"version": _core.__version__, "git_commit": git_commit()},
+    }
+
+
+def _validate(runs: pd.DataFrame, jobs: pd.DataFrame, st: Settings, scheme: str, eff: dict[str, list[float]]) -> float:
+    mix = _mix(st)
+    classes = _classes_of_apps()
+    order = list(REPRESENTATIVES)
+    ded = runs[(runs["part"] == "dedicated") & (runs["scheme"] == scheme)]
+    runtime = {(r["app"], r["class"], int(r["size"])): float(r["mean_execution_s"]) for _, r in ded.iterrows()}
+    mix_sorted = sorted(mix, key=lambda j: j["submit_s"])
+    res = _core.run_timeshare_jobs(
+        [j["submit_s"] for j in mix_sorted], [runtime[(j["app"], j["class"], j["procs"])] for j in mix_sorted],
+        [j["procs"] for j in mix_sorted], [order.index(classes[j["app"]]) for j in mix_sorted],
+        [eff[c] for c in order], nodes=NODES, mpl=MPL)
+    predicted = json.loads(res.summary_json())["mean_execution_s"]
+    measured = float(runs[(runs["part"] == "mix") & (runs["scheme"] == scheme)]["mean_execution_s"].iloc[0])
+    return abs(predicted - measured) / measured
+
+
+def registered_node_schemes() -> list[str]:
+    return [p["name"] for p in json.loads(_core.policies()) if p["level"] == "node"]
+
+
+def write_table(doc: dict[str, Any], out: Path) -> Path:
+    text = json.dumps(doc, indent=2, sort_keys=True) + "\n"
+    return write_atomic(out.parent, {out.name: lambda p: p.write_text(text, encoding="utf-8")})[0]
+
+
+def table_frame(doc: dict[str, Any]) -> pd.DataFrame:
+    rows = []
+    for scheme, by_class in doc["efficiency"].items():
+        for cls, v in by_class.items():
+            rows.append({"scheme": scheme, "intensity": cls, **{f"e{k + 1}": x for k, x in enumerate(v)},
+                         "fit_error": doc["fit_error"].get(scheme)})
+    return pd.DataFrame(rows)
+
+
+def schemes_arg(given: Sequence[str] | None) -> tuple[str, ...]:
+    valid = registered_node_schemes()
+    chosen = list(given) if given else valid
+    bad = [s for s in chosen if s not in valid]
+    if bad:
+        raise ValueError(f"unknown node scheme(s) {bad}; valid: {', '.join(valid)}")
+    return tuple(chosen)
