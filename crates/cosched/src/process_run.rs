@@ -27,6 +27,7 @@ pub fn jobs_of(cfg: &RunConfig, origin: &str) -> Result<Vec<ProcJob>, Error> {
         jobs.push(ProcJob {
             program,
             submit: SimTime::from_secs_f64(j.submit_s),
+            background: j.background,
         });
     }
     jobs.sort_by_key(|j| j.submit);
@@ -177,6 +178,7 @@ pub fn nas_mix(
             class: class.to_string(),
             procs,
             submit_s: t,
+            background: false,
         });
         let u: f64 = rng.gen::<f64>();
         t += -mean_interarrival_s * (1.0 - u).ln();
@@ -213,6 +215,7 @@ pub fn bench_process_level(seed: u64) -> Result<ProcessBench, Error> {
         jobs.push(ProcJob {
             program,
             submit: SimTime::from_secs_f64(j.submit_s),
+            background: false,
         });
     }
     let make = || cosched_policies::build_node("nls").expect("registered");
