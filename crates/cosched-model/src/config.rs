@@ -567,4 +567,16 @@ mpl = 3
         );
         assert_eq!(e.matches("line").count(), 1, "{e}");
     }
+
+    #[test]
+    fn process_jobs_may_be_background() {
+        let text = PROCESS.replace(
+            "submit_s = 5 }]",
+            "submit_s = 5 }, { app = \"cpu-load\", procs = 1, background = true }]",
+        );
+        let c = RunConfig::from_str_with(&text, "p.toml", None).unwrap();
+        let bg: Vec<bool> = c.workload.jobs.iter().map(|j| j.background).collect();
+        assert_eq!(bg, vec![false, false, true]);
+        assert_eq!(c.workload.jobs[2].class, "-");
+    }
 }

@@ -70,11 +70,13 @@ pub fn run_process_config(cfg: &RunConfig) -> Result<RunResult, Error> {
     let mut first_pid = 0usize;
     for (k, (job, rec)) in jobs.iter().zip(&out.jobs).enumerate() {
         let size = job.program.size() as usize;
-        job_cpu_s[k] = out.proc_cpu_ns[first_pid..first_pid + size]
+        // A background job that never started (the foreground ended first) has no processes.
+        let ran = if rec.nodes.is_empty() { 0 } else { size };
+        job_cpu_s[k] = out.proc_cpu_ns[first_pid..first_pid + ran]
             .iter()
             .sum::<i64>() as f64
             / 1e9;
-        first_pid += size;
+        first_pid += ran;
         let exec = rec.end - rec.start;
         specs.push(JobSpec {
             source_id: k as i64,
@@ -96,7 +98,7 @@ pub fn run_process_config(cfg: &RunConfig) -> Result<RunResult, Error> {
             end: Some(rec.end),
             status: JobStatus::Completed,
             alloc,
-            nodes: size as u32,
+            nodes: rec.nodes.len() as u32,
         });
     }
     let workload = Workload {

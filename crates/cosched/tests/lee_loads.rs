@@ -296,3 +296,31 @@ fn a_memory_load_larger_than_free_memory_pages() {
     assert!(out.counters.page_ins > 0, "{:?}", out.counters);
     assert_eq!(out.jobs[0].end, out.jobs[1].end);
 }
+
+#[test]
+fn a_configuration_runs_background_loads_until_its_jobs_end() {
+    let text = r#"
+fidelity = "process"
+[node_platform]
+preset = "ghanesh"
+[workload]
+jobs = [
+  { app = "cpu-load", procs = 1, background = true },
+  { app = "cpu-load", procs = 1, background = true },
+  { app = "EP", class = "A", procs = 4 },
+  { app = "mem-load[mb=100]", procs = 1, submit_s = 1000, background = true },
+]
+[scheduler]
+node_policy = "block"
+mpl = 3
+"#;
+    let cfg = cosched::model::RunConfig::from_str_with(text, "bg.toml", None).unwrap();
+    let r = cosched::run_config(&cfg).unwrap();
+    let t = &r.table;
+    assert_eq!(t.end_s.len(), 4);
+    let ep_end = t.end_s[2];
+    // The loads ran from 0 until EP ended; the late memory load never started.
+    assert_eq!((t.start_s[0], t.end_s[0]), (0.0, ep_end));
+    assert_eq!((t.start_s[1], t.end_s[1]), (0.0, ep_end));
+    assert_eq!((t.start_s[3], t.end_s[3]), (ep_end, ep_end));
+}
