@@ -324,3 +324,14 @@ mpl = 3
     assert_eq!((t.start_s[1], t.end_s[1]), (0.0, ep_end));
     assert_eq!((t.start_s[3], t.end_s[3]), (ep_end, ep_end));
 }
+
+#[test]
+fn eight_loads_after_a_4_process_job_land_two_per_node() {
+    // The placement docs/formats/config.md describes for seed 002's "1 application
+    // and 2 load threads per node": PACKING fills the lowest node below the MPL.
+    let mut jobs = vec![fg(cg_a4())];
+    jobs.extend((0..8).map(|_| bg(apps::build("cpu-load", '-', 1).unwrap())));
+    let out = ghanesh_run(&jobs);
+    let nodes: Vec<u32> = out.jobs[1..].iter().map(|j| j.nodes[0]).collect();
+    assert_eq!(nodes, vec![0, 0, 1, 1, 2, 2, 3, 3]);
+}
