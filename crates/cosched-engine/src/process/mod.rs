@@ -38,6 +38,8 @@
 //! be: the CPU work it had left is counted as abandoned, its unconsumed and
 //! in-flight messages as dropped, its memory is returned) and the run ends; a
 //! background job that never started gets an empty record at that instant.
+//! Background jobs take admission slots like the others: one that holds the slots
+//! a foreground job needs keeps it out until the time limit stops the run.
 //!
 //! Admission: jobs wait in FCFS order; a job of P processes gets P distinct nodes
 //! each holding fewer than `mpl` processes (PACKING: the first run of consecutive

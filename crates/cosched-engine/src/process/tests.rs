@@ -672,6 +672,61 @@ mod properties {
             prop_assert_eq!(&again.jobs, &out.jobs);
             prop_assert_eq!(&again.counters, &out.counters);
         }
+
+        /// The same random programs, some of them endless background jobs: the
+        /// invariants hold with background processes stopped anywhere (mid-burst,
+        /// paging, in I/O, with messages in flight), every background job ends when
+        /// the last foreground job does, and runs are deterministic.
+        #[test]
+        fn background_jobs_stop_anywhere_and_keep_the_invariants(
+            jobs in proptest::collection::vec((1u32..=4, proptest::collection::vec(phase(), 1..5), 1u32..4, 0i64..50, 0u32..600, any::<bool>()), 1..5),
+            os in 0u8..4,
+            wait in 0u8..3,
+            cpus in 1u32..=2,
+        ) {
+            prop_assume!(jobs.iter().any(|j| !j.5));
+            let mut plat = platform(4, os_model(os));
+            plat.cpus_per_node = cpus;
+            plat.context_switch_us = 5.0;
+            let mut pj: Vec<ProcJob> = jobs.iter().map(|(p, phases, reps, at, mb, background)| ProcJob {
+                program: Program {
+                    memory_mb: *mb as f64,
+                    ..if *background {
+                        // Endless, with CPU time in every iteration (an endless loop of
+                        // zero-time operations would never let time advance).
+                        let mut ph = vec![Phase::Compute(1_000_000)];
+                        ph.extend(phases.iter().cloned());
+                        program(*p, &ph, u32::MAX)
+                    } else {
+                        program(*p, phases, *reps)
+                    }
+                },
+                submit: SimTime::from_ms(*at),
+                background: *background,
+            }).collect();
+            pj.sort_by_key(|j| j.submit);
+            let make: Box<dyn Fn() -> Box<dyn NodePolicy>> = match wait {
+                0 => Box::new(|| Box::new(Spin) as Box<dyn NodePolicy>),
+                1 => Box::new(|| Box::new(Block) as Box<dyn NodePolicy>),
+                _ => Box::new(|| Box::new(SpinBlock(SimTime::from_us(300))) as Box<dyn NodePolicy>),
+            };
+            // Every job is admitted at once (an endless background job holding the
+            // last slot would keep a foreground job out until the time limit).
+            let opts = ProcOptions { mpl: pj.len() as u32, record_timeline: true, ..Default::default() };
+            let out = simulate_processes(&plat, &pj, make.as_ref(), &opts).expect("completes with valid invariants");
+            check_timeline(&out);
+            let last = pj.iter().zip(&out.jobs).filter(|(j, _)| !j.background).map(|(_, r)| r.end).max().unwrap();
+            prop_assert_eq!(out.end, last);
+            for (j, r) in pj.iter().zip(&out.jobs) {
+                if j.background {
+                    prop_assert_eq!(r.end, last, "a background job ends with the foreground");
+                    prop_assert!(r.start <= last);
+                }
+            }
+            let again = simulate_processes(&plat, &pj, make.as_ref(), &opts).unwrap();
+            prop_assert_eq!(&again.jobs, &out.jobs);
+            prop_assert_eq!(&again.counters, &out.counters);
+        }
     }
 }
 
