@@ -104,6 +104,10 @@ pub struct AppJob {
     /// Submission time, seconds.
     #[serde(default)]
     pub submit_s: f64,
+    /// A background job (a competing load such as `cpu-load`): the run ends when
+    /// every foreground job has finished, and background processes are stopped then.
+    #[serde(default)]
+    pub background: bool,
 }
 
 fn default_class() -> String {
@@ -562,5 +566,17 @@ mpl = 3
             "{e}"
         );
         assert_eq!(e.matches("line").count(), 1, "{e}");
+    }
+
+    #[test]
+    fn process_jobs_may_be_background() {
+        let text = PROCESS.replace(
+            "submit_s = 5 }]",
+            "submit_s = 5 }, { app = \"cpu-load\", procs = 1, background = true }]",
+        );
+        let c = RunConfig::from_str_with(&text, "p.toml", None).unwrap();
+        let bg: Vec<bool> = c.workload.jobs.iter().map(|j| j.background).collect();
+        assert_eq!(bg, vec![false, false, true]);
+        assert_eq!(c.workload.jobs[2].class, "-");
     }
 }

@@ -20,6 +20,17 @@
 //! - [`Op::Io`]: a disk burst: the process blocks for this long without using a CPU.
 //! - [`Op::Loop`]: repeats the next `len` operations `count` times (kept compact so
 //!   long runs do not need long lists).
+//! - [`Op::LoopUntil`]: repeats the next `len` operations until a message tagged
+//!   `stop_tag` is received: inside the body every `Recv { from, tag }` also
+//!   accepts a message tagged `stop_tag` from the same sender(s); consuming one
+//!   (paying the receive overhead like any message) leaves the loop at once, skipping
+//!   the rest of the body. This is the one data-dependent construct of the IR: it lets
+//!   a worker take a number of work units that depends on the run (seed 003's Workpile).
+//!   A `Reply` after such a receive answers its sender as usual.
+//! - [`Op::Burst`]: a compute burst whose length is drawn, when the process reaches
+//!   it, from an Erlang-`k` distribution of mean `mean_ns` (the sum of `k` exponential
+//!   phases of mean `mean_ns / k`), on the process's own seeded stream: the same run
+//!   seed gives the same draws (seed 003's I/O-bound job).
 //!
 //! Collectives are decomposed into point-to-point rounds with the usual algorithms
 //! ([`Builder::barrier`], [`Builder::allreduce`], [`Builder::alltoall`], [`Builder::bcast`]).
@@ -52,6 +63,8 @@ pub enum Op {
     CollEnd(Collective),
     Io { ns: i64 },
     Loop { count: u32, len: u32 },
+    LoopUntil { stop_tag: u32, len: u32 },
+    Burst { mean_ns: i64, k: u32 },
 }
 
 /// A parallel program: one operation list per rank, plus its memory footprint.
@@ -299,7 +312,9 @@ impl Builder {
     }
 }
 
-/// Total compute time of a rank's operations, loops counted with their repetitions.
+/// Total compute time of a rank's operations, loops counted with their repetitions;
+/// the body of a [`Op::LoopUntil`] counted once and a [`Op::Burst`] at its mean (the
+/// run decides both: see [`static_compute_ns`]).
 pub fn compute_ns(ops: &[Op]) -> i64 {
     let mut total = 0i64;
     let mut i = 0;
@@ -309,7 +324,7 @@ pub fn compute_ns(ops: &[Op]) -> i64 {
                 total += count as i64 * compute_ns(&ops[i + 1..i + 1 + len as usize]);
                 i += 1 + len as usize;
             }
-            Op::Compute { ns } => {
+            Op::Compute { ns } | Op::Burst { mean_ns: ns, .. } => {
                 total += ns.max(0);
                 i += 1;
             }
@@ -319,7 +334,16 @@ pub fn compute_ns(ops: &[Op]) -> i64 {
     total
 }
 
-/// Expands loops: the flat operation sequence a rank executes (for tests and small programs).
+/// The compute time a rank will ask for whatever happens during the run, or `None`
+/// when the run decides it (a [`Op::LoopUntil`] or a drawn [`Op::Burst`]).
+pub fn static_compute_ns(ops: &[Op]) -> Option<i64> {
+    ops.iter()
+        .all(|op| !matches!(op, Op::LoopUntil { .. } | Op::Burst { .. }))
+        .then(|| compute_ns(ops))
+}
+
+/// Expands loops: the flat operation sequence a rank executes (for tests and small
+/// programs). The body of a [`Op::LoopUntil`] appears once, after its marker.
 pub fn flatten(ops: &[Op]) -> Vec<Op> {
     let mut out = Vec::new();
     let mut i = 0;

@@ -43,6 +43,7 @@ fn main() {
             ProcJob {
                 program: b.build("bsp", 10.0),
                 submit: SimTime::from_secs(i as i64 / 2),
+                background: false,
             }
         })
         .collect();

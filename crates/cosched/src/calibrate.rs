@@ -118,6 +118,7 @@ pub fn dedicated(program: Program) -> Result<DedicatedRun, CalibrateError> {
     let jobs = [ProcJob {
         program,
         submit: SimTime::ZERO,
+        background: false,
     }];
     let make = || crate::policies::build_node(POLICY).expect("checked above");
     let out = simulate_processes(

@@ -27,6 +27,7 @@ pub fn jobs_of(cfg: &RunConfig, origin: &str) -> Result<Vec<ProcJob>, Error> {
         jobs.push(ProcJob {
             program,
             submit: SimTime::from_secs_f64(j.submit_s),
+            background: j.background,
         });
     }
     jobs.sort_by_key(|j| j.submit);
@@ -76,11 +77,13 @@ pub fn run_process_config_recording(cfg: &RunConfig, timeline: bool) -> Result<R
     let mut first_pid = 0usize;
     for (k, (job, rec)) in jobs.iter().zip(&out.jobs).enumerate() {
         let size = job.program.size() as usize;
-        job_cpu_s[k] = out.proc_cpu_ns[first_pid..first_pid + size]
+        // A background job that never started (the foreground ended first) has no processes.
+        let ran = if rec.nodes.is_empty() { 0 } else { size };
+        job_cpu_s[k] = out.proc_cpu_ns[first_pid..first_pid + ran]
             .iter()
             .sum::<i64>() as f64
             / 1e9;
-        first_pid += size;
+        first_pid += ran;
         let exec = rec.end - rec.start;
         specs.push(JobSpec {
             source_id: k as i64,
@@ -102,7 +105,7 @@ pub fn run_process_config_recording(cfg: &RunConfig, timeline: bool) -> Result<R
             end: Some(rec.end),
             status: JobStatus::Completed,
             alloc,
-            nodes: size as u32,
+            nodes: rec.nodes.len() as u32,
         });
     }
     let workload = Workload {
@@ -215,6 +218,7 @@ pub fn nas_mix(
             class: class.to_string(),
             procs,
             submit_s: t,
+            background: false,
         });
         let u: f64 = rng.gen::<f64>();
         t += -mean_interarrival_s * (1.0 - u).ln();
@@ -251,6 +255,7 @@ pub fn bench_process_level(seed: u64) -> Result<ProcessBench, Error> {
         jobs.push(ProcJob {
             program,
             submit: SimTime::from_secs_f64(j.submit_s),
+            background: false,
         });
     }
     let make = || cosched_policies::build_node("nls").expect("registered");

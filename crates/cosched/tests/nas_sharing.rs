@@ -16,10 +16,12 @@ fn two_nas_jobs_never_beat_dedicated_under_spin_or_block() {
             ProcJob {
                 program: program.clone(),
                 submit: SimTime::ZERO,
+                background: false,
             },
             ProcJob {
                 program,
                 submit: SimTime::ZERO,
+                background: false,
             },
         ];
         let nls = || cosched::policies::build_node("nls").unwrap();

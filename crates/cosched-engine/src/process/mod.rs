@@ -32,6 +32,15 @@
 //! like an interrupt. With `memory_aware` admission a job is placed only on nodes
 //! whose processes' footprints leave room for it, so no paging happens.
 //!
+//! Background jobs ([`ProcJob::background`], e.g. seed 002's competing loads) run
+//! like the others but do not keep the run going: when the last foreground job
+//! ends, the engine stops every background process where it is (mid-burst if need
+//! be: the CPU work it had left is counted as abandoned, its unconsumed and
+//! in-flight messages as dropped, its memory is returned) and the run ends; a
+//! background job that never started gets an empty record at that instant.
+//! Background jobs take admission slots like the others: one that holds the slots
+//! a foreground job needs keeps it out until the time limit stops the run.
+//!
 //! Admission: jobs wait in FCFS order; a job of P processes gets P distinct nodes
 //! each holding fewer than `mpl` processes (PACKING: the first run of consecutive
 //! eligible nodes, else the lowest-numbered; NO PACKING: eligible nodes drawn at
@@ -56,6 +65,29 @@ use thiserror::Error;
 pub struct ProcJob {
     pub program: Program,
     pub submit: SimTime,
+    /// A background job (a competing load): stopped by the engine when every
+    /// foreground job has finished; it never keeps the run going.
+    pub background: bool,
+}
+
+impl ProcJob {
+    /// A foreground job.
+    pub fn new(program: Program, submit: SimTime) -> Self {
+        Self {
+            program,
+            submit,
+            background: false,
+        }
+    }
+
+    /// A background job (see [`ProcJob::background`]).
+    pub fn background(program: Program, submit: SimTime) -> Self {
+        Self {
+            program,
+            submit,
+            background: true,
+        }
+    }
 }
 
 /// Options of a process-level run.
@@ -158,7 +190,9 @@ pub struct ProcOutput {
     /// CPU time of each process (indexed by pid; pids are given in job then rank order).
     pub proc_cpu_ns: Vec<i64>,
     pub proc_spin_ns: Vec<i64>,
-    /// When each process finished its program.
+    /// Compute time each process asked for (after noise and drawn bursts).
+    pub proc_compute_ns: Vec<i64>,
+    /// When each process finished its program (or was stopped, for a background process).
     pub proc_end: Vec<SimTime>,
     /// The per-node timeline, when [`ProcOptions::record_timeline`] is set.
     pub timeline: Vec<Segment>,
@@ -207,7 +241,16 @@ enum PState {
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Cond {
-    Msg { from: Option<Rank>, tag: u32 },
+    Msg {
+        from: Option<Rank>,
+        tag: u32,
+    },
+    /// A receive inside a [`Op::LoopUntil`]: a message tagged `tag` or `stop`.
+    MsgOr {
+        from: Option<Rank>,
+        tag: u32,
+        stop: u32,
+    },
     Ack,
     Completion,
     Io,
@@ -244,6 +287,15 @@ struct Proc<'a> {
     pc: usize,
     /// Active loops: (body start, body end, iterations left after this one).
     loops: Vec<(usize, usize, u32)>,
+    /// Active [`Op::LoopUntil`]s: (index in `loops`, stop tag); their `loops`
+    /// entries never count down.
+    untils: Vec<(usize, u32)>,
+    /// Compute time asked for so far (after noise and drawn bursts).
+    compute_ns: i64,
+    /// The stream of [`Op::Burst`] draws, created at the first one.
+    bursts: Option<RngStream>,
+    /// Messages sent to this process and not yet arrived.
+    in_flight: u32,
     state: PState,
     cpu_left: i64,
     after: After,
@@ -270,6 +322,16 @@ struct Proc<'a> {
     last_ran: SimTime,
     /// Compute noise: the process's stream and the log-normal sigma.
     noise: Option<(RngStream, f64)>,
+}
+
+/// An Erlang-`k` draw of mean `mean_ns` (the sum of `k` exponential phases of mean
+/// `mean_ns / k`), rounded to the nanosecond.
+fn erlang(mean_ns: i64, k: u32, rng: &mut RngStream) -> i64 {
+    use rand::Rng;
+    let k = k.max(1);
+    let phase = mean_ns.max(0) as f64 / k as f64;
+    let sum: f64 = (0..k).map(|_| -(1.0 - rng.gen::<f64>()).ln() * phase).sum();
+    sum.round() as i64
 }
 
 /// A compute burst of `ns` scaled by a log-normal factor of mean 1 and log-sigma
@@ -361,6 +423,14 @@ struct Sim<'a> {
     pending: std::collections::VecDeque<usize>,
     jobs_done: usize,
     counters: ProcCounters,
+    /// Foreground jobs not finished yet; the run ends when none is left.
+    fg_left: usize,
+    /// CPU work stopped background processes still had to do, ns.
+    abandoned_ns: i64,
+    /// Send overheads charged to stopped background processes whose message never left, ns.
+    unsent_ns: i64,
+    /// Messages to stopped background processes, never consumed.
+    dropped: u64,
     rng: RngStream,
     streams: RngStreams,
     actions: Vec<NodeAction>,
@@ -459,6 +529,10 @@ pub fn simulate_processes(
         pending: Default::default(),
         jobs_done: 0,
         counters: ProcCounters::default(),
+        fg_left: jobs.iter().filter(|j| !j.background).count(),
+        abandoned_ns: 0,
+        unsent_ns: 0,
+        dropped: 0,
         rng: RngStreams::new(opts.seed).stream("placement"),
         streams: RngStreams::new(opts.seed),
         actions: Vec::new(),
@@ -476,6 +550,15 @@ pub fn simulate_processes(
             .expect("submit >= 0");
     }
     sim.run()?;
+    // Background jobs that never started (every foreground job ended first).
+    let end = sim.q.now();
+    for r in sim.records.iter_mut().filter(|r| r.is_none()) {
+        *r = Some(ProcJobRecord {
+            start: end,
+            end,
+            nodes: Vec::new(),
+        });
+    }
     sim.check_invariants()?;
     let node_busy_ns = sim
         .nodes
@@ -492,6 +575,7 @@ pub fn simulate_processes(
         node_busy_ns,
         proc_cpu_ns: sim.procs.iter().map(|p| p.cpu_ns).collect(),
         proc_spin_ns: sim.procs.iter().map(|p| p.spin_ns).collect(),
+        proc_compute_ns: sim.procs.iter().map(|p| p.compute_ns).collect(),
         proc_end: sim.procs.iter().map(|p| p.end).collect(),
         timeline: sim.timeline.unwrap_or_default(),
         end: sim.q.now(),
@@ -500,7 +584,7 @@ pub fn simulate_processes(
 
 impl<'a> Sim<'a> {
     fn run(&mut self) -> Result<(), ProcError> {
-        while self.jobs_done < self.jobs.len() {
+        while self.fg_left > 0 {
             let Some(ev) = self.q.pop() else {
                 return Err(self.deadlock());
             };
@@ -512,7 +596,7 @@ impl<'a> Sim<'a> {
                 };
                 return Err(ProcError::TimeLimit {
                     limit: self.opts.time_limit,
-                    unfinished: self.jobs.len() - self.jobs_done,
+                    unfinished: self.fg_left,
                     first,
                 });
             }
@@ -527,6 +611,7 @@ impl<'a> Sim<'a> {
                     }
                 }
                 Ev::Msg { to, from, tag } => {
+                    self.procs[to as usize].in_flight -= 1;
                     self.procs[to as usize].mailbox.push((from, tag));
                     let node = self.procs[to as usize].node;
                     let running = matches!(self.procs[to as usize].state, PState::Running(_));
@@ -574,17 +659,35 @@ impl<'a> Sim<'a> {
     fn check_invariants(&self) -> Result<(), ProcError> {
         let bad = |m: String| Err(ProcError::Invariant(m));
         let c = &self.counters;
-        if self.jobs.iter().all(|j| j.program.noise_cv == 0.0) {
-            let programs: i64 = self
-                .jobs
+        let asked: i64 = self.procs.iter().map(|p| p.compute_ns).sum();
+        if asked != c.compute_ns {
+            return bad(format!(
+                "processes asked for {asked} ns of compute, the counter says {} ns",
+                c.compute_ns
+            ));
+        }
+        // Every foreground job without noise asked for exactly its program's compute
+        // (when the program fixes it: no LoopUntil, no drawn burst).
+        for (j, job) in self.jobs.iter().enumerate() {
+            if job.background || job.program.noise_cv != 0.0 {
+                continue;
+            }
+            let program: Option<i64> = job
+                .program
+                .ranks
                 .iter()
-                .flat_map(|j| j.program.ranks.iter())
-                .map(|ops| cosched_model::program::compute_ns(ops))
+                .map(|ops| cosched_model::program::static_compute_ns(ops))
                 .sum();
-            if programs != c.compute_ns {
+            let Some(program) = program else { continue };
+            let run: i64 = self
+                .procs
+                .iter()
+                .filter(|p| p.job == j)
+                .map(|p| p.compute_ns)
+                .sum();
+            if run != program {
                 return bad(format!(
-                    "{} ns of compute run, the programs hold {programs} ns",
-                    c.compute_ns
+                    "job {j}: {run} ns of compute run, the program holds {program} ns"
                 ));
             }
         }
@@ -592,17 +695,18 @@ impl<'a> Sim<'a> {
         let expected = compute
             + c.messages as i64 * self.send_ns
             + c.consumed as i64 * self.recv_ns
-            + c.interrupts as i64 * self.interrupt_ns;
-        if c.useful_ns != expected {
+            + c.interrupts as i64 * self.interrupt_ns
+            + self.unsent_ns;
+        if c.useful_ns + self.abandoned_ns != expected {
             return bad(format!(
-                "useful CPU time {} ns, expected {} ns (compute + overheads)",
-                c.useful_ns, expected
+                "useful CPU time {} ns + {} ns abandoned by stopped background processes, expected {} ns (compute + overheads)",
+                c.useful_ns, self.abandoned_ns, expected
             ));
         }
-        if c.consumed != c.messages {
+        if c.consumed + self.dropped != c.messages {
             return bad(format!(
-                "{} messages sent, {} consumed",
-                c.messages, c.consumed
+                "{} messages sent, {} consumed, {} dropped at stopped background processes",
+                c.messages, c.consumed, self.dropped
             ));
         }
         if let Some(p) = self
@@ -750,6 +854,10 @@ impl<'a> Sim<'a> {
                 ops: &self.jobs[j].program.ranks[rank],
                 pc: 0,
                 loops: Vec::new(),
+                untils: Vec::new(),
+                compute_ns: 0,
+                bursts: None,
+                in_flight: 0,
                 state: PState::Ready,
                 cpu_left: 0,
                 after: After::Next,
@@ -827,7 +935,57 @@ impl<'a> Sim<'a> {
         if self.ranks_left[j] == 0 {
             self.records[j].as_mut().expect("started").end = now;
             self.jobs_done += 1;
+            if !self.jobs[j].background {
+                self.fg_left -= 1;
+                if self.fg_left == 0 {
+                    self.stop_background(now);
+                    return;
+                }
+            }
             self.admit(now);
+        }
+    }
+
+    /// Every foreground job has finished: background jobs waiting for admission are
+    /// dropped and every running background process is stopped where it is.
+    fn stop_background(&mut self, now: SimTime) {
+        self.pending.clear();
+        // Only background processes are left: no page-in starts any more.
+        for n in &mut self.nodes {
+            n.page_queue.clear();
+        }
+        for pid in 0..self.procs.len() as Pid {
+            let p = &self.procs[pid as usize];
+            if p.state == PState::Done {
+                continue;
+            }
+            debug_assert!(
+                self.jobs[p.job].background,
+                "only background processes are left"
+            );
+            let node = p.node;
+            match p.state {
+                PState::Running(cpu) => {
+                    self.account(node, cpu, now);
+                    self.release_cpu(node, cpu, pid, Stop::Blocked, now);
+                }
+                PState::Ready => self.nodes[node as usize].sched.remove(pid, now),
+                PState::Blocked | PState::Done => {}
+            }
+            let send_ns = self.send_ns;
+            let p = &mut self.procs[pid as usize];
+            self.abandoned_ns += p.cpu_left;
+            p.cpu_left = 0;
+            if matches!(p.after, After::Depart { .. }) {
+                self.unsent_ns += send_ns;
+            }
+            p.after = After::Next;
+            p.wait = None;
+            p.paging = false;
+            self.dropped += p.mailbox.len() as u64 + p.in_flight as u64;
+            p.mailbox.clear();
+            p.posted.clear();
+            self.finish_rank(pid, now);
         }
     }
 
@@ -1152,8 +1310,23 @@ impl<'a> Sim<'a> {
                         None => ns.max(0),
                     };
                     self.counters.compute_ns += ns;
+                    self.procs[pid as usize].compute_ns += ns;
                     if ns > 0 {
                         self.procs[pid as usize].cpu_left = ns;
+                        return;
+                    }
+                }
+                Op::Burst { mean_ns, k } => {
+                    let (job, rank) = (p.job, p.rank);
+                    let streams = &self.streams;
+                    let rng = p
+                        .bursts
+                        .get_or_insert_with(|| streams.stream(&format!("burst/{job}/{rank}")));
+                    let ns = erlang(mean_ns, k, rng);
+                    self.counters.compute_ns += ns;
+                    p.compute_ns += ns;
+                    if ns > 0 {
+                        p.cpu_left = ns;
                         return;
                     }
                 }
@@ -1183,7 +1356,10 @@ impl<'a> Sim<'a> {
                     }
                 }
                 Op::Recv { from, tag } => {
-                    let cond = Cond::Msg { from, tag };
+                    let cond = match p.untils.last() {
+                        Some(&(_, stop)) => Cond::MsgOr { from, tag, stop },
+                        None => Cond::Msg { from, tag },
+                    };
                     if self.satisfied(pid, cond) {
                         self.resume_after_wait(pid, cond);
                         if self.procs[pid as usize].cpu_left > 0 {
@@ -1230,7 +1406,9 @@ impl<'a> Sim<'a> {
                     self.block(pid, now);
                     return;
                 }
-                Op::Loop { .. } => unreachable!("next_op expands loops"),
+                Op::Loop { .. } | Op::LoopUntil { .. } => {
+                    unreachable!("next_op expands loops")
+                }
             }
         }
     }
@@ -1241,7 +1419,12 @@ impl<'a> Sim<'a> {
         loop {
             if let Some(&(start, end, left)) = p.loops.last() {
                 if p.pc == end {
-                    if left > 0 {
+                    if p.untils
+                        .last()
+                        .is_some_and(|&(d, _)| d + 1 == p.loops.len())
+                    {
+                        p.pc = start; // a LoopUntil repeats until its stop message
+                    } else if left > 0 {
                         p.loops.last_mut().expect("nonempty").2 -= 1;
                         p.pc = start;
                     } else {
@@ -1257,6 +1440,13 @@ impl<'a> Sim<'a> {
                     p.pc += len as usize;
                 } else {
                     p.loops.push((p.pc, p.pc + len as usize, count - 1));
+                }
+                continue;
+            }
+            if let Op::LoopUntil { stop_tag, len } = op {
+                if len > 0 {
+                    p.untils.push((p.loops.len(), stop_tag));
+                    p.loops.push((p.pc, p.pc + len as usize, 0));
                 }
                 continue;
             }
@@ -1287,6 +1477,7 @@ impl<'a> Sim<'a> {
         self.nodes[node].nic_free_at = sent;
         let arrival = sent + SimTime(self.latency_ns);
         self.counters.messages += 1;
+        self.procs[dest as usize].in_flight += 1;
         self.q
             .schedule(
                 arrival,
@@ -1322,6 +1513,10 @@ impl<'a> Sim<'a> {
         let p = &self.procs[pid as usize];
         match cond {
             Cond::Msg { from, tag } => self.find_msg(pid, from, tag, &[]).is_some(),
+            Cond::MsgOr { from, tag, stop } => {
+                self.find_msg(pid, from, tag, &[]).is_some()
+                    || self.find_msg(pid, from, stop, &[]).is_some()
+            }
             Cond::Ack => p.acks_pending == 0,
             Cond::Completion => {
                 if p.acks_pending > 0 || p.sends_pending > 0 {
@@ -1344,6 +1539,24 @@ impl<'a> Sim<'a> {
     fn resume_after_wait(&mut self, pid: Pid, cond: Cond) {
         match cond {
             Cond::Msg { from, tag } => self.consume(pid, from, tag),
+            Cond::MsgOr { from, tag, stop } => {
+                // The earlier of the two kinds in arrival order.
+                let p = &self.procs[pid as usize];
+                let first = p
+                    .mailbox
+                    .iter()
+                    .find(|&&(f, t)| (t == tag || t == stop) && from.is_none_or(|x| x == f))
+                    .map(|&(_, t)| t)
+                    .expect("a matching message is buffered");
+                self.consume(pid, from, first);
+                if first == stop {
+                    // Leave the innermost LoopUntil: resume after its body.
+                    let p = &mut self.procs[pid as usize];
+                    let (depth, _) = p.untils.pop().expect("inside a LoopUntil");
+                    p.pc = p.loops[depth].1;
+                    p.loops.truncate(depth);
+                }
+            }
             Cond::Completion => {
                 for (from, tag) in std::mem::take(&mut self.procs[pid as usize].posted) {
                     self.consume(pid, from, tag);

@@ -132,6 +132,7 @@ fn job(p: Program) -> ProcJob {
     ProcJob {
         program: p,
         submit: SimTime::ZERO,
+        background: false,
     }
 }
 
@@ -355,6 +356,7 @@ fn same_inputs_give_identical_runs() {
         ProcJob {
             program: p,
             submit: SimTime::from_ms(5),
+            background: false,
         },
     ];
     let a = run(&plat, &jobs, false, 2);
@@ -644,6 +646,7 @@ mod properties {
             let mut pj: Vec<ProcJob> = jobs.iter().map(|(p, phases, reps, at, mb)| ProcJob {
                 program: Program { memory_mb: *mb as f64, ..program(*p, phases, *reps) },
                 submit: SimTime::from_ms(*at),
+                background: false,
             }).collect();
             pj.sort_by_key(|j| j.submit);
             let make: Box<dyn Fn() -> Box<dyn NodePolicy>> = match wait {
@@ -661,7 +664,7 @@ mod properties {
                 distinct.sort_unstable();
                 distinct.dedup();
                 prop_assert_eq!(distinct.len(), r.nodes.len(), "ranks of a job on distinct nodes");
-                let alone = simulate_processes(&plat, &[ProcJob { program: j.program.clone(), submit: SimTime::ZERO }], make.as_ref(), &ProcOptions::default()).unwrap();
+                let alone = simulate_processes(&plat, &[ProcJob::new(j.program.clone(), SimTime::ZERO)], make.as_ref(), &ProcOptions::default()).unwrap();
                 let dedicated = alone.jobs[0].end - alone.jobs[0].start;
                 prop_assert!(r.end - r.start >= dedicated, "shared {} < dedicated {}", r.end - r.start, dedicated);
             }
@@ -669,5 +672,232 @@ mod properties {
             prop_assert_eq!(&again.jobs, &out.jobs);
             prop_assert_eq!(&again.counters, &out.counters);
         }
+
+        /// The same random programs, some of them endless background jobs: the
+        /// invariants hold with background processes stopped anywhere (mid-burst,
+        /// paging, in I/O, with messages in flight), every background job ends when
+        /// the last foreground job does, and runs are deterministic.
+        #[test]
+        fn background_jobs_stop_anywhere_and_keep_the_invariants(
+            jobs in proptest::collection::vec((1u32..=4, proptest::collection::vec(phase(), 1..5), 1u32..4, 0i64..50, 0u32..600, any::<bool>()), 1..5),
+            os in 0u8..4,
+            wait in 0u8..3,
+            cpus in 1u32..=2,
+        ) {
+            prop_assume!(jobs.iter().any(|j| !j.5));
+            let mut plat = platform(4, os_model(os));
+            plat.cpus_per_node = cpus;
+            plat.context_switch_us = 5.0;
+            let mut pj: Vec<ProcJob> = jobs.iter().map(|(p, phases, reps, at, mb, background)| ProcJob {
+                program: Program {
+                    memory_mb: *mb as f64,
+                    ..if *background {
+                        // Endless, with CPU time in every iteration (an endless loop of
+                        // zero-time operations would never let time advance).
+                        let mut ph = vec![Phase::Compute(1_000_000)];
+                        ph.extend(phases.iter().cloned());
+                        program(*p, &ph, u32::MAX)
+                    } else {
+                        program(*p, phases, *reps)
+                    }
+                },
+                submit: SimTime::from_ms(*at),
+                background: *background,
+            }).collect();
+            pj.sort_by_key(|j| j.submit);
+            let make: Box<dyn Fn() -> Box<dyn NodePolicy>> = match wait {
+                0 => Box::new(|| Box::new(Spin) as Box<dyn NodePolicy>),
+                1 => Box::new(|| Box::new(Block) as Box<dyn NodePolicy>),
+                _ => Box::new(|| Box::new(SpinBlock(SimTime::from_us(300))) as Box<dyn NodePolicy>),
+            };
+            // Every job is admitted at once (an endless background job holding the
+            // last slot would keep a foreground job out until the time limit).
+            let opts = ProcOptions { mpl: pj.len() as u32, record_timeline: true, ..Default::default() };
+            let out = simulate_processes(&plat, &pj, make.as_ref(), &opts).expect("completes with valid invariants");
+            check_timeline(&out);
+            let last = pj.iter().zip(&out.jobs).filter(|(j, _)| !j.background).map(|(_, r)| r.end).max().unwrap();
+            prop_assert_eq!(out.end, last);
+            for (j, r) in pj.iter().zip(&out.jobs) {
+                if j.background {
+                    prop_assert_eq!(r.end, last, "a background job ends with the foreground");
+                    prop_assert!(r.start <= last);
+                }
+            }
+            let again = simulate_processes(&plat, &pj, make.as_ref(), &opts).unwrap();
+            prop_assert_eq!(&again.jobs, &out.jobs);
+            prop_assert_eq!(&again.counters, &out.counters);
+        }
     }
+}
+
+#[test]
+fn erlang_draws_have_the_erlang_mean_and_variance() {
+    // Erlang-5 of mean 5 ms: variance 5 x (1 ms)^2.
+    let mut rng = RngStreams::new(3).stream("t");
+    let n = 100_000;
+    let draws: Vec<f64> = (0..n)
+        .map(|_| erlang(5_000_000, 5, &mut rng) as f64 / 1e6)
+        .collect();
+    let mean = draws.iter().sum::<f64>() / n as f64;
+    let var = draws.iter().map(|d| (d - mean).powi(2)).sum::<f64>() / n as f64;
+    assert!((mean - 5.0).abs() < 0.03, "mean {mean}");
+    assert!((var - 5.0).abs() < 0.15, "variance {var}");
+    // k = 1 is the exponential: variance = mean^2.
+    let draws: Vec<f64> = (0..n)
+        .map(|_| erlang(2_000_000, 1, &mut rng) as f64 / 1e6)
+        .collect();
+    let mean = draws.iter().sum::<f64>() / n as f64;
+    let var = draws.iter().map(|d| (d - mean).powi(2)).sum::<f64>() / n as f64;
+    assert!((var / (mean * mean) - 1.0).abs() < 0.05, "{mean} {var}");
+}
+
+#[test]
+fn loop_until_runs_until_the_stop_message() {
+    // Rank 0 sends 3 work messages then a stop; rank 1 computes 1 ms per work
+    // message, then 5 ms after its loop.
+    let plat = platform(2, linux());
+    let (work, stop) = (1, 2);
+    let mut rank0 = vec![
+        Op::Loop { count: 3, len: 1 },
+        Op::Send {
+            to: 1,
+            bytes: 8,
+            tag: work,
+        },
+    ];
+    rank0.push(Op::Send {
+        to: 1,
+        bytes: 8,
+        tag: stop,
+    });
+    let rank1 = vec![
+        Op::LoopUntil {
+            stop_tag: stop,
+            len: 2,
+        },
+        Op::Recv {
+            from: Some(0),
+            tag: work,
+        },
+        Op::Compute { ns: 1_000_000 },
+        Op::Compute { ns: 5_000_000 },
+    ];
+    let p = Program {
+        name: "until".into(),
+        ranks: vec![rank0, rank1],
+        memory_mb: 1.0,
+        noise_cv: 0.0,
+    };
+    for block in [false, true] {
+        let out = simulate_processes(
+            &plat,
+            &[job(p.clone())],
+            if block {
+                &|| Box::new(Block)
+            } else {
+                &|| Box::new(Spin)
+            },
+            &ProcOptions::default(),
+        )
+        .unwrap();
+        assert_eq!(out.proc_compute_ns, vec![0, 8_000_000]);
+        assert_eq!(out.counters.consumed, 4, "the stop message is consumed too");
+    }
+}
+
+/// A background job on nodes 0 and 1 that ping-pongs forever (1 ms of compute per
+/// message), and a foreground job of 10 ms on node 0.
+fn background_scenario(late: SimTime) -> (NodePlatform, Vec<ProcJob>) {
+    let plat = platform(2, OsConfig::Rr { quantum_ms: 1.0 });
+    let mut b = Builder::new(2);
+    b.repeat(u32::MAX, |b| {
+        b.each(|r| {
+            let other = 1 - r;
+            if r == 0 {
+                vec![
+                    Op::Compute { ns: 1_000_000 },
+                    Op::Send {
+                        to: other,
+                        bytes: 1000,
+                        tag: 5,
+                    },
+                    Op::Recv {
+                        from: Some(other),
+                        tag: 5,
+                    },
+                ]
+            } else {
+                vec![
+                    Op::Recv {
+                        from: Some(other),
+                        tag: 5,
+                    },
+                    Op::Compute { ns: 1_000_000 },
+                    Op::Send {
+                        to: other,
+                        bytes: 1000,
+                        tag: 5,
+                    },
+                ]
+            }
+        });
+    });
+    let pingpong = b.build("pingpong", 10.0);
+    let mut f = Builder::new(1);
+    f.all(Op::Compute { ns: 10_000_000 });
+    let jobs = vec![
+        ProcJob::background(pingpong.clone(), SimTime::ZERO),
+        ProcJob::new(f.build("fg", 10.0), SimTime::ZERO),
+        ProcJob::background(pingpong, late),
+    ];
+    (plat, jobs)
+}
+
+#[test]
+fn background_jobs_are_stopped_when_the_foreground_ends() {
+    let (plat, jobs) = background_scenario(SimTime::from_secs(100));
+    for block in [false, true] {
+        let make: &dyn Fn() -> Box<dyn NodePolicy> = if block {
+            &|| Box::new(Block)
+        } else {
+            &|| Box::new(Spin)
+        };
+        let opts = ProcOptions {
+            mpl: 2,
+            ..Default::default()
+        };
+        // The invariants (checked inside) hold with processes stopped mid-burst and
+        // messages in flight.
+        let out = simulate_processes(&plat, &jobs, make, &opts).unwrap();
+        let fg_end = out.jobs[1].end;
+        // The foreground job shares node 0's CPU: it takes longer than 10 ms.
+        assert!(fg_end > SimTime::from_ms(10), "{fg_end}");
+        assert_eq!(out.end, fg_end, "the run ends with the foreground job");
+        assert_eq!(
+            out.jobs[0].end, fg_end,
+            "the background job is stopped then"
+        );
+        assert!(out.counters.messages > 0);
+        // The late background job never started: an empty record at the end.
+        assert_eq!(
+            out.jobs[2],
+            ProcJobRecord {
+                start: fg_end,
+                end: fg_end,
+                nodes: vec![]
+            }
+        );
+        // Same inputs, same run.
+        let again = simulate_processes(&plat, &jobs, make, &opts).unwrap();
+        assert_eq!((again.jobs, again.proc_cpu_ns), (out.jobs, out.proc_cpu_ns));
+    }
+    // Without a foreground job nothing runs.
+    let out = simulate_processes(
+        &plat,
+        &jobs[..1],
+        &|| Box::new(Spin),
+        &ProcOptions::default(),
+    )
+    .unwrap();
+    assert_eq!(out.end, SimTime::ZERO);
 }

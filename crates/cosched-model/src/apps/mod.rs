@@ -25,7 +25,16 @@
 //!
 //! No per-rank imbalance or noise is added: every rank of a preset computes the
 //! same amount (documented default; the seeds state no imbalance for these codes).
+//!
+//! Besides: seed 003's synthetic applications, real-application profiles and
+//! I/O-bound job ([`lee`]: `Emp`, `Barrier`, `Workpile`, `Msg`, `lee-Enum`,
+//! `lee-Water`, `lee-LU`, `lee-Barnes`, `io-bound`) and seed 002's competing loads
+//! ([`loads`]: `cpu-load`, `mem-load`). These take parameters in the name,
+//! `name[key=value,...]` (e.g. `Workpile[unit=2.4]`), have the single class `-`, and
+//! are not calibrated (their numbers come from the seeds, see each module).
 
+pub mod lee;
+pub mod loads;
 pub mod long;
 pub mod nas;
 
@@ -270,7 +279,7 @@ pub fn calibration() -> Result<&'static Calibration, AppError> {
 // ---------------------------------------------------------------------------
 // Names, classes, process counts
 
-/// Canonical name of an application (names match case-insensitively).
+/// Canonical name of a NAS or long application (names match case-insensitively).
 pub fn canonical(name: &str) -> Result<&'static str, AppError> {
     NAS_APPS
         .iter()
@@ -279,13 +288,97 @@ pub fn canonical(name: &str) -> Result<&'static str, AppError> {
         .copied()
         .ok_or_else(|| AppError::UnknownApp {
             name: name.to_string(),
-            valid: NAS_APPS
-                .iter()
-                .chain(LONG_APPS.iter())
-                .copied()
-                .collect::<Vec<_>>()
-                .join(", "),
+            valid: all_names().join(", "),
         })
+}
+
+/// Every preset name, in catalog order.
+pub fn all_names() -> Vec<&'static str> {
+    NAS_APPS
+        .iter()
+        .chain(LONG_APPS.iter())
+        .chain(lee::NAMES.iter())
+        .chain(loads::NAMES.iter())
+        .copied()
+        .collect()
+}
+
+/// `key=value` parameters of a preset name, in order.
+pub type ParamList = Vec<(String, String)>;
+
+/// Which module builds a parameterized preset.
+#[derive(Clone, Copy)]
+enum Family {
+    Lee,
+    Loads,
+}
+
+/// Splits `name[key=value,...]` into the name and its parameters.
+fn split_params(spec: &str) -> Result<(&str, ParamList), String> {
+    let spec = spec.trim();
+    let Some(open) = spec.find('[') else {
+        return Ok((spec, Vec::new()));
+    };
+    let inner = spec[open + 1..]
+        .strip_suffix(']')
+        .ok_or_else(|| format!("parameters must end with ']': {spec:?}"))?;
+    let mut kv = Vec::new();
+    for part in inner.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let (k, v) = part
+            .split_once('=')
+            .ok_or_else(|| format!("parameter {part:?} is not key=value"))?;
+        kv.push((k.trim().to_string(), v.trim().to_string()));
+    }
+    Ok((spec[..open].trim(), kv))
+}
+
+/// A seed 003 or seed 002 preset: its canonical name, family and parameters.
+fn parameterized(
+    name: &str,
+    class: char,
+) -> Result<Option<(&'static str, Family, ParamList)>, AppError> {
+    let (base, kv) = split_params(name).map_err(|msg| AppError::BadParams {
+        app: name.to_string(),
+        class,
+        msg,
+    })?;
+    let found = lee::NAMES
+        .iter()
+        .map(|&n| (n, Family::Lee))
+        .chain(loads::NAMES.iter().map(|&n| (n, Family::Loads)))
+        .find(|(n, _)| n.eq_ignore_ascii_case(base));
+    match found {
+        Some((app, family)) => Ok(Some((app, family, kv))),
+        None if kv.is_empty() => Ok(None),
+        None => {
+            let app = canonical(base)?;
+            Err(AppError::BadParams {
+                app: app.to_string(),
+                class,
+                msg: "this application takes no parameters".to_string(),
+            })
+        }
+    }
+}
+
+/// Builds a seed 003 or seed 002 preset, or `None` for a NAS or long application.
+fn build_parameterized(name: &str, class: char, p: u32) -> Option<Result<Program, AppError>> {
+    let (app, family, kv) = match parameterized(name, class) {
+        Ok(Some(x)) => x,
+        Ok(None) => return None,
+        Err(e) => return Some(Err(e)),
+    };
+    if class != SINGLE_CLASS {
+        return Some(Err(AppError::BadClass {
+            app: app.to_string(),
+            class,
+            valid: SINGLE_CLASS.to_string(),
+        }));
+    }
+    Some(match family {
+        Family::Lee => lee::build(app, kv, p),
+        Family::Loads => loads::build(app, kv, p),
+    })
 }
 
 fn is_nas(app: &str) -> bool {
@@ -411,6 +504,9 @@ fn memory_rule(app: &str, class: char) -> (f64, f64) {
 /// Resident memory per process, MB, of (app, class) at `procs` processes: seed 000
 /// Table 2 where it has the combination, else the G-MEM-2 rule.
 pub fn memory_mb(name: &str, class: char, procs_: u32) -> Result<f64, AppError> {
+    if let Some(prog) = build_parameterized(name, class, procs_) {
+        return prog.map(|p| p.memory_mb);
+    }
     let (app, class) = check(name, class, procs_)?;
     Ok(memory_of(app, class, procs_))
 }
@@ -510,6 +606,8 @@ pub fn catalog() -> Vec<AppInfo> {
                 source: source.to_string(),
             }
         })
+        .chain(lee::catalog())
+        .chain(loads::catalog())
         .collect()
 }
 
@@ -517,7 +615,13 @@ pub fn catalog() -> Vec<AppInfo> {
 ///
 /// Errors name the valid applications, classes or process counts, e.g.
 /// `app SP needs a square number of processes (4, 9, 16), got 8`.
+///
+/// Seed 003 and seed 002 presets take their parameters in the name
+/// (`Workpile[unit=2.4]`) and the class `-`.
 pub fn build(name: &str, class: char, procs_: u32) -> Result<Program, AppError> {
+    if let Some(prog) = build_parameterized(name, class, procs_) {
+        return prog;
+    }
     let (app, class) = check(name, class, procs_)?;
     let params = calibration()?
         .params(app, class)
@@ -669,6 +773,14 @@ mod tests {
         sends
     }
 
+    /// The NAS and long applications (the calibrated presets).
+    fn calibrated_catalog() -> Vec<AppInfo> {
+        catalog()
+            .into_iter()
+            .filter(|i| canonical(&i.name).is_ok())
+            .collect()
+    }
+
     fn params(c: i64) -> AppParams {
         AppParams {
             compute_ns_per_iter: c,
@@ -680,7 +792,7 @@ mod tests {
     fn every_send_has_a_receive_for_every_app_and_count() {
         // Class A everywhere (small enough to expand); B and C only change sizes
         // and counts of the same loops, checked for LU, MG and CG below.
-        for info in catalog() {
+        for info in calibrated_catalog() {
             let class = info.classes[0].chars().next().unwrap();
             for &p in &info.procs {
                 let prog = build_with(&info.name, class, p, &params(1_000_000)).unwrap();
@@ -706,7 +818,7 @@ mod tests {
         let lu = build_with("LU", 'C', 16, &params(2_000_000_000)).unwrap();
         let stored: usize = lu.ranks.iter().map(Vec::len).max().unwrap();
         assert!(stored < 200, "LU C stores {stored} ops per rank");
-        for info in catalog() {
+        for info in calibrated_catalog() {
             for c in &info.classes {
                 let class = c.chars().next().unwrap();
                 let prog = build_with(&info.name, class, 16, &params(1_000_000)).unwrap();
@@ -718,7 +830,7 @@ mod tests {
 
     #[test]
     fn compute_scales_as_16_over_p_and_totals_the_iterations() {
-        for info in catalog() {
+        for info in calibrated_catalog() {
             let class = info.classes[0].chars().next().unwrap();
             let c16 = 3_000_000_000i64;
             let at = |p: u32| {
@@ -784,7 +896,7 @@ mod tests {
         );
         assert_eq!(
             msg(build_with("XX", 'A', 16, &params(1))),
-            "unknown application \"XX\"; valid applications: CG, IS, SP, MG, BT, LU, EP, FT, sPPM, BlockSolve95"
+            "unknown application \"XX\"; valid applications: CG, IS, SP, MG, BT, LU, EP, FT, sPPM, BlockSolve95, Emp, Barrier, Workpile, Msg, lee-Enum, lee-Water, lee-LU, lee-Barnes, io-bound, cpu-load, mem-load"
         );
         assert!(msg(build_with("EP", 'A', 16, &params(-1))).contains("must be >= 0"));
         for app in ["SP", "BT"] {
@@ -822,7 +934,7 @@ mod tests {
         let sp = build_with("SP", 'C', 9, &params(1)).unwrap();
         assert_eq!(sp.memory_mb, 176.0);
         // Memory per process never grows with P (EP's is constant).
-        for info in catalog() {
+        for info in calibrated_catalog() {
             for c in &info.classes {
                 let class = c.chars().next().unwrap();
                 let m: Vec<f64> = info
@@ -864,5 +976,40 @@ mod tests {
         // IS 16: allreduce 4 + alltoall 15 + alltoallv 15 = 34 per iteration.
         let is = per_iter("IS", 'A', 16);
         assert!((is - 34.0).abs() < 0.2, "IS A 16: {is}");
+    }
+
+    #[test]
+    fn seed_003_and_002_presets_build_by_name_with_parameters() {
+        let names: Vec<String> = catalog().into_iter().map(|i| i.name).collect();
+        assert_eq!(names, all_names());
+        // Every catalog entry builds at each of its sizes with its defaults.
+        for info in catalog() {
+            if canonical(&info.name).is_ok() {
+                continue;
+            }
+            for &p in &info.procs {
+                assert_eq!(
+                    build(&info.name, '-', p).unwrap().size(),
+                    p,
+                    "{}",
+                    info.name
+                );
+            }
+            assert_eq!(info.classes, vec!["-".to_string()]);
+        }
+        // Names match case-insensitively; parameters go in brackets.
+        let w = build("workpile[unit=2.4, quanta=10]", '-', 4).unwrap();
+        assert_eq!(w.name, "Workpile[unit=2.4]");
+        assert_eq!(memory_mb("mem-load[mb=700]", '-', 1).unwrap(), 700.0);
+        let msg = |r: Result<Program, AppError>| r.unwrap_err().to_string();
+        assert_eq!(
+            msg(build("Emp", 'A', 4)),
+            "app Emp has no class 'A'; valid classes: -"
+        );
+        assert!(msg(build("Emp[quanta=1", '-', 4)).contains("must end with ']'"));
+        assert!(msg(build("Emp[quanta]", '-', 4)).contains("is not key=value"));
+        assert!(msg(build("CG[x=1]", 'A', 4)).contains("takes no parameters"));
+        assert!(msg(build("lee-LU", '-', 8)).contains("got 8"));
+        assert!(msg(build("nope[x=1]", '-', 4)).contains("unknown application"));
     }
 }
