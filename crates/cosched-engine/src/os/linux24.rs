@@ -2,13 +2,18 @@
 //!
 //! Algorithm (Linux 2.4 `kernel/sched.c`, see docs/models/seed-parameters.md §1.3.2):
 //! - every process has a `counter`: the CPU time it may still use in the current
-//!   epoch; the running process's counter drains as it runs (continuously here,
-//!   where the kernel samples it every tick);
+//!   epoch, in whole ticks; the node's timer interrupt takes one tick from the
+//!   running process's counter at every tick boundary (the kernel's sampling: a
+//!   process that runs between two boundaries is not charged), and the process is
+//!   preempted at the boundary where its counter reaches 0. Each node's timer has
+//!   its own phase (boundaries at `phase + i * tick`; nodes boot at different
+//!   times), drawn by the process engine per node;
 //! - `goodness(p) = 0` if its counter is spent, else `ceil(counter / tick) + 20 - nice`;
 //!   a free CPU runs the runnable process of highest goodness (ties: the one queued
 //!   first), for at most its remaining counter;
 //! - when every runnable process has spent its counter, the epoch ends and EVERY
-//!   process of the node, runnable or sleeping, gets `counter = counter / 2 + base`,
+//!   process of the node, runnable or sleeping, gets `counter = counter / 2 + base`
+//!   (in whole ticks, as the kernel's integer `counter >> 1`),
 //!   so a process that slept carries up to twice the base slice into the next epoch;
 //! - a woken process preempts the running one when its goodness exceeds the
 //!   running process's by more than 1.
@@ -34,10 +39,14 @@ struct Proc {
     known: bool,
     counter: i64,
     boosted: bool,
+    /// When it was last picked.
+    since: i64,
 }
 
 pub struct Linux24 {
     tick: i64,
+    /// The node timer's phase: tick boundaries fall at `phase + i * tick`.
+    phase: i64,
     base: i64,
     procs: Vec<Proc>,
     /// Runnable processes in queue order.
@@ -53,11 +62,23 @@ impl Linux24 {
         );
         Self {
             tick: tick.as_ns(),
+            phase: 0,
             base: tick.as_ns() * base_ticks as i64,
             procs: Vec::new(),
             queue: Vec::new(),
             epochs: 0,
         }
+    }
+
+    /// The same scheduler on a node whose timer boundaries fall at `phase + i * tick`.
+    pub fn with_phase(mut self, phase: SimTime) -> Self {
+        self.phase = phase.as_ns().rem_euclid(self.tick);
+        self
+    }
+
+    /// Tick boundaries `b` with `from < b <= to`.
+    fn ticks_between(&self, from: i64, to: i64) -> i64 {
+        (to - self.phase).div_euclid(self.tick) - (from - self.phase).div_euclid(self.tick)
     }
 
     /// The counter of `p` (remaining CPU time in this epoch).
@@ -86,16 +107,23 @@ impl Linux24 {
 
     fn new_epoch(&mut self) {
         self.epochs += 1;
+        let tick = self.tick;
         for s in self.procs.iter_mut().filter(|s| s.known) {
-            s.counter = s.counter.max(0) / 2 + self.base;
+            s.counter = (s.counter.max(0) / tick / 2) * tick + self.base;
         }
     }
 
-    fn take(&mut self, k: usize) -> Pick {
+    /// Dequeues the `k`-th runnable process; it may run until the tick boundary at
+    /// which its counter is used up.
+    fn take(&mut self, k: usize, now: SimTime) -> Pick {
         let pid = self.queue.remove(k);
+        let now = now.as_ns();
+        let ticks = (self.procs[pid as usize].counter + self.tick - 1) / self.tick;
+        let first = self.phase + ((now - self.phase).div_euclid(self.tick) + 1) * self.tick;
+        self.procs[pid as usize].since = now;
         Pick {
             pid,
-            slice: SimTime(self.procs[pid as usize].counter),
+            slice: SimTime(first + (ticks - 1).max(0) * self.tick - now),
             followed_hint: false,
         }
     }
@@ -115,6 +143,7 @@ impl NativeScheduler for Linux24 {
             known: true,
             counter: self.base,
             boosted: false,
+            since: 0,
         };
     }
 
@@ -132,7 +161,7 @@ impl NativeScheduler for Linux24 {
         self.queue.retain(|&q| q != p);
     }
 
-    fn pick(&mut self, _now: SimTime, hint: Option<Pid>) -> Option<Pick> {
+    fn pick(&mut self, now: SimTime, hint: Option<Pid>) -> Option<Pick> {
         if self.queue.is_empty() {
             return None;
         }
@@ -141,7 +170,7 @@ impl NativeScheduler for Linux24 {
                 if self.procs[h as usize].counter > 0 {
                     return Some(Pick {
                         followed_hint: true,
-                        ..self.take(k)
+                        ..self.take(k, now)
                     });
                 }
             }
@@ -162,17 +191,19 @@ impl NativeScheduler for Linux24 {
             (g, k) = best(self);
             debug_assert!(g > 0);
         }
-        Some(self.take(k))
+        Some(self.take(k, now))
     }
 
-    fn stop(&mut self, p: Pid, ran: SimTime, _why: Stop, _now: SimTime) {
+    fn stop(&mut self, p: Pid, ran: SimTime, _why: Stop, now: SimTime) {
+        let charged = self.ticks_between(now.as_ns() - ran.as_ns(), now.as_ns()) * self.tick;
         let s = &mut self.procs[p as usize];
-        s.counter = (s.counter - ran.as_ns()).max(0);
+        s.counter = (s.counter - charged).max(0);
     }
 
     fn should_preempt(&self, woken: Pid, running: Pid, ran: SimTime) -> bool {
         let r = &self.procs[running as usize];
-        let g_run = self.goodness_of(r.counter - ran.as_ns(), r.boosted);
+        let charged = self.ticks_between(r.since, r.since + ran.as_ns()) * self.tick;
+        let g_run = self.goodness_of(r.counter - charged, r.boosted);
         self.goodness(woken) - g_run > 1
     }
 

@@ -95,7 +95,30 @@ pub trait NativeScheduler: Send {
     fn dump(&self) -> String;
 }
 
-/// Builds a native scheduler.
+/// Builds a node's native scheduler whose timer (for the tick-driven models:
+/// [`linux24`]) has its boundaries at `phase + i * tick`.
+pub fn build_on_node(cfg: &OsConfig, phase: SimTime) -> Box<dyn NativeScheduler> {
+    match *cfg {
+        OsConfig::Linux24 {
+            tick_ms,
+            base_ticks,
+        } => Box::new(
+            linux24::Linux24::new(SimTime::from_secs_f64(tick_ms / 1000.0), base_ticks)
+                .with_phase(phase),
+        ),
+        _ => build(cfg),
+    }
+}
+
+/// The period of a model's timer tick, if its decisions fall on ticks.
+pub fn tick_of(cfg: &OsConfig) -> Option<SimTime> {
+    match *cfg {
+        OsConfig::Linux24 { tick_ms, .. } => Some(SimTime::from_secs_f64(tick_ms / 1000.0)),
+        _ => None,
+    }
+}
+
+/// Builds a native scheduler (timer phase 0).
 pub fn build(cfg: &OsConfig) -> Box<dyn NativeScheduler> {
     let ms = |x: f64| SimTime::from_secs_f64(x / 1000.0);
     match *cfg {

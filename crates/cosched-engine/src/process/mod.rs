@@ -501,10 +501,24 @@ pub fn simulate_processes(
             }
         }
     }
+    // Each node's timer ticks with its own phase (nodes boot at different times):
+    // uniform in [0, tick) from the seeded stream "tick-phase/<node>".
+    let tick = os::tick_of(&plat.os);
+    let streams = RngStreams::new(opts.seed);
     let nodes = (0..plat.nodes)
-        .map(|_| Node {
+        .map(|k| Node {
             cpus: vec![Cpu::default(); plat.cpus_per_node as usize],
-            sched: os::build(&plat.os),
+            sched: os::build_on_node(
+                &plat.os,
+                tick.map_or(SimTime::ZERO, |t| {
+                    use rand::Rng;
+                    SimTime(
+                        streams
+                            .stream(&format!("tick-phase/{k}"))
+                            .gen_range(0..t.as_ns()),
+                    )
+                }),
+            ),
             procs: Vec::new(),
             disk_free_at: SimTime::ZERO,
             nic_free_at: SimTime::ZERO,
