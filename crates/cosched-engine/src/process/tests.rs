@@ -690,3 +690,69 @@ mod properties {
         }
     }
 }
+
+/// Immediate blocking plus an interrupt and a boost for every message to a
+/// process that is not running.
+struct BlockInterrupt;
+impl NodePolicy for BlockInterrupt {
+    fn name(&self) -> String {
+        "block-interrupt".into()
+    }
+    fn wait_mode(&self, _k: WaitKind) -> WaitMode {
+        WaitMode::Block
+    }
+    fn on_message(&mut self, _v: &dyn NodeView, p: Pid, running: bool, out: &mut Vec<NodeAction>) {
+        if !running {
+            out.extend([NodeAction::Interrupt(p), NodeAction::BoostUntilRun(p)]);
+        }
+    }
+}
+
+#[test]
+fn a_policy_interrupt_that_wakes_a_blocked_process_is_charged_once() {
+    let plat = platform(2, linux());
+    let mut b = Builder::new(2);
+    b.each(|r| {
+        if r == 0 {
+            vec![Op::Recv {
+                from: Some(1),
+                tag: 1,
+            }]
+        } else {
+            vec![
+                Op::Compute { ns: 1_000_000 },
+                Op::Isend {
+                    to: 0,
+                    bytes: 8,
+                    tag: 1,
+                },
+                Op::Wait,
+            ]
+        }
+    });
+    let jobs = [job(b.build("late", 1.0))];
+    let out = simulate_processes(
+        &plat,
+        &jobs,
+        &|| Box::new(BlockInterrupt),
+        &ProcOptions::default(),
+    )
+    .expect("run");
+    check_work(&plat, &jobs, &out);
+    // The receiver blocked at once; the message's interrupt is its wake-up (the
+    // other wake-up is the sender's, blocked in its Wait until the NIC is done).
+    assert_eq!(out.counters.interrupts, 2);
+    assert_eq!(out.counters.policy_interrupts, 0);
+    assert_eq!(out.counters.boosts, 1);
+    let (o_s, o_r, lat, irq) = (
+        us(plat.send_overhead_us),
+        us(plat.recv_overhead_us),
+        us(plat.latency_us),
+        us(plat.interrupt_us),
+    );
+    let wire = (8.0 * 1000.0 / plat.bandwidth_mb_s).round() as i64;
+    assert_eq!(
+        out.proc_end[0].as_ns(),
+        1_000_000 + o_s + wire + lat + irq + o_r
+    );
+}
