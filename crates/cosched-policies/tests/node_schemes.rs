@@ -275,3 +275,62 @@ fn hybrid_blocks_at_once_and_boosts_exactly_inside_collectives() {
     assert_eq!(out.counters.spin_ns, 0, "immediate blocking: no spinning");
     assert_eq!(out.counters.policy_interrupts, 0);
 }
+
+/// Node 0: a CPU hog (admitted first) and rank 0 of a pair, which computes 45 ms
+/// of its 50 ms slice, then waits for rank 1's message (sent at 96 ms). When the
+/// message lands, the hog has just started a fresh slice after an epoch
+/// recomputation, and Linux 2.4's goodness alone (26 vs 25) does not let the woken
+/// receiver preempt it. With `coll`, the wait is inside a collective.
+fn collective_wake(spec: &str, coll: bool) -> ProcOutput {
+    use cosched_model::program::Collective;
+    let plat = platform(2);
+    let mut hog = Builder::new(1);
+    hog.all(Op::Compute { ns: 300 * MS });
+    let mut pair = Builder::new(2);
+    pair.each(|r| {
+        let mut ops = match r {
+            0 => vec![
+                Op::Compute { ns: 45 * MS },
+                Op::Recv {
+                    from: Some(1),
+                    tag: 1,
+                },
+            ],
+            _ => vec![
+                Op::Compute { ns: 96 * MS },
+                Op::Send {
+                    to: 0,
+                    bytes: 8,
+                    tag: 1,
+                },
+            ],
+        };
+        if coll {
+            let at = ops.len() - 1;
+            ops.insert(at, Op::CollBegin(Collective::Barrier));
+            ops.push(Op::CollEnd(Collective::Barrier));
+        }
+        ops
+    });
+    run(spec, &plat, &[job(hog, "hog"), job(pair, "pair")], 2)
+}
+
+#[test]
+fn hybrid_collective_boost_lets_the_woken_receiver_preempt() {
+    let boosted = collective_wake("hybrid", true);
+    let end = boosted.proc_end[RECEIVER].as_ns();
+    assert!(
+        (96 * MS..97 * MS).contains(&end),
+        "receiver ended at {end} ns"
+    );
+    // The same wait outside a collective, or without HYBRID, waits for the hog's slice.
+    for (spec, coll) in [("hybrid", false), ("block", true)] {
+        let out = collective_wake(spec, coll);
+        let end = out.proc_end[RECEIVER].as_ns();
+        assert!(
+            end >= 145 * MS,
+            "{spec} coll={coll}: receiver ended at {end} ns"
+        );
+        assert_eq!(out.counters.boosts, 0);
+    }
+}
