@@ -156,6 +156,11 @@ fn node_entries() -> Vec<(PolicyInfo, NodeBuilder)> {
     vec![
         (crate::node::nls::info(), crate::node::nls::build),
         (crate::node::block::info(), crate::node::block::build),
+        (crate::node::dcs::info(), crate::node::dcs::build),
+        (crate::node::sb::info(), crate::node::sb::build),
+        (crate::node::pb::info(), crate::node::pb::build),
+        (crate::node::cc::info(), crate::node::cc::build),
+        (crate::node::hybrid::info(), crate::node::hybrid::build),
     ]
 }
 
@@ -248,7 +253,7 @@ mod tests {
         assert!(build_node("nls").is_ok());
         assert_eq!(
             build_node("easy").err().unwrap().to_string(),
-            "unknown policy \"easy\"; valid policies: nls, block"
+            "unknown policy \"easy\"; valid policies: nls, block, dcs, sb, pb, cc, hybrid"
         );
         assert!(build("nls").is_err());
     }

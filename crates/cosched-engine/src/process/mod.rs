@@ -178,6 +178,13 @@ pub struct ProcCounters {
     pub page_ins: u64,
     /// Memory read back from disk by page-ins, KB.
     pub paged_in_kb: i64,
+    /// Interrupts a node policy raised for processes that were not running
+    /// ([`NodeAction::Interrupt`]), each charged `interrupt` of CPU.
+    pub policy_interrupts: u64,
+    /// Boosts applied ([`NodeAction::Boost`] and [`NodeAction::BoostUntilRun`]).
+    pub boosts: u64,
+    /// Running processes preempted at once by a boosted one.
+    pub boost_preemptions: u64,
 }
 
 /// Everything a process-level run produces.
@@ -322,6 +329,8 @@ struct Proc<'a> {
     last_ran: SimTime,
     /// Compute noise: the process's stream and the log-normal sigma.
     noise: Option<(RngStream, f64)>,
+    /// Boosted until it next gets a CPU ([`NodeAction::BoostUntilRun`]).
+    boost_until_run: bool,
 }
 
 /// An Erlang-`k` draw of mean `mean_ns` (the sum of `k` exponential phases of mean
@@ -629,7 +638,9 @@ impl<'a> Sim<'a> {
                     self.procs[to as usize].mailbox.push((from, tag));
                     let node = self.procs[to as usize].node;
                     let running = matches!(self.procs[to as usize].state, PState::Running(_));
-                    self.with_policy(node, now, |p, v, out| p.on_message(v, to, running, out));
+                    self.with_policy(node, now, true, |p, v, out| {
+                        p.on_message(v, to, running, out)
+                    });
                     self.condition_changed(to, now);
                 }
                 Ev::SendDone { to } => {
@@ -652,7 +663,7 @@ impl<'a> Sim<'a> {
                     self.wake(to, now);
                 }
                 Ev::Timer { node } => {
-                    self.with_policy(node, now, |p, v, out| p.on_timer(v, out));
+                    self.with_policy(node, now, true, |p, v, out| p.on_timer(v, out));
                     if self.nodes[node as usize].load > 0 {
                         if let Some(period) = self.policies[node as usize].period() {
                             self.q
@@ -709,7 +720,7 @@ impl<'a> Sim<'a> {
         let expected = compute
             + c.messages as i64 * self.send_ns
             + c.consumed as i64 * self.recv_ns
-            + c.interrupts as i64 * self.interrupt_ns
+            + (c.interrupts + c.policy_interrupts) as i64 * self.interrupt_ns
             + self.unsent_ns;
         if c.useful_ns + self.abandoned_ns != expected {
             return bad(format!(
@@ -784,10 +795,14 @@ impl<'a> Sim<'a> {
     }
 
     /// Calls a policy op with a view of its node, then applies its actions.
+    /// `preempt` is false for the ops called while a process of the node executes
+    /// its program (`on_collective`, `on_wait_begin`): a boost then takes effect at
+    /// the node's next scheduling point instead of preempting at once.
     fn with_policy(
         &mut self,
         node: u32,
         now: SimTime,
+        preempt: bool,
         f: impl FnOnce(&mut dyn NodePolicy, &dyn NodeView, &mut Vec<NodeAction>),
     ) {
         let mut out = std::mem::take(&mut self.actions);
@@ -802,19 +817,55 @@ impl<'a> Sim<'a> {
         }
         let mut resched = false;
         for a in out.drain(..) {
-            let sched = &mut self.nodes[node as usize].sched;
+            let (NodeAction::Boost(p)
+            | NodeAction::BoostUntilRun(p)
+            | NodeAction::Unboost(p)
+            | NodeAction::Interrupt(p)) = a;
+            let pr = &self.procs[p as usize];
+            if pr.node != node || pr.state == PState::Done {
+                continue; // not this node's, or already gone: nothing to act on
+            }
             match a {
-                NodeAction::Boost(p) => {
-                    sched.boost(p, now);
+                NodeAction::Boost(_) | NodeAction::BoostUntilRun(_) => {
+                    self.counters.boosts += 1;
+                    self.nodes[node as usize].sched.boost(p, now);
+                    if matches!(a, NodeAction::BoostUntilRun(_)) {
+                        self.procs[p as usize].boost_until_run = true;
+                    }
+                    if preempt
+                        && self.procs[p as usize].state == PState::Ready
+                        && self.preempt_for(node, p, now)
+                    {
+                        self.counters.boost_preemptions += 1;
+                    }
                     resched = true;
                 }
-                NodeAction::Unboost(p) => sched.unboost(p),
+                NodeAction::Unboost(_) => {
+                    self.procs[p as usize].boost_until_run = false;
+                    self.nodes[node as usize].sched.unboost(p);
+                }
+                NodeAction::Interrupt(_) => self.policy_interrupt(p),
             }
         }
         self.actions = out;
         if resched {
             self.schedule(node, now);
         }
+    }
+
+    /// A policy's NIC interrupt for `p` (see [`NodeAction::Interrupt`]).
+    fn policy_interrupt(&mut self, p: Pid) {
+        let pr = &self.procs[p as usize];
+        let woken_by_it = pr.state == PState::Blocked
+            && !pr.paging
+            && pr
+                .wait
+                .is_some_and(|w| w.cond != Cond::Io && self.satisfied(p, w.cond));
+        if matches!(pr.state, PState::Running(_)) || woken_by_it {
+            return;
+        }
+        self.counters.policy_interrupts += 1;
+        self.procs[p as usize].cpu_left += self.interrupt_ns;
     }
 
     // ----- admission -------------------------------------------------------
@@ -897,6 +948,7 @@ impl<'a> Sim<'a> {
                         (1.0 + cv * cv).ln().sqrt(),
                     )
                 }),
+                boost_until_run: false,
             });
             // Fresh pages: as much of the footprint as can be made room for; the
             // rest is paged in when the process is first picked.
@@ -1112,6 +1164,9 @@ impl<'a> Sim<'a> {
         );
         if pick.followed_hint {
             self.counters.hints_followed += 1;
+        }
+        if std::mem::take(&mut self.procs[pid as usize].boost_until_run) {
+            self.nodes[node as usize].sched.unboost(pid);
         }
         let c = &mut self.nodes[node as usize].cpus[cpu as usize];
         let switch = if c.last == Some(pid) { 0 } else { self.cs_ns };
@@ -1399,7 +1454,7 @@ impl<'a> Sim<'a> {
                 Op::CollBegin(_) | Op::CollEnd(_) => {
                     let node = p.node;
                     let enter = matches!(op, Op::CollBegin(_));
-                    self.with_policy(node, now, |pol, v, out| {
+                    self.with_policy(node, now, false, |pol, v, out| {
                         pol.on_collective(v, pid, enter, out)
                     });
                 }
@@ -1600,7 +1655,7 @@ impl<'a> Sim<'a> {
             mode,
             since: now,
         });
-        self.with_policy(node, now, |pol, v, out| {
+        self.with_policy(node, now, false, |pol, v, out| {
             pol.on_wait_begin(v, pid, kind, out)
         });
         if mode == WaitMode::Block && self.procs[pid as usize].wait.is_some() {
@@ -1636,25 +1691,34 @@ impl<'a> Sim<'a> {
         self.nodes[node as usize]
             .sched
             .enqueue(pid, Wake::Woken { slept }, now);
-        // Wake-up preemption: an idle CPU, or a running process the scheduler ranks lower.
-        let n = &self.nodes[node as usize];
-        if n.cpus.iter().all(|c| c.cur.is_some()) {
-            let victim = n.cpus.iter().enumerate().find_map(|(k, c)| {
-                let r = c.cur.expect("all busy");
-                n.sched
-                    .should_preempt(pid, r, now - c.dispatched_at)
-                    .then_some((k as u32, r))
-            });
-            if let Some((cpu, r)) = victim {
-                self.account(node, cpu, now);
-                self.release_cpu(node, cpu, r, Stop::Preempted, now);
-                self.procs[r as usize].state = PState::Ready;
-                self.nodes[node as usize]
-                    .sched
-                    .enqueue(r, Wake::Preempted, now);
-            }
-        }
+        self.preempt_for(node, pid, now);
         self.schedule(node, now);
+    }
+
+    /// Wake-up preemption for the runnable `pid`: when every CPU is busy, the first
+    /// running process the native scheduler ranks lower is preempted (the caller
+    /// then refills the CPU with [`Sim::schedule`]). Returns whether one was.
+    fn preempt_for(&mut self, node: u32, pid: Pid, now: SimTime) -> bool {
+        let n = &self.nodes[node as usize];
+        if n.cpus.iter().any(|c| c.cur.is_none()) {
+            return false;
+        }
+        let victim = n.cpus.iter().enumerate().find_map(|(k, c)| {
+            let r = c.cur.expect("all busy");
+            n.sched
+                .should_preempt(pid, r, now - c.dispatched_at)
+                .then_some((k as u32, r))
+        });
+        let Some((cpu, r)) = victim else {
+            return false;
+        };
+        self.account(node, cpu, now);
+        self.release_cpu(node, cpu, r, Stop::Preempted, now);
+        self.procs[r as usize].state = PState::Ready;
+        self.nodes[node as usize]
+            .sched
+            .enqueue(r, Wake::Preempted, now);
+        true
     }
 
     /// A message, acknowledgement or completion changed what `pid` may be waiting for.

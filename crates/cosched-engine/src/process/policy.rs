@@ -33,12 +33,28 @@ pub enum WaitMode {
 }
 
 /// What a policy asks the node to do.
+///
+/// A boost takes effect at once: if the boosted process is runnable and every
+/// CPU of the node is busy, the engine applies the native scheduler's wake-up
+/// preemption rule (`should_preempt`, which counts the boost only as far as the
+/// model's fairness rule allows) against the running processes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum NodeAction {
-    /// Raise a process's priority (the native scheduler decides how far).
+    /// Raise a process's priority until [`NodeAction::Unboost`] (HYBRID's
+    /// collective boost).
     Boost(Pid),
+    /// Raise a process's priority until it next gets a CPU (DCS, PB, CC): the
+    /// engine restores it when the process is dispatched.
+    BoostUntilRun(Pid),
     /// Restore a process's priority.
     Unboost(Pid),
+    /// The NIC raises an interrupt for a process that is not running (DCS's and
+    /// CC's notification). It costs the platform's `interrupt_us` of CPU, charged
+    /// to that process (paid when it next runs) and counted in
+    /// `ProcCounters::policy_interrupts`. When the message that caused it also
+    /// wakes the process from blocking, the wake-up's interrupt is this one: it is
+    /// charged and counted once, as a wake-up. Ignored for a running process.
+    Interrupt(Pid),
 }
 
 /// What a policy may read about its node.

@@ -1,6 +1,6 @@
 //! Analytic checks of the process-level engine on tiny scenarios.
 
-use super::policy::{NodePolicy, WaitKind, WaitMode};
+use super::policy::{NodeAction, NodePolicy, NodeView, WaitKind, WaitMode};
 use super::*;
 use cosched_model::node::OsConfig;
 use cosched_model::program::Builder;
@@ -21,6 +21,43 @@ impl NodePolicy for Block {
     }
     fn wait_mode(&self, _k: WaitKind) -> WaitMode {
         WaitMode::Block
+    }
+}
+
+/// Every hook acting at once: spin-block waits, an interrupt and a boost until it
+/// runs for each message to a process that is not running, a persistent boost
+/// inside collectives, and a periodic boost of a process with unconsumed messages.
+struct Booster;
+impl NodePolicy for Booster {
+    fn name(&self) -> String {
+        "booster".into()
+    }
+    fn wait_mode(&self, _k: WaitKind) -> WaitMode {
+        WaitMode::SpinBlock(SimTime::from_us(300))
+    }
+    fn on_message(&mut self, _v: &dyn NodeView, p: Pid, running: bool, out: &mut Vec<NodeAction>) {
+        if !running {
+            out.extend([NodeAction::Interrupt(p), NodeAction::BoostUntilRun(p)]);
+        }
+    }
+    fn on_collective(&mut self, _v: &dyn NodeView, p: Pid, enter: bool, out: &mut Vec<NodeAction>) {
+        out.push(if enter {
+            NodeAction::Boost(p)
+        } else {
+            NodeAction::Unboost(p)
+        });
+    }
+    fn period(&self) -> Option<SimTime> {
+        Some(SimTime::from_ms(1))
+    }
+    fn on_timer(&mut self, v: &dyn NodeView, out: &mut Vec<NodeAction>) {
+        if let Some(&p) = v
+            .processes()
+            .iter()
+            .find(|&&p| !v.is_running(p) && v.unconsumed(p) > 0)
+        {
+            out.extend([NodeAction::Interrupt(p), NodeAction::BoostUntilRun(p)]);
+        }
     }
 }
 
@@ -78,7 +115,7 @@ fn check_work(plat: &NodePlatform, jobs: &[ProcJob], out: &ProcOutput) {
     let c = &out.counters;
     let overheads = c.messages as i64 * us(plat.send_overhead_us)
         + c.messages as i64 * us(plat.recv_overhead_us)
-        + c.interrupts as i64 * us(plat.interrupt_us);
+        + (c.interrupts + c.policy_interrupts) as i64 * us(plat.interrupt_us);
     assert_eq!(c.useful_ns, compute + overheads, "work is conserved");
     let cpu: i64 = out.proc_cpu_ns.iter().sum();
     assert_eq!(
@@ -637,7 +674,7 @@ mod properties {
             mpl in 1u32..=3,
             memory_aware in any::<bool>(),
             os in 0u8..4,
-            wait in 0u8..3,
+            wait in 0u8..4,
             cpus in 1u32..=2,
         ) {
             let mut plat = platform(4, os_model(os));
@@ -652,7 +689,8 @@ mod properties {
             let make: Box<dyn Fn() -> Box<dyn NodePolicy>> = match wait {
                 0 => Box::new(|| Box::new(Spin) as Box<dyn NodePolicy>),
                 1 => Box::new(|| Box::new(Block) as Box<dyn NodePolicy>),
-                _ => Box::new(|| Box::new(SpinBlock(SimTime::from_us(300))) as Box<dyn NodePolicy>),
+                2 => Box::new(|| Box::new(SpinBlock(SimTime::from_us(300))) as Box<dyn NodePolicy>),
+                _ => Box::new(|| Box::new(Booster) as Box<dyn NodePolicy>),
             };
             let opts = ProcOptions { mpl, memory_aware, record_timeline: true, ..Default::default() };
             let out = simulate_processes(&plat, &pj, make.as_ref(), &opts).expect("completes with valid invariants");
@@ -900,4 +938,70 @@ fn background_jobs_are_stopped_when_the_foreground_ends() {
     )
     .unwrap();
     assert_eq!(out.end, SimTime::ZERO);
+}
+
+/// Immediate blocking plus an interrupt and a boost for every message to a
+/// process that is not running.
+struct BlockInterrupt;
+impl NodePolicy for BlockInterrupt {
+    fn name(&self) -> String {
+        "block-interrupt".into()
+    }
+    fn wait_mode(&self, _k: WaitKind) -> WaitMode {
+        WaitMode::Block
+    }
+    fn on_message(&mut self, _v: &dyn NodeView, p: Pid, running: bool, out: &mut Vec<NodeAction>) {
+        if !running {
+            out.extend([NodeAction::Interrupt(p), NodeAction::BoostUntilRun(p)]);
+        }
+    }
+}
+
+#[test]
+fn a_policy_interrupt_that_wakes_a_blocked_process_is_charged_once() {
+    let plat = platform(2, linux());
+    let mut b = Builder::new(2);
+    b.each(|r| {
+        if r == 0 {
+            vec![Op::Recv {
+                from: Some(1),
+                tag: 1,
+            }]
+        } else {
+            vec![
+                Op::Compute { ns: 1_000_000 },
+                Op::Isend {
+                    to: 0,
+                    bytes: 8,
+                    tag: 1,
+                },
+                Op::Wait,
+            ]
+        }
+    });
+    let jobs = [job(b.build("late", 1.0))];
+    let out = simulate_processes(
+        &plat,
+        &jobs,
+        &|| Box::new(BlockInterrupt),
+        &ProcOptions::default(),
+    )
+    .expect("run");
+    check_work(&plat, &jobs, &out);
+    // The receiver blocked at once; the message's interrupt is its wake-up (the
+    // other wake-up is the sender's, blocked in its Wait until the NIC is done).
+    assert_eq!(out.counters.interrupts, 2);
+    assert_eq!(out.counters.policy_interrupts, 0);
+    assert_eq!(out.counters.boosts, 1);
+    let (o_s, o_r, lat, irq) = (
+        us(plat.send_overhead_us),
+        us(plat.recv_overhead_us),
+        us(plat.latency_us),
+        us(plat.interrupt_us),
+    );
+    let wire = (8.0 * 1000.0 / plat.bandwidth_mb_s).round() as i64;
+    assert_eq!(
+        out.proc_end[0].as_ns(),
+        1_000_000 + o_s + wire + lat + irq + o_r
+    );
 }

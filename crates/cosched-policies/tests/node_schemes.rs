@@ -1,0 +1,333 @@
+//! Each node scheme's defining behaviour on a tiny process-level scenario, run by
+//! the engine with the policy built from the registry.
+
+use cosched_des::SimTime;
+use cosched_engine::os::Pid;
+use cosched_engine::process::policy::{NodeAction, NodePolicy, NodeView, WaitKind, WaitMode};
+use cosched_engine::process::{simulate_processes, ProcJob, ProcOptions, ProcOutput};
+use cosched_model::node::{NodePlatform, OsConfig};
+use cosched_model::program::{Builder, Op};
+use cosched_policies::build_node;
+use std::sync::{Arc, Mutex};
+
+/// Linux 2.4 with a 50 ms slice, no context-switch cost (exact arithmetic).
+fn platform(nodes: u32) -> NodePlatform {
+    NodePlatform {
+        nodes,
+        cpus_per_node: 1,
+        job_memory_mb: 900.0,
+        latency_us: 7.0,
+        bandwidth_mb_s: 200.0,
+        send_overhead_us: 1.0,
+        recv_overhead_us: 1.0,
+        interrupt_us: 10.0,
+        context_switch_us: 0.0,
+        idle_watts: 219.10,
+        busy_watts: 238.068,
+        disk_mb_s: 20.0,
+        os: OsConfig::Linux24 {
+            tick_ms: 10.0,
+            base_ticks: 5,
+        },
+    }
+}
+
+fn job(b: Builder, name: &str) -> ProcJob {
+    ProcJob::new(b.build(name, 1.0), SimTime::ZERO)
+}
+
+fn run(spec: &str, plat: &NodePlatform, jobs: &[ProcJob], mpl: u32) -> ProcOutput {
+    let make = || build_node(spec).unwrap();
+    simulate_processes(
+        plat,
+        jobs,
+        &make,
+        &ProcOptions {
+            mpl,
+            ..Default::default()
+        },
+    )
+    .unwrap_or_else(|e| panic!("{spec}: {e}"))
+}
+
+const MS: i64 = 1_000_000;
+
+/// Rank 1 computes 10 ms then sends `bytes` to rank 0, which waits in a receive.
+fn late_sender(bytes: u64) -> ProcJob {
+    let mut b = Builder::new(2);
+    b.each(|r| match r {
+        0 => vec![Op::Recv {
+            from: Some(1),
+            tag: 1,
+        }],
+        _ => vec![
+            Op::Compute { ns: 10 * MS },
+            Op::Send {
+                to: 0,
+                bytes,
+                tag: 1,
+            },
+        ],
+    });
+    job(b, "late_sender")
+}
+
+#[test]
+fn sb_receiver_spins_at_most_the_spin_time_and_nls_does_not() {
+    let plat = platform(2);
+    let jobs = [late_sender(8)];
+    let sb = run("sb", &plat, &jobs, 1);
+    let nls = run("nls", &plat, &jobs, 1);
+    // One receive wait: SB spins exactly its 300 us, then blocks until the message.
+    assert_eq!(sb.proc_spin_ns[0], 300_000);
+    assert_eq!(
+        sb.counters.interrupts, 1,
+        "the blocked receiver is woken once"
+    );
+    // NLS spins through the sender's whole 10 ms compute.
+    assert!(nls.proc_spin_ns[0] > 10 * MS - 1, "{}", nls.proc_spin_ns[0]);
+    // A different limit is honoured.
+    let sb50 = run("sb[spin_us=50]", &plat, &jobs, 1);
+    assert_eq!(sb50.proc_spin_ns[0], 50_000);
+}
+
+#[test]
+fn sb_sender_spins_and_cc_sender_spin_blocks() {
+    // 200 KB take 1 ms on the wire: the blocking send's acknowledgement comes
+    // back after 1 ms + 2 latencies.
+    let plat = platform(2);
+    let jobs = [late_sender(200_000)];
+    let sb = run("sb", &plat, &jobs, 1);
+    let cc = run("cc", &plat, &jobs, 1);
+    let ack_wait = MS + 2 * 7_000;
+    assert_eq!(
+        sb.proc_spin_ns[1], ack_wait,
+        "SB's sender spins the whole wait"
+    );
+    assert_eq!(
+        cc.proc_spin_ns[1], 300_000,
+        "CC's sender spins 300 us then blocks"
+    );
+    assert_eq!(cc.proc_spin_ns[0], 300_000, "CC's receiver too");
+}
+
+/// Node 0 holds a CPU hog (admitted first, so it runs first) and rank 0 of a pair
+/// whose rank 1 (node 1) sends it a message after 1 ms. Returns the run.
+fn hog_and_pair(spec: &str) -> ProcOutput {
+    let plat = platform(2);
+    let mut hog = Builder::new(1);
+    hog.all(Op::Compute { ns: 200 * MS });
+    let mut pair = Builder::new(2);
+    pair.each(|r| match r {
+        0 => vec![Op::Recv {
+            from: Some(1),
+            tag: 1,
+        }],
+        _ => vec![
+            Op::Compute { ns: MS },
+            Op::Isend {
+                to: 0,
+                bytes: 8,
+                tag: 1,
+            },
+            Op::Wait,
+        ],
+    });
+    run(spec, &plat, &[job(hog, "hog"), job(pair, "pair")], 2)
+}
+
+/// Pids: 0 is the hog, 1 the pair's receiver on node 0, 2 its sender.
+const RECEIVER: usize = 1;
+
+#[test]
+fn dcs_interrupts_and_boosts_a_descheduled_receiver() {
+    let dcs = hog_and_pair("dcs");
+    assert_eq!(dcs.counters.policy_interrupts, 1);
+    assert_eq!(dcs.counters.boosts, 1);
+    assert_eq!(
+        dcs.counters.boost_preemptions, 1,
+        "the boost preempts the hog at once"
+    );
+    // The receiver runs as soon as its message lands (~1 ms), not after the hog's slice.
+    let end = dcs.proc_end[RECEIVER].as_ns();
+    assert!(end < 2 * MS, "receiver ended at {end} ns");
+    // Without a boost it waits for the hog's 50 ms slice.
+    let nls = hog_and_pair("nls");
+    assert_eq!(nls.counters.policy_interrupts + nls.counters.boosts, 0);
+    assert!(nls.proc_end[RECEIVER].as_ns() >= 50 * MS);
+}
+
+#[test]
+fn pb_timer_boosts_a_process_with_unconsumed_messages() {
+    let pb = hog_and_pair("pb[period_us=2000]");
+    // The message lands at ~1 ms; nothing happens until the 2 ms scan boosts it.
+    assert_eq!(pb.counters.boosts, 1);
+    assert_eq!(pb.counters.boost_preemptions, 1);
+    assert_eq!(pb.counters.policy_interrupts, 1);
+    let end = pb.proc_end[RECEIVER].as_ns();
+    assert!(
+        (2 * MS..3 * MS).contains(&end),
+        "receiver ended at {end} ns"
+    );
+    // A scan period longer than the hog's slice leaves it to the OS.
+    let slow = hog_and_pair("pb[period_us=80000]");
+    assert_eq!(slow.counters.boosts, 0);
+    assert!(slow.proc_end[RECEIVER].as_ns() >= 50 * MS);
+}
+
+#[test]
+fn cc_boosts_on_arrival_like_dcs() {
+    let cc = hog_and_pair("cc");
+    assert_eq!(cc.counters.policy_interrupts, 1);
+    assert_eq!(cc.counters.boost_preemptions, 1);
+    assert!(cc.proc_end[RECEIVER].as_ns() < 2 * MS);
+}
+
+/// (process, entering, actions answered) per `on_collective` call.
+type CollectiveLog = Arc<Mutex<Vec<(Pid, bool, Vec<NodeAction>)>>>;
+
+/// Records what HYBRID answers at collectives and messages, and whether the
+/// engine applied it (the boost counter).
+struct Recorder {
+    inner: Box<dyn NodePolicy>,
+    log: CollectiveLog,
+    other: Arc<Mutex<Vec<NodeAction>>>,
+}
+
+impl NodePolicy for Recorder {
+    fn name(&self) -> String {
+        self.inner.name()
+    }
+    fn wait_mode(&self, kind: WaitKind) -> WaitMode {
+        self.inner.wait_mode(kind)
+    }
+    fn on_message(&mut self, v: &dyn NodeView, p: Pid, running: bool, out: &mut Vec<NodeAction>) {
+        self.inner.on_message(v, p, running, out);
+        self.other.lock().unwrap().extend(out.iter().copied());
+    }
+    fn on_wait_begin(&mut self, v: &dyn NodeView, p: Pid, k: WaitKind, out: &mut Vec<NodeAction>) {
+        self.inner.on_wait_begin(v, p, k, out);
+        self.other.lock().unwrap().extend(out.iter().copied());
+    }
+    fn on_collective(&mut self, v: &dyn NodeView, p: Pid, enter: bool, out: &mut Vec<NodeAction>) {
+        self.inner.on_collective(v, p, enter, out);
+        self.log.lock().unwrap().push((p, enter, out.clone()));
+    }
+}
+
+#[test]
+fn hybrid_blocks_at_once_and_boosts_exactly_inside_collectives() {
+    let plat = platform(4);
+    let mut b = Builder::new(4);
+    b.all(Op::Compute { ns: MS });
+    b.barrier();
+    // Point-to-point exchange between the collectives: no boost there.
+    b.each(|r| {
+        vec![
+            Op::Isend {
+                to: r ^ 1,
+                bytes: 8,
+                tag: 7,
+            },
+            Op::Recv {
+                from: Some(r ^ 1),
+                tag: 7,
+            },
+            Op::Wait,
+        ]
+    });
+    b.allreduce(8);
+    let jobs = [job(b, "hybrid")];
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let other = Arc::new(Mutex::new(Vec::new()));
+    let make = || -> Box<dyn NodePolicy> {
+        Box::new(Recorder {
+            inner: build_node("hybrid").unwrap(),
+            log: log.clone(),
+            other: other.clone(),
+        })
+    };
+    let out = simulate_processes(&plat, &jobs, &make, &ProcOptions::default()).unwrap();
+    let log = log.lock().unwrap();
+    // Two collectives per rank: boost on each entry, restore on each exit, in order.
+    assert_eq!(log.len(), 4 * 2 * 2);
+    for p in 0..4u32 {
+        let mine: Vec<_> = log.iter().filter(|(q, _, _)| *q == p).collect();
+        let expect = [true, false, true, false];
+        for ((_, enter, acts), e) in mine.iter().zip(expect) {
+            assert_eq!(*enter, e);
+            let want = if e {
+                NodeAction::Boost(p)
+            } else {
+                NodeAction::Unboost(p)
+            };
+            assert_eq!(acts, &vec![want]);
+        }
+    }
+    assert!(
+        other.lock().unwrap().is_empty(),
+        "no action outside collectives"
+    );
+    assert_eq!(out.counters.boosts, 4 * 2, "the engine applied every boost");
+    assert_eq!(out.counters.spin_ns, 0, "immediate blocking: no spinning");
+    assert_eq!(out.counters.policy_interrupts, 0);
+}
+
+/// Node 0: a CPU hog (admitted first) and rank 0 of a pair, which computes 45 ms
+/// of its 50 ms slice, then waits for rank 1's message (sent at 96 ms). When the
+/// message lands, the hog has just started a fresh slice after an epoch
+/// recomputation, and Linux 2.4's goodness alone (26 vs 25) does not let the woken
+/// receiver preempt it. With `coll`, the wait is inside a collective.
+fn collective_wake(spec: &str, coll: bool) -> ProcOutput {
+    use cosched_model::program::Collective;
+    let plat = platform(2);
+    let mut hog = Builder::new(1);
+    hog.all(Op::Compute { ns: 300 * MS });
+    let mut pair = Builder::new(2);
+    pair.each(|r| {
+        let mut ops = match r {
+            0 => vec![
+                Op::Compute { ns: 45 * MS },
+                Op::Recv {
+                    from: Some(1),
+                    tag: 1,
+                },
+            ],
+            _ => vec![
+                Op::Compute { ns: 96 * MS },
+                Op::Send {
+                    to: 0,
+                    bytes: 8,
+                    tag: 1,
+                },
+            ],
+        };
+        if coll {
+            let at = ops.len() - 1;
+            ops.insert(at, Op::CollBegin(Collective::Barrier));
+            ops.push(Op::CollEnd(Collective::Barrier));
+        }
+        ops
+    });
+    run(spec, &plat, &[job(hog, "hog"), job(pair, "pair")], 2)
+}
+
+#[test]
+fn hybrid_collective_boost_lets_the_woken_receiver_preempt() {
+    let boosted = collective_wake("hybrid", true);
+    let end = boosted.proc_end[RECEIVER].as_ns();
+    assert!(
+        (96 * MS..97 * MS).contains(&end),
+        "receiver ended at {end} ns"
+    );
+    // The same wait outside a collective, or without HYBRID, waits for the hog's slice.
+    for (spec, coll) in [("hybrid", false), ("block", true)] {
+        let out = collective_wake(spec, coll);
+        let end = out.proc_end[RECEIVER].as_ns();
+        assert!(
+            end >= 145 * MS,
+            "{spec} coll={coll}: receiver ended at {end} ns"
+        );
+        assert_eq!(out.counters.boosts, 0);
+    }
+}
