@@ -165,7 +165,9 @@ pub fn summarize_busy(
                 let resp = (en - spec.submit).as_secs_f64();
                 let sld = if exec > 0.0 { resp / exec } else { f64::NAN };
                 let bsld = (resp / exec.max(bsld_threshold_s)).max(1.0);
-                let proc_s = measured.map_or(spec.procs as f64 * exec, |m| m.job_cpu_s[t.job_id.len() - 1]);
+                let proc_s = measured.map_or(spec.procs as f64 * exec, |m| {
+                    m.job_cpu_s[t.job_id.len() - 1]
+                });
                 let energy = platform.busy_watts * proc_s / ppn;
                 t.start_s.push(start);
                 t.end_s.push(end);

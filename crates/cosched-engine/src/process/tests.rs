@@ -181,11 +181,30 @@ fn a_nic_sends_one_message_at_a_time_in_order() {
     let bytes = 200_000u64; // 1 ms at 200 MB/s
     let mut b = Builder::new(3);
     b.each(|r| match r {
-        0 => vec![Op::Isend { to: 1, bytes, tag: 1 }, Op::Isend { to: 2, bytes, tag: 1 }, Op::Wait],
-        _ => vec![Op::Recv { from: Some(0), tag: 1 }],
+        0 => vec![
+            Op::Isend {
+                to: 1,
+                bytes,
+                tag: 1,
+            },
+            Op::Isend {
+                to: 2,
+                bytes,
+                tag: 1,
+            },
+            Op::Wait,
+        ],
+        _ => vec![Op::Recv {
+            from: Some(0),
+            tag: 1,
+        }],
     });
     let out = run(&plat, &[job(b.build("fanout", 1.0))], false, 1);
-    let (o_s, o_r, lat) = (us(plat.send_overhead_us), us(plat.recv_overhead_us), us(plat.latency_us));
+    let (o_s, o_r, lat) = (
+        us(plat.send_overhead_us),
+        us(plat.recv_overhead_us),
+        us(plat.latency_us),
+    );
     let t = 1_000_000;
     // Rank 0's Wait ends when its NIC has transmitted both messages, back to back.
     assert_eq!(out.proc_end[0].as_ns(), o_s + t + t);
