@@ -154,7 +154,9 @@ impl WorkloadConfig {
 #[serde(deny_unknown_fields)]
 pub struct SchedulerConfig {
     /// Cluster policy name with optional parameters, e.g. `"easy"` or `"fcfs"`; see
-    /// `cosched policies`. At process fidelity admission is FCFS: only `"fcfs"`.
+    /// `cosched policies`. At process fidelity: `"fcfs"` (admission under `mpl`),
+    /// `"batch"`, `"easy"` or `"gang[...]"`, checked by the policy registry when the
+    /// configuration is loaded or run.
     #[serde(default = "default_policy")]
     pub policy: String,
     #[serde(default)]
@@ -337,17 +339,29 @@ impl RunConfig {
             }
             "process" => {
                 if self.workload.trace.is_some() {
-                    return bad("workload.trace", "not supported at fidelity \"process\"; list `jobs`".into());
+                    return bad(
+                        "workload.trace",
+                        "not supported at fidelity \"process\"; list `jobs`".into(),
+                    );
                 }
                 if self.workload.jobs.is_empty() {
-                    return bad("workload.jobs", "at least one job is required at fidelity \"process\"".into());
+                    return bad(
+                        "workload.jobs",
+                        "at least one job is required at fidelity \"process\"".into(),
+                    );
                 }
                 for (i, j) in self.workload.jobs.iter().enumerate() {
                     if j.class.chars().count() != 1 {
-                        return bad(&format!("workload.jobs[{i}].class"), format!("one letter, got {:?}", j.class));
+                        return bad(
+                            &format!("workload.jobs[{i}].class"),
+                            format!("one letter, got {:?}", j.class),
+                        );
                     }
                     if !(j.submit_s.is_finite() && j.submit_s >= 0.0) {
-                        return bad(&format!("workload.jobs[{i}].submit_s"), format!("must be a finite number >= 0, got {}", j.submit_s));
+                        return bad(
+                            &format!("workload.jobs[{i}].submit_s"),
+                            format!("must be a finite number >= 0, got {}", j.submit_s),
+                        );
                     }
                 }
                 match &self.node_platform {
@@ -358,14 +372,16 @@ impl RunConfig {
                         }
                     }
                 }
-                if self.scheduler.policy != "fcfs" {
-                    return bad("scheduler.policy", format!("process-level admission is FCFS: \"fcfs\" only, got {:?}", self.scheduler.policy));
-                }
                 if self.scheduler.mpl == 0 {
                     return bad("scheduler.mpl", "must be at least 1".into());
                 }
             }
-            other => return bad("fidelity", format!("unknown fidelity {other:?}; valid: \"job\", \"process\"")),
+            other => {
+                return bad(
+                    "fidelity",
+                    format!("unknown fidelity {other:?}; valid: \"job\", \"process\""),
+                )
+            }
         }
         if let Some(p) = &self.platform {
             if let Err(crate::PlatformError::Invalid { field, msg }) = p.validate() {
@@ -497,14 +513,28 @@ mpl = 3
         assert_eq!(c.workload.jobs.len(), 2);
         assert_eq!(c.scheduler.mpl, 3);
         assert_eq!(c.node_platform.unwrap().platform().unwrap().nodes, 16);
-        let e = RunConfig::from_str_with(&PROCESS.replace("choi2004", "choi"), "p.toml", None).unwrap_err().to_string();
-        assert!(e.starts_with("p.toml: field `node_platform`: unknown platform preset \"choi\""), "{e}");
-        let e = RunConfig::from_str_with(&PROCESS.replace("mpl = 3", "mpl = 3\npolicy = \"easy\""), "p.toml", None).unwrap_err().to_string();
-        assert!(e.contains("field `scheduler.policy`"), "{e}");
-        let e = RunConfig::from_str_with(&PROCESS.replace("class = \"A\"", "class = \"AB\""), "p.toml", None).unwrap_err().to_string();
+        let e = RunConfig::from_str_with(&PROCESS.replace("choi2004", "choi"), "p.toml", None)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("p.toml: field `node_platform`: unknown platform preset \"choi\""),
+            "{e}"
+        );
+        let e = RunConfig::from_str_with(
+            &PROCESS.replace("class = \"A\"", "class = \"AB\""),
+            "p.toml",
+            None,
+        )
+        .unwrap_err()
+        .to_string();
         assert!(e.contains("field `workload.jobs[0].class`"), "{e}");
-        let e = RunConfig::from_str_with(&GOOD.replace("trace = \"t.swf\"", ""), "x.toml", None).unwrap_err().to_string();
-        assert_eq!(e, "x.toml: field `workload.trace`: required at fidelity \"job\"");
+        let e = RunConfig::from_str_with(&GOOD.replace("trace = \"t.swf\"", ""), "x.toml", None)
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            e,
+            "x.toml: field `workload.trace`: required at fidelity \"job\""
+        );
     }
 
     #[test]
