@@ -237,3 +237,60 @@ fn bad_gang_and_backfill_options_are_errors() {
     let e = simulate_processes(&plat, &jobs, &|| Box::new(Spin), &o).unwrap_err();
     assert!(e.to_string().contains("one estimate per job"), "{e}");
 }
+
+#[test]
+fn several_jobs_per_row_share_slots_only_on_distinct_nodes() {
+    // Rows by first fit on 4 nodes: row 0 = jobs 0 (nodes 0-1) and 1 (2-3);
+    // row 1 = jobs 2 (0-2) and 3 (3); row 2 = job 4 (0-3); job 5 waits for room.
+    let plat = platform(4, 5.0);
+    let jobs = vec![
+        bsp(2, 20, 2),
+        bsp(2, 40, 3),
+        bsp(3, 30, 2),
+        compute(1, 150),
+        bsp(4, 25, 4),
+        bsp(2, 20, 2),
+    ];
+    let (q, sw) = (SimTime::from_ms(15), SimTime::from_us(700));
+    let out = run(&plat, &jobs, &gang(15, 700, false));
+    assert_eq!(out.jobs[3].nodes, vec![3]);
+    assert_eq!(out.jobs[4].nodes, vec![0, 1, 2, 3]);
+    assert!(
+        out.jobs[5].start > SimTime::ZERO,
+        "no row had room for job 5 at first"
+    );
+    // Slots are separated by machine-wide idle gaps of at least the switch cost.
+    let segs = cpu_segments(&out);
+    let mut slots: Vec<(SimTime, SimTime, std::collections::BTreeSet<usize>)> = Vec::new();
+    for s in &segs {
+        match slots.last_mut() {
+            Some((_, end, jobs)) if s.start < *end + sw => {
+                *end = (*end).max(s.end);
+                jobs.insert(s.job);
+            }
+            _ => slots.push((s.start, s.end, [s.job].into())),
+        }
+    }
+    assert!(slots.len() > 6, "{}", slots.len());
+    for (start, end, in_slot) in &slots {
+        assert!(
+            *end - *start <= q,
+            "slot at {start} lasts {}",
+            *end - *start
+        );
+        let in_slot: Vec<usize> = in_slot.iter().copied().collect();
+        for (k, &a) in in_slot.iter().enumerate() {
+            for &b in &in_slot[k + 1..] {
+                // Two jobs alive together in one slot are in one row: distinct nodes.
+                // (A job may take the cells of a job of its row that ended.)
+                let (ra, rb) = (&out.jobs[a], &out.jobs[b]);
+                let shared = ra.nodes.iter().any(|n| rb.nodes.contains(n));
+                let together = ra.start < rb.end && rb.start < ra.end;
+                assert!(
+                    !(shared && together),
+                    "jobs {a} and {b} share a node in the slot at {start}"
+                );
+            }
+        }
+    }
+}

@@ -647,8 +647,9 @@ impl<'a> Sim<'a> {
 
     /// End-of-run checks: CPU work is conserved (the useful CPU time equals the
     /// programs' compute plus every overhead paid), every message was consumed
-    /// exactly once, every process finished, and the CPU time of the processes is
-    /// their useful plus spinning time.
+    /// exactly once, every process finished, the CPU time of the processes is
+    /// their useful plus spinning time, and under gang no CPU worked during the
+    /// global switches.
     fn check_invariants(&self) -> Result<(), ProcError> {
         let bad = |m: String| Err(ProcError::Invariant(m));
         let c = &self.counters;
@@ -707,6 +708,24 @@ impl<'a> Sim<'a> {
                 "node {k} ended with {} KB free of {capacity} and {} KB committed",
                 n.free_kb, n.committed_kb
             ));
+        }
+        // Gang: every slot switch idles every CPU for the switch cost, and no switch
+        // is in progress at the end (nothing runs during one, so no job ends then).
+        if let Some(g) = &self.gang {
+            let idle = g.switches as i64 * g.params.switch.as_ns();
+            let span = self.q.now().as_ns();
+            if g.switching {
+                return bad("a gang switch was in progress at the end".into());
+            }
+            if let Some((k, busy)) = self.nodes.iter().enumerate().find_map(|(k, n)| {
+                let busy: i64 = n.cpus.iter().map(|c| c.busy_ns).sum();
+                (busy > (span - idle) * n.cpus.len() as i64).then_some((k, busy))
+            }) {
+                return bad(format!(
+                    "node {k} busy {busy} ns in a {span} ns run with {} ns of gang switches",
+                    idle
+                ));
+            }
         }
         let cpu: i64 = self.procs.iter().map(|p| p.cpu_ns).sum();
         if cpu != c.useful_ns + c.spin_ns {
