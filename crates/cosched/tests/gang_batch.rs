@@ -105,3 +105,29 @@ fn three_identical_class_a_jobs_under_gang_fcfs_nls_and_batch() {
         println!("{line}");
     }
 }
+
+/// The shipped gang example loads from its file (the policy checked at load),
+/// runs deterministically, and a bad parameter in a file names file and field.
+#[test]
+fn gang_example_file_loads_and_runs_deterministically() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples");
+    let cfg = cosched::load_config(&dir.join("choi-nas-gang.toml")).unwrap();
+    let a = cosched::run_config(&cfg).unwrap();
+    let b = cosched::run_config(&cfg).unwrap();
+    assert_eq!(a.summary.jobs_simulated, 5);
+    assert_eq!(a.table.end_s, b.table.end_s);
+    assert_eq!(a.summary.policy, format!("{}+nls", cfg.scheduler.policy));
+    let bad = std::env::temp_dir().join(format!("cosched-gang-bad-{}.toml", std::process::id()));
+    let text = std::fs::read_to_string(dir.join("choi-nas-gang.toml"))
+        .unwrap()
+        .replace("switch_us=1000", "switch_us=-1");
+    std::fs::write(&bad, text).unwrap();
+    let e = cosched::load_config(&bad).unwrap_err().to_string();
+    std::fs::remove_file(&bad).ok();
+    assert!(
+        e.ends_with(
+            "field `scheduler.policy`: policy gang: parameter switch_us=\"-1\": must be >= 0"
+        ),
+        "{e}"
+    );
+}
