@@ -131,3 +131,35 @@ fn gang_example_file_loads_and_runs_deterministically() {
         "{e}"
     );
 }
+
+/// The five-job mix of the examples under every process-level scheme (numbers
+/// printed with `--nocapture`). Under batch and EASY a job never shares a node.
+#[test]
+fn example_mix_under_every_scheme() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples");
+    let base = cosched::load_config(&dir.join("choi-nas-gang.toml")).unwrap();
+    for policy in ["gang", "gang[alternate=true]", "fcfs", "batch", "easy"] {
+        let mut cfg = base.clone();
+        cfg.scheduler.policy = policy.into();
+        cfg.scheduler.mpl = 3;
+        let r = cosched::run_config(&cfg).unwrap();
+        let s = &r.summary;
+        println!(
+            "5-job mix, {policy}: mean response {:.3} s, mean execution {:.3} s, mean wait {:.3} s, makespan {:.3} s",
+            s.mean_response_s, s.mean_execution_s, s.mean_wait_s, s.makespan_s
+        );
+        assert_eq!(s.jobs_simulated, 5);
+        if policy == "batch" || policy == "easy" {
+            let t = &r.table;
+            for a in 0..5 {
+                for b in a + 1..5 {
+                    let overlap = t.start_s[a] < t.end_s[b] && t.start_s[b] < t.end_s[a];
+                    assert!(
+                        !overlap || t.procs[a] + t.procs[b] <= 16,
+                        "{policy}: jobs {a} {b}"
+                    );
+                }
+            }
+        }
+    }
+}

@@ -279,6 +279,12 @@ fn several_jobs_per_row_share_slots_only_on_distinct_nodes() {
             *end - *start
         );
         let in_slot: Vec<usize> = in_slot.iter().copied().collect();
+        // Every job runs only in its row's slots (job 5 took row 0's free cells).
+        let row = [0, 0, 1, 1, 2, 0];
+        assert!(
+            in_slot.iter().all(|&j| row[j] == row[in_slot[0]]),
+            "slot at {start} mixes rows: jobs {in_slot:?}"
+        );
         for (k, &a) in in_slot.iter().enumerate() {
             for &b in &in_slot[k + 1..] {
                 // Two jobs alive together in one slot are in one row: distinct nodes.
