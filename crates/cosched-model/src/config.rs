@@ -158,7 +158,9 @@ impl WorkloadConfig {
 #[serde(deny_unknown_fields)]
 pub struct SchedulerConfig {
     /// Cluster policy name with optional parameters, e.g. `"easy"` or `"fcfs"`; see
-    /// `cosched policies`. At process fidelity admission is FCFS: only `"fcfs"`.
+    /// `cosched policies`. At process fidelity: `"fcfs"` (admission under `mpl`),
+    /// `"batch"`, `"easy"` or `"gang[...]"`, checked by the policy registry when the
+    /// configuration is loaded or run.
     #[serde(default = "default_policy")]
     pub policy: String,
     #[serde(default)]
@@ -374,15 +376,6 @@ impl RunConfig {
                         }
                     }
                 }
-                if self.scheduler.policy != "fcfs" {
-                    return bad(
-                        "scheduler.policy",
-                        format!(
-                            "process-level admission is FCFS: \"fcfs\" only, got {:?}",
-                            self.scheduler.policy
-                        ),
-                    );
-                }
                 if self.scheduler.mpl == 0 {
                     return bad("scheduler.mpl", "must be at least 1".into());
                 }
@@ -531,14 +524,6 @@ mpl = 3
             e.starts_with("p.toml: field `node_platform`: unknown platform preset \"choi\""),
             "{e}"
         );
-        let e = RunConfig::from_str_with(
-            &PROCESS.replace("mpl = 3", "mpl = 3\npolicy = \"easy\""),
-            "p.toml",
-            None,
-        )
-        .unwrap_err()
-        .to_string();
-        assert!(e.contains("field `scheduler.policy`"), "{e}");
         let e = RunConfig::from_str_with(
             &PROCESS.replace("class = \"A\"", "class = \"AB\""),
             "p.toml",

@@ -7,12 +7,17 @@
 //! - [`conservative`]: conservative backfilling.
 //!
 //! Node-level (process-level engine): [`node`].
+//!
+//! Process-level cluster scheduling (admission, gang slots): [`process`]
+//! (`fcfs`, `batch`, `easy`, `gang`), built by [`build_process`].
 
 pub mod conservative;
 pub mod easy;
 pub mod fcfs;
 pub mod node;
+pub mod process;
 pub mod profile;
 pub mod registry;
 
+pub use process::{build_process, process_catalog, ProcAdmission};
 pub use registry::{build, build_node, catalog, ParamInfo, PolicyInfo, PolicySpec, RegistryError};

@@ -200,7 +200,12 @@ pub fn load_config(path: &std::path::Path) -> Result<RunConfig, Error> {
             return Ok(cfg);
         }
     }
-    if let Err(e) = cosched_policies::build(&cfg.scheduler.policy) {
+    let checked = if cfg.fidelity == "process" {
+        cosched_policies::build_process(&cfg.scheduler.policy).map(|_| ())
+    } else {
+        cosched_policies::build(&cfg.scheduler.policy).map(|_| ())
+    };
+    if let Err(e) = checked {
         return Err(ConfigError::Invalid {
             path: path.display().to_string(),
             field: "scheduler.policy".into(),

@@ -7,9 +7,12 @@
 use crate::{Error, RunResult, Timings};
 use cosched_des::SimTime;
 use cosched_engine::metrics::{summarize_busy, MeasuredBusy, ProcessSummary};
+use cosched_engine::process::policy::NodePolicy;
 use cosched_engine::process::{simulate_processes, ProcJob, ProcOptions};
 use cosched_engine::{JobRecord, JobStatus, SimOutput};
+use cosched_model::node::NodePlatform;
 use cosched_model::{ConfigError, JobSpec, Platform, RunConfig, Workload};
+use cosched_policies::ProcAdmission;
 use std::time::Instant;
 
 /// The jobs of a process-level configuration, sorted by submit time (stable).
@@ -34,6 +37,46 @@ pub fn jobs_of(cfg: &RunConfig, origin: &str) -> Result<Vec<ProcJob>, Error> {
     Ok(jobs)
 }
 
+/// EASY's runtime estimates ("perfect estimates", assumption G-SCH-8): each job's
+/// dedicated execution time, simulated alone on the platform (one process per
+/// node, the configuration's node policy, placement and seed), cached per
+/// application, class and process count. Background jobs get no finite estimate.
+fn dedicated_estimates(
+    cfg: &RunConfig,
+    plat: &NodePlatform,
+    jobs: &[ProcJob],
+    make: &dyn Fn() -> Box<dyn NodePolicy>,
+) -> Result<Vec<SimTime>, Error> {
+    let mut apps: Vec<_> = cfg.workload.jobs.iter().collect();
+    apps.sort_by_key(|a| SimTime::from_secs_f64(a.submit_s)); // the order of `jobs_of`
+    let mut cache = std::collections::BTreeMap::new();
+    let mut est = Vec::with_capacity(jobs.len());
+    for (a, job) in apps.iter().zip(jobs) {
+        if job.background {
+            // A competing load runs until the foreground ends: no finite estimate.
+            est.push(SimTime::MAX);
+            continue;
+        }
+        let key = (a.app.clone(), a.class.clone(), a.procs);
+        if let Some(&t) = cache.get(&key) {
+            est.push(t);
+            continue;
+        }
+        let alone = ProcJob::new(job.program.clone(), SimTime::ZERO);
+        let opts = ProcOptions {
+            placement: cfg.scheduler.placement,
+            seed: cfg.seed,
+            ..Default::default()
+        };
+        let out = simulate_processes(plat, std::slice::from_ref(&alone), make, &opts)
+            .map_err(|e| Error::Invalid(e.to_string()))?;
+        let t = out.jobs[0].end - out.jobs[0].start;
+        cache.insert(key, t);
+        est.push(t);
+    }
+    Ok(est)
+}
+
 /// Runs a validated process-level configuration.
 pub fn run_process_config(cfg: &RunConfig) -> Result<RunResult, Error> {
     run_process_config_recording(cfg, false)
@@ -52,7 +95,8 @@ pub fn run_process_config_recording(cfg: &RunConfig, timeline: bool) -> Result<R
     let policy = cfg.scheduler.node_policy.clone();
     cosched_policies::build_node(&policy)?;
     let make = || cosched_policies::build_node(&policy).expect("checked above");
-    let opts = ProcOptions {
+    let admission = cosched_policies::build_process(&cfg.scheduler.policy)?;
+    let mut opts = ProcOptions {
         mpl: cfg.scheduler.mpl,
         placement: cfg.scheduler.placement,
         seed: cfg.seed,
@@ -60,6 +104,19 @@ pub fn run_process_config_recording(cfg: &RunConfig, timeline: bool) -> Result<R
         record_timeline: timeline,
         ..Default::default()
     };
+    match admission {
+        ProcAdmission::Fcfs => {}
+        ProcAdmission::Batch { backfill } => {
+            opts.mpl = 1;
+            if backfill {
+                opts.backfill = Some(dedicated_estimates(cfg, &plat, &jobs, &make)?);
+            }
+        }
+        ProcAdmission::Gang(g) => {
+            opts.mpl = g.rows;
+            opts.gang = Some(g);
+        }
+    }
     let t0 = Instant::now();
     let mut out = simulate_processes(&plat, &jobs, &make, &opts)
         .map_err(|e| Error::Invalid(e.to_string()))?;

@@ -233,7 +233,7 @@ fn ghanesh_run(jobs: &[ProcJob]) -> ProcOutput {
 #[test]
 fn cpu_hungry_loads_slow_a_nas_job_and_end_with_it() {
     let load = || bg(apps::build("cpu-load", '-', 1).unwrap());
-    for (app, min, max) in [("CG", 1.0, f64::MAX), ("EP", 1.3, 2.05)] {
+    for (app, min, max) in [("CG", 1.0, f64::MAX), ("EP", 1.3, 2.3)] {
         let prog = apps::build(app, 'A', 4).unwrap();
         let alone = ghanesh_run(&[fg(prog.clone())]);
         let dedicated = alone.jobs[0].end - alone.jobs[0].start;
@@ -257,7 +257,9 @@ fn cpu_hungry_loads_slow_a_nas_job_and_end_with_it() {
         // time its rank 0 is blocked, yet it is slower. EP computes all the time: its
         // rank 0 shares two CPUs with two loads; fair shares would give a slowdown of
         // 1.5, and the Linux 2.4 model's epoch rule (an epoch ends when the queued
-        // processes are spent, while one still runs on the other CPU) gives up to 2.
+        // processes are spent, while one still runs on the other CPU) gives more, up
+        // to about 2.2 with tick-sampled counters (see the engine test
+        // three_cpu_bound_processes_share_two_cpus).
         assert!(
             slowdown > min && slowdown < max,
             "{app}: dedicated {dedicated}, shared {shared}"

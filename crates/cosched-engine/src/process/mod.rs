@@ -44,10 +44,17 @@
 //! Admission: jobs wait in FCFS order; a job of P processes gets P distinct nodes
 //! each holding fewer than `mpl` processes (PACKING: the first run of consecutive
 //! eligible nodes, else the lowest-numbered; NO PACKING: eligible nodes drawn at
-//! random from the seeded stream "placement").
+//! random from the seeded stream "placement"). Two other admission modes
+//! replace it when their option is set: gang scheduling ([`gang`]: an
+//! Ousterhout matrix with global slot switches, `ProcOptions::gang`) and batch
+//! scheduling with EASY backfilling at MPL 1 ([`batch`], `ProcOptions::backfill`).
 
+pub mod batch;
+pub mod gang;
 pub mod policy;
 
+#[cfg(test)]
+mod gang_tests;
 #[cfg(test)]
 mod tests;
 
@@ -104,6 +111,12 @@ pub struct ProcOptions {
     /// The run stops with an error past this simulated time (a watchdog for
     /// programs that spin forever).
     pub time_limit: SimTime,
+    /// Gang scheduling instead of FCFS admission under `mpl`: the matrix has
+    /// `rows` rows (the MPL) and the nodes run only the active row ([`gang`]).
+    pub gang: Option<gang::GangParams>,
+    /// EASY backfilling (requires `mpl == 1`) with these runtime estimates, one
+    /// per job ([`batch`]).
+    pub backfill: Option<Vec<SimTime>>,
 }
 
 impl Default for ProcOptions {
@@ -115,6 +128,8 @@ impl Default for ProcOptions {
             memory_aware: false,
             record_timeline: false,
             time_limit: SimTime::from_secs(10_000_000),
+            gang: None,
+            backfill: None,
         }
     }
 }
@@ -185,6 +200,8 @@ pub struct ProcCounters {
     pub boosts: u64,
     /// Running processes preempted at once by a boosted one.
     pub boost_preemptions: u64,
+    /// Gang slot switches (each one idles every node for the switch cost).
+    pub gang_switches: u64,
 }
 
 /// Everything a process-level run produces.
@@ -218,6 +235,8 @@ pub enum ProcError {
     BadProgram { job: usize, msg: String },
     #[error("mpl must be at least 1")]
     Mpl,
+    #[error("invalid options: {0}")]
+    Options(String),
     #[error("job {job}: rank {rank} sends to rank {to}, which does not exist")]
     BadRank { job: usize, rank: Rank, to: Rank },
     #[error("deadlock at t={time}: {waiting} process(es) wait for messages that can never arrive; first: {first}")]
@@ -387,13 +406,39 @@ struct Node {
 #[derive(Clone, Copy, Debug)]
 enum Ev {
     Arrive(usize),
-    SegEnd { node: u32, cpu: u32, gen: u64 },
-    Msg { to: Pid, from: Rank, tag: u32 },
-    Ack { to: Pid },
-    IoDone { to: Pid },
-    SendDone { to: Pid },
-    PageDone { to: Pid },
-    Timer { node: u32 },
+    SegEnd {
+        node: u32,
+        cpu: u32,
+        gen: u64,
+    },
+    Msg {
+        to: Pid,
+        from: Rank,
+        tag: u32,
+    },
+    Ack {
+        to: Pid,
+    },
+    IoDone {
+        to: Pid,
+    },
+    SendDone {
+        to: Pid,
+    },
+    PageDone {
+        to: Pid,
+    },
+    Timer {
+        node: u32,
+    },
+    /// End of a gang slot: every CPU is taken back and the global switch starts.
+    GangSwitch {
+        gen: u64,
+    },
+    /// End of the global switch: the next row's slot starts.
+    GangResume {
+        gen: u64,
+    },
 }
 
 struct View<'s, 'a> {
@@ -428,6 +473,8 @@ struct Sim<'a> {
     /// First pid of each admitted job.
     job_pids: Vec<Option<Pid>>,
     ranks_left: Vec<u32>,
+    /// The gang matrix, in gang mode.
+    gang: Option<gang::Matrix>,
     records: Vec<Option<ProcJobRecord>>,
     pending: std::collections::VecDeque<usize>,
     jobs_done: usize,
@@ -468,6 +515,28 @@ pub fn simulate_processes(
     plat.validate().map_err(ProcError::Platform)?;
     if opts.mpl == 0 {
         return Err(ProcError::Mpl);
+    }
+    if let Some(g) = &opts.gang {
+        if g.rows == 0 || g.quantum <= SimTime::ZERO || g.switch < SimTime::ZERO {
+            return Err(ProcError::Options(format!(
+                "gang needs rows >= 1, quantum > 0 and switch >= 0, got {g:?}"
+            )));
+        }
+        if opts.backfill.is_some() {
+            return Err(ProcError::Options(
+                "gang and backfill exclude each other".into(),
+            ));
+        }
+    }
+    if let Some(est) = &opts.backfill {
+        if opts.mpl != 1 || est.len() != jobs.len() {
+            return Err(ProcError::Options(format!(
+                "backfill needs mpl 1 and one estimate per job ({} jobs, {} estimates, mpl {})",
+                jobs.len(),
+                est.len(),
+                opts.mpl
+            )));
+        }
     }
     if let Some(i) = jobs.windows(2).position(|w| w[1].submit < w[0].submit) {
         return Err(ProcError::Unsorted(i + 1));
@@ -517,17 +586,20 @@ pub fn simulate_processes(
     let nodes = (0..plat.nodes)
         .map(|k| Node {
             cpus: vec![Cpu::default(); plat.cpus_per_node as usize],
-            sched: os::build_on_node(
-                &plat.os,
-                tick.map_or(SimTime::ZERO, |t| {
-                    use rand::Rng;
-                    SimTime(
-                        streams
-                            .stream(&format!("tick-phase/{k}"))
-                            .gen_range(0..t.as_ns()),
-                    )
-                }),
-            ),
+            sched: match opts.gang {
+                Some(_) => Box::new(gang::Dispatcher::default()),
+                None => os::build_on_node(
+                    &plat.os,
+                    tick.map_or(SimTime::ZERO, |t| {
+                        use rand::Rng;
+                        SimTime(
+                            streams
+                                .stream(&format!("tick-phase/{k}"))
+                                .gen_range(0..t.as_ns()),
+                        )
+                    }),
+                ),
+            },
             procs: Vec::new(),
             disk_free_at: SimTime::ZERO,
             nic_free_at: SimTime::ZERO,
@@ -548,6 +620,10 @@ pub fn simulate_processes(
         procs: Vec::new(),
         job_pids: vec![None; jobs.len()],
         ranks_left: vec![0; jobs.len()],
+        gang: opts
+            .gang
+            .clone()
+            .map(|g| gang::Matrix::new(g, plat.nodes, jobs.len())),
         records: vec![None; jobs.len()],
         pending: Default::default(),
         jobs_done: 0,
@@ -662,6 +738,8 @@ impl<'a> Sim<'a> {
                     p.wait = None;
                     self.wake(to, now);
                 }
+                Ev::GangSwitch { gen } => self.gang_switch(gen, now),
+                Ev::GangResume { gen } => self.gang_resume(gen, now),
                 Ev::Timer { node } => {
                     self.with_policy(node, now, true, |p, v, out| p.on_timer(v, out));
                     if self.nodes[node as usize].load > 0 {
@@ -679,8 +757,9 @@ impl<'a> Sim<'a> {
 
     /// End-of-run checks: CPU work is conserved (the useful CPU time equals the
     /// programs' compute plus every overhead paid), every message was consumed
-    /// exactly once, every process finished, and the CPU time of the processes is
-    /// their useful plus spinning time.
+    /// exactly once, every process finished, the CPU time of the processes is
+    /// their useful plus spinning time, and under gang no CPU worked during the
+    /// global switches.
     fn check_invariants(&self) -> Result<(), ProcError> {
         let bad = |m: String| Err(ProcError::Invariant(m));
         let c = &self.counters;
@@ -758,6 +837,24 @@ impl<'a> Sim<'a> {
                 "node {k} ended with {} KB free of {capacity} and {} KB committed",
                 n.free_kb, n.committed_kb
             ));
+        }
+        // Gang: every slot switch idles every CPU for the switch cost, and no switch
+        // is in progress at the end (nothing runs during one, so no job ends then).
+        if let Some(g) = &self.gang {
+            let idle = g.switches as i64 * g.params.switch.as_ns();
+            let span = self.q.now().as_ns();
+            if g.switching {
+                return bad("a gang switch was in progress at the end".into());
+            }
+            if let Some((k, busy)) = self.nodes.iter().enumerate().find_map(|(k, n)| {
+                let busy: i64 = n.cpus.iter().map(|c| c.busy_ns).sum();
+                (busy > (span - idle) * n.cpus.len() as i64).then_some((k, busy))
+            }) {
+                return bad(format!(
+                    "node {k} busy {busy} ns in a {span} ns run with {} ns of gang switches",
+                    idle
+                ));
+            }
         }
         let cpu: i64 = self.procs.iter().map(|p| p.cpu_ns).sum();
         if cpu != c.useful_ns + c.spin_ns {
@@ -871,6 +968,12 @@ impl<'a> Sim<'a> {
     // ----- admission -------------------------------------------------------
 
     fn admit(&mut self, now: SimTime) {
+        if self.gang.is_some() {
+            return self.admit_gang(now);
+        }
+        if self.opts.backfill.is_some() {
+            return self.admit_easy(now);
+        }
         while let Some(&j) = self.pending.front() {
             let size = self.jobs[j].program.size() as usize;
             let need = kb(self.jobs[j].program.memory_mb);
@@ -885,24 +988,145 @@ impl<'a> Sim<'a> {
             if eligible.len() < size {
                 return;
             }
-            let chosen: Vec<u32> = match self.opts.placement {
-                Placement::Packing => {
-                    let run = eligible
-                        .windows(size)
-                        .find(|w| w[size - 1] - w[0] == size as u32 - 1);
-                    run.map_or_else(|| eligible[..size].to_vec(), |w| w.to_vec())
-                }
-                Placement::Random => {
-                    let mut c: Vec<u32> = eligible
-                        .choose_multiple(&mut self.rng, size)
-                        .copied()
-                        .collect();
-                    c.sort_unstable();
-                    c
-                }
-            };
+            let chosen = self.choose_nodes(&eligible, size);
             self.pending.pop_front();
             self.start_job(j, chosen, now);
+        }
+    }
+
+    /// `size` of the `eligible` nodes (sorted), by the run's placement rule.
+    fn choose_nodes(&mut self, eligible: &[u32], size: usize) -> Vec<u32> {
+        match self.opts.placement {
+            Placement::Packing => {
+                let run = eligible
+                    .windows(size)
+                    .find(|w| w[size - 1] - w[0] == size as u32 - 1);
+                run.map_or_else(|| eligible[..size].to_vec(), |w| w.to_vec())
+            }
+            Placement::Random => {
+                let mut c: Vec<u32> = eligible
+                    .choose_multiple(&mut self.rng, size)
+                    .copied()
+                    .collect();
+                c.sort_unstable();
+                c
+            }
+        }
+    }
+
+    /// Gang admission: FCFS, each job into the first matrix row with room.
+    fn admit_gang(&mut self, now: SimTime) {
+        while let Some(&j) = self.pending.front() {
+            let size = self.jobs[j].program.size() as usize;
+            let need = kb(self.jobs[j].program.memory_mb);
+            let capacity = kb(self.plat.job_memory_mb);
+            let g = self.gang.as_ref().expect("gang mode");
+            let nodes = &self.nodes;
+            let aware = self.opts.memory_aware;
+            let Some((row, eligible)) = g.find_row(size, |n| {
+                !aware || nodes[n as usize].committed_kb + need <= capacity
+            }) else {
+                return;
+            };
+            let chosen = self.choose_nodes(&eligible, size);
+            self.pending.pop_front();
+            let first = self.procs.len() as Pid;
+            let g = self.gang.as_mut().expect("gang mode");
+            g.place(j, row, &chosen, first);
+            if g.active.is_none() {
+                // The cycle was stopped (empty matrix): this row's slot starts now.
+                g.active = Some(row);
+                g.gen += 1;
+                let (gen, quantum) = (g.gen, g.params.quantum);
+                self.q
+                    .schedule(now + quantum, Ev::GangSwitch { gen })
+                    .expect("future");
+            }
+            self.start_job(j, chosen, now);
+        }
+    }
+
+    /// Batch admission at MPL 1 with EASY backfilling ([`batch::easy_starts`]).
+    fn admit_easy(&mut self, now: SimTime) {
+        let est = self.opts.backfill.as_ref().expect("backfill mode");
+        let running: Vec<batch::Running> = (0..self.jobs.len())
+            .filter(|&j| self.records[j].is_some() && self.ranks_left[j] > 0)
+            .map(|j| batch::Running {
+                end: self.records[j].as_ref().expect("started").start + est[j],
+                size: self.jobs[j].program.size(),
+            })
+            .collect();
+        let queue: Vec<batch::Queued> = self
+            .pending
+            .iter()
+            .map(|&j| batch::Queued {
+                job: j,
+                size: self.jobs[j].program.size(),
+                estimate: est[j],
+            })
+            .collect();
+        let free = self.nodes.iter().filter(|n| n.load == 0).count() as u32;
+        for j in batch::easy_starts(now, free, &running, &queue) {
+            let eligible: Vec<u32> = (0..self.plat.nodes)
+                .filter(|&n| self.nodes[n as usize].load == 0)
+                .collect();
+            let chosen = self.choose_nodes(&eligible, self.jobs[j].program.size() as usize);
+            self.pending.retain(|&x| x != j);
+            self.start_job(j, chosen, now);
+        }
+    }
+
+    // ----- gang slots ------------------------------------------------------
+
+    /// End of a slot: every CPU of the machine is taken back, and the machine
+    /// idles for the global switch; with an empty matrix the cycle stops.
+    fn gang_switch(&mut self, gen: u64, now: SimTime) {
+        let g = self.gang.as_mut().expect("gang mode");
+        if g.gen != gen {
+            return;
+        }
+        if g.next_row().is_none() {
+            g.active = None;
+            return;
+        }
+        g.switching = true;
+        g.switches += 1;
+        self.counters.gang_switches += 1;
+        let resume = now + g.params.switch;
+        for node in 0..self.plat.nodes {
+            for cpu in 0..self.plat.cpus_per_node {
+                if let Some(pid) = self.nodes[node as usize].cpus[cpu as usize].cur {
+                    self.account(node, cpu, now);
+                    self.release_cpu(node, cpu, pid, Stop::Preempted, now);
+                    self.procs[pid as usize].state = PState::Ready;
+                    self.nodes[node as usize]
+                        .sched
+                        .enqueue(pid, Wake::Preempted, now);
+                }
+            }
+        }
+        self.q
+            .schedule(resume, Ev::GangResume { gen })
+            .expect("future");
+    }
+
+    /// End of the global switch: the next non-empty row's slot starts.
+    fn gang_resume(&mut self, gen: u64, now: SimTime) {
+        let g = self.gang.as_mut().expect("gang mode");
+        if g.gen != gen {
+            return;
+        }
+        g.switching = false;
+        g.active = g.next_row();
+        if g.active.is_none() {
+            return;
+        }
+        let quantum = g.params.quantum;
+        self.q
+            .schedule(now + quantum, Ev::GangSwitch { gen })
+            .expect("future");
+        for node in 0..self.plat.nodes {
+            self.schedule(node, now);
         }
     }
 
@@ -1001,6 +1225,9 @@ impl<'a> Sim<'a> {
         if self.ranks_left[j] == 0 {
             self.records[j].as_mut().expect("started").end = now;
             self.jobs_done += 1;
+            if let Some(g) = &mut self.gang {
+                g.free(j);
+            }
             if !self.jobs[j].background {
                 self.fg_left -= 1;
                 if self.fg_left == 0 {
@@ -1009,6 +1236,14 @@ impl<'a> Sim<'a> {
                 }
             }
             self.admit(now);
+            // The active row emptied: switch to the next row at once.
+            if let Some(g) = &mut self.gang {
+                if !g.switching && g.active.is_some() && g.active_empty() {
+                    g.gen += 1;
+                    let gen = g.gen;
+                    self.q.schedule(now, Ev::GangSwitch { gen }).expect("now");
+                }
+            }
         }
     }
 
@@ -1065,7 +1300,13 @@ impl<'a> Sim<'a> {
                 cpu += 1;
                 continue;
             }
-            let hint = {
+            let hint = if let Some(g) = &self.gang {
+                // Gang mode: the slot dispatcher decides, the node's Dispatcher obeys.
+                let procs = &self.procs;
+                g.choose(node, |p| {
+                    procs[p as usize].state == PState::Ready && !procs[p as usize].paging
+                })
+            } else {
                 let view = View {
                     now,
                     node: &self.nodes[node as usize],

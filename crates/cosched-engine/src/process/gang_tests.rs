@@ -1,0 +1,296 @@
+//! Gang scheduling and EASY batch admission on tiny scenarios.
+
+use super::gang::GangParams;
+use super::policy::NodePolicy;
+use super::*;
+use cosched_model::node::OsConfig;
+use cosched_model::program::Builder;
+
+struct Spin;
+impl NodePolicy for Spin {
+    fn name(&self) -> String {
+        "spin".into()
+    }
+}
+
+fn platform(nodes: u32, cs_us: f64) -> NodePlatform {
+    NodePlatform {
+        nodes,
+        cpus_per_node: 1,
+        job_memory_mb: 900.0,
+        latency_us: 7.0,
+        bandwidth_mb_s: 200.0,
+        send_overhead_us: 1.0,
+        recv_overhead_us: 1.5,
+        interrupt_us: 5.0,
+        context_switch_us: cs_us,
+        idle_watts: 219.10,
+        busy_watts: 238.068,
+        disk_mb_s: 20.0,
+        os: OsConfig::default(),
+    }
+}
+
+/// `p` ranks, `iters` times: compute `ms`, then a barrier.
+fn bsp(p: u32, iters: u32, ms: i64) -> ProcJob {
+    let mut b = Builder::new(p);
+    b.repeat(iters, |b| {
+        b.all(Op::Compute { ns: ms * 1_000_000 });
+        b.barrier();
+    });
+    ProcJob::new(b.build("bsp", 10.0), SimTime::ZERO)
+}
+
+fn compute(p: u32, ms: i64) -> ProcJob {
+    let mut b = Builder::new(p);
+    b.all(Op::Compute { ns: ms * 1_000_000 });
+    ProcJob::new(b.build("compute", 10.0), SimTime::ZERO)
+}
+
+fn gang(quantum_ms: i64, switch_us: i64, alternate: bool) -> ProcOptions {
+    ProcOptions {
+        gang: Some(GangParams {
+            quantum: SimTime::from_ms(quantum_ms),
+            rows: 3,
+            switch: SimTime::from_us(switch_us),
+            alternate,
+        }),
+        record_timeline: true,
+        ..Default::default()
+    }
+}
+
+fn run(plat: &NodePlatform, jobs: &[ProcJob], opts: &ProcOptions) -> ProcOutput {
+    simulate_processes(plat, jobs, &|| Box::new(Spin), opts).expect("run")
+}
+
+/// CPU segments sorted by start.
+fn cpu_segments(out: &ProcOutput) -> Vec<Segment> {
+    let mut s: Vec<Segment> = out
+        .timeline
+        .iter()
+        .copied()
+        .filter(|s| s.cpu.is_some())
+        .collect();
+    s.sort_by_key(|s| (s.start, s.node));
+    s
+}
+
+#[test]
+fn gang_runs_one_row_per_slot_and_switches_cost_the_parameters() {
+    // Three 4-process jobs on 4 nodes: each fills a row (first fit), rows 0, 1, 2.
+    let plat = platform(4, 5.0);
+    let jobs = vec![bsp(4, 30, 3), bsp(4, 30, 3), bsp(4, 30, 3)];
+    let (q, sw) = (SimTime::from_ms(20), SimTime::from_us(1000));
+    let out = run(&plat, &jobs, &gang(20, 1000, false));
+    for (j, r) in out.jobs.iter().enumerate() {
+        assert_eq!(r.start, SimTime::ZERO, "job {j} admitted at once (3 rows)");
+    }
+    let segs = cpu_segments(&out);
+    // Slots: maximal runs of segments of one job; between two slots of different
+    // jobs, no CPU of the machine works for at least the switch cost.
+    let mut slots: Vec<(usize, SimTime, SimTime)> = Vec::new();
+    for s in &segs {
+        match slots.last_mut() {
+            Some((j, _, end)) if *j == s.job => *end = (*end).max(s.end),
+            Some((_, _, end)) => {
+                assert!(
+                    s.start >= *end + sw,
+                    "job {} at {} less than a switch after the previous slot ended at {}",
+                    s.job,
+                    s.start,
+                    end
+                );
+                slots.push((s.job, s.start, s.end));
+            }
+            None => slots.push((s.job, s.start, s.end)),
+        }
+    }
+    // While all three jobs run, slot k belongs to job k % 3 and starts at k (Q + S).
+    for (k, &(j, start, end)) in slots.iter().take(6).enumerate() {
+        assert_eq!(j, k % 3, "slot {k}: {slots:?}");
+        assert_eq!(
+            start,
+            SimTime((q + sw).as_ns() * k as i64),
+            "slot {k} start"
+        );
+        assert!(end <= start + q, "slot {k} overruns its quantum");
+    }
+    // Each slot resumption costs one context switch per node (another process ran last).
+    let switches = segs.iter().filter(|s| s.kind == SegmentKind::Switch);
+    assert!(switches
+        .clone()
+        .all(|s| s.end - s.start == SimTime::from_us(5)));
+    assert!(out.counters.gang_switches >= slots.len() as u64 - 1);
+}
+
+#[test]
+fn a_single_job_under_gang_pays_only_the_switches() {
+    let plat = platform(4, 5.0);
+    let jobs = vec![bsp(4, 40, 2)];
+    let dedicated = run(&plat, &jobs, &ProcOptions::default()).jobs[0].end;
+    let out = run(&plat, &jobs, &gang(10, 500, false));
+    let t = out.jobs[0].end;
+    let n = out.counters.gang_switches as i64;
+    // One switch per elapsed quantum: n = floor(t / (Q + S)).
+    assert_eq!(
+        n,
+        t.as_ns() / (SimTime::from_ms(10) + SimTime::from_us(500)).as_ns()
+    );
+    assert!(n > 0);
+    // Overhead: each switch idles the machine 0.5 ms (the same process resumes: no
+    // context switch); a barrier in flight at a switch may lose at most its latency.
+    let overhead = t - dedicated;
+    assert!(overhead >= SimTime(450_000 * n), "{overhead}");
+    assert!(overhead <= SimTime(550_000 * n), "{overhead}");
+}
+
+#[test]
+fn alternate_scheduling_fills_nodes_without_a_process_in_the_active_row() {
+    // Job 0: 1 process (row 0, node 0); job 1: 2 processes (row 1, nodes 0 and 1).
+    let plat = platform(2, 0.0);
+    let jobs = vec![compute(1, 100), compute(2, 100)];
+    let q = SimTime::from_ms(20);
+    for alternate in [false, true] {
+        let out = run(&plat, &jobs, &gang(20, 100, alternate));
+        assert_eq!(out.jobs[0].nodes, vec![0]);
+        assert_eq!(out.jobs[1].nodes, vec![0, 1]);
+        let segs = cpu_segments(&out);
+        // On node 0 only one job runs per slot in any case.
+        let in_first_slot = |s: &&Segment| s.start < q;
+        let early: Vec<(u32, usize)> = segs
+            .iter()
+            .filter(in_first_slot)
+            .map(|s| (s.node, s.job))
+            .collect();
+        assert!(early.contains(&(0, 0)));
+        assert!(
+            !early.contains(&(0, 1)),
+            "row 1 never runs on node 0 in row 0's slot"
+        );
+        assert_eq!(early.contains(&(1, 1)), alternate, "{early:?}");
+    }
+}
+
+#[test]
+fn easy_backfills_a_short_job_without_delaying_the_head() {
+    let plat = platform(4, 0.0);
+    // Job 0 holds 2 nodes 100 ms; job 1 (4 nodes) waits for it; job 2 (2 nodes,
+    // 50 ms) ends before job 1's reservation; job 3 (2 nodes, 200 ms) would not.
+    let jobs = vec![
+        compute(2, 100),
+        compute(4, 50),
+        compute(2, 50),
+        compute(2, 200),
+    ];
+    let est: Vec<SimTime> = [100, 50, 50, 200]
+        .iter()
+        .map(|&ms| SimTime::from_ms(ms))
+        .collect();
+    let ms = |x| SimTime::from_ms(x);
+    let fcfs = run(&plat, &jobs, &ProcOptions::default());
+    let starts: Vec<SimTime> = fcfs.jobs.iter().map(|r| r.start).collect();
+    assert_eq!(starts, vec![ms(0), ms(100), ms(150), ms(150)], "FCFS order");
+    let easy = run(
+        &plat,
+        &jobs,
+        &ProcOptions {
+            backfill: Some(est),
+            ..Default::default()
+        },
+    );
+    let starts: Vec<SimTime> = easy.jobs.iter().map(|r| r.start).collect();
+    assert_eq!(
+        starts,
+        vec![ms(0), ms(100), ms(0), ms(150)],
+        "job 2 backfilled"
+    );
+    for out in [&fcfs, &easy] {
+        // MPL 1: two jobs sharing a node never overlap in time.
+        for (a, ra) in out.jobs.iter().enumerate() {
+            for rb in &out.jobs[a + 1..] {
+                if ra.nodes.iter().any(|n| rb.nodes.contains(n)) {
+                    assert!(ra.end <= rb.start || rb.end <= ra.start);
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn bad_gang_and_backfill_options_are_errors() {
+    let plat = platform(2, 0.0);
+    let jobs = vec![compute(1, 1)];
+    let mut o = gang(0, 1, false);
+    let e = simulate_processes(&plat, &jobs, &|| Box::new(Spin), &o).unwrap_err();
+    assert!(e.to_string().contains("quantum > 0"), "{e}");
+    o = ProcOptions {
+        backfill: Some(vec![]),
+        ..Default::default()
+    };
+    let e = simulate_processes(&plat, &jobs, &|| Box::new(Spin), &o).unwrap_err();
+    assert!(e.to_string().contains("one estimate per job"), "{e}");
+}
+
+#[test]
+fn several_jobs_per_row_share_slots_only_on_distinct_nodes() {
+    // Rows by first fit on 4 nodes: row 0 = jobs 0 (nodes 0-1) and 1 (2-3);
+    // row 1 = jobs 2 (0-2) and 3 (3); row 2 = job 4 (0-3); job 5 waits for room.
+    let plat = platform(4, 5.0);
+    let jobs = vec![
+        bsp(2, 20, 2),
+        bsp(2, 40, 3),
+        bsp(3, 30, 2),
+        compute(1, 150),
+        bsp(4, 25, 4),
+        bsp(2, 20, 2),
+    ];
+    let (q, sw) = (SimTime::from_ms(15), SimTime::from_us(700));
+    let out = run(&plat, &jobs, &gang(15, 700, false));
+    assert_eq!(out.jobs[3].nodes, vec![3]);
+    assert_eq!(out.jobs[4].nodes, vec![0, 1, 2, 3]);
+    assert!(
+        out.jobs[5].start > SimTime::ZERO,
+        "no row had room for job 5 at first"
+    );
+    // Slots are separated by machine-wide idle gaps of at least the switch cost.
+    let segs = cpu_segments(&out);
+    let mut slots: Vec<(SimTime, SimTime, std::collections::BTreeSet<usize>)> = Vec::new();
+    for s in &segs {
+        match slots.last_mut() {
+            Some((_, end, jobs)) if s.start < *end + sw => {
+                *end = (*end).max(s.end);
+                jobs.insert(s.job);
+            }
+            _ => slots.push((s.start, s.end, [s.job].into())),
+        }
+    }
+    assert!(slots.len() > 6, "{}", slots.len());
+    for (start, end, in_slot) in &slots {
+        assert!(
+            *end - *start <= q,
+            "slot at {start} lasts {}",
+            *end - *start
+        );
+        let in_slot: Vec<usize> = in_slot.iter().copied().collect();
+        // Every job runs only in its row's slots (job 5 took row 0's free cells).
+        let row = [0, 0, 1, 1, 2, 0];
+        assert!(
+            in_slot.iter().all(|&j| row[j] == row[in_slot[0]]),
+            "slot at {start} mixes rows: jobs {in_slot:?}"
+        );
+        for (k, &a) in in_slot.iter().enumerate() {
+            for &b in &in_slot[k + 1..] {
+                // Two jobs alive together in one slot are in one row: distinct nodes.
+                // (A job may take the cells of a job of its row that ended.)
+                let (ra, rb) = (&out.jobs[a], &out.jobs[b]);
+                let shared = ra.nodes.iter().any(|n| rb.nodes.contains(n));
+                let together = ra.start < rb.end && rb.start < ra.end;
+                assert!(
+                    !(shared && together),
+                    "jobs {a} and {b} share a node in the slot at {start}"
+                );
+            }
+        }
+    }
+}

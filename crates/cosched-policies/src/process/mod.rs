@@ -1,0 +1,121 @@
+//! Process-level cluster scheduling (admission and time slots of the process
+//! engine), one file per scheme; [`build_process`] builds one from
+//! `name[key=value,...]`.
+//!
+//! The decisions themselves run inside the process engine, in separate modules
+//! (`cosched_engine::process::gang` decides rows, slots and which process a CPU
+//! runs; `cosched_engine::process::batch` decides EASY backfilling): they need
+//! the engine's per-node state at every slot switch, which the job-level
+//! `ClusterPolicy` contract does not carry. The files here state each scheme's
+//! algorithm and parameters and turn a policy string into the engine's options.
+
+pub mod batch;
+pub mod gang;
+
+use crate::registry::{PolicyInfo, PolicySpec, RegistryError};
+use cosched_engine::process::gang::GangParams;
+
+/// How the process engine admits and time-slices jobs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ProcAdmission {
+    /// FCFS admission under the configuration's `mpl`, native local scheduling.
+    Fcfs,
+    /// PBS-like batch: MPL 1, FCFS, PACKING; EASY backfilling when `backfill`.
+    Batch { backfill: bool },
+    /// SCore-D-like gang scheduling.
+    Gang(GangParams),
+}
+
+type ProcBuilder = fn(&PolicySpec) -> Result<ProcAdmission, RegistryError>;
+
+fn fcfs_info() -> PolicyInfo {
+    PolicyInfo {
+        name: "fcfs",
+        level: "process",
+        summary: "FCFS admission of jobs with at most `mpl` processes per node; nodes time-share under their native scheduler and node policy.",
+        params: Vec::new(),
+    }
+}
+
+fn fcfs_build(spec: &PolicySpec) -> Result<ProcAdmission, RegistryError> {
+    spec.expect_only(&[])?;
+    Ok(ProcAdmission::Fcfs)
+}
+
+fn entries() -> Vec<(PolicyInfo, ProcBuilder)> {
+    vec![
+        (fcfs_info(), fcfs_build),
+        (batch::info(), batch::build),
+        (batch::easy_info(), batch::build_easy),
+        (gang::info(), gang::build),
+    ]
+}
+
+/// Documentation of every process-level scheme.
+pub fn process_catalog() -> Vec<PolicyInfo> {
+    entries().into_iter().map(|(i, _)| i).collect()
+}
+
+/// Builds the process-level scheme named by `spec` (`"fcfs"`, `"batch"`,
+/// `"batch[backfill=easy]"`, `"easy"`, `"gang[quantum_ms=100,rows=3]"`).
+pub fn build_process(spec: &str) -> Result<ProcAdmission, RegistryError> {
+    let parsed = PolicySpec::parse(spec)?;
+    let all = entries();
+    match all.iter().find(|(i, _)| i.name == parsed.name) {
+        Some((_, b)) => b(&parsed),
+        None => Err(RegistryError::UnknownPolicy {
+            name: parsed.name.clone(),
+            valid: all
+                .iter()
+                .map(|(i, _)| i.name)
+                .collect::<Vec<_>>()
+                .join(", "),
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cosched_des::SimTime;
+
+    #[test]
+    fn builds_every_scheme_and_rejects_bad_input() {
+        for i in process_catalog() {
+            build_process(i.name).unwrap();
+        }
+        assert_eq!(
+            build_process("batch").unwrap(),
+            ProcAdmission::Batch { backfill: false }
+        );
+        assert_eq!(
+            build_process("easy").unwrap(),
+            ProcAdmission::Batch { backfill: true }
+        );
+        assert_eq!(
+            build_process("batch[backfill=easy]").unwrap(),
+            ProcAdmission::Batch { backfill: true }
+        );
+        assert_eq!(
+            build_process("gang[quantum_ms=50, rows=2, switch_us=200, alternate=true]").unwrap(),
+            ProcAdmission::Gang(GangParams {
+                quantum: SimTime::from_ms(50),
+                rows: 2,
+                switch: SimTime::from_us(200),
+                alternate: true,
+            })
+        );
+        let err = |s: &str| build_process(s).unwrap_err().to_string();
+        assert!(
+            err("gang[rows=0]").contains("parameter rows=\"0\": must be at least 1"),
+            "{}",
+            err("gang[rows=0]")
+        );
+        assert!(err("gang[quantum_ms=-1]").contains("must be > 0"));
+        assert!(err("gang[quantum_ms=abc]").contains("quantum_ms=\"abc\""));
+        assert!(err("gang[switch_us=-3]").contains("must be >= 0"));
+        assert!(err("gang[quantum=5]").contains("unknown parameter \"quantum\"; valid parameters: quantum_ms, rows, switch_us, alternate"));
+        assert!(err("batch[backfill=conservative]").contains("\"none\" or \"easy\""));
+        assert!(err("conservative").contains("valid policies: fcfs, batch, easy, gang"));
+    }
+}
