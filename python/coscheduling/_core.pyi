@@ -100,8 +100,9 @@ def nas_mix(n: builtins.int, apps: typing.Sequence[builtins.str], classes: built
 
 def policies() -> builtins.str:
     r"""
-    Every registered policy with its level, summary and parameters, and the job-level
-    time-sharing models (`gang`, `timeshare`), as JSON text.
+    Every registered policy with its level, summary and parameters: cluster and node
+    policies, the job-level time-sharing models (`gang`, `timeshare`) and the
+    process-level schemes (`fcfs`, `batch`, `easy`, `gang` at process fidelity), as JSON text.
     """
 
 def run_config(path: builtins.str | os.PathLike | pathlib.Path, timeline: builtins.bool = False, policy_object: typing.Optional[typing.Any] = None) -> RunResult:

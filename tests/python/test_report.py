@@ -22,8 +22,8 @@ CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic
 def reports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     d = tmp_path_factory.mktemp("report")
     spec = d / "sweep.toml"
-    spec.write_text((REPO / "examples" / "sweep-kth.toml").read_text()
-                    .replace('"../python', f'"{REPO}/python').replace('seed = [1, 2]', 'seed = [1]')
+    spec.write_text((REPO / "examples" / "sweeps" / "kth.toml").read_text()
+                    .replace('"../../python', f'"{REPO}/python').replace('seed = [1, 2]', 'seed = [1]')
                     .replace('"workload.estimates" = ["requested", "exact"]', '"workload.max_jobs" = [400]'))
     assert run_cli(["sweep", str(spec), "--out", str(d / "sweep"), "-j", "1"]).exit_code == 0
     r = run_cli(["report", str(d / "sweep"), "--out", str(d / "sweep.html")])

@@ -12,7 +12,7 @@ from coscheduling import sweep
 
 from conftest import REPO, run_cli
 
-SPEC = REPO / "examples" / "sweep-kth.toml"
+SPEC = REPO / "examples" / "sweeps" / "kth.toml"
 
 
 def test_dry_run_lists_the_grid() -> None:
@@ -52,7 +52,7 @@ def test_local_sweep_gathers_and_resumes(tmp_path: Path) -> None:
 def test_bad_point_is_named(tmp_path: Path) -> None:
     spec = tmp_path / "bad.toml"
     spec.write_text(SPEC.read_text().replace('"conservative"]', '"nope"]').replace(
-        'trace = "../python', f'trace = "{REPO}/python'))
+        'trace = "../../python', f'trace = "{REPO}/python'))
     r = run_cli(["sweep", str(spec), "--out", str(tmp_path / "o")])
     assert r.exit_code == 2
     assert "scheduler.policy='nope'" in r.stderr and "unknown policy" in r.stderr.lower()

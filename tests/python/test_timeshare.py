@@ -17,14 +17,14 @@ from conftest import run_cli
 
 def test_one_row_gang_without_switch_cost_is_fcfs() -> None:
     a = c.run(DEMO_TRACE, policy="fcfs", max_jobs=800).jobs
-    b = c.run(DEMO_TRACE, policy="gang[rows=1,switch_ms=0]", max_jobs=800).jobs
+    b = c.run(DEMO_TRACE, policy="gang[rows=1,switch_us=0]", max_jobs=800).jobs
     assert a["start_s"].to_numpy() == pytest.approx(b["start_s"].to_numpy(), abs=1e-6)
     assert a["end_s"].to_numpy() == pytest.approx(b["end_s"].to_numpy(), abs=1e-6)
 
 
 def test_gang_rows_share_time_and_cost_switches() -> None:
-    r1 = c.run(DEMO_TRACE, policy="gang[rows=1,switch_ms=0]", max_jobs=800)
-    r3 = c.run(DEMO_TRACE, policy="gang[rows=3,quantum_ms=100,switch_ms=2]", max_jobs=800)
+    r1 = c.run(DEMO_TRACE, policy="gang[rows=1,switch_us=0]", max_jobs=800)
+    r3 = c.run(DEMO_TRACE, policy="gang[rows=3,quantum_ms=100,switch_us=1000]", max_jobs=800)
     s1, s3 = r1.summary, r3.summary
     assert s3["jobs_completed"] == s1["jobs_completed"] == 800
     # More rows: jobs start sooner (less waiting) but run stretched.

@@ -520,8 +520,9 @@ fn slice_trace(py: Python<'_>, src: PathBuf, dst: PathBuf, first: i64) -> PyResu
     .map_err(|e| value_error(e.to_string()))
 }
 
-/// Every registered policy with its level, summary and parameters, and the job-level
-/// time-sharing models (`gang`, `timeshare`), as JSON text.
+/// Every registered policy with its level, summary and parameters: cluster and node
+/// policies, the job-level time-sharing models (`gang`, `timeshare`) and the
+/// process-level schemes (`fcfs`, `batch`, `easy`, `gang` at process fidelity), as JSON text.
 #[gen_stub_pyfunction]
 #[pyfunction]
 fn policies() -> PyResult<String> {

@@ -3,8 +3,10 @@
 //! `cosched_engine::gang_fluid`) and `timeshare[...]` (MPL-limited sharing with a
 //! fitted interference table, `cosched_engine::timeshare_fluid`).
 //!
-//! - `gang[rows=3,quantum_ms=100,switch_ms=2]`: rows of the Ousterhout matrix (seed 000: MPL 3),
-//!   quantum and slot-switch cost (defaults: assumptions G-GANG-1/2 of docs/models/seed-parameters.md).
+//! - `gang[rows=3,quantum_ms=100,switch_us=1000]`: rows of the Ousterhout matrix (seed 000: MPL 3),
+//!   quantum and slot-switch cost, the same parameters and defaults as the process-level
+//!   gang scheduler (assumption G-SCH-6 of docs/models/seed-parameters.md); the process-level
+//!   option `alternate` has no job-level counterpart.
 //! - `timeshare[scheme=hybrid,mpl=3,intensity=medium,table=PATH]`: the node scheme whose fitted
 //!   efficiency applies, the MPL, the communication-intensity class every trace job is given
 //!   (very-low, low, medium, high; seed 000 Table 1's classes), and an optional table file (default:
@@ -32,12 +34,12 @@ pub fn catalog() -> Vec<PolicyInfo> {
     vec![
         PolicyInfo {
             name: "gang",
-            level: "cluster (time sharing)",
-            summary: "Gang scheduling: an Ousterhout matrix of rows served round robin, one quantum each.",
+            level: "cluster (job-level time sharing)",
+            summary: "Gang scheduling on traces: an Ousterhout matrix of rows served round robin (fluid model).",
             params: vec![
                 ParamInfo { name: "rows", kind: "int", default: "3", doc: "rows of the matrix (MPL)" },
                 ParamInfo { name: "quantum_ms", kind: "float", default: "100", doc: "time slice of a row" },
-                ParamInfo { name: "switch_ms", kind: "float", default: "2", doc: "cost of a slot switch" },
+                ParamInfo { name: "switch_us", kind: "float", default: "1000", doc: "cost of a slot switch" },
             ],
         },
         PolicyInfo {
@@ -66,15 +68,15 @@ pub fn model_of(
     };
     match spec.name.as_str() {
         "gang" => {
-            spec.expect_only(&["rows", "quantum_ms", "switch_ms"])?;
+            spec.expect_only(&["rows", "quantum_ms", "switch_us"])?;
             let ms = |x: f64| SimTime::from_secs_f64(x / 1e3);
             let rows: u32 = spec.get("rows", 3)?;
             let q: f64 = spec.get("quantum_ms", 100.0)?;
-            let c: f64 = spec.get("switch_ms", 2.0)?;
+            let c: f64 = spec.get::<f64>("switch_us", 1000.0)? / 1000.0;
             if rows == 0 || !(q.is_finite() && q > 0.0) || !(c.is_finite() && c >= 0.0) {
                 return Err(bad(
                     &spec,
-                    "rows >= 1, quantum_ms > 0 and switch_ms >= 0 are required",
+                    "rows >= 1, quantum_ms > 0 and switch_us >= 0 are required",
                 ));
             }
             Ok(Some(JobLevelModel::Gang(GangParams {
