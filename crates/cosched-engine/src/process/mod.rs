@@ -42,7 +42,9 @@
 //! a foreground job needs keeps it out until the time limit stops the run.
 //!
 //! Admission: jobs wait in FCFS order; a job of P processes gets P distinct nodes
-//! each holding fewer than `mpl` processes (PACKING: the first run of consecutive
+//! each holding fewer than `mpl` processes (with [`ProcJob::ranks_per_node`] `k`:
+//! `ceil(P / k)` nodes each with room for `k` more, consecutive ranks together)
+//! (PACKING: the first run of consecutive
 //! eligible nodes, else the lowest-numbered; NO PACKING: eligible nodes drawn at
 //! random from the seeded stream "placement"). Two other admission modes
 //! replace it when their option is set: gang scheduling ([`gang`]: an
