@@ -108,6 +108,17 @@ pub struct AppJob {
     /// every foreground job has finished, and background processes are stopped then.
     #[serde(default)]
     pub background: bool,
+    /// Consecutive ranks placed on the same node (default 1: one rank per node);
+    /// seed 002's "two application threads per node" is 2. FCFS admission only.
+    #[serde(default = "one_u32", skip_serializing_if = "is_one")]
+    pub ranks_per_node: u32,
+}
+
+fn one_u32() -> u32 {
+    1
+}
+fn is_one(v: &u32) -> bool {
+    *v == 1
 }
 
 fn default_class() -> String {
@@ -196,6 +207,9 @@ pub struct NodePlatformConfig {
     /// Replaces the preset's OS scheduler, e.g. `{ model = "cfs" }`.
     #[serde(default)]
     pub os: Option<crate::node::OsConfig>,
+    /// Replaces the preset's node count (e.g. 16 `ghanesh` nodes for seed 002 Fig. 5).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nodes: Option<u32>,
 }
 
 impl NodePlatformConfig {
@@ -203,6 +217,9 @@ impl NodePlatformConfig {
         let mut p = crate::node::NodePlatform::preset(&self.preset)?;
         if let Some(os) = &self.os {
             p.os = os.clone();
+        }
+        if let Some(n) = self.nodes {
+            p.nodes = n;
         }
         p.validate()?;
         Ok(p)
@@ -551,6 +568,21 @@ mpl = 3
             "{e}"
         );
         assert_eq!(e.matches("line").count(), 1, "{e}");
+    }
+
+    #[test]
+    fn ranks_per_node_and_node_count_override() {
+        let c = RunConfig::from_str_with(PROCESS, "p.toml", None).unwrap();
+        assert!(c.workload.jobs.iter().all(|j| j.ranks_per_node == 1));
+        // The defaults are not written back, so existing configurations keep their hash.
+        let json = serde_json::to_string(&c).unwrap();
+        assert!(!json.contains("ranks_per_node") && !json.contains("\"nodes\""));
+        let text = PROCESS
+            .replace("procs = 8,", "procs = 8, ranks_per_node = 2,")
+            .replace("preset = \"choi2004\"", "preset = \"ghanesh\"\nnodes = 16");
+        let c = RunConfig::from_str_with(&text, "p.toml", None).unwrap();
+        assert_eq!(c.workload.jobs[1].ranks_per_node, 2);
+        assert_eq!(c.node_platform.unwrap().platform().unwrap().nodes, 16);
     }
 
     #[test]

@@ -44,6 +44,7 @@ fn main() {
                 program: b.build("bsp", 10.0),
                 submit: SimTime::from_secs(i as i64 / 2),
                 background: false,
+                ranks_per_node: 1,
             }
         })
         .collect();

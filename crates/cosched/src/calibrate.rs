@@ -119,6 +119,7 @@ pub fn dedicated(program: Program) -> Result<DedicatedRun, CalibrateError> {
         program,
         submit: SimTime::ZERO,
         background: false,
+        ranks_per_node: 1,
     }];
     let make = || crate::policies::build_node(POLICY).expect("checked above");
     let out = simulate_processes(

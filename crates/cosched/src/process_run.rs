@@ -31,6 +31,7 @@ pub fn jobs_of(cfg: &RunConfig, origin: &str) -> Result<Vec<ProcJob>, Error> {
             program,
             submit: SimTime::from_secs_f64(j.submit_s),
             background: j.background,
+            ranks_per_node: j.ranks_per_node,
         });
     }
     jobs.sort_by_key(|j| j.submit);
@@ -153,16 +154,24 @@ pub fn run_process_config_recording(cfg: &RunConfig, timeline: bool) -> Result<R
         });
         let mut nodes = rec.nodes.clone();
         nodes.sort_unstable();
-        let alloc = nodes
-            .iter()
-            .map(|&n| (n * plat.cpus_per_node, n * plat.cpus_per_node + 1))
-            .collect();
+        // The k-th rank of the job on a node is shown on that node's k-th CPU slot
+        // (several ranks share a node with `ranks_per_node`).
+        let mut alloc = Vec::with_capacity(nodes.len());
+        let mut distinct = 0u32;
+        for (i, &n) in nodes.iter().enumerate() {
+            let k = nodes[..i].iter().rev().take_while(|&&m| m == n).count() as u32;
+            if k == 0 {
+                distinct += 1;
+            }
+            let p = n * plat.cpus_per_node + k;
+            alloc.push((p, p + 1));
+        }
         records.push(JobRecord {
             start: Some(rec.start),
             end: Some(rec.end),
             status: JobStatus::Completed,
             alloc,
-            nodes: rec.nodes.len() as u32,
+            nodes: distinct,
         });
     }
     let workload = Workload {
@@ -276,6 +285,7 @@ pub fn nas_mix(
             procs,
             submit_s: t,
             background: false,
+            ranks_per_node: 1,
         });
         let u: f64 = rng.gen::<f64>();
         t += -mean_interarrival_s * (1.0 - u).ln();
@@ -309,11 +319,7 @@ pub fn bench_process_level(seed: u64) -> Result<ProcessBench, Error> {
         let class = j.class.chars().next().unwrap_or('-');
         let program = cosched_model::apps::build(&j.app, class, j.procs)
             .map_err(|e| Error::Invalid(e.to_string()))?;
-        jobs.push(ProcJob {
-            program,
-            submit: SimTime::from_secs_f64(j.submit_s),
-            background: false,
-        });
+        jobs.push(ProcJob::new(program, SimTime::from_secs_f64(j.submit_s)));
     }
     let make = || cosched_policies::build_node("nls").expect("registered");
     let opts = ProcOptions {

@@ -18,11 +18,13 @@ fn two_nas_jobs_never_beat_dedicated_under_any_scheme() {
                 program: program.clone(),
                 submit: SimTime::ZERO,
                 background: false,
+                ranks_per_node: 1,
             },
             ProcJob {
                 program,
                 submit: SimTime::ZERO,
                 background: false,
+                ranks_per_node: 1,
             },
         ];
         let opts = ProcOptions {

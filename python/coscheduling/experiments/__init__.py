@@ -74,6 +74,7 @@ def get(exp_id: str) -> Experiment:
 
 def _load() -> None:
     from . import choi  # noqa: F401  (registers its experiments)
+    from .ghanesh import register as _  # noqa: F401  (registers its experiments)
 
 
 def run_experiment(

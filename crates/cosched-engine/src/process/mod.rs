@@ -42,7 +42,9 @@
 //! a foreground job needs keeps it out until the time limit stops the run.
 //!
 //! Admission: jobs wait in FCFS order; a job of P processes gets P distinct nodes
-//! each holding fewer than `mpl` processes (PACKING: the first run of consecutive
+//! each holding fewer than `mpl` processes (with [`ProcJob::ranks_per_node`] `k`:
+//! `ceil(P / k)` nodes each with room for `k` more, consecutive ranks together)
+//! (PACKING: the first run of consecutive
 //! eligible nodes, else the lowest-numbered; NO PACKING: eligible nodes drawn at
 //! random from the seeded stream "placement"). Two other admission modes
 //! replace it when their option is set: gang scheduling ([`gang`]: an
@@ -75,6 +77,10 @@ pub struct ProcJob {
     /// A background job (a competing load): stopped by the engine when every
     /// foreground job has finished; it never keeps the run going.
     pub background: bool,
+    /// Consecutive ranks placed on the same node (1: one rank per node). With
+    /// `k`, ranks `0..k` share the first chosen node, `k..2k` the second, and so
+    /// on (seed 002's "two application threads per node"). FCFS admission only.
+    pub ranks_per_node: u32,
 }
 
 impl ProcJob {
@@ -84,7 +90,19 @@ impl ProcJob {
             program,
             submit,
             background: false,
+            ranks_per_node: 1,
         }
+    }
+
+    /// The same job with `k` consecutive ranks per node ([`ProcJob::ranks_per_node`]).
+    pub fn with_ranks_per_node(mut self, k: u32) -> Self {
+        self.ranks_per_node = k;
+        self
+    }
+
+    /// Nodes the job occupies: its processes divided by `ranks_per_node`, rounded up.
+    pub fn nodes_needed(&self) -> u32 {
+        self.program.size().div_ceil(self.ranks_per_node.max(1))
     }
 
     /// A background job (see [`ProcJob::background`]).
@@ -93,6 +111,7 @@ impl ProcJob {
             program,
             submit,
             background: true,
+            ranks_per_node: 1,
         }
     }
 }
@@ -227,7 +246,7 @@ pub struct ProcOutput {
 pub enum ProcError {
     #[error("invalid platform: {0}")]
     Platform(String),
-    #[error("job {job}: {size} processes but the machine has {nodes} nodes")]
+    #[error("job {job}: needs {size} nodes but the machine has {nodes}")]
     TooWide { job: usize, size: u32, nodes: u32 },
     #[error("job {job}: {mb} MB per process does not fit in a node's {node_mb} MB of job memory")]
     TooBig { job: usize, mb: f64, node_mb: f64 },
@@ -557,14 +576,30 @@ pub fn simulate_processes(
                 node_mb: plat.job_memory_mb,
             });
         }
-        let size = job.program.size();
-        if size > plat.nodes {
+        let rpn = job.ranks_per_node;
+        if rpn == 0 || rpn > opts.mpl {
+            return Err(ProcError::BadProgram {
+                job: j,
+                msg: format!(
+                    "ranks_per_node must be between 1 and the mpl ({}), got {rpn}",
+                    opts.mpl
+                ),
+            });
+        }
+        if rpn > 1 && (opts.gang.is_some() || opts.backfill.is_some()) {
+            return Err(ProcError::BadProgram {
+                job: j,
+                msg: "ranks_per_node > 1 needs FCFS admission (not gang or batch)".into(),
+            });
+        }
+        if job.nodes_needed() > plat.nodes {
             return Err(ProcError::TooWide {
                 job: j,
-                size,
+                size: job.nodes_needed(),
                 nodes: plat.nodes,
             });
         }
+        let size = job.program.size();
         for (r, ops) in job.program.ranks.iter().enumerate() {
             for op in ops {
                 if let Op::Send { to, .. } | Op::Isend { to, .. } = *op {
@@ -975,13 +1010,16 @@ impl<'a> Sim<'a> {
             return self.admit_easy(now);
         }
         while let Some(&j) = self.pending.front() {
-            let size = self.jobs[j].program.size() as usize;
-            let need = kb(self.jobs[j].program.memory_mb);
+            // `rpn` consecutive ranks per node: a node is eligible when it has room
+            // for that many more processes (and their memory).
+            let rpn = self.jobs[j].ranks_per_node;
+            let size = self.jobs[j].nodes_needed() as usize;
+            let need = kb(self.jobs[j].program.memory_mb) * i64::from(rpn);
             let capacity = kb(self.plat.job_memory_mb);
             let eligible: Vec<u32> = (0..self.plat.nodes)
                 .filter(|&n| {
                     let nd = &self.nodes[n as usize];
-                    nd.load < self.opts.mpl
+                    nd.load + rpn <= self.opts.mpl
                         && (!self.opts.memory_aware || nd.committed_kb + need <= capacity)
                 })
                 .collect();
@@ -989,8 +1027,10 @@ impl<'a> Sim<'a> {
                 return;
             }
             let chosen = self.choose_nodes(&eligible, size);
+            let ranks = self.jobs[j].program.size() as usize;
+            let per_rank: Vec<u32> = (0..ranks).map(|r| chosen[r / rpn as usize]).collect();
             self.pending.pop_front();
-            self.start_job(j, chosen, now);
+            self.start_job(j, per_rank, now);
         }
     }
 

@@ -170,6 +170,7 @@ fn job(p: Program) -> ProcJob {
         program: p,
         submit: SimTime::ZERO,
         background: false,
+        ranks_per_node: 1,
     }
 }
 
@@ -350,6 +351,62 @@ fn two_cpu_bound_jobs_share_a_cpu_under_every_os_model() {
 }
 
 #[test]
+fn ranks_per_node_places_consecutive_ranks_on_one_node() {
+    let mut plat = platform(4, linux());
+    plat.cpus_per_node = 2;
+    let cpu = |p: u32, ms: i64| {
+        let mut b = Builder::new(p);
+        b.all(Op::Compute { ns: ms * 1_000_000 });
+        b.barrier();
+        b.build("cpu", 1.0)
+    };
+    // A one-process job holds node 0; with MPL 2 a job of 2 ranks per node cannot
+    // use node 0's last slot, so its 4 ranks go to nodes 1 and 2, two each.
+    let jobs = [job(cpu(1, 100)), job(cpu(4, 100)).with_ranks_per_node(2)];
+    let out = run(&plat, &jobs, true, 2);
+    assert_eq!(out.jobs[0].nodes, vec![0]);
+    assert_eq!(out.jobs[1].nodes, vec![1, 1, 2, 2]);
+    // 3 ranks, 2 per node: the last node gets the remaining one.
+    let odd = run(&plat, &[job(cpu(3, 100)).with_ranks_per_node(2)], true, 2);
+    assert_eq!(odd.jobs[0].nodes, vec![0, 0, 1]);
+    // Two ranks on a dual-CPU node run in parallel: no slowdown from sharing the node.
+    let alone = run(&plat, &[job(cpu(4, 100))], true, 1);
+    let dur = |o: &ProcOutput, k: usize| o.jobs[k].end - o.jobs[k].start;
+    let (shared, one) = (dur(&out, 1).as_secs_f64(), dur(&alone, 0).as_secs_f64());
+    assert!(
+        (shared - one).abs() < 0.002,
+        "two per node {shared} vs one per node {one}"
+    );
+    // On a uniprocessor node the two ranks time-share the CPU: about twice as long.
+    plat.cpus_per_node = 1;
+    let packed = run(&plat, &[job(cpu(4, 100)).with_ranks_per_node(2)], true, 2);
+    let t = dur(&packed, 0).as_secs_f64();
+    assert!(t > 1.9 * one && t < 2.2 * one, "uniprocessor: {t} vs {one}");
+    // Bad values are errors, never panics.
+    let make: &dyn Fn() -> Box<dyn NodePolicy> = &|| Box::new(Block);
+    let err = |k: u32, opts: ProcOptions| {
+        simulate_processes(&plat, &[job(cpu(2, 1)).with_ranks_per_node(k)], make, &opts)
+            .unwrap_err()
+            .to_string()
+    };
+    assert!(err(0, ProcOptions::default()).contains("ranks_per_node"));
+    assert!(
+        err(2, ProcOptions::default()).contains("ranks_per_node must be between 1 and the mpl (1)")
+    );
+    let gang = ProcOptions {
+        mpl: 2,
+        gang: Some(gang::GangParams {
+            quantum: SimTime::from_ms(100),
+            rows: 2,
+            switch: SimTime::ZERO,
+            alternate: false,
+        }),
+        ..Default::default()
+    };
+    assert!(err(2, gang).contains("needs FCFS admission"));
+}
+
+#[test]
 fn shared_nodes_never_beat_dedicated_and_blocking_frees_the_cpu() {
     let plat = platform(4, linux());
     let bsp = |name: &str| {
@@ -394,6 +451,7 @@ fn same_inputs_give_identical_runs() {
             program: p,
             submit: SimTime::from_ms(5),
             background: false,
+            ranks_per_node: 1,
         },
     ];
     let a = run(&plat, &jobs, false, 2);
@@ -684,6 +742,7 @@ mod properties {
                 program: Program { memory_mb: *mb as f64, ..program(*p, phases, *reps) },
                 submit: SimTime::from_ms(*at),
                 background: false,
+                ranks_per_node: 1,
             }).collect();
             pj.sort_by_key(|j| j.submit);
             let make: Box<dyn Fn() -> Box<dyn NodePolicy>> = match wait {
@@ -741,6 +800,7 @@ mod properties {
                 },
                 submit: SimTime::from_ms(*at),
                 background: *background,
+                ranks_per_node: if *at % 2 == 0 { 2 } else { 1 },
             }).collect();
             pj.sort_by_key(|j| j.submit);
             let make: Box<dyn Fn() -> Box<dyn NodePolicy>> = match wait {
@@ -750,7 +810,7 @@ mod properties {
             };
             // Every job is admitted at once (an endless background job holding the
             // last slot would keep a foreground job out until the time limit).
-            let opts = ProcOptions { mpl: pj.len() as u32, record_timeline: true, ..Default::default() };
+            let opts = ProcOptions { mpl: 2 * pj.len() as u32, record_timeline: true, ..Default::default() };
             let out = simulate_processes(&plat, &pj, make.as_ref(), &opts).expect("completes with valid invariants");
             check_timeline(&out);
             let last = pj.iter().zip(&out.jobs).filter(|(j, _)| !j.background).map(|(_, r)| r.end).max().unwrap();
@@ -759,6 +819,18 @@ mod properties {
                 if j.background {
                     prop_assert_eq!(r.end, last, "a background job ends with the foreground");
                     prop_assert!(r.start <= last);
+                }
+                // `ranks_per_node` consecutive ranks share a node; the groups are on distinct nodes.
+                if !r.nodes.is_empty() {
+                    let k = j.ranks_per_node as usize;
+                    let groups: Vec<u32> = r.nodes.chunks(k).map(|c| c[0]).collect();
+                    for c in r.nodes.chunks(k) {
+                        prop_assert!(c.iter().all(|&n| n == c[0]), "ranks {:?} of a group split", r.nodes);
+                    }
+                    let mut d = groups.clone();
+                    d.sort_unstable();
+                    d.dedup();
+                    prop_assert_eq!(d.len(), groups.len(), "two groups on one node");
                 }
             }
             let again = simulate_processes(&plat, &pj, make.as_ref(), &opts).unwrap();
