@@ -73,7 +73,10 @@ def get(exp_id: str) -> Experiment:
 
 
 def _load() -> None:
-    from . import choi  # noqa: F401  (registers its experiments)
+    from . import (
+        choi,  # noqa: F401  (registers its experiments)
+        lee,  # noqa: F401
+    )
 
 
 def run_experiment(
