@@ -17,7 +17,8 @@
 //!   instructions" (1 instruction = 1 ns on `lee4`);
 //! - `rows` (2): matrix rows; job 0 and one competing row;
 //! - `switch_us` (0): global switch cost; S003 §2 says the global work is small for
-//!   the four-processor configuration (assumption G-S003-5);
+//!   the four-processor configuration (assumption G-S003-3; the rest of the
+//!   environment is assumption G-S003-6);
 //! - `kind` (`takeaway`): `takeaway` (Sub) or `giveaway` (Add), S003 §4;
 //! - `choice` (`fixed`): `fixed` (FX: always rank `proc`) or `rr` (RR: round robin);
 //! - `proc` (1): the fixed rank (S003 §4.2 uses processors 0, 1 and 3);
@@ -40,7 +41,7 @@ pub fn info() -> PolicyInfo {
         params: vec![
             ParamInfo { name: "quantum_ms", kind: "float", default: "0.5", doc: "slot length, ms (S003 §4: 500,000 instructions)" },
             ParamInfo { name: "rows", kind: "int", default: "2", doc: "matrix rows: job 0 and the competing rows" },
-            ParamInfo { name: "switch_us", kind: "float", default: "0", doc: "global switch cost, µs (assumption G-S003-5)" },
+            ParamInfo { name: "switch_us", kind: "float", default: "0", doc: "global switch cost, µs (assumption G-S003-3)" },
             ParamInfo { name: "kind", kind: "str", default: "takeaway", doc: "takeaway | giveaway (S003 §4)" },
             ParamInfo { name: "choice", kind: "str", default: "fixed", doc: "fixed | rr: fixed processor or round robin (S003 §4, Fig. 4)" },
             ParamInfo { name: "proc", kind: "int", default: "1", doc: "rank of job 0 perturbed when choice=fixed" },
