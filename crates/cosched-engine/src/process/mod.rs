@@ -887,6 +887,18 @@ impl<'a> Sim<'a> {
                 ));
             }
         }
+        // Perturbations: job 0's own-slot time fits in its span, its records' progress
+        // in the useful time of its processes, and no more perturbations than planned.
+        if let (Some(pt), Some(rec)) = (&self.perturb, &self.records[0]) {
+            let first = self.job_pids[0].unwrap_or(0) as usize;
+            let size = self.jobs[0].program.size() as usize;
+            let useful: i64 = self.procs[first..(first + size).min(self.procs.len())]
+                .iter()
+                .map(|p| p.cpu_ns - p.spin_ns)
+                .sum();
+            pt.check((rec.end - rec.start).as_ns(), useful)
+                .map_err(|m| ProcError::Invariant(format!("perturbation harness: {m}")))?;
+        }
         let cpu: i64 = self.procs.iter().map(|p| p.cpu_ns).sum();
         if cpu != c.useful_ns + c.spin_ns {
             return bad(format!(

@@ -408,7 +408,72 @@ impl Perturber {
         }
     }
 
+    /// End-of-run checks: the own-slot time fits in the target's span (`span_ns`);
+    /// no more perturbations took effect than were planned; the records' progress
+    /// (each slot's total, counted once) does not exceed the target's useful CPU
+    /// time (`useful_ns`).
+    pub fn check(&self, span_ns: i64, useful_ns: i64) -> Result<(), String> {
+        if self.out.own_ns > span_ns {
+            return Err(format!(
+                "own-slot time {} ns > span {span_ns} ns",
+                self.out.own_ns
+            ));
+        }
+        if self.out.applied > self.params.count {
+            return Err(format!(
+                "{} perturbations applied, {} planned",
+                self.out.applied, self.params.count
+            ));
+        }
+        // With n ranks, each slot's records sum the total progress n - 1 times.
+        let n = self.nodes.len().max(2) as i64;
+        let recorded: i64 = self.out.quanta.iter().map(|q| q.sender_progress_ns).sum();
+        if recorded > (n - 1) * useful_ns {
+            return Err(format!(
+                "recorded progress {recorded} ns > {} x useful {useful_ns} ns",
+                n - 1
+            ));
+        }
+        Ok(())
+    }
+
     pub fn finish(self) -> PerturbOutput {
         self.out
+    }
+}
+
+#[cfg(test)]
+mod unit {
+    use super::*;
+
+    #[test]
+    fn check_rejects_impossible_figures() {
+        let mut p = Perturber::new(PerturbParams {
+            kind: Kind::Takeaway,
+            choice: Choice::Fixed(0),
+            count: 4,
+            span: 20,
+            seed: 0,
+        });
+        p.job_started(0, 0, &[0, 1, 2, 3]);
+        assert!(p.check(100, 0).is_ok());
+        p.out.own_ns = 101;
+        assert!(p.check(100, 0).unwrap_err().contains("own-slot time"));
+        p.out.own_ns = 0;
+        p.out.applied = 5;
+        assert!(p
+            .check(100, 0)
+            .unwrap_err()
+            .contains("5 perturbations applied"));
+        p.out.applied = 4;
+        p.out.quanta.push(QuantumStat {
+            slot: 0,
+            rank: 0,
+            class: QuantumClass::Gang,
+            messages: 0,
+            sender_progress_ns: 31,
+        });
+        assert!(p.check(100, 10).unwrap_err().contains("recorded progress"));
+        assert!(p.check(100, 11).is_ok());
     }
 }
