@@ -172,3 +172,50 @@ fn taken_away_node_receives_messages_but_its_rank_makes_no_progress() {
         assert!(total_others > seen_by_0, "slot {s}");
     }
 }
+
+#[test]
+fn same_seed_same_records_other_seed_other_times() {
+    let a = run(
+        "lee-Water[quanta=60]",
+        Kind::Giveaway,
+        Choice::RoundRobin,
+        8,
+        5,
+    );
+    let b = run(
+        "lee-Water[quanta=60]",
+        Kind::Giveaway,
+        Choice::RoundRobin,
+        8,
+        5,
+    );
+    assert_eq!(a, b);
+    let c = run(
+        "lee-Water[quanta=60]",
+        Kind::Giveaway,
+        Choice::RoundRobin,
+        8,
+        6,
+    );
+    let slots = |o: &PerturbOutput| -> Vec<u64> {
+        o.quanta
+            .iter()
+            .filter(|q| q.class != QuantumClass::Gang)
+            .map(|q| q.slot)
+            .collect()
+    };
+    assert_ne!(slots(&a), slots(&c));
+    // A giveaway slot has one running rank (the given one) and three non-running.
+    let ngr = a
+        .quanta
+        .iter()
+        .filter(|q| q.class == QuantumClass::NonGangRunning)
+        .count();
+    let ngn = a
+        .quanta
+        .iter()
+        .filter(|q| q.class == QuantumClass::NonGangNonRunning)
+        .count();
+    assert_eq!(a.applied, 8);
+    assert_eq!((ngr, ngn), (8, 24));
+}
