@@ -100,6 +100,36 @@ pub struct ProcessSummary {
     pub page_ins: u64,
     /// Memory read back from disk by page-ins, MB.
     pub paged_in_mb: f64,
+    /// The perturbation harness's figures (`gang-perturb` runs only).
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    pub perturb: Option<PerturbSummary>,
+}
+
+/// Figures of a `gang-perturb` run (seed 003 §4-5), flattened into the process
+/// counters: job 0's run time in its own slots, the perturbations applied, and per
+/// class of processor-quantum (gang, non-gang-running `ngr`, non-gang-non-running
+/// `ngn`) the record count, mean and SD of messages received and of the other
+/// ranks' progress (useful CPU seconds), and the message ratio ngn / gang.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct PerturbSummary {
+    pub own_s: f64,
+    pub perturbations: u32,
+    pub gang_n: u64,
+    pub gang_msg_mean: f64,
+    pub gang_msg_sd: f64,
+    pub gang_prog_mean_s: f64,
+    pub gang_prog_sd_s: f64,
+    pub ngr_n: u64,
+    pub ngr_msg_mean: f64,
+    pub ngr_msg_sd: f64,
+    pub ngr_prog_mean_s: f64,
+    pub ngr_prog_sd_s: f64,
+    pub ngn_n: u64,
+    pub ngn_msg_mean: f64,
+    pub ngn_msg_sd: f64,
+    pub ngn_prog_mean_s: f64,
+    pub ngn_prog_sd_s: f64,
+    pub msg_ratio: f64,
 }
 
 /// Linear-interpolation percentile of a sorted slice (numpy "linear"); NaN if empty.

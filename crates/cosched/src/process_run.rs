@@ -6,7 +6,7 @@
 
 use crate::{Error, RunResult, Timings};
 use cosched_des::SimTime;
-use cosched_engine::metrics::{summarize_busy, MeasuredBusy, ProcessSummary};
+use cosched_engine::metrics::{summarize_busy, MeasuredBusy, PerturbSummary, ProcessSummary};
 use cosched_engine::process::policy::NodePolicy;
 use cosched_engine::process::{simulate_processes, ProcJob, ProcOptions};
 use cosched_engine::{JobRecord, JobStatus, SimOutput};
@@ -117,6 +117,11 @@ pub fn run_process_config_recording(cfg: &RunConfig, timeline: bool) -> Result<R
             opts.mpl = g.rows;
             opts.gang = Some(g);
         }
+        ProcAdmission::GangPerturb { gang, perturb } => {
+            opts.mpl = gang.rows;
+            opts.gang = Some(gang);
+            opts.perturb = Some(perturb);
+        }
     }
     let t0 = Instant::now();
     let mut out = simulate_processes(&plat, &jobs, &make, &opts)
@@ -206,6 +211,7 @@ pub fn run_process_config_recording(cfg: &RunConfig, timeline: bool) -> Result<R
         hints_followed: c.hints_followed,
         page_ins: c.page_ins,
         paged_in_mb: c.paged_in_kb as f64 / 1000.0,
+        perturb: out.perturb.as_ref().map(perturb_summary),
     });
     Ok(RunResult {
         timeline: std::mem::take(&mut out.timeline),
@@ -219,6 +225,36 @@ pub fn run_process_config_recording(cfg: &RunConfig, timeline: bool) -> Result<R
             metrics_s: t1.elapsed().as_secs_f64(),
         },
     })
+}
+
+/// The summary figures of the perturbation harness (`gang-perturb`).
+fn perturb_summary(p: &cosched_engine::process::perturb::PerturbOutput) -> PerturbSummary {
+    use cosched_engine::process::perturb::QuantumClass as C;
+    let (g, r, n) = (
+        p.stats(C::Gang),
+        p.stats(C::NonGangRunning),
+        p.stats(C::NonGangNonRunning),
+    );
+    PerturbSummary {
+        own_s: p.own_ns as f64 / 1e9,
+        perturbations: p.applied,
+        gang_n: g.n,
+        gang_msg_mean: g.msg_mean,
+        gang_msg_sd: g.msg_sd,
+        gang_prog_mean_s: g.progress_mean_ns / 1e9,
+        gang_prog_sd_s: g.progress_sd_ns / 1e9,
+        ngr_n: r.n,
+        ngr_msg_mean: r.msg_mean,
+        ngr_msg_sd: r.msg_sd,
+        ngr_prog_mean_s: r.progress_mean_ns / 1e9,
+        ngr_prog_sd_s: r.progress_sd_ns / 1e9,
+        ngn_n: n.n,
+        ngn_msg_mean: n.msg_mean,
+        ngn_msg_sd: n.msg_sd,
+        ngn_prog_mean_s: n.progress_mean_ns / 1e9,
+        ngn_prog_sd_s: n.progress_sd_ns / 1e9,
+        msg_ratio: p.message_ratio(),
+    }
 }
 
 /// A seed 000 style job mix (seed 000 §5.1; the draw rules are assumption G-WL-4 of

@@ -75,6 +75,7 @@ def get(exp_id: str) -> Experiment:
 def _load() -> None:
     from . import choi  # noqa: F401  (registers its experiments)
     from .ghanesh import register as _  # noqa: F401  (registers its experiments)
+    from . import lee  # noqa: F401
 
 
 def run_experiment(

@@ -105,6 +105,11 @@ impl Matrix {
         }
     }
 
+    /// The job and pid in `row` on `node` (used by the perturbation harness).
+    pub fn cell(&self, row: usize, node: u32) -> Option<(usize, Pid)> {
+        self.cells.get(row)?.get(node as usize).copied().flatten()
+    }
+
     pub fn row_of(&self, job: usize) -> Option<usize> {
         self.row_of[job]
     }

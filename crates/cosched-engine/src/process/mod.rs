@@ -53,10 +53,13 @@
 
 pub mod batch;
 pub mod gang;
+pub mod perturb;
 pub mod policy;
 
 #[cfg(test)]
 mod gang_tests;
+#[cfg(test)]
+mod perturb_tests;
 #[cfg(test)]
 mod tests;
 
@@ -136,6 +139,9 @@ pub struct ProcOptions {
     /// EASY backfilling (requires `mpl == 1`) with these runtime estimates, one
     /// per job ([`batch`]).
     pub backfill: Option<Vec<SimTime>>,
+    /// Gang mode only: perturb the gang schedule of job 0 and estimate its
+    /// gangedness ([`perturb`]).
+    pub perturb: Option<perturb::PerturbParams>,
 }
 
 impl Default for ProcOptions {
@@ -149,6 +155,7 @@ impl Default for ProcOptions {
             time_limit: SimTime::from_secs(10_000_000),
             gang: None,
             backfill: None,
+            perturb: None,
         }
     }
 }
@@ -240,6 +247,8 @@ pub struct ProcOutput {
     /// The per-node timeline, when [`ProcOptions::record_timeline`] is set.
     pub timeline: Vec<Segment>,
     pub end: SimTime,
+    /// What the perturbation harness measured, when [`ProcOptions::perturb`] is set.
+    pub perturb: Option<perturb::PerturbOutput>,
 }
 
 #[derive(Debug, Error)]
@@ -494,6 +503,8 @@ struct Sim<'a> {
     ranks_left: Vec<u32>,
     /// The gang matrix, in gang mode.
     gang: Option<gang::Matrix>,
+    /// The perturbation harness ([`perturb`]), gang mode only.
+    perturb: Option<perturb::Perturber>,
     records: Vec<Option<ProcJobRecord>>,
     pending: std::collections::VecDeque<usize>,
     jobs_done: usize,
@@ -545,6 +556,21 @@ pub fn simulate_processes(
             return Err(ProcError::Options(
                 "gang and backfill exclude each other".into(),
             ));
+        }
+    }
+    if let Some(p) = &opts.perturb {
+        if opts.gang.is_none() || jobs.is_empty() {
+            return Err(ProcError::Options(
+                "perturbations need gang scheduling and a job 0 to perturb".into(),
+            ));
+        }
+        if let perturb::Choice::Fixed(r) = p.choice {
+            if r >= jobs[0].program.size() {
+                return Err(ProcError::Options(format!(
+                    "perturbed rank {r} does not exist in job 0 ({} ranks)",
+                    jobs[0].program.size()
+                )));
+            }
         }
     }
     if let Some(est) = &opts.backfill {
@@ -659,6 +685,7 @@ pub fn simulate_processes(
             .gang
             .clone()
             .map(|g| gang::Matrix::new(g, plat.nodes, jobs.len())),
+        perturb: opts.perturb.clone().map(perturb::Perturber::new),
         records: vec![None; jobs.len()],
         pending: Default::default(),
         jobs_done: 0,
@@ -713,6 +740,7 @@ pub fn simulate_processes(
         proc_end: sim.procs.iter().map(|p| p.end).collect(),
         timeline: sim.timeline.unwrap_or_default(),
         end: sim.q.now(),
+        perturb: sim.perturb.map(perturb::Perturber::finish),
     })
 }
 
@@ -747,6 +775,9 @@ impl<'a> Sim<'a> {
                 Ev::Msg { to, from, tag } => {
                     self.procs[to as usize].in_flight -= 1;
                     self.procs[to as usize].mailbox.push((from, tag));
+                    if let Some(pt) = &mut self.perturb {
+                        pt.on_message(to);
+                    }
                     let node = self.procs[to as usize].node;
                     let running = matches!(self.procs[to as usize].state, PState::Running(_));
                     self.with_policy(node, now, true, |p, v, out| {
@@ -890,6 +921,18 @@ impl<'a> Sim<'a> {
                     idle
                 ));
             }
+        }
+        // Perturbations: job 0's own-slot time fits in its span, its records' progress
+        // in the useful time of its processes, and no more perturbations than planned.
+        if let (Some(pt), Some(rec)) = (&self.perturb, &self.records[0]) {
+            let first = self.job_pids[0].unwrap_or(0) as usize;
+            let size = self.jobs[0].program.size() as usize;
+            let useful: i64 = self.procs[first..(first + size).min(self.procs.len())]
+                .iter()
+                .map(|p| p.cpu_ns - p.spin_ns)
+                .sum();
+            pt.check((rec.end - rec.start).as_ns(), useful)
+                .map_err(|m| ProcError::Invariant(format!("perturbation harness: {m}")))?;
         }
         let cpu: i64 = self.procs.iter().map(|p| p.cpu_ns).sum();
         if cpu != c.useful_ns + c.spin_ns {
@@ -1081,6 +1124,12 @@ impl<'a> Sim<'a> {
                 self.q
                     .schedule(now + quantum, Ev::GangSwitch { gen })
                     .expect("future");
+                if let Some(pt) = &mut self.perturb {
+                    pt.job_started(j, first, &chosen);
+                    pt.slot_start(self.gang.as_ref().expect("gang mode"), now);
+                }
+            } else if let Some(pt) = &mut self.perturb {
+                pt.job_started(j, first, &chosen);
             }
             self.start_job(j, chosen, now);
         }
@@ -1145,6 +1194,9 @@ impl<'a> Sim<'a> {
                 }
             }
         }
+        if let Some(pt) = &mut self.perturb {
+            pt.slot_end(now);
+        }
         self.q
             .schedule(resume, Ev::GangResume { gen })
             .expect("future");
@@ -1165,6 +1217,9 @@ impl<'a> Sim<'a> {
         self.q
             .schedule(now + quantum, Ev::GangSwitch { gen })
             .expect("future");
+        if let Some(pt) = &mut self.perturb {
+            pt.slot_start(self.gang.as_ref().expect("gang mode"), now);
+        }
         for node in 0..self.plat.nodes {
             self.schedule(node, now);
         }
@@ -1265,6 +1320,9 @@ impl<'a> Sim<'a> {
         if self.ranks_left[j] == 0 {
             self.records[j].as_mut().expect("started").end = now;
             self.jobs_done += 1;
+            if let Some(pt) = &mut self.perturb {
+                pt.job_done(j, now);
+            }
             if let Some(g) = &mut self.gang {
                 g.free(j);
             }
@@ -1343,9 +1401,13 @@ impl<'a> Sim<'a> {
             let hint = if let Some(g) = &self.gang {
                 // Gang mode: the slot dispatcher decides, the node's Dispatcher obeys.
                 let procs = &self.procs;
-                g.choose(node, |p| {
-                    procs[p as usize].state == PState::Ready && !procs[p as usize].paging
-                })
+                let ok =
+                    |p: Pid| procs[p as usize].state == PState::Ready && !procs[p as usize].paging;
+                let hint = g.choose(node, ok);
+                match &self.perturb {
+                    Some(pt) => pt.choose(g, node, hint, ok),
+                    None => hint,
+                }
             } else {
                 let view = View {
                     now,
@@ -1489,6 +1551,9 @@ impl<'a> Sim<'a> {
         let used = elapsed.min(p.cpu_left.max(0));
         p.cpu_left -= used;
         self.counters.useful_ns += used;
+        if let Some(pt) = &mut self.perturb {
+            pt.on_progress(pid, used);
+        }
         let spun = elapsed - used;
         p.spin_ns += spun;
         self.counters.spin_ns += spun;

@@ -11,9 +11,11 @@
 
 pub mod batch;
 pub mod gang;
+pub mod perturb;
 
 use crate::registry::{PolicyInfo, PolicySpec, RegistryError};
 use cosched_engine::process::gang::GangParams;
+use cosched_engine::process::perturb::PerturbParams;
 
 /// How the process engine admits and time-slices jobs.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -24,6 +26,12 @@ pub enum ProcAdmission {
     Batch { backfill: bool },
     /// SCore-D-like gang scheduling.
     Gang(GangParams),
+    /// Gang scheduling with perturbations of job 0 and the gangedness estimator
+    /// (seed 003; `perturb.rs`).
+    GangPerturb {
+        gang: GangParams,
+        perturb: PerturbParams,
+    },
 }
 
 type ProcBuilder = fn(&PolicySpec) -> Result<ProcAdmission, RegistryError>;
@@ -48,6 +56,7 @@ fn entries() -> Vec<(PolicyInfo, ProcBuilder)> {
         (batch::info(), batch::build),
         (batch::easy_info(), batch::build_easy),
         (gang::info(), gang::build),
+        (perturb::info(), perturb::build),
     ]
 }
 
@@ -117,5 +126,26 @@ mod tests {
         assert!(err("gang[quantum=5]").contains("unknown parameter \"quantum\"; valid parameters: quantum_ms, rows, switch_us, alternate"));
         assert!(err("batch[backfill=conservative]").contains("\"none\" or \"easy\""));
         assert!(err("conservative").contains("valid policies: fcfs, batch, easy, gang"));
+        assert!(err("gang-perturb[kind=steal]").contains("\"takeaway\" or \"giveaway\""));
+        assert!(err("gang-perturb[choice=random]").contains("\"fixed\" or \"rr\""));
+        assert!(err("gang-perturb[rows=1]").contains("at least 2"));
+        assert!(err("gang-perturb[count=x]").contains("count=\"x\""));
+        assert!(err("gang-perturb[batch=4]").contains("unknown parameter \"batch\""));
+        match build_process("gang-perturb[kind=giveaway,choice=rr,count=8,seed=3]").unwrap() {
+            ProcAdmission::GangPerturb { gang, perturb } => {
+                assert_eq!((gang.rows, gang.quantum), (2, SimTime::from_us(500)));
+                assert_eq!(perturb.count, 8);
+                assert_eq!(perturb.seed, 3);
+                assert_eq!(
+                    perturb.choice,
+                    cosched_engine::process::perturb::Choice::RoundRobin
+                );
+                assert_eq!(
+                    perturb.kind,
+                    cosched_engine::process::perturb::Kind::Giveaway
+                );
+            }
+            other => panic!("{other:?}"),
+        }
     }
 }
