@@ -73,7 +73,7 @@ def get(exp_id: str) -> Experiment:
 
 
 def _load() -> None:
-    from . import choi  # noqa: F401  (registers its experiments)
+    from . import choi, flexgang  # noqa: F401  (register their experiments)
 
 
 def run_experiment(
