@@ -133,7 +133,7 @@ impl Matrix {
         }
     }
 
-    /// `pid` blocked or ended: it loses its I/O priority.
+    /// `pid` blocked or finished: it loses its I/O priority.
     pub fn flex_blocked(&mut self, pid: Pid) {
         self.flex.prio.retain(|&p| p != pid);
     }

@@ -1238,6 +1238,9 @@ impl<'a> Sim<'a> {
         n.committed_kb -= mem;
         n.sched.exit(pid);
         n.procs.retain(|&p| p != pid);
+        if let Some(g) = &mut self.gang {
+            g.flex_blocked(pid);
+        }
         n.load -= 1;
         self.pump_paging(node, now);
         self.ranks_left[j] -= 1;
