@@ -73,9 +73,8 @@ def get(exp_id: str) -> Experiment:
 
 
 def _load() -> None:
-    from . import choi  # noqa: F401  (registers its experiments)
+    from . import choi, flexgang, lee  # noqa: F401  (register their experiments)
     from .ghanesh import register as _  # noqa: F401  (registers its experiments)
-    from . import lee  # noqa: F401
 
 
 def run_experiment(

@@ -26,6 +26,7 @@
 //! dispatches. [`Dispatcher`] is the per-node [`NativeScheduler`] of gang mode:
 //! it keeps the runnable set and runs exactly the process the engine names.
 
+use super::flexgang::{FlexParams, FlexState};
 use crate::os::{NativeScheduler, Pick, Pid, Stop, Wake};
 use cosched_des::SimTime;
 
@@ -40,6 +41,8 @@ pub struct GangParams {
     pub switch: SimTime,
     /// A node with no process in the active row may run another row's process.
     pub alternate: bool,
+    /// Flexible gang scheduling options (seed 003; [`super::flexgang`]).
+    pub flex: FlexParams,
 }
 
 /// The Ousterhout matrix and the slot state.
@@ -47,7 +50,7 @@ pub struct GangParams {
 pub struct Matrix {
     pub params: GangParams,
     /// `cells[row][node]`: the job and pid placed there.
-    cells: Vec<Vec<Option<(usize, Pid)>>>,
+    pub(super) cells: Vec<Vec<Option<(usize, Pid)>>>,
     /// Row of each job (by job index), once placed.
     row_of: Vec<Option<usize>>,
     /// The active row, `None` while the cycle is stopped.
@@ -58,6 +61,8 @@ pub struct Matrix {
     pub gen: u64,
     /// Slot switches performed (each costing `switch` on every node).
     pub switches: u64,
+    /// State of the flexible options.
+    pub flex: FlexState,
 }
 
 impl Matrix {
@@ -71,6 +76,7 @@ impl Matrix {
             switching: false,
             gen: 0,
             switches: 0,
+            flex: FlexState::default(),
         }
     }
 
@@ -142,17 +148,26 @@ impl Matrix {
             return None;
         }
         let r = self.active?;
-        if let Some((_, pid)) = self.cells[r][node as usize] {
-            return Some(pid);
+        // Flexible gang: a process with I/O priority first.
+        if let Some(p) = self.choose_prio(node, &runnable) {
+            return Some(p);
         }
-        if !self.params.alternate {
-            return None;
+        match self.cells[r][node as usize] {
+            // With the gang bit, a blocked owner gives its slot away.
+            Some((_, pid)) if !self.params.flex.gang_bit || runnable(pid) => {
+                return Some(pid);
+            }
+            Some(_) => {}
+            None if !self.params.alternate => return None,
+            None => {}
         }
         let rows = self.cells.len();
-        (1..rows)
+        let cands: Vec<(usize, Pid)> = (1..rows)
             .map(|k| (r + k) % rows)
-            .filter_map(|q| self.cells[q][node as usize].map(|(_, p)| p))
-            .find(|&p| runnable(p))
+            .filter_map(|q| self.cells[q][node as usize])
+            .filter(|&(_, p)| runnable(p))
+            .collect();
+        self.choose_fragment(&cands)
     }
 }
 
@@ -217,6 +232,7 @@ mod unit {
             rows: 3,
             switch: SimTime::from_ms(1),
             alternate,
+            flex: FlexParams::default(),
         }
     }
 

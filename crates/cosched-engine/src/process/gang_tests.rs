@@ -54,6 +54,7 @@ fn gang(quantum_ms: i64, switch_us: i64, alternate: bool) -> ProcOptions {
             rows: 3,
             switch: SimTime::from_us(switch_us),
             alternate,
+            flex: Default::default(),
         }),
         record_timeline: true,
         ..Default::default()

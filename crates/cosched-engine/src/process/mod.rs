@@ -52,10 +52,13 @@
 //! scheduling with EASY backfilling at MPL 1 ([`batch`], `ProcOptions::backfill`).
 
 pub mod batch;
+pub mod flexgang;
 pub mod gang;
 pub mod perturb;
 pub mod policy;
 
+#[cfg(test)]
+mod flexgang_tests;
 #[cfg(test)]
 mod gang_tests;
 #[cfg(test)]
@@ -228,6 +231,12 @@ pub struct ProcCounters {
     pub boost_preemptions: u64,
     /// Gang slot switches (each one idles every node for the switch cost).
     pub gang_switches: u64,
+    /// Flexible gang: running processes preempted by a process woken by its disk
+    /// completion (`io_preempt`).
+    pub gang_io_preemptions: u64,
+    /// Flexible gang: CPU time processes ran outside their own row's slot
+    /// (alternate scheduling, yielded slots, I/O interrupts), ns.
+    pub gang_fragment_ns: i64,
 }
 
 /// Everything a process-level run produces.
@@ -802,6 +811,9 @@ impl<'a> Sim<'a> {
                     let p = &mut self.procs[to as usize];
                     debug_assert!(matches!(p.wait, Some(Waiting { cond: Cond::Io, .. })));
                     p.wait = None;
+                    if let Some(g) = &mut self.gang {
+                        g.flex_io_done(to);
+                    }
                     self.wake(to, now);
                 }
                 Ev::GangSwitch { gen } => self.gang_switch(gen, now),
@@ -907,7 +919,13 @@ impl<'a> Sim<'a> {
         // Gang: every slot switch idles every CPU for the switch cost, and no switch
         // is in progress at the end (nothing runs during one, so no job ends then).
         if let Some(g) = &self.gang {
-            let idle = g.switches as i64 * g.params.switch.as_ns();
+            let idle = g.flex.switch_ns;
+            if idle < g.switches as i64 * g.params.switch.as_ns() {
+                return bad(format!(
+                    "{} gang switches idled only {idle} ns in total",
+                    g.switches
+                ));
+            }
             let span = self.q.now().as_ns();
             if g.switching {
                 return bad("a gang switch was in progress at the end".into());
@@ -1116,11 +1134,12 @@ impl<'a> Sim<'a> {
             let first = self.procs.len() as Pid;
             let g = self.gang.as_mut().expect("gang mode");
             g.place(j, row, &chosen, first);
+            g.flex_place(j, &self.jobs[j].program.name);
             if g.active.is_none() {
                 // The cycle was stopped (empty matrix): this row's slot starts now.
                 g.active = Some(row);
                 g.gen += 1;
-                let (gen, quantum) = (g.gen, g.params.quantum);
+                let (gen, quantum) = (g.gen, g.slot_quantum());
                 self.q
                     .schedule(now + quantum, Ev::GangSwitch { gen })
                     .expect("future");
@@ -1181,7 +1200,7 @@ impl<'a> Sim<'a> {
         g.switching = true;
         g.switches += 1;
         self.counters.gang_switches += 1;
-        let resume = now + g.params.switch;
+        let resume = now + g.switch_cost();
         for node in 0..self.plat.nodes {
             for cpu in 0..self.plat.cpus_per_node {
                 if let Some(pid) = self.nodes[node as usize].cpus[cpu as usize].cur {
@@ -1213,7 +1232,7 @@ impl<'a> Sim<'a> {
         if g.active.is_none() {
             return;
         }
-        let quantum = g.params.quantum;
+        let quantum = g.slot_quantum();
         self.q
             .schedule(now + quantum, Ev::GangSwitch { gen })
             .expect("future");
@@ -1314,6 +1333,9 @@ impl<'a> Sim<'a> {
         n.committed_kb -= mem;
         n.sched.exit(pid);
         n.procs.retain(|&p| p != pid);
+        if let Some(g) = &mut self.gang {
+            g.flex_blocked(pid);
+        }
         n.load -= 1;
         self.pump_paging(node, now);
         self.ranks_left[j] -= 1;
@@ -1685,6 +1707,11 @@ impl<'a> Sim<'a> {
         self.procs[pid as usize].last_ran = now;
         c.cur = None;
         c.gen += 1;
+        if let Some(g) = &mut self.gang {
+            if g.flex_ran(pid, self.procs[pid as usize].job, ran) {
+                self.counters.gang_fragment_ns += ran.as_ns();
+            }
+        }
         self.nodes[node as usize].sched.stop(pid, ran, why, now);
     }
 
@@ -2017,6 +2044,9 @@ impl<'a> Sim<'a> {
         }
         self.account(node, cpu, now);
         self.release_cpu(node, cpu, pid, Stop::Blocked, now);
+        if let Some(g) = &mut self.gang {
+            g.flex_blocked(pid);
+        }
         let p = &mut self.procs[pid as usize];
         p.state = PState::Blocked;
         p.blocked_at = now;
@@ -2037,7 +2067,9 @@ impl<'a> Sim<'a> {
         self.nodes[node as usize]
             .sched
             .enqueue(pid, Wake::Woken { slept }, now);
-        self.preempt_for(node, pid, now);
+        if !self.preempt_for(node, pid, now) {
+            self.flex_preempt(pid, now);
+        }
         self.schedule(node, now);
     }
 

@@ -26,10 +26,31 @@
 //!   achieve the global synchronization across all the nodes per every
 //!   scheduling quantum");
 //! - `alternate` (false): alternate scheduling of other rows' processes.
+//!
+//! Flexible gang scheduling (seed 003 §2, §3.2, §6; algorithm in
+//! `cosched_engine::process::flexgang`; defaults give plain gang):
+//! - `quanta` (none): per-job quanta, `app:ms/app:ms` (e.g.
+//!   `io-bound:10/Barrier:20`); a row's slot lasts the longest quantum of its
+//!   jobs (S003 §3.2 varies each job's quantum separately);
+//! - `io_preempt` (false): a process woken by its disk completion preempts the
+//!   active row's process on its node and keeps priority until it blocks
+//!   (S003 §3.2: "higher priority jobs can interrupt lower priority jobs");
+//! - `gang_bit` (false): a blocked process yields its slot to another row's
+//!   runnable process (S003 §2, the Fugu gang bit; §3.2 "its remaining time
+//!   quantum is donated");
+//! - `fill` (false), `low` (none), `fair_ms` (= `quantum_ms`): fragments go only
+//!   to processes of the low-gangedness applications listed in `low`
+//!   (`Emp/Workpile`), least-served first, never to a process `fair_ms` of
+//!   fragment time ahead of its job's least-served process (S003 §6, §4;
+//!   assumption G-S003-FLEX of docs/models/seed-parameters.md);
+//! - `round_slots` (1), `round_us` (0): two-level hierarchy, the global round
+//!   of `round_slots` slots is precomputed at a cost of `round_us`, added to the
+//!   switch starting each round (S003 §2; magnitude assumption G-S003-FLEX).
 
 use super::ProcAdmission;
 use crate::registry::{ParamInfo, PolicyInfo, PolicySpec, RegistryError};
 use cosched_des::SimTime;
+use cosched_engine::process::flexgang::FlexParams;
 use cosched_engine::process::gang::GangParams;
 
 pub fn info() -> PolicyInfo {
@@ -42,12 +63,33 @@ pub fn info() -> PolicyInfo {
             ParamInfo { name: "rows", kind: "int", default: "3", doc: "rows of the matrix = MPL (seed 000 §5.1)" },
             ParamInfo { name: "switch_us", kind: "float", default: "1000", doc: "global synchronization per slot switch, every node idle, µs (assumption G-SCH-6)" },
             ParamInfo { name: "alternate", kind: "bool", default: "false", doc: "a node with no process in the active row may run another row's process" },
+            ParamInfo { name: "quanta", kind: "string", default: "", doc: "per-job quanta app:ms/app:ms; a row's slot lasts its longest job quantum (seed 003 §3.2)" },
+            ParamInfo { name: "io_preempt", kind: "bool", default: "false", doc: "a process woken by its disk completion preempts the active row on its node (seed 003 §3.2)" },
+            ParamInfo { name: "gang_bit", kind: "bool", default: "false", doc: "a blocked process yields its slot to another row's process (seed 003 §2)" },
+            ParamInfo { name: "fill", kind: "bool", default: "false", doc: "fragments go only to low-gangedness jobs, least-served process first (seed 003 §6)" },
+            ParamInfo { name: "low", kind: "string", default: "", doc: "low-gangedness applications for fill, app/app" },
+            ParamInfo { name: "fair_ms", kind: "float", default: "quantum_ms", doc: "fill: max fragment time a process may lead its job's least-served process, ms (0: unbounded)" },
+            ParamInfo { name: "round_slots", kind: "int", default: "1", doc: "slots per globally precomputed round (seed 003 §2)" },
+            ParamInfo { name: "round_us", kind: "float", default: "0", doc: "round precomputation cost, added to the switch starting each round, µs" },
         ],
     }
 }
 
 pub fn build(spec: &PolicySpec) -> Result<ProcAdmission, RegistryError> {
-    spec.expect_only(&["quantum_ms", "rows", "switch_us", "alternate"])?;
+    spec.expect_only(&[
+        "quantum_ms",
+        "rows",
+        "switch_us",
+        "alternate",
+        "quanta",
+        "io_preempt",
+        "gang_bit",
+        "fill",
+        "low",
+        "fair_ms",
+        "round_slots",
+        "round_us",
+    ])?;
     let bad = |param: &str, msg: &str| RegistryError::BadValue {
         policy: spec.name.clone(),
         param: param.into(),
@@ -70,10 +112,60 @@ pub fn build(spec: &PolicySpec) -> Result<ProcAdmission, RegistryError> {
     if quantum <= SimTime::ZERO {
         return Err(bad("quantum_ms", "must be > 0"));
     }
+    let list = |key: &str| -> Vec<String> {
+        spec.params
+            .get(key)
+            .map(|v| {
+                v.split('/')
+                    .map(str::trim)
+                    .filter(|a| !a.is_empty())
+                    .map(String::from)
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let mut quanta = Vec::new();
+    for item in list("quanta") {
+        let parsed = item
+            .split_once(':')
+            .and_then(|(app, ms)| Some((app.trim().to_string(), ms.trim().parse::<f64>().ok()?)));
+        match parsed {
+            Some((app, ms)) if !app.is_empty() && ms.is_finite() && ms > 0.0 => {
+                let q = SimTime::from_secs_f64(ms / 1e3);
+                if q <= SimTime::ZERO {
+                    return Err(bad("quanta", "every quantum must be > 0"));
+                }
+                quanta.push((app, q));
+            }
+            _ => return Err(bad("quanta", "expected app:ms/app:ms with ms > 0")),
+        }
+    }
+    let fair_ms: f64 = spec.get("fair_ms", quantum_ms)?;
+    if !(fair_ms.is_finite() && fair_ms >= 0.0) {
+        return Err(bad("fair_ms", "must be >= 0"));
+    }
+    let round_slots: u32 = spec.get("round_slots", 1)?;
+    if round_slots == 0 {
+        return Err(bad("round_slots", "must be at least 1"));
+    }
+    let round_us: f64 = spec.get("round_us", 0.0)?;
+    if !(round_us.is_finite() && round_us >= 0.0) {
+        return Err(bad("round_us", "must be >= 0"));
+    }
     Ok(ProcAdmission::Gang(GangParams {
         quantum,
         rows,
         switch: SimTime::from_secs_f64(switch_us / 1e6),
         alternate: spec.get("alternate", false)?,
+        flex: FlexParams {
+            quanta,
+            io_preempt: spec.get("io_preempt", false)?,
+            gang_bit: spec.get("gang_bit", false)?,
+            fill: spec.get("fill", false)?,
+            low: list("low"),
+            fair: SimTime::from_secs_f64(fair_ms / 1e3),
+            round_slots,
+            round: SimTime::from_secs_f64(round_us / 1e6),
+        },
     }))
 }

@@ -87,6 +87,7 @@ pub fn build_process(spec: &str) -> Result<ProcAdmission, RegistryError> {
 mod tests {
     use super::*;
     use cosched_des::SimTime;
+    use cosched_engine::process::flexgang::FlexParams;
 
     #[test]
     fn builds_every_scheme_and_rejects_bad_input() {
@@ -112,6 +113,11 @@ mod tests {
                 rows: 2,
                 switch: SimTime::from_us(200),
                 alternate: true,
+                flex: FlexParams {
+                    fair: SimTime::from_ms(50),
+                    round_slots: 1,
+                    ..Default::default()
+                },
             })
         );
         let err = |s: &str| build_process(s).unwrap_err().to_string();
@@ -123,7 +129,34 @@ mod tests {
         assert!(err("gang[quantum_ms=-1]").contains("must be > 0"));
         assert!(err("gang[quantum_ms=abc]").contains("quantum_ms=\"abc\""));
         assert!(err("gang[switch_us=-3]").contains("must be >= 0"));
-        assert!(err("gang[quantum=5]").contains("unknown parameter \"quantum\"; valid parameters: quantum_ms, rows, switch_us, alternate"));
+        // Flexible gang options (seed 003).
+        let ProcAdmission::Gang(g) = build_process(
+            "gang[quantum_ms=20, quanta=io-bound:2.5/Barrier:40, io_preempt=true, gang_bit=true, fill=true, low=Emp/Workpile, fair_ms=5, round_slots=4, round_us=300]",
+        )
+        .unwrap() else {
+            panic!("gang")
+        };
+        assert_eq!(
+            g.flex,
+            FlexParams {
+                quanta: vec![
+                    ("io-bound".into(), SimTime::from_us(2500)),
+                    ("Barrier".into(), SimTime::from_ms(40)),
+                ],
+                io_preempt: true,
+                gang_bit: true,
+                fill: true,
+                low: vec!["Emp".into(), "Workpile".into()],
+                fair: SimTime::from_ms(5),
+                round_slots: 4,
+                round: SimTime::from_us(300),
+            }
+        );
+        assert!(err("gang[quanta=io-bound]").contains("expected app:ms/app:ms"));
+        assert!(err("gang[quanta=io-bound:-1]").contains("expected app:ms/app:ms"));
+        assert!(err("gang[round_slots=0]").contains("must be at least 1"));
+        assert!(err("gang[round_us=-1]").contains("must be >= 0"));
+        assert!(err("gang[quantum=5]").contains("unknown parameter \"quantum\"; valid parameters: quantum_ms, rows, switch_us, alternate, quanta, io_preempt, gang_bit, fill, low, fair_ms, round_slots, round_us"));
         assert!(err("batch[backfill=conservative]").contains("\"none\" or \"easy\""));
         assert!(err("conservative").contains("valid policies: fcfs, batch, easy, gang"));
         assert!(err("gang-perturb[kind=steal]").contains("\"takeaway\" or \"giveaway\""));

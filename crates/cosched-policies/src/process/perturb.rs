@@ -107,6 +107,7 @@ pub fn build(spec: &PolicySpec) -> Result<ProcAdmission, RegistryError> {
             rows,
             switch: SimTime::from_secs_f64(switch_us / 1e6),
             alternate: false,
+            flex: Default::default(),
         },
         perturb: PerturbParams {
             kind,

@@ -1,0 +1,233 @@
+//! Flexible gang scheduling (seed 003) on tiny scenarios: per-job quanta, I/O
+//! interrupts, the gang bit, fragment filling and the round cost.
+
+use super::flexgang::FlexParams;
+use super::gang::GangParams;
+use super::policy::NodePolicy;
+use super::*;
+use cosched_model::node::OsConfig;
+use cosched_model::program::Builder;
+
+struct Spin;
+impl NodePolicy for Spin {
+    fn name(&self) -> String {
+        "spin".into()
+    }
+}
+
+/// One node, no context-switch cost, so slot boundaries are exact.
+fn platform() -> NodePlatform {
+    NodePlatform {
+        nodes: 1,
+        cpus_per_node: 1,
+        job_memory_mb: 900.0,
+        latency_us: 7.0,
+        bandwidth_mb_s: 200.0,
+        send_overhead_us: 1.0,
+        recv_overhead_us: 1.5,
+        interrupt_us: 0.0,
+        context_switch_us: 0.0,
+        idle_watts: 219.10,
+        busy_watts: 238.068,
+        disk_mb_s: 20.0,
+        os: OsConfig::default(),
+    }
+}
+
+const MS: i64 = 1_000_000;
+
+fn compute(name: &str, ms: i64) -> ProcJob {
+    let mut b = Builder::new(1);
+    b.all(Op::Compute { ns: ms * MS });
+    ProcJob::new(b.build(name, 10.0), SimTime::ZERO)
+}
+
+/// Computes 1 ms, waits for an `io_ms` disk request, computes 1 ms.
+fn io_job(io_ms: i64) -> ProcJob {
+    let mut b = Builder::new(1);
+    b.all(Op::Compute { ns: MS });
+    b.all(Op::Io { ns: io_ms * MS });
+    b.all(Op::Compute { ns: MS });
+    ProcJob::new(b.build("io-bound", 10.0), SimTime::ZERO)
+}
+
+fn opts(quantum_ms: i64, rows: u32, switch_us: i64, flex: FlexParams) -> ProcOptions {
+    ProcOptions {
+        gang: Some(GangParams {
+            quantum: SimTime::from_ms(quantum_ms),
+            rows,
+            switch: SimTime::from_us(switch_us),
+            alternate: false,
+            flex,
+        }),
+        record_timeline: true,
+        ..Default::default()
+    }
+}
+
+fn run(jobs: &[ProcJob], opts: &ProcOptions) -> ProcOutput {
+    simulate_processes(&platform(), jobs, &|| Box::new(Spin), opts).expect("run")
+}
+
+fn ms(t: SimTime) -> f64 {
+    t.as_ns() as f64 / MS as f64
+}
+
+#[test]
+fn per_job_quanta_give_each_job_its_own_slot_length() {
+    // Row 0: job a (19 ms of work, quantum 10 ms); row 1: job b (55 ms, 30 ms).
+    let jobs = [compute("a", 19), compute("b", 55)];
+    let flex = FlexParams {
+        quanta: vec![
+            ("a".into(), SimTime::from_ms(10)),
+            ("b".into(), SimTime::from_ms(30)),
+        ],
+        ..Default::default()
+    };
+    let out = run(&jobs, &opts(10, 2, 0, flex));
+    // a 0-10, b 10-40, a 40-49 (done), b alone 49-74.
+    let segs: Vec<(usize, f64, f64)> = out
+        .timeline
+        .iter()
+        .filter(|s| s.cpu.is_some())
+        .map(|s| (s.job, ms(s.start), ms(s.end)))
+        .collect();
+    assert_eq!(segs[0], (0, 0.0, 10.0), "{segs:?}");
+    assert_eq!(segs[1], (1, 10.0, 40.0), "{segs:?}");
+    assert_eq!(segs[2], (0, 40.0, 49.0), "{segs:?}");
+    assert_eq!(ms(out.jobs[0].end), 49.0);
+    assert_eq!(ms(out.jobs[1].end), 74.0);
+    // The same jobs with one 10 ms quantum for all: a ends at 29 ms.
+    let plain = run(&jobs, &opts(10, 2, 0, FlexParams::default()));
+    assert_eq!(ms(plain.jobs[0].end), 29.0);
+    assert_eq!(ms(plain.jobs[1].end), 74.0);
+}
+
+#[test]
+fn io_completion_preempts_the_active_row_only_with_io_preempt() {
+    // Row 0: the I/O job, blocked 1-61 ms; row 1: a compute job, slot 50-100 ms.
+    let jobs = [io_job(60), compute("hog", 200)];
+    let on = FlexParams {
+        io_preempt: true,
+        ..Default::default()
+    };
+    let with = run(&jobs, &opts(50, 2, 0, on));
+    assert_eq!(with.counters.gang_io_preemptions, 1);
+    assert_eq!(ms(with.jobs[0].end), 62.0, "runs at once at 61 ms");
+    let without = run(&jobs, &opts(50, 2, 0, FlexParams::default()));
+    assert_eq!(without.counters.gang_io_preemptions, 0);
+    assert_eq!(
+        ms(without.jobs[0].end),
+        101.0,
+        "waits for its own slot at 100 ms"
+    );
+    // The hog lost 1 ms of its slot to the interrupt.
+    assert!(with.counters.gang_fragment_ns == MS);
+}
+
+#[test]
+fn gang_bit_gives_a_blocked_processs_slot_to_another_row() {
+    // Row 0: the I/O job, blocked 1-31 ms of its 50 ms slot; row 1: 40 ms of work.
+    let jobs = [io_job(30), compute("cpu", 40)];
+    let on = FlexParams {
+        gang_bit: true,
+        ..Default::default()
+    };
+    let with = run(&jobs, &opts(50, 2, 0, on));
+    let segs: Vec<(usize, f64, f64)> = with
+        .timeline
+        .iter()
+        .filter(|s| s.cpu.is_some())
+        .map(|s| (s.job, ms(s.start), ms(s.end)))
+        .collect();
+    assert_eq!(segs[1], (1, 1.0, 31.0), "the cpu job runs in the fragment");
+    assert_eq!(segs[2], (0, 31.0, 32.0), "the owner takes its slot back");
+    assert_eq!(ms(with.jobs[0].end), 32.0);
+    assert_eq!(ms(with.jobs[1].end), 42.0);
+    assert_eq!(with.counters.gang_fragment_ns, 30 * MS);
+    // Without the gang bit the node idles while the owner is blocked.
+    let without = run(&jobs, &opts(50, 2, 0, FlexParams::default()));
+    assert_eq!(ms(without.jobs[0].end), 32.0);
+    assert_eq!(ms(without.jobs[1].end), 72.0);
+    assert_eq!(without.counters.gang_fragment_ns, 0);
+}
+
+#[test]
+fn fill_gives_fragments_to_low_gangedness_jobs_only() {
+    // Row 0: the I/O job; row 1: "hi" (high gangedness); row 2: "lo".
+    let jobs = [io_job(30), compute("hi", 100), compute("lo", 100)];
+    let fragment_job = |fill: bool| {
+        let flex = FlexParams {
+            gang_bit: true,
+            fill,
+            low: vec!["lo".into()],
+            ..Default::default()
+        };
+        let out = run(&jobs, &opts(50, 3, 0, flex));
+        out.timeline
+            .iter()
+            .find(|s| s.cpu.is_some() && s.start == SimTime::from_ms(1))
+            .map(|s| s.job)
+    };
+    assert_eq!(
+        fragment_job(false),
+        Some(1),
+        "plain: the next row's process"
+    );
+    assert_eq!(fragment_job(true), Some(2), "fill: the low-gangedness job");
+    // With no low-gangedness job the fragment stays idle.
+    let flex = FlexParams {
+        gang_bit: true,
+        fill: true,
+        ..Default::default()
+    };
+    let out = run(&jobs[..2], &opts(50, 3, 0, flex));
+    assert_eq!(out.counters.gang_fragment_ns, 0);
+}
+
+#[test]
+fn fill_keeps_a_jobs_processes_within_the_fairness_bound() {
+    let mut m = gang::Matrix::new(
+        GangParams {
+            quantum: SimTime::from_ms(10),
+            rows: 2,
+            switch: SimTime::ZERO,
+            alternate: true,
+            flex: FlexParams {
+                fill: true,
+                low: vec!["lo".into()],
+                fair: SimTime::from_ms(5),
+                ..Default::default()
+            },
+        },
+        2,
+        1,
+    );
+    m.place(0, 1, &[0, 1], 0);
+    m.flex_place(0, "lo");
+    m.active = Some(0);
+    assert_eq!(m.choose(0, |_| true), Some(0));
+    // Pid 0 got 6 ms of fragments, pid 1 none: pid 0 is past the bound.
+    assert!(m.flex_ran(0, 0, SimTime::from_ms(6)));
+    assert_eq!(m.choose(0, |_| true), None);
+    assert_eq!(m.choose(1, |_| true), Some(1));
+    assert!(m.flex_ran(1, 0, SimTime::from_ms(2)));
+    assert_eq!(m.choose(0, |_| true), Some(0), "back within 5 ms of pid 1");
+}
+
+#[test]
+fn round_precomputation_adds_to_the_switch_starting_each_round() {
+    // One row, 95 ms of work in 10 ms slots: 9 switches of 1 ms.
+    let jobs = [compute("a", 95)];
+    let plain = run(&jobs, &opts(10, 1, 1000, FlexParams::default()));
+    assert_eq!(plain.counters.gang_switches, 9);
+    assert_eq!(ms(plain.jobs[0].end), 104.0);
+    let rounds = FlexParams {
+        round_slots: 2,
+        round: SimTime::from_us(500),
+        ..Default::default()
+    };
+    let out = run(&jobs, &opts(10, 1, 1000, rounds));
+    // Switches 1, 3, 5, 7 and 9 start a round.
+    assert_eq!(ms(out.jobs[0].end), 104.0 + 5.0 * 0.5);
+}

@@ -1,0 +1,106 @@
+"""Seed 003 flexible gang experiments: the quick version of each runs and writes its report with
+verdicts, and every finding rule can fail and pass on crafted numbers."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from coscheduling.experiments import flexgang, report
+
+from conftest import run_cli
+
+IDS = ["lee-fig2", "lee-fig3", "flexgang-mix"]
+VERDICTS = {report.REPRODUCED, report.PARTLY, report.NOT_REPRODUCED, report.NOT_APPLICABLE}
+
+
+def _verdicts(text: str) -> list[str]:
+    return re.findall(r"\| \*\*([a-z ]+)\*\* \|", text)
+
+
+@pytest.mark.parametrize("exp_id", IDS)
+def test_quick_version_writes_report_with_verdicts(exp_id: str, tmp_path: Path) -> None:
+    out = tmp_path / exp_id
+    r = run_cli(["reproduce", exp_id, "--quick", "--out", str(out), "-j", "2"])
+    assert r.exit_code == 0, r.stdout + r.stderr
+    text = (out / "report.md").read_text()
+    assert text.startswith(f"# {exp_id}:")
+    assert "## Findings" in text
+    verdicts = _verdicts(text)
+    assert len(verdicts) == {"lee-fig2": 2, "lee-fig3": 3, "flexgang-mix": 4}[exp_id]
+    assert set(verdicts) <= VERDICTS, verdicts
+    runs = pd.read_csv(out / "runs.csv")
+    assert (runs["jobs_completed"] == runs["jobs_total"]).all()
+    for png in re.findall(r"!\[[^]]*\]\(([^)]+)\)", text):
+        assert (out / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    for csv in out.glob("*.csv"):
+        assert len(pd.read_csv(csv)) > 0, csv
+
+
+def test_quick_fig2_measures_slowdown_and_fragmentation(tmp_path: Path) -> None:
+    out = tmp_path / "fig2"
+    r = run_cli(["reproduce", "lee-fig2", "--quick", "--out", str(out), "-j", "2"])
+    assert r.exit_code == 0, r.stdout + r.stderr
+    t = pd.read_csv(out / "fig2.csv")
+    assert len(t) == 6
+    # Sharing the machine never makes the I/O job faster than alone, and fragmentation is a share.
+    assert (t["slowdown"] >= 1.0).all()
+    assert ((t["fragmentation_pct"] >= 0) & (t["fragmentation_pct"] <= 100)).all()
+
+
+def _curves(by: str, x: str, y: str, values: dict[float, list[float]]) -> pd.DataFrame:
+    rows = [{by: k, x: float(i), y: v} for k, vs in values.items() for i, v in enumerate(vs)]
+    return pd.DataFrame(rows)
+
+
+def test_trend_rule_passes_partly_and_fails() -> None:
+    def f(values: dict[float, list[float]]) -> str:
+        t = _curves("q_io", "q_cpu", "slowdown", values)
+        return flexgang.trend_finding(t, "q_io", "q_cpu", "slowdown", +1, "c", "w").verdict
+
+    assert f({1.0: [1, 2, 3], 2.0: [1, 1.5, 4]}) == report.REPRODUCED
+    assert f({1.0: [1, 2, 3], 2.0: [3, 2, 1]}) == report.PARTLY
+    assert f({1.0: [3, 2, 1], 2.0: [3, 2, 1]}) == report.NOT_REPRODUCED
+    # The falling direction.
+    t = _curves("q_cpu", "q_io", "slowdown", {1.0: [3, 2, 1]})
+    assert flexgang.trend_finding(t, "q_cpu", "q_io", "slowdown", -1, "c", "w").verdict == report.REPRODUCED
+
+
+def test_tradeoff_rule_passes_partly_and_fails() -> None:
+    def f(slow: list[float], frag: list[float]) -> str:
+        return flexgang.tradeoff_finding(pd.DataFrame({"slowdown": slow, "fragmentation_pct": frag})).verdict
+
+    assert f([1, 2, 3, 4], [40, 30, 20, 10]) == report.REPRODUCED
+    assert f([1, 2, 3, 4, 5], [40, 10, 50, 30, 20]) == report.PARTLY
+    assert f([1, 2, 3, 4], [10, 20, 30, 40]) == report.NOT_REPRODUCED
+
+
+def _mix(**over: dict[str, float]) -> pd.DataFrame:
+    base = {
+        "FLEX": {"io": 1.0, "sync": 5.0, "emp": 2.0, "all": 2.5, "utilization": 0.8},
+        "FLEX-NOINT": {"io": 2.0, "sync": 4.0, "emp": 2.0, "all": 2.8, "utilization": 0.8},
+        "GANG": {"io": 3.0, "sync": 4.5, "emp": 3.0, "all": 3.0, "utilization": 0.7},
+        "HYBRID": {"io": 1.5, "sync": 4.0, "emp": 2.0, "all": 2.0, "utilization": 0.9},
+        "BATCH": {"io": 2.0, "sync": 3.0, "emp": 3.0, "all": 2.7, "utilization": 0.6},
+    }
+    for k, v in over.items():
+        base[k] = {**base[k], **v}
+    return pd.DataFrame([{"scheme": k, **v} for k, v in base.items()])
+
+
+def test_mix_rules_pass_and_fail() -> None:
+    ok = [x.verdict for x in flexgang.mix_findings(_mix())]
+    assert ok == [report.REPRODUCED] * 4
+    bad = [x.verdict for x in flexgang.mix_findings(_mix(
+        GANG={"io": 0.5, "emp": 1.0, "all": 2.0, "utilization": 0.9},
+        **{"FLEX-NOINT": {"sync": 6.0}},
+    ))]
+    assert bad == [report.NOT_REPRODUCED] * 4
+    partly = [x.verdict for x in flexgang.mix_findings(_mix(
+        GANG={"io": 1.2, "utilization": 0.9},
+    ))]
+    assert partly[:2] == [report.PARTLY, report.PARTLY]
+    assert all(f.why for f in flexgang.mix_findings(_mix(GANG={"io": 0.5})) if f.verdict != report.REPRODUCED)
