@@ -36,6 +36,7 @@ fn run(target: &str, kind: Kind, choice: Choice, count: u32, seed: u64) -> Pertu
             rows: 2,
             switch: SimTime::ZERO,
             alternate: false,
+            flex: Default::default(),
         }),
         perturb: Some(PerturbParams {
             kind,

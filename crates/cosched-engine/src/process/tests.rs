@@ -400,6 +400,7 @@ fn ranks_per_node_places_consecutive_ranks_on_one_node() {
             rows: 2,
             switch: SimTime::ZERO,
             alternate: false,
+            flex: Default::default(),
         }),
         ..Default::default()
     };
