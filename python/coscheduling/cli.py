@@ -792,42 +792,106 @@ def apps_list(
     console().print(t)
 
 
+class ValidateTarget(StrEnum):
+    seed000 = "seed000"
+    seed002 = "seed002"
+    all = "all"
+
+
 @apps_app.command("validate")
 def apps_validate(
+    target: Annotated[
+        ValidateTarget,
+        typer.Option("--target", help="seed000: Table 1 at 16 processes on choi2004 (5%); seed002: Table 1 of "
+                     "seed 002, class B at 4 processes on ghanesh (the looser second target); all: both."),
+    ] = ValidateTarget.all,
     as_json: Annotated[bool, typer.Option("--json", help="Print the rows as JSON.")] = False,
 ) -> None:
-    """Run every preset with a seed 000 Table 1 time alone at 16 processes on choi2004 and compare.
+    """Run the application presets dedicated and compare them with the seeds' tables.
 
-    Exit code 1 if any run time is more than 5% off the Table 1 time.
+    seed000: every preset with a seed 000 Table 1 time, alone at 16 processes on choi2004; exit code 1 if
+    any run time is more than 5% off. seed002: the NAS kernels of seed 002 Table 1, class B alone at 4
+    processes on ghanesh; execution time, message and data rates within a factor 1.5, CPU utilization
+    within 15 points; exit code 1 if a column misses that is not a documented known deviation.
     """
     with user_errors():
         err = console(True)
-        with err.status("dedicated runs of every preset on choi2004 (16 processes, nls, MPL 1)"):
-            t0 = time.perf_counter()
-            rows = json.loads(_core.apps_validate())
-            wall = time.perf_counter() - t0
-    bad = [r for r in rows if abs(r["error"]) > VALIDATE_TOLERANCE]
+        rows = rows002 = None
+        t0 = time.perf_counter()
+        if target in (ValidateTarget.seed000, ValidateTarget.all):
+            with err.status("dedicated runs of every preset on choi2004 (16 processes, nls, MPL 1)"):
+                rows = json.loads(_core.apps_validate())
+        if target in (ValidateTarget.seed002, ValidateTarget.all):
+            with err.status("dedicated runs of seed 002 Table 1 on ghanesh (class B, 4 processes, block)"):
+                rows002 = json.loads(_core.apps_validate_seed002())
+        wall = time.perf_counter() - t0
     if as_json:
-        console().print_json(json.dumps(rows))
+        out = {"seed000": rows, "seed002": rows002} if target is ValidateTarget.all else (rows or rows002)
+        console().print_json(json.dumps(out))
     else:
-        t = Table(title="dedicated runs vs seed 000 Table 1 (16 processes, choi2004)", header_style="bold")
-        for h in ("app", "class", "procs", "measured s", "Table 1 s", "error %", "comm %", "Table 1 intensity"):
-            t.add_column(h, justify="left" if h in ("app", "class", "Table 1 intensity") else "right")
-        for r in rows:
-            style = "red" if abs(r["error"]) > VALIDATE_TOLERANCE else None
-            t.add_row(
-                r["app"], r["class"], str(r["procs"]), fmt(r["measured_s"], 3), fmt(r["target_s"], 1),
-                fmt(100 * r["error"], 3), fmt(100 * r["comm_fraction"], 2), r["intensity"], style=style,
-            )
-        console().print(t)
-        worst = max(rows, key=lambda r: abs(r["error"]))
-        console().print(
-            f"{len(rows)} runs in {wall:.1f} s; largest |error| {100 * abs(worst['error']):.4f}% "
-            f"({worst['app']} {worst['class']})"
+        if rows is not None:
+            _print_validation000(rows)
+        if rows002 is not None:
+            _print_validation002(rows002)
+        console().print(f"{len(rows or []) + len(rows002 or [])} dedicated runs in {wall:.1f} s")
+    problems = []
+    if rows is not None:
+        bad = [r for r in rows if abs(r["error"]) > VALIDATE_TOLERANCE]
+        if bad:
+            names = ", ".join(f"{r['app']} {r['class']} ({100 * r['error']:+.2f}%)" for r in bad)
+            problems.append(f"{len(bad)} run(s) off seed 000 Table 1 by more than 5%: {names}")
+    if rows002 is not None:
+        new = [f"{r['app']} {c}" for r in rows002 for c in r["off"] if c not in r["known"]]
+        if new:
+            problems.append("seed 002 Table 1 missed beyond the looser tolerance, not a known deviation: "
+                            + ", ".join(new))
+    if problems:
+        raise fail("; ".join(problems), 1)
+
+
+def _print_validation000(rows: list[dict]) -> None:
+    t = Table(title="dedicated runs vs seed 000 Table 1 (16 processes, choi2004)", header_style="bold")
+    for h in ("app", "class", "procs", "measured s", "Table 1 s", "error %", "comm %", "Table 1 intensity"):
+        t.add_column(h, justify="left" if h in ("app", "class", "Table 1 intensity") else "right")
+    for r in rows:
+        style = "red" if abs(r["error"]) > VALIDATE_TOLERANCE else None
+        t.add_row(
+            r["app"], r["class"], str(r["procs"]), fmt(r["measured_s"], 3), fmt(r["target_s"], 1),
+            fmt(100 * r["error"], 3), fmt(100 * r["comm_fraction"], 2), r["intensity"], style=style,
         )
-    if bad:
-        names = ", ".join(f"{r['app']} {r['class']} ({100 * r['error']:+.2f}%)" for r in bad)
-        raise fail(f"{len(bad)} run(s) off Table 1 by more than 5%: {names}", 1)
+    console().print(t)
+    worst = max(rows, key=lambda r: abs(r["error"]))
+    console().print(f"seed 000: largest |error| {100 * abs(worst['error']):.4f}% ({worst['app']} {worst['class']})")
+
+
+def _print_validation002(rows: list[dict]) -> None:
+    t = Table(
+        title="dedicated runs vs seed 002 Table 1 (class B, 4 processes, ghanesh, block): model (paper)",
+        header_style="bold",
+    )
+    cols = (("exec_s", "exec s", 1), ("msgs_per_s", "msgs/s per node", 1), ("kb_per_s", "KB/s per node", 0),
+            ("cpu_pct", "% CPU", 1))
+    t.add_column("app")
+    for _, h, _ in cols:
+        t.add_column(h, justify="right")
+    t.add_column("off the tolerance")
+    for r in rows:
+        cells = []
+        for key, _, nd in cols:
+            cell = f"{fmt(r[key], nd)} ({fmt(r['paper_' + key], nd)})"
+            if key in r["off"]:
+                cell = f"[red]{cell}[/red]" if key not in r["known"] else f"[yellow]{cell}[/yellow]"
+            cells.append(cell)
+        off = ", ".join(f"{c} (known)" if c in r["known"] else c for c in r["off"]) or "-"
+        t.add_row(r["app"], *cells, off)
+    console().print(t)
+    cells = len(rows) * len(cols)
+    missed = sum(len(r["off"]) for r in rows)
+    console().print(
+        f"seed 002: {cells - missed} of {cells} cells within the looser tolerance (time and rates within a "
+        "factor 1.5, CPU within 15 points); the known deviations and their reasons: "
+        "docs/models/seed-parameters.md §2.4"
+    )
 
 
 # ---------------------------------------------------------------------------

@@ -210,6 +210,10 @@ pub struct NodePlatformConfig {
     /// Replaces the preset's node count (e.g. 16 `ghanesh` nodes for seed 002 Fig. 5).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub nodes: Option<u32>,
+    /// Replaces the preset's CPU speed relative to the reference CPU of the
+    /// application presets (`NodePlatform::cpu_speed`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_speed: Option<f64>,
 }
 
 impl NodePlatformConfig {
@@ -220,6 +224,9 @@ impl NodePlatformConfig {
         }
         if let Some(n) = self.nodes {
             p.nodes = n;
+        }
+        if let Some(s) = self.cpu_speed {
+            p.cpu_speed = s;
         }
         p.validate()?;
         Ok(p)
@@ -583,6 +590,27 @@ mpl = 3
         let c = RunConfig::from_str_with(&text, "p.toml", None).unwrap();
         assert_eq!(c.workload.jobs[1].ranks_per_node, 2);
         assert_eq!(c.node_platform.unwrap().platform().unwrap().nodes, 16);
+    }
+
+    #[test]
+    fn cpu_speed_overrides_the_preset_and_must_be_positive() {
+        let c = RunConfig::from_str_with(PROCESS, "p.toml", None).unwrap();
+        assert!(!serde_json::to_string(&c).unwrap().contains("cpu_speed"));
+        assert_eq!(c.node_platform.unwrap().platform().unwrap().cpu_speed, 1.0);
+        let text = PROCESS.replace("preset = \"choi2004\"", "preset = \"ghanesh\"");
+        let c = RunConfig::from_str_with(&text, "p.toml", None).unwrap();
+        assert_eq!(
+            c.node_platform.unwrap().platform().unwrap().cpu_speed,
+            crate::node::GHANESH_CPU_SPEED
+        );
+        let text = PROCESS.replace("preset = \"choi2004\"", "preset = \"choi2004\"\ncpu_speed = 2.0");
+        let c = RunConfig::from_str_with(&text, "p.toml", None).unwrap();
+        assert_eq!(c.node_platform.unwrap().platform().unwrap().cpu_speed, 2.0);
+        let text = PROCESS.replace("preset = \"choi2004\"", "preset = \"choi2004\"\ncpu_speed = 0.0");
+        let e = RunConfig::from_str_with(&text, "p.toml", None)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("cpu_speed: must be a finite number > 0, got 0"), "{e}");
     }
 
     #[test]

@@ -137,6 +137,13 @@ pub struct NodePlatform {
     /// Page-in bandwidth of a node's disk, MB/s (paging when memory is overcommitted).
     #[serde(default = "default_disk_mb_s")]
     pub disk_mb_s: f64,
+    /// Speed of a CPU relative to the reference CPU on which application compute is
+    /// expressed (seed 000's Athlon 1.76 GHz, where the NAS presets are calibrated):
+    /// every compute burst of a program takes its duration divided by this
+    /// ([`crate::program::Program::at_speed`]). Message overheads, context switches
+    /// and interrupts are given per platform and do not scale.
+    #[serde(default = "one")]
+    pub cpu_speed: f64,
     /// The native OS scheduler of every node.
     #[serde(default)]
     pub os: OsConfig,
@@ -176,6 +183,12 @@ impl NodePlatform {
                 self.disk_mb_s
             ));
         }
+        if !(self.cpu_speed.is_finite() && self.cpu_speed > 0.0) {
+            return Err(format!(
+                "cpu_speed: must be a finite number > 0, got {}",
+                self.cpu_speed
+            ));
+        }
         if !(self.bandwidth_mb_s.is_finite() && self.bandwidth_mb_s > 0.0) {
             return Err(format!(
                 "bandwidth_mb_s: must be a finite number > 0, got {}",
@@ -191,6 +204,11 @@ impl NodePlatform {
         self.os.validate()
     }
 }
+
+/// `cpu_speed` of the `ghanesh` preset, fitted by `cosched::calibrate::fit_cpu_speed`
+/// (a dedicated EP class B run at 4 processes matches seed 002 Table 1's 228.6 s; a
+/// test checks it against a fresh fit).
+pub const GHANESH_CPU_SPEED: f64 = 0.5477;
 
 /// Names of the built-in platform presets.
 pub const PRESETS: [&str; 4] = ["choi2004", "ghanesh", "lee4", "lee32"];
@@ -220,6 +238,7 @@ impl NodePlatform {
                 idle_watts: 219.10, // S000 §5.4 "B ... 219.10 watts"
                 busy_watts: 219.10 + 18.968, // S000 §5.4 "X ... 18.968 watts"
                 disk_mb_s: default_disk_mb_s(), // assumption G-MEM-1
+                cpu_speed: 1.0, // the reference CPU: the NAS presets are calibrated on this platform
                 os: linux(5), // 50 ms slice: S002 §3.3 for the same kernel 2.4.7-10 (G-OS-1); 10 ms tick (HZ=100)
             }),
             // Seed 002 (Ghanesh et al.) §3: dual 1.8 GHz Xeon nodes, 100 Mbit/s Ethernet, Linux 2.4.7-10.
@@ -236,6 +255,10 @@ impl NodePlatform {
                 idle_watts: 219.10,   // not stated in S002 (no energy results): seed 000's values
                 busy_watts: 219.10 + 18.968,
                 disk_mb_s: default_disk_mb_s(), // assumption G-MEM-1
+                // Calibrated on a dedicated run (`cosched::calibrate::fit_cpu_speed`): EP class B,
+                // 4 processes, alone on 4 nodes takes S002 Table 1's 228.6 s. EP is pure compute,
+                // so this is the Xeon/g77 speed relative to seed 000's Athlon on NAS code.
+                cpu_speed: GHANESH_CPU_SPEED,
                 os: linux(5), // S002 §3.3 "default time slice quantum of 50 milliseconds"
             }),
             // Seed 003 (Lee et al.) §2: the 4-processor Fugu configuration. Fugu time is counted
@@ -253,6 +276,7 @@ impl NodePlatform {
                 idle_watts: 0.0,       // no power model in S003
                 busy_watts: 0.0,
                 disk_mb_s: default_disk_mb_s(), // memory is not a factor in S003
+                cpu_speed: 1.0, // programs are written in Fugu instructions (1 ns each)
                 os: OsConfig::Rr { quantum_ms: 0.5 }, // S003 §4 "Quantum size is fixed at 500,000 instructions"
             }),
             // Seed 003 §3: the 32-processor gang-scheduled machine of the I/O study.
@@ -269,6 +293,7 @@ impl NodePlatform {
                 idle_watts: 0.0,
                 busy_watts: 0.0,
                 disk_mb_s: default_disk_mb_s(), // memory is not a factor in S003
+                cpu_speed: 1.0, // programs are written in Fugu instructions (1 ns each)
                 os: OsConfig::Rr { quantum_ms: 10.0 }, // S003 §3.2 quanta varied 1-40 ms; 10 ms as the default
             }),
             other => Err(format!(

@@ -90,6 +90,35 @@ impl Program {
         self.noise_cv = cv;
         self
     }
+
+    /// The same program on a CPU `speed` times as fast as the reference CPU its
+    /// compute is expressed for: every [`Op::Compute`] duration and every
+    /// [`Op::Burst`] mean is divided by `speed` (rounded to the nearest ns).
+    /// Message, I/O and memory operations are unchanged. `speed` must be finite
+    /// and > 0 ([`crate::node::NodePlatform::validate`] checks a platform's).
+    pub fn at_speed(&self, speed: f64) -> Program {
+        let scale = |ns: i64| (ns as f64 / speed).round() as i64;
+        let ranks = self
+            .ranks
+            .iter()
+            .map(|ops| {
+                ops.iter()
+                    .map(|&op| match op {
+                        Op::Compute { ns } => Op::Compute { ns: scale(ns) },
+                        Op::Burst { mean_ns, k } => Op::Burst {
+                            mean_ns: scale(mean_ns),
+                            k,
+                        },
+                        other => other,
+                    })
+                    .collect()
+            })
+            .collect();
+        Program {
+            ranks,
+            ..self.clone()
+        }
+    }
 }
 
 /// Builds the same sequence of operations for every rank of a `p`-process job; a
@@ -334,6 +363,27 @@ pub fn compute_ns(ops: &[Op]) -> i64 {
     total
 }
 
+/// Bytes a rank sends (`Send`, `Isend`, `Reply`), loops counted with their
+/// repetitions; the body of a [`Op::LoopUntil`] counted once.
+pub fn bytes_sent(ops: &[Op]) -> u64 {
+    let mut total = 0u64;
+    let mut i = 0;
+    while i < ops.len() {
+        match ops[i] {
+            Op::Loop { count, len } => {
+                total += count as u64 * bytes_sent(&ops[i + 1..i + 1 + len as usize]);
+                i += 1 + len as usize;
+            }
+            Op::Send { bytes, .. } | Op::Isend { bytes, .. } | Op::Reply { bytes, .. } => {
+                total += bytes;
+                i += 1;
+            }
+            _ => i += 1,
+        }
+    }
+    total
+}
+
 /// The compute time a rank will ask for whatever happens during the run, or `None`
 /// when the run decides it (a [`Op::LoopUntil`] or a drawn [`Op::Burst`]).
 pub fn static_compute_ns(ops: &[Op]) -> Option<i64> {
@@ -369,6 +419,34 @@ pub fn flatten(ops: &[Op]) -> Vec<Op> {
 mod tests {
     use super::*;
     use std::collections::HashMap;
+
+    #[test]
+    fn at_speed_scales_compute_and_bursts_only() {
+        let p = Program {
+            name: "t".into(),
+            ranks: vec![vec![
+                Op::Loop { count: 3, len: 2 },
+                Op::Compute { ns: 1000 },
+                Op::Send {
+                    to: 1,
+                    bytes: 64,
+                    tag: 0,
+                },
+                Op::Burst { mean_ns: 5, k: 5 },
+                Op::Io { ns: 700 },
+            ]],
+            memory_mb: 1.0,
+            noise_cv: 0.0,
+        };
+        let q = p.at_speed(0.5);
+        assert_eq!(compute_ns(&q.ranks[0]), 2 * 3 * 1000 + 10);
+        assert_eq!(bytes_sent(&q.ranks[0]), 3 * 64);
+        assert_eq!(q.ranks[0][4], Op::Io { ns: 700 });
+        assert_eq!(q.ranks[0][3], Op::Burst { mean_ns: 10, k: 5 });
+        // Rounded to the nearest ns.
+        assert_eq!(p.at_speed(3.0).ranks[0][1], Op::Compute { ns: 333 });
+        assert_eq!(p.at_speed(1.0), p);
+    }
 
     /// Every send has exactly one matching receive (same tag, same pair).
     fn matched(p: &Program) -> usize {

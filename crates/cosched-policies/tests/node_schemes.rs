@@ -27,6 +27,7 @@ fn platform(nodes: u32) -> NodePlatform {
         idle_watts: 219.10,
         busy_watts: 238.068,
         disk_mb_s: 20.0,
+        cpu_speed: 1.0,
         os: OsConfig::Linux24 {
             tick_ms: 10.0,
             base_ticks: 5,

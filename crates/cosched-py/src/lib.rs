@@ -557,6 +557,20 @@ fn apps_validate(py: Python<'_>) -> PyResult<String> {
     json_text(&rows)
 }
 
+/// Runs every application of seed 002 Table 1 (NAS class B, 4 processes, one per
+/// node) dedicated on the ghanesh platform under `block` and compares execution
+/// time, message rate, data rate and CPU utilization with the table (the looser
+/// second target); one row per application with the columns off the tolerance and
+/// those that are known deviations, as JSON text.
+#[gen_stub_pyfunction]
+#[pyfunction]
+fn apps_validate_seed002(py: Python<'_>) -> PyResult<String> {
+    let rows = py
+        .detach(cosched::calibrate::validate_seed002)
+        .map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
+    json_text(&rows)
+}
+
 /// The process-level benchmark: 20 NAS jobs of the seed 000 mix on choi2004,
 /// MPL 3, NLS; returns jobs, events, wall seconds and simulated seconds as JSON text.
 #[gen_stub_pyfunction]
@@ -682,6 +696,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(policies, m)?)?;
     m.add_function(wrap_pyfunction!(apps, m)?)?;
     m.add_function(wrap_pyfunction!(apps_validate, m)?)?;
+    m.add_function(wrap_pyfunction!(apps_validate_seed002, m)?)?;
     m.add_function(wrap_pyfunction!(bench_process_level, m)?)?;
     m.add_function(wrap_pyfunction!(nas_mix, m)?)?;
     m.add_function(wrap_pyfunction!(run_timeshare_jobs, m)?)?;

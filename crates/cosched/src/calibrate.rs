@@ -41,7 +41,7 @@ use crate::model::apps::{
     self, long, nas, AppError, AppParams, CalEntry, Calibration, LONG_APPS, NAS_APPS,
 };
 use crate::model::node::NodePlatform;
-use crate::model::program::Program;
+use crate::model::program::{bytes_sent, Program};
 use crate::policies::RegistryError;
 use cosched_des::SimTime;
 use serde::Serialize;
@@ -83,6 +83,10 @@ pub struct DedicatedRun {
     pub messages: u64,
     /// Mean compute time of a rank, ns.
     pub compute_ns: f64,
+    /// CPU time of all the job's processes (compute, overheads, spinning), ns.
+    pub cpu_ns: i64,
+    /// Bytes all ranks sent.
+    pub bytes_sent: u64,
 }
 
 impl DedicatedRun {
@@ -107,23 +111,29 @@ pub fn platform() -> Result<NodePlatform, CalibrateError> {
 
 /// Runs `program` alone on the calibration platform (MPL 1, `nls`).
 pub fn dedicated(program: Program) -> Result<DedicatedRun, CalibrateError> {
-    let plat = platform()?;
-    crate::policies::build_node(POLICY)?;
+    dedicated_on(&platform()?, POLICY, program)
+}
+
+/// Runs `program` alone on `plat` (MPL 1, one process per node) under the node
+/// policy `policy`.
+pub fn dedicated_on(
+    plat: &NodePlatform,
+    policy: &str,
+    program: Program,
+) -> Result<DedicatedRun, CalibrateError> {
+    crate::policies::build_node(policy)?;
     let compute_ns = program
         .ranks
         .iter()
         .map(|r| apps::compute_ns(r) as f64)
         .sum::<f64>()
-        / program.size().max(1) as f64;
-    let jobs = [ProcJob {
-        program,
-        submit: SimTime::ZERO,
-        background: false,
-        ranks_per_node: 1,
-    }];
-    let make = || crate::policies::build_node(POLICY).expect("checked above");
+        / program.size().max(1) as f64
+        / plat.cpu_speed;
+    let bytes_sent = program.ranks.iter().map(|r| bytes_sent(r)).sum();
+    let jobs = [ProcJob::new(program, SimTime::ZERO)];
+    let make = || crate::policies::build_node(policy).expect("checked above");
     let out = simulate_processes(
-        &plat,
+        plat,
         &jobs,
         &make,
         &ProcOptions {
@@ -137,6 +147,8 @@ pub fn dedicated(program: Program) -> Result<DedicatedRun, CalibrateError> {
         events: out.counters.events,
         messages: out.counters.messages,
         compute_ns,
+        cpu_ns: out.proc_cpu_ns.iter().sum(),
+        bytes_sent,
     })
 }
 
@@ -621,6 +633,197 @@ pub fn intensity_violations(rows: &[ValidationRow]) -> Vec<IntensityViolation> {
     v
 }
 
+// ---------------------------------------------------------------------------
+// Seed 002 Table 1: the second, looser target.
+
+/// Platform preset of seed 002 Table 1's runs.
+pub const S002_PLATFORM: &str = "ghanesh";
+/// Node policy of those runs: seed 002 §4 "when a process is blocked for
+/// communication it is removed from the ready queue".
+pub const S002_POLICY: &str = "block";
+/// Processes (one per node) and class of seed 002 Table 1.
+pub const S002_PROCS: u32 = 4;
+pub const S002_CLASS: char = 'B';
+/// Looser tolerance of the second target: execution time, message rate and data
+/// rate within this factor of the table (either way). The platform's network
+/// numbers are assumptions (G-NET-3) and the compute constants are fitted on
+/// another machine (seed 000's), so only the magnitude is expected to agree.
+pub const S002_FACTOR: f64 = 1.5;
+/// Rates this small agree whatever the factor (EP sends a few messages at the end).
+pub const S002_RATE_FLOOR: (f64, f64) = (1.0, 100.0);
+/// CPU utilization within this many percentage points.
+pub const S002_CPU_POINTS: f64 = 15.0;
+
+/// The columns of seed 002 Table 1 that [`validate_seed002`] compares.
+pub const S002_COLUMNS: [&str; 4] = ["exec_s", "msgs_per_s", "kb_per_s", "cpu_pct"];
+
+/// (app, column) of seed 002 Table 1 that the model does NOT match within the
+/// looser tolerance, and why (docs/models/seed-parameters.md §2.4). A new miss, or
+/// a listed one that starts to match, fails the test that pins this list. With the
+/// preset's EP-fitted CPU speed, 13 of the 24 compared cells match.
+/// - MG, every column: seed 000 Table 1's MG class B time (61.5 s at 16 processes,
+///   the calibration target) is inconsistent with its classes A and C (§2.1: B/A =
+///   25.6 against a work ratio of 5), while seed 002 measures MG B at 37.0 s on 4
+///   processes. The preset's class B compute makes the run about 12x seed 002's; the
+///   same messages over a 12x longer run give about 1/12 of the rates, and the CPU
+///   is almost never waiting.
+/// - LU exec_s, msgs_per_s, kb_per_s: strong scaling of seed 000's 16-process time
+///   (G-APP-1) at the EP-fitted speed predicts 2.1x seed 002's 511.7 s; the two
+///   papers' LU times do not fit one compute constant and one CPU speed. The rates
+///   follow (the model sends the NPB message counts, §2.4's cross-check, over a
+///   longer run).
+/// - IS exec_s, kb_per_s: at 4 processes on Fast Ethernet the alltoallv of 3/4 of
+///   the 33.5 MB of keys per iteration dominates IS; the model moves it faster than
+///   seed 002 measured (its data rate is 1.6x the table's, its run 0.49x).
+/// - CG, SP cpu_pct: the model's processes wait less for messages than measured
+///   (75% and 96% busy against 59.4% and 77.2%): the model's Fast Ethernet has no
+///   TCP or MPICH protocol cost beyond the 25 us per-message overheads of G-NET-3
+///   and no congestion; the measured breakdown of the waits is not published.
+pub const KNOWN_SEED002_DEVIATIONS: [(&str, &str); 11] = [
+    ("MG", "exec_s"),
+    ("MG", "msgs_per_s"),
+    ("MG", "kb_per_s"),
+    ("MG", "cpu_pct"),
+    ("LU", "exec_s"),
+    ("LU", "msgs_per_s"),
+    ("LU", "kb_per_s"),
+    ("IS", "exec_s"),
+    ("IS", "kb_per_s"),
+    ("CG", "cpu_pct"),
+    ("SP", "cpu_pct"),
+];
+
+/// The `ghanesh` platform at its preset CPU speed.
+pub fn seed002_platform() -> Result<NodePlatform, CalibrateError> {
+    NodePlatform::preset(S002_PLATFORM).map_err(CalibrateError::Platform)
+}
+
+/// Dedicated EP class B run at 4 processes on `ghanesh` at `speed`.
+fn ep_on_ghanesh(speed: f64) -> Result<DedicatedRun, CalibrateError> {
+    let mut plat = seed002_platform()?;
+    plat.cpu_speed = speed;
+    dedicated_on(&plat, S002_POLICY, apps::build("EP", S002_CLASS, S002_PROCS)?)
+}
+
+/// Fits the `ghanesh` preset's `cpu_speed` on a dedicated run: EP class B at 4
+/// processes alone on 4 nodes takes seed 002 Table 1's time. EP is pure compute
+/// (four allreduces at the end), so its time is nearly compute / speed: the fixed
+/// point speed <- speed x T(speed) / target converges in a few runs. Returned
+/// rounded to 4 significant digits (the preset's constant).
+pub fn fit_cpu_speed() -> Result<f64, CalibrateError> {
+    let target = apps::seed002_row("EP").expect("EP is in the table").exec_s;
+    let mut speed = 1.0f64;
+    for _ in 0..20 {
+        let t = ep_on_ghanesh(speed)?.time_s();
+        if ((t - target) / target).abs() <= FIT_TOLERANCE {
+            break;
+        }
+        speed *= t / target;
+    }
+    let digits = 10f64.powi(3 - speed.log10().floor() as i32);
+    Ok((speed * digits).round() / digits)
+}
+
+/// One application of seed 002 Table 1 measured on the model beside the table.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Seed002Check {
+    pub app: String,
+    pub exec_s: f64,
+    pub paper_exec_s: f64,
+    /// Messages sent per node per second (every point-to-point send, collectives
+    /// included, over 4 nodes and the run time).
+    pub msgs_per_s: f64,
+    pub paper_msgs_per_s: f64,
+    /// KB (1000 bytes) sent per node per second.
+    pub kb_per_s: f64,
+    pub paper_kb_per_s: f64,
+    /// CPU time of the job's processes over 4 x the run time, %.
+    pub cpu_pct: f64,
+    pub paper_cpu_pct: f64,
+    /// Memory per process of the preset (not compared: the presets take it from
+    /// seed 000 Table 2 and the G-MEM-2 rule).
+    pub memory_mb: f64,
+    pub paper_memory_mb: f64,
+    /// Columns of [`S002_COLUMNS`] outside the looser tolerance.
+    pub off: Vec<String>,
+    /// Columns of `off` listed in [`KNOWN_SEED002_DEVIATIONS`].
+    pub known: Vec<String>,
+}
+
+impl Seed002Check {
+    /// Columns off the table that are not known deviations.
+    pub fn unknown(&self) -> Vec<&str> {
+        self.off
+            .iter()
+            .filter(|c| !self.known.contains(c))
+            .map(String::as_str)
+            .collect()
+    }
+}
+
+/// Whether `model` agrees with `paper` within the looser tolerance of `column`.
+pub fn seed002_within(column: &str, model: f64, paper: f64) -> bool {
+    let factor = |floor: f64| {
+        (model - paper).abs() <= floor
+            || (model > 0.0 && paper > 0.0 && (model / paper).max(paper / model) <= S002_FACTOR)
+    };
+    match column {
+        "exec_s" => factor(0.0),
+        "msgs_per_s" => factor(S002_RATE_FLOOR.0),
+        "kb_per_s" => factor(S002_RATE_FLOOR.1),
+        "cpu_pct" => (model - paper).abs() <= S002_CPU_POINTS,
+        _ => panic!("not a seed 002 Table 1 column: {column}"),
+    }
+}
+
+/// Runs every application of seed 002 Table 1 (class B, 4 processes, one per node)
+/// dedicated on `ghanesh` under `block` and compares each column with the table.
+pub fn validate_seed002() -> Result<Vec<Seed002Check>, CalibrateError> {
+    let plat = seed002_platform()?;
+    let n = S002_PROCS as f64;
+    parallel_map(&apps::SEED002_TABLE1, |row| {
+        let program = apps::build(row.app, S002_CLASS, S002_PROCS)?;
+        let memory_mb = program.memory_mb;
+        let run = dedicated_on(&plat, S002_POLICY, program)?;
+        let t = run.time_s();
+        let measured = [
+            t,
+            run.messages as f64 / n / t,
+            run.bytes_sent as f64 / 1000.0 / n / t,
+            run.cpu_ns as f64 / 1e9 / (n * t) * 100.0,
+        ];
+        let paper = [row.exec_s, row.msgs_per_s, row.kb_per_s, row.cpu_pct];
+        let off: Vec<String> = S002_COLUMNS
+            .iter()
+            .zip(measured.iter().zip(paper))
+            .filter(|(c, (&m, p))| !seed002_within(c, m, *p))
+            .map(|(c, _)| c.to_string())
+            .collect();
+        let known = off
+            .iter()
+            .filter(|c| KNOWN_SEED002_DEVIATIONS.contains(&(row.app, c.as_str())))
+            .cloned()
+            .collect();
+        Ok(Seed002Check {
+            app: row.app.to_string(),
+            exec_s: measured[0],
+            paper_exec_s: row.exec_s,
+            msgs_per_s: measured[1],
+            paper_msgs_per_s: row.msgs_per_s,
+            kb_per_s: measured[2],
+            paper_kb_per_s: row.kb_per_s,
+            cpu_pct: measured[3],
+            paper_cpu_pct: row.cpu_pct,
+            memory_mb,
+            paper_memory_mb: row.memory_mb,
+            off,
+            known,
+        })
+    })
+    .into_iter()
+    .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -646,6 +849,53 @@ mod tests {
                 ft_compute_ns(class, mg_c)
             );
         }
+    }
+
+    #[test]
+    fn ghanesh_cpu_speed_matches_a_fresh_fit_and_ep_takes_the_table_time() {
+        let fresh = fit_cpu_speed().unwrap();
+        assert_eq!(
+            fresh,
+            crate::model::node::GHANESH_CPU_SPEED,
+            "the ghanesh preset's cpu_speed is stale: set GHANESH_CPU_SPEED to {fresh}"
+        );
+        let t = ep_on_ghanesh(fresh).unwrap().time_s();
+        assert!((t - 228.6).abs() / 228.6 < 1e-3, "EP B on ghanesh: {t} s");
+    }
+
+    #[test]
+    fn seed002_table1_is_matched_within_the_looser_tolerance_but_the_known_deviations() {
+        let rows = validate_seed002().unwrap();
+        for r in &rows {
+            eprintln!("{r:?}");
+        }
+        let unknown: Vec<(&str, Vec<&str>)> = rows
+            .iter()
+            .map(|r| (r.app.as_str(), r.unknown()))
+            .filter(|(_, u)| !u.is_empty())
+            .collect();
+        assert!(unknown.is_empty(), "new deviations from seed 002 Table 1: {unknown:?}");
+        // Every listed deviation is still one (the list does not rot).
+        for (app, col) in KNOWN_SEED002_DEVIATIONS {
+            let r = rows.iter().find(|r| r.app == app).unwrap();
+            assert!(
+                r.off.iter().any(|c| c == col),
+                "{app} {col} now matches seed 002 Table 1: remove it from KNOWN_SEED002_DEVIATIONS"
+            );
+        }
+    }
+
+    #[test]
+    fn the_looser_tolerance_is_a_factor_a_floor_and_points() {
+        assert!(seed002_within("exec_s", 150.0, 100.0));
+        assert!(!seed002_within("exec_s", 151.0, 100.0));
+        assert!(seed002_within("exec_s", 67.0, 100.0));
+        assert!(!seed002_within("exec_s", 66.0, 100.0));
+        assert!(seed002_within("msgs_per_s", 0.9, 0.0));
+        assert!(!seed002_within("msgs_per_s", 1.1, 0.0));
+        assert!(seed002_within("kb_per_s", 99.0, 0.0));
+        assert!(seed002_within("cpu_pct", 84.0, 99.0));
+        assert!(!seed002_within("cpu_pct", 83.9, 99.0));
     }
 
     #[test]

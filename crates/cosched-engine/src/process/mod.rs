@@ -552,6 +552,20 @@ pub fn simulate_processes(
     opts: &ProcOptions,
 ) -> Result<ProcOutput, ProcError> {
     plat.validate().map_err(ProcError::Platform)?;
+    // Programs express compute for the reference CPU; run it at this platform's speed.
+    let at_speed: Vec<ProcJob>;
+    let jobs = if plat.cpu_speed == 1.0 {
+        jobs
+    } else {
+        at_speed = jobs
+            .iter()
+            .map(|j| ProcJob {
+                program: j.program.at_speed(plat.cpu_speed),
+                ..*j
+            })
+            .collect();
+        &at_speed
+    };
     if opts.mpl == 0 {
         return Err(ProcError::Mpl);
     }

@@ -75,6 +75,7 @@ fn platform(nodes: u32, os: OsConfig) -> NodePlatform {
         idle_watts: 219.10,
         busy_watts: 238.068,
         disk_mb_s: 20.0,
+        cpu_speed: 1.0,
         os,
     }
 }
