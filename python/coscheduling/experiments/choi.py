@@ -737,7 +737,7 @@ def _util_split(runs: pd.DataFrame | None, occ: pd.DataFrame | None, scheme: str
     if occ is not None and len(occ) and "scheme" in occ:
         e = _value(occ, "empty_pct", scheme=scheme, **where)
         if e == e:
-            text += f", no job on the node {e:.0f}%, jobs present but all blocked or switching {100 - u - e:.0f}%"
+            text += f", no job on the node {e:.0f}%, jobs present but none running {100 - u - e:.0f}%"
     return text
 
 
