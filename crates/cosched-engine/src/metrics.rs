@@ -100,6 +100,19 @@ pub struct ProcessSummary {
     pub page_ins: u64,
     /// Memory read back from disk by page-ins, MB.
     pub paged_in_mb: f64,
+    /// Interrupts a node policy raised for processes that were not running (DCS, PB,
+    /// CC on a message or at their timer), each charged the platform's interrupt cost.
+    pub policy_interrupts: u64,
+    /// Priority boosts a node policy applied (until restored or until the process runs).
+    pub boosts: u64,
+    /// Running processes preempted at once by a boosted one.
+    pub boost_preemptions: u64,
+    /// Gang slot switches (each idles every node for the switch cost).
+    pub gang_switches: u64,
+    /// Flexible gang: running processes preempted by a process woken by its disk completion.
+    pub gang_io_preemptions: u64,
+    /// Flexible gang: CPU time processes ran outside their own row's slot, seconds.
+    pub gang_fragment_s: f64,
     /// The perturbation harness's figures (`gang-perturb` runs only).
     #[serde(flatten, skip_serializing_if = "Option::is_none")]
     pub perturb: Option<PerturbSummary>,

@@ -211,6 +211,12 @@ pub fn run_process_config_recording(cfg: &RunConfig, timeline: bool) -> Result<R
         hints_followed: c.hints_followed,
         page_ins: c.page_ins,
         paged_in_mb: c.paged_in_kb as f64 / 1000.0,
+        policy_interrupts: c.policy_interrupts,
+        boosts: c.boosts,
+        boost_preemptions: c.boost_preemptions,
+        gang_switches: c.gang_switches,
+        gang_io_preemptions: c.gang_io_preemptions,
+        gang_fragment_s: c.gang_fragment_ns as f64 / 1e9,
         perturb: out.perturb.as_ref().map(perturb_summary),
     });
     Ok(RunResult {

@@ -146,6 +146,11 @@ def gather(specs: Sequence[RunSpec], root: Path, executed: list[str] | None = No
                 row[k] = v
         for k, v in (summary.get("process") or {}).items():
             row[f"process_{k}"] = v
+        # The run's power model (idle B and busy W per node), for energy tables.
+        plat = (summary.get("provenance") or {}).get("platform") or {}
+        for k in ("idle_watts", "busy_watts"):
+            if k in plat:
+                row[f"platform_{k}"] = plat[k]
         run_rows.append(row)
         jobs = pd.read_csv(folder / "jobs.csv")
         for k, v in reversed(list({"run": s.key, **s.labels}.items())):

@@ -1,0 +1,59 @@
+//! The node policies' and gang's counters reach the run summary (`process` object):
+//! DCS raises interrupts and boosts for descheduled receivers, NLS and immediate
+//! blocking raise none, gang counts its slot switches.
+
+use cosched::model::RunConfig;
+
+fn run(policy: &str, node_policy: &str) -> cosched::RunResult {
+    let text = format!(
+        r#"
+fidelity = "process"
+[node_platform]
+preset = "choi2004"
+[workload]
+jobs = [{{ app = "CG", class = "A", procs = 16 }}, {{ app = "CG", class = "A", procs = 16 }}]
+[scheduler]
+policy = "{policy}"
+node_policy = "{node_policy}"
+mpl = 2
+"#
+    );
+    let cfg = RunConfig::from_str_with(&text, "c.toml", None).unwrap();
+    cosched::run_config(&cfg).unwrap()
+}
+
+#[test]
+fn scheme_counters_are_exported_in_the_summary() {
+    let dcs = run("fcfs", "dcs");
+    let p = dcs.summary.process.as_ref().unwrap();
+    assert!(p.policy_interrupts > 0, "DCS raised no interrupt: {p:?}");
+    assert!(p.boosts > 0, "DCS boosted nothing: {p:?}");
+    assert_eq!(p.gang_switches, 0);
+    let json = serde_json::to_value(&dcs.summary).unwrap();
+    for key in [
+        "policy_interrupts",
+        "boosts",
+        "boost_preemptions",
+        "gang_switches",
+        "gang_io_preemptions",
+        "gang_fragment_s",
+    ] {
+        assert!(json["process"].get(key).is_some(), "missing process.{key}");
+    }
+    assert_eq!(json["process"]["policy_interrupts"], p.policy_interrupts);
+
+    for node in ["nls", "block"] {
+        let r = run("fcfs", node);
+        let p = r.summary.process.as_ref().unwrap();
+        assert_eq!(
+            (p.policy_interrupts, p.boosts, p.boost_preemptions),
+            (0, 0, 0),
+            "{node}"
+        );
+    }
+
+    let gang = run("gang", "nls");
+    let p = gang.summary.process.as_ref().unwrap();
+    assert!(p.gang_switches > 0, "gang switched no slot: {p:?}");
+    assert_eq!(p.gang_io_preemptions, 0);
+}
