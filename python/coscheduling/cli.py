@@ -288,7 +288,7 @@ def trace_convert(
 def trace_slice(
     src: Annotated[Path, typer.Argument(help="Trace to read.")],
     dst: Annotated[Path, typer.Argument(help="Trace to write; the format follows the extension.")],
-    first: Annotated[int | None, typer.Option(min=0, help="Keep the first N records (SWF to SWF).",
+    first: Annotated[int | None, typer.Option(min=0, help="Keep the first N records.",
                                               show_default=False)] = None,
     start: Annotated[float | None, typer.Option(help="Keep jobs submitted at or after this time, s.",
                                                 show_default=False)] = None,
@@ -445,7 +445,8 @@ def gantt(
 
 @trace_app.command("info")
 def trace_info(
-    file: Annotated[Path, typer.Argument(help="An SWF trace (plain or .gz).", show_default=False)],
+    file: Annotated[Path, typer.Argument(help="A trace: SWF (plain or .gz), or .parquet/.json from `trace convert`.",
+                                          show_default=False)],
     as_json: Annotated[bool, typer.Option("--json", help="Print the statistics as JSON.")] = False,
     machine_size: Annotated[
         int | None, typer.Option(min=1, help="Machine size in processors (overrides the header).")
@@ -454,7 +455,7 @@ def trace_info(
         bool, typer.Option("--machine-size-from-nodes", help="Size the machine from MaxNodes.")
     ] = False,
 ) -> None:
-    """Statistics of an SWF trace: records, usable jobs, machine size, span, offered load, anomalies."""
+    """Statistics of a trace: records, usable jobs, machine size, span, offered load, anomalies."""
     with user_errors():
         stats = api.trace_info(file, machine_size=machine_size, machine_size_from_nodes=machine_size_from_nodes)
     if as_json:
