@@ -916,27 +916,46 @@ def calibrate(
                                                      "(default: every registered node scheme)")] = None,
     quick: Annotated[bool, typer.Option("--quick", help="Class A copies and a smaller class A mix (for tests).")]
     = False,
-    work: Annotated[Path, typer.Option("--work", help="Folder of the calibration runs (reused when rerun).")] = Path(
-        "calibrate-runs"),
+    work: Annotated[Path | None, typer.Option("--work", help="Folder of the calibration runs (reused when rerun, "
+                                              "if made by this cosched). (default: calibrate-runs; with --check a "
+                                              "fresh temporary folder)", show_default=False)] = None,
     workers: Annotated[int | None, typer.Option("--workers", "-j", min=1, show_default=False,
                                                 help="Parallel processes. (default: CPU count, at most 8)")] = None,
+    check: Annotated[bool, typer.Option("--check", help="Refit with the settings of the committed table (or "
+                                        "--against FILE) and compare instead of writing; exit 1 if it is stale.")]
+    = False,
+    against: Annotated[Path | None, typer.Option("--against", help="With --check: the table to compare with. "
+                                                 "(default: crates/cosched-model/src/interference.json)",
+                                                 show_default=False)] = None,
 ) -> None:
     """Fit the job-level interference model (timeshare[...]) from process-level runs and report its error."""
+    import tempfile
+
     from . import calibrate as cal
     from .experiments.runner import default_workers
 
-    with user_errors():
+    with user_errors(), tempfile.TemporaryDirectory(prefix="cosched-calibrate-") as tmp:
+        committed = None
+        if check:
+            ref = against if against is not None else cal.committed_table()
+            try:
+                committed = json.loads(ref.read_text(encoding="utf-8"))
+            except (OSError, json.JSONDecodeError) as e:
+                raise ValueError(f"{ref}: cannot read the table: {e}") from None
+            if scheme is None:
+                scheme = sorted(committed.get("efficiency", {}))
         schemes = cal.schemes_arg(scheme)
-        st = cal.Settings(schemes=schemes, problem_class="A" if quick else "B", mix_jobs=8 if quick else 16,
-                          mix_classes="A" if quick else "AB", mix_interarrival_s=5.0 if quick else 30.0)
+        st = cal.Settings(schemes=schemes, **(cal.QUICK if quick else cal.FULL))
+        folder = work if work is not None else (Path(tmp) if check else Path("calibrate-runs"))
         err = console(True)
         with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                       console=err, disable=not err.is_terminal) as bar:
             task: list[Any] = []
-            doc = cal.fit(work, st, workers=workers or default_workers(),
+            doc = cal.fit(folder, st, workers=workers or default_workers(),
                           progress=lambda d, n: task.append(bar.add_task(f"calibrate: {d}", total=n)),
                           advance=lambda: bar.advance(task[0]))
-        cal.write_table(doc, out)
+        if not check:
+            cal.write_table(doc, out)
     t = Table(title="interference efficiency e_k (progress rate = e_k / k)", header_style="bold")
     df = cal.table_frame(doc)
     for c in df.columns:
@@ -944,6 +963,15 @@ def calibrate(
     for row in df.itertuples(index=False):
         t.add_row(*[fmt(v, 3) if isinstance(v, float) else str(v) for v in row])
     console().print(t)
+    if committed is not None:
+        diffs = cal.differences(doc, committed)
+        if diffs:
+            for d in diffs:
+                console().print(f"differs: {escape(d)}")
+            raise fail(f"the table is stale: {len(diffs)} value(s) differ from a fit with this cosched; "
+                       "regenerate it with `cosched calibrate -o crates/cosched-model/src/interference.json`", 1)
+        console().print("the table matches a fit with this cosched")
+        return
     console().print(f"wrote {escape(str(out))}")
 
 

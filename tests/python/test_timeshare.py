@@ -1,18 +1,12 @@
-"""Job-level time sharing on traces: gang (fluid Ousterhout matrix) and timeshare (fitted interference),
-and the calibration command that fits the interference table."""
+"""Job-level time sharing on traces: gang (fluid Ousterhout matrix) and timeshare (fitted interference).
+The calibration command is tested in test_calibrate.py."""
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
-import pandas as pd
 import pytest
 
 import coscheduling as c
 from coscheduling.cli import DEMO_TRACE
-
-from conftest import run_cli
 
 
 def test_one_row_gang_without_switch_cost_is_fcfs() -> None:
@@ -49,26 +43,3 @@ def test_policies_lists_the_time_sharing_models() -> None:
     names = {p["name"]: p for p in c.policies()}
     assert "gang" in names and "timeshare" in names
     assert {q["name"] for q in names["timeshare"]["params"]} == {"scheme", "mpl", "intensity", "table"}
-
-
-def test_calibrate_fits_a_table_the_job_level_model_reads(tmp_path: Path) -> None:
-    out = tmp_path / "table.json"
-    r = run_cli(["calibrate", "--quick", "-s", "nls", "-s", "block", "-o", str(out), "--work",
-                 str(tmp_path / "runs"), "-j", "2"])
-    assert r.exit_code == 0, r.stdout + r.stderr
-    doc = json.loads(out.read_text())
-    assert set(doc["efficiency"]) == {"nls", "block"}
-    for by_class in doc["efficiency"].values():
-        assert set(by_class) == {"very-low", "low", "medium", "high"}
-        for v in by_class.values():
-            assert v[0] == 1.0 and all(0 < e <= k + 1 for k, e in enumerate(v))
-    assert all(e >= 0 for e in doc["fit_error"].values())
-    res = c.run(DEMO_TRACE, policy=f"timeshare[scheme=block,mpl=3,intensity=high,table={out}]", max_jobs=500)
-    assert res.summary["jobs_completed"] == 500
-    fcfs = c.run(DEMO_TRACE, policy="fcfs", max_jobs=500)
-    # Sharing processors: jobs wait less than under FCFS.
-    assert res.summary["mean_wait_s"] < fcfs.summary["mean_wait_s"]
-    jobs = pd.DataFrame(res.jobs)
-    assert (jobs["execution_s"] >= 0).all()
-    r = run_cli(["calibrate", "-s", "nope", "-o", str(tmp_path / "x.json")])
-    assert r.exit_code == 2 and "unknown node scheme" in r.stderr
