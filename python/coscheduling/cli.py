@@ -50,6 +50,9 @@ DATA_DIR = Path(__file__).resolve().parent / "data"
 DEMO_TRACE = DATA_DIR / "KTH-SP2-1996-2.1-cln-first3000.swf.gz"
 DEMO_POLICIES = ("fcfs", "easy", "conservative")
 BENCH_TRACES = ("HPC2N-2002-2.2-cln.swf.gz", "CEA-Curie-2011-2.1-cln.swf.gz")
+#: The whole-trace time-sharing benchmark (`cosched bench gang`): trace and models.
+BENCH_GANG_TRACE = "SDSC-BLUE-2000-4.2-cln.swf.gz"
+BENCH_GANG_POLICIES = ("fcfs", "gang[rows=3]", "timeshare[scheme=hybrid,mpl=3]")
 
 
 class Estimates(StrEnum):
@@ -593,8 +596,10 @@ def bench(
     what: Annotated[
         str,
         typer.Argument(
-            help="traces: replay whole SWF traces (job level); process-level: 20 NAS jobs of the seed 000 "
-            "mix on choi2004 at MPL 3 (process level), ending with a line `events_per_second: N`; sweep: a "
+            help="traces: replay whole SWF traces (job level); gang: job-level gang and timeshare on the whole "
+            "SDSC-BLUE trace (243k jobs), each in a subprocess, with wall time and peak memory; "
+            "process-level: 20 NAS jobs of the seed 000 mix on choi2004 at MPL 3 (process level), ending with a "
+            "line `events_per_second: N`; sweep: a "
             "100-point sweep in 2 local processes vs a 2-worker Dask LocalCluster (overhead per run); "
             "python-policy: the cost of one call of a cluster policy written in Python.",
         ),
@@ -638,8 +643,11 @@ def bench(
     if what == "python-policy":
         _bench_python_policy(as_json)
         return
+    if what == "gang":
+        _bench_gang(trace, policy, max_jobs, as_json)
+        return
     if what != "traces":
-        raise fail(f"unknown benchmark {what!r}; valid: traces, process-level, sweep, python-policy", 2)
+        raise fail(f"unknown benchmark {what!r}; valid: traces, gang, process-level, sweep, python-policy", 2)
     if trace:
         traces = list(trace)
     else:
@@ -686,6 +694,53 @@ def bench(
             escape(r["trace"]), escape(r["policy"]), fmt(r["jobs"]), fmt(r["parse_s"], 3),
             fmt(r["simulate_s"], 3), fmt(r["jobs_per_s"], 0), fmt(r["total_s"], 3),
         )
+    console().print(tb)
+
+
+#: Run in a fresh interpreter by `cosched bench gang`: one whole-trace run, then its timings and peak memory.
+_GANG_CHILD = """
+import json, resource, sys, time
+from coscheduling import _core
+base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+t0 = time.perf_counter()
+r = _core.run_trace(sys.argv[1], sys.argv[2], max_jobs=None if sys.argv[3] == "-" else int(sys.argv[3]))
+wall = time.perf_counter() - t0
+s = json.loads(r.summary_json())
+peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+print(json.dumps({"jobs": s["jobs_total"], "mean_wait_s": s["mean_wait_s"], "utilization": s["utilization"],
+                  **r.timings(), "total_s": wall, "peak_rss_mb": peak / 1024, "import_rss_mb": base / 1024}))
+"""
+
+
+def _bench_gang(trace: list[Path] | None, policy: list[str] | None, max_jobs: int | None, as_json: bool) -> None:
+    """Job-level time sharing on a whole trace: each (trace, policy) in its own Python process (so that its
+    peak resident memory, ``ru_maxrss`` on Linux in KiB, is its own), with parse, simulate and metrics times."""
+    import subprocess
+
+    traces_ = list(trace) if trace else [traces_dir() / BENCH_GANG_TRACE]
+    missing = [str(t) for t in traces_ if not t.is_file()]
+    if missing:
+        raise fail(f"trace(s) not found: {', '.join(missing)}; set COSCHED_TRACES or pass --trace FILE", 2)
+    rows = []
+    for t in traces_:
+        for p in policy or BENCH_GANG_POLICIES:
+            r = subprocess.run([sys.executable, "-c", _GANG_CHILD, str(t), p, "-" if max_jobs is None else
+                                str(max_jobs)], capture_output=True, text=True)
+            if r.returncode != 0:
+                raise fail(f"bench gang: {t.name} / {p} failed: {r.stderr.strip()[-2000:]}", 1)
+            rows.append({"trace": t.name, "policy": p, **json.loads(r.stdout.strip().splitlines()[-1])})
+            if not as_json:
+                console(True).print(f"{escape(t.name)} / {escape(p)}: {rows[-1]['total_s']:.2f} s")
+    if as_json:
+        console().print_json(json.dumps(rows))
+        return
+    tb = Table(title="whole-trace time sharing (one process per row)", show_header=True, header_style="bold")
+    for h in ("trace", "policy", "jobs", "parse s", "simulate s", "metrics s", "peak RSS MB", "after import MB"):
+        tb.add_column(h, justify="left" if h in ("trace", "policy") else "right")
+    for r in rows:
+        tb.add_row(escape(r["trace"]), escape(r["policy"]), fmt(r["jobs"]), fmt(r["parse_s"], 3),
+                   fmt(r["simulate_s"], 3), fmt(r["metrics_s"], 3), fmt(r["peak_rss_mb"], 1),
+                   fmt(r["import_rss_mb"], 1))
     console().print(tb)
 
 

@@ -118,6 +118,6 @@ def test_runs_of_another_build_are_not_reused(quick: tuple[Path, Path, dict], tm
 
 @pytest.mark.slow
 def test_committed_table_is_what_calibrate_produces_now() -> None:
-    """The full fit (class B, every scheme of the committed table; about a quarter of an hour on 2 cores)."""
+    """The full fit (class B, every scheme of the committed table; about 4 minutes on 2 cores)."""
     r = run_cli(["calibrate", "--check", "-j", "2"])
     assert r.exit_code == 0, r.stdout + r.stderr

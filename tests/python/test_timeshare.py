@@ -8,6 +8,8 @@ import pytest
 import coscheduling as c
 from coscheduling.cli import DEMO_TRACE
 
+from conftest import run_cli
+
 
 def test_one_row_gang_without_switch_cost_is_fcfs() -> None:
     a = c.run(DEMO_TRACE, policy="fcfs", max_jobs=800).jobs
@@ -43,3 +45,30 @@ def test_policies_lists_the_time_sharing_models() -> None:
     names = {p["name"]: p for p in c.policies()}
     assert "gang" in names and "timeshare" in names
     assert {q["name"] for q in names["timeshare"]["params"]} == {"scheme", "mpl", "intensity", "table"}
+
+
+def test_gang_rows_are_in_the_job_table() -> None:
+    g = c.run(DEMO_TRACE, policy="gang[rows=3]", max_jobs=800).jobs
+    assert g["gang_row"].dtype.kind == "i"
+    assert g["gang_row"].between(0, 2).all() and (g["gang_row"] > 0).any()
+    # Jobs of one row never hold a processor at the same time.
+    for _, rows in g.groupby("gang_row"):
+        seen: dict[int, float] = {}
+        for s, e, nl in sorted(zip(rows["start_s"], rows["end_s"], rows["node_list"], strict=True)):
+            for part in str(nl).split(","):
+                a, _, b = part.partition("-")
+                for n in range(int(a), int(b or a) + 1):
+                    assert seen.get(n, -1.0) <= s + 1e-9
+                    seen[n] = e
+    assert (c.run(DEMO_TRACE, policy="easy", max_jobs=100).jobs["gang_row"] == -1).all()
+
+
+def test_bench_gang_measures_each_model_in_its_own_process() -> None:
+    import json
+
+    r = run_cli(["bench", "gang", "--trace", str(DEMO_TRACE), "--max-jobs", "300", "--json"])
+    assert r.exit_code == 0, r.stderr
+    rows = json.loads(r.stdout)
+    assert [x["policy"] for x in rows] == ["fcfs", "gang[rows=3]", "timeshare[scheme=hybrid,mpl=3]"]
+    for x in rows:
+        assert x["jobs"] == 300 and x["simulate_s"] > 0 and x["peak_rss_mb"] >= x["import_rss_mb"] > 0
