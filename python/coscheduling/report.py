@@ -409,8 +409,9 @@ def ousterhout_matrix(run: Run, lo: float, hi: float) -> tuple[np.ndarray, list[
 
 
 def _colors(jobs: Sequence[int]) -> dict[int, Any]:
+    """A job's colour, by its job-table index: the same in every view of the window."""
     cmap = plt.get_cmap("tab20")
-    return {j: cmap(k % 20) for k, j in enumerate(sorted(jobs))}
+    return {int(j): cmap(int(j) % 20) for j in jobs}
 
 
 def _matrix_view(run: Run, lo: float, hi: float) -> str:
@@ -451,12 +452,12 @@ def _window_views(run: Run, lo: float, hi: float, slots: int) -> str:
     color = _colors(jobs)
     fig, ax = plt.subplots(figsize=(12, max(2.5, 0.22 * len(lanes) + 1)))
     index = {lane: k for k, lane in enumerate(lanes)}
-    for (job, kind), g in occ.groupby(["job", "kind"]):
-        ys = g["lane"].map(index).to_numpy()
-        alpha = 0.35 if kind == "spin" else 1.0
-        ax.barh(ys, (g["end"] - g["start"]).to_numpy(), left=g["start"].to_numpy(), height=0.8, color=color[job],
-                alpha=alpha, linewidth=0)
+    # One collection per (job, kind, lane): a timeline holds tens of thousands of segments.
+    for (job, kind, lane), g in occ.groupby(["job", "kind", "lane"]):
+        ax.broken_barh(list(zip(g["start"], g["end"] - g["start"], strict=True)), (index[lane] - 0.4, 0.8),
+                       facecolors=color[job], alpha=0.35 if kind == "spin" else 1.0, linewidth=0)
     ax.set_yticks(range(len(lanes)), [str(v) for v in lanes], fontsize=6)
+    ax.set_ylim(-0.6, len(lanes) - 0.4)
     ax.invert_yaxis()
     ax.set_xlim(lo, hi)
     ax.set_xlabel("time (s)")
