@@ -387,10 +387,12 @@ def report(
                                                 "submission)", show_default=False)] = None,
     end: Annotated[float | None, typer.Option(help="Schedule window end, s. (default: a tenth of the makespan "
                                               "later)", show_default=False)] = None,
-    slots: Annotated[int, typer.Option(min=1, max=500, help="Rows of the Ousterhout-matrix view.")] = 24,
+    slots: Annotated[int, typer.Option(min=1, max=500, help="Time slots of the slot view (at most; a "
+                                 "process-level gang run gets slots of one quantum + switch).")] = 24,
 ) -> None:
-    """Write a self-contained HTML report: summary table, response time and slowdown per policy, utilization
-    and energy over time, and a Gantt chart and Ousterhout-matrix view of one run's schedule in a window."""
+    """Write a self-contained HTML report: summary table, response time and slowdown per policy (a sweep's seeds
+    pooled), utilization and energy over time, and for one run's schedule in a window a Gantt chart, the
+    Ousterhout matrix (gang runs) and a slot view."""
     from .report import find_runs, write_report
 
     with user_errors():
