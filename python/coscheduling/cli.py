@@ -685,17 +685,21 @@ def bench(
                 })
                 if not as_json:
                     console(True).print(f"{escape(t.name)} / {escape(p)}: {wall:.2f} s")
+    _bench_rows("end-to-end replay", rows, [("parse s", "parse_s", 3), ("simulate s", "simulate_s", 3),
+                                            ("jobs/s (simulate)", "jobs_per_s", 0), ("total wall s", "total_s", 3)],
+                as_json)
+
+
+def _bench_rows(title: str, rows: list[dict[str, Any]], columns: list[tuple[str, str, int]], as_json: bool) -> None:
+    """Prints benchmark rows (trace, policy, jobs, then ``columns``: header, key, digits) as a table or JSON."""
     if as_json:
         console().print_json(json.dumps(rows))
         return
-    tb = Table(title="end-to-end replay", show_header=True, header_style="bold")
-    for h in ("trace", "policy", "jobs", "parse s", "simulate s", "jobs/s (simulate)", "total wall s"):
+    tb = Table(title=title, show_header=True, header_style="bold")
+    for h in ("trace", "policy", "jobs", *[c[0] for c in columns]):
         tb.add_column(h, justify="left" if h in ("trace", "policy") else "right")
     for r in rows:
-        tb.add_row(
-            escape(r["trace"]), escape(r["policy"]), fmt(r["jobs"]), fmt(r["parse_s"], 3),
-            fmt(r["simulate_s"], 3), fmt(r["jobs_per_s"], 0), fmt(r["total_s"], 3),
-        )
+        tb.add_row(escape(r["trace"]), escape(r["policy"]), fmt(r["jobs"]), *[fmt(r[k], d) for _, k, d in columns])
     console().print(tb)
 
 
@@ -733,17 +737,9 @@ def _bench_gang(trace: list[Path] | None, policy: list[str] | None, max_jobs: in
             rows.append({"trace": t.name, "policy": p, **json.loads(r.stdout.strip().splitlines()[-1])})
             if not as_json:
                 console(True).print(f"{escape(t.name)} / {escape(p)}: {rows[-1]['total_s']:.2f} s")
-    if as_json:
-        console().print_json(json.dumps(rows))
-        return
-    tb = Table(title="whole-trace time sharing (one process per row)", show_header=True, header_style="bold")
-    for h in ("trace", "policy", "jobs", "parse s", "simulate s", "metrics s", "peak RSS MB", "after import MB"):
-        tb.add_column(h, justify="left" if h in ("trace", "policy") else "right")
-    for r in rows:
-        tb.add_row(escape(r["trace"]), escape(r["policy"]), fmt(r["jobs"]), fmt(r["parse_s"], 3),
-                   fmt(r["simulate_s"], 3), fmt(r["metrics_s"], 3), fmt(r["peak_rss_mb"], 1),
-                   fmt(r["import_rss_mb"], 1))
-    console().print(tb)
+    _bench_rows("whole-trace time sharing (one process per row)", rows,
+                [("parse s", "parse_s", 3), ("simulate s", "simulate_s", 3), ("metrics s", "metrics_s", 3),
+                 ("peak RSS MB", "peak_rss_mb", 1), ("after import MB", "import_rss_mb", 1)], as_json)
 
 
 def _bench_python_policy(as_json: bool) -> None:
