@@ -45,8 +45,9 @@ JOB_COLUMNS = (
     "status",
     "energy_j",
     "node_list",
+    "gang_row",
 )
-_INT_COLUMNS = frozenset({"job_id", "procs", "nodes"})
+_INT_COLUMNS = frozenset({"job_id", "procs", "nodes", "gang_row"})
 
 #: Columns of a process-level timeline, in order (see docs/formats/timeline.md).
 TIMELINE_COLUMNS = ("node", "cpu", "job", "rank", "pid", "start_s", "end_s", "kind")
@@ -396,12 +397,16 @@ def policies() -> list[dict[str, Any]]:
 def trace_info(
     path: PathLike, *, machine_size_from_nodes: bool = False, machine_size: int | None = None
 ) -> dict[str, Any]:
-    """Statistics of an SWF trace (jobs, dropped records, machine size, span, offered load, ...)."""
-    return json.loads(
-        _core.trace_info(path, machine_size_from_nodes=machine_size_from_nodes, machine_size=machine_size)
-    )
+    """Statistics of a trace (jobs, dropped records, machine size, span, offered load, ...): SWF (plain or
+    gzip), or Parquet/JSON as written by ``cosched trace convert``."""
+    from . import traces
+
+    return traces.info(path, machine_size_from_nodes=machine_size_from_nodes, machine_size=machine_size)
 
 
 def slice_trace(src: PathLike, dst: PathLike, first: int) -> None:
-    """Writes the first ``first`` records of trace ``src`` to ``dst`` (gzip if ``.gz``), header kept."""
-    _core.slice_trace(src, dst, first)
+    """Writes the first ``first`` records of trace ``src`` to ``dst`` (gzip if ``.gz``), header kept; any of
+    SWF, Parquet, JSON on either side."""
+    from . import traces
+
+    traces.first_records(src, dst, first)

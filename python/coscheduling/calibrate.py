@@ -8,6 +8,10 @@ level, and at job level with each job's dedicated run time and its application's
 relative error of the mean execution time is the scheme's ``fit_error``.
 
 Output: the table file (docs/formats/interference.md), read by ``timeshare[...]`` job-level runs.
+
+Cached runs under the work folder are reused only when their results came from this cosched (version and
+git commit in their provenance); others are run again. ``cosched calibrate --check`` refits with the settings
+of the committed table and reports every value that differs (a stale table after an engine change).
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ import pandas as pd
 
 from . import _core
 from .experiments.runner import RunSpec, run_specs
-from .output import git_commit, write_atomic
+from .output import built_here, git_commit, write_atomic
 
 #: Application standing for each intensity class (seed 000 Table 1).
 REPRESENTATIVES = {"very-low": "EP", "low": "LU", "medium": "MG", "high": "CG"}
@@ -85,6 +89,7 @@ def fit(root: Path, st: Settings, *, workers: int, progress: Callable[[str, int]
         advance: Callable[[], Any] | None = None) -> dict[str, Any]:
     """Runs (or reuses, under ``root/runs``) the calibration runs and returns the table document."""
     all_specs = specs(st)
+    drop_stale(root, [s.key for s in all_specs])
     g = run_specs(all_specs, root, workers=workers, command="cosched calibrate", progress=progress, advance=advance)
     runs = g.runs
     efficiency: dict[str, dict[str, list[float]]] = {}
@@ -123,6 +128,51 @@ def _validate(runs: pd.DataFrame, jobs: pd.DataFrame, st: Settings, scheme: str,
     predicted = json.loads(res.summary_json())["mean_execution_s"]
     measured = float(runs[(runs["part"] == "mix") & (runs["scheme"] == scheme)]["mean_execution_s"].iloc[0])
     return abs(predicted - measured) / measured
+
+
+def drop_stale(root: Path, keys: Sequence[str]) -> list[str]:
+    """Removes the results of cached runs made by another cosched build, so that they run again."""
+    dropped = []
+    for key in keys:
+        summary = root / "runs" / key / "summary.json"
+        if summary.is_file():
+            prov = json.loads(summary.read_text(encoding="utf-8")).get("provenance") or {}
+            if not built_here(prov, _core.__version__):
+                summary.unlink()
+                dropped.append(key)
+    return dropped
+
+
+#: Settings of the committed table (crates/cosched-model/src/interference.json) and of ``--quick``.
+FULL = {"problem_class": "B", "mix_jobs": 16, "mix_classes": "AB", "mix_interarrival_s": 30.0}
+QUICK = {"problem_class": "A", "mix_jobs": 8, "mix_classes": "A", "mix_interarrival_s": 5.0}
+
+
+def committed_table() -> Path:
+    """The committed table of the source checkout (what ``timeshare[...]`` reads by default)."""
+    here = Path(__file__).resolve().parents[2] / "crates" / "cosched-model" / "src" / "interference.json"
+    if not here.is_file():
+        raise ValueError(f"{here}: not found; --check needs the source checkout (or --against FILE)")
+    return here
+
+
+def differences(fitted: dict[str, Any], committed: dict[str, Any], tol: float = 1e-6) -> list[str]:
+    """What differs between a fitted table and a committed one (method, every e_k, every fit error)."""
+    out = []
+    if fitted.get("method") != committed.get("method"):
+        out.append(f"method: {committed.get('method')!r} -> {fitted.get('method')!r}")
+    for scheme in sorted(set(fitted["efficiency"]) | set(committed.get("efficiency", {}))):
+        a = fitted["efficiency"].get(scheme, {})
+        b = committed.get("efficiency", {}).get(scheme, {})
+        for cls in sorted(set(a) | set(b)):
+            va, vb = a.get(cls), b.get(cls)
+            if va is None or vb is None or len(va) != len(vb) or any(abs(x - y) > tol for x, y in zip(va, vb,
+                                                                                                         strict=True)):
+                out.append(f"efficiency.{scheme}.{cls}: {vb} -> {va}")
+        fa, fb = fitted["fit_error"].get(scheme), committed.get("fit_error", {}).get(scheme)
+        if fa is None or fb is None or abs(fa - fb) > tol:
+            out.append(f"fit_error.{scheme}: {fb} -> {fa}")
+    return out
 
 
 def registered_node_schemes() -> list[str]:

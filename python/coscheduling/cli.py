@@ -50,6 +50,9 @@ DATA_DIR = Path(__file__).resolve().parent / "data"
 DEMO_TRACE = DATA_DIR / "KTH-SP2-1996-2.1-cln-first3000.swf.gz"
 DEMO_POLICIES = ("fcfs", "easy", "conservative")
 BENCH_TRACES = ("HPC2N-2002-2.2-cln.swf.gz", "CEA-Curie-2011-2.1-cln.swf.gz")
+#: The whole-trace time-sharing benchmark (`cosched bench gang`): trace and models.
+BENCH_GANG_TRACE = "SDSC-BLUE-2000-4.2-cln.swf.gz"
+BENCH_GANG_POLICIES = ("fcfs", "gang[rows=3]", "timeshare[scheme=hybrid,mpl=3]")
 
 
 class Estimates(StrEnum):
@@ -288,7 +291,7 @@ def trace_convert(
 def trace_slice(
     src: Annotated[Path, typer.Argument(help="Trace to read.")],
     dst: Annotated[Path, typer.Argument(help="Trace to write; the format follows the extension.")],
-    first: Annotated[int | None, typer.Option(min=0, help="Keep the first N records (SWF to SWF).",
+    first: Annotated[int | None, typer.Option(min=0, help="Keep the first N records.",
                                               show_default=False)] = None,
     start: Annotated[float | None, typer.Option(help="Keep jobs submitted at or after this time, s.",
                                                 show_default=False)] = None,
@@ -384,10 +387,12 @@ def report(
                                                 "submission)", show_default=False)] = None,
     end: Annotated[float | None, typer.Option(help="Schedule window end, s. (default: a tenth of the makespan "
                                               "later)", show_default=False)] = None,
-    slots: Annotated[int, typer.Option(min=1, max=500, help="Rows of the Ousterhout-matrix view.")] = 24,
+    slots: Annotated[int, typer.Option(min=1, max=500, help="Time slots of the slot view (at most; a "
+                                 "process-level gang run gets slots of one quantum + switch).")] = 24,
 ) -> None:
-    """Write a self-contained HTML report: summary table, response time and slowdown per policy, utilization
-    and energy over time, and a Gantt chart and Ousterhout-matrix view of one run's schedule in a window."""
+    """Write a self-contained HTML report: summary table, response time and slowdown per policy (a sweep's seeds
+    pooled), utilization and energy over time, and for one run's schedule in a window a Gantt chart, the
+    Ousterhout matrix (gang runs) and a slot view."""
     from .report import find_runs, write_report
 
     with user_errors():
@@ -445,7 +450,8 @@ def gantt(
 
 @trace_app.command("info")
 def trace_info(
-    file: Annotated[Path, typer.Argument(help="An SWF trace (plain or .gz).", show_default=False)],
+    file: Annotated[Path, typer.Argument(help="A trace: SWF (plain or .gz), or .parquet/.json from `trace convert`.",
+                                          show_default=False)],
     as_json: Annotated[bool, typer.Option("--json", help="Print the statistics as JSON.")] = False,
     machine_size: Annotated[
         int | None, typer.Option(min=1, help="Machine size in processors (overrides the header).")
@@ -454,7 +460,7 @@ def trace_info(
         bool, typer.Option("--machine-size-from-nodes", help="Size the machine from MaxNodes.")
     ] = False,
 ) -> None:
-    """Statistics of an SWF trace: records, usable jobs, machine size, span, offered load, anomalies."""
+    """Statistics of a trace: records, usable jobs, machine size, span, offered load, anomalies."""
     with user_errors():
         stats = api.trace_info(file, machine_size=machine_size, machine_size_from_nodes=machine_size_from_nodes)
     if as_json:
@@ -592,8 +598,10 @@ def bench(
     what: Annotated[
         str,
         typer.Argument(
-            help="traces: replay whole SWF traces (job level); process-level: 20 NAS jobs of the seed 000 "
-            "mix on choi2004 at MPL 3 (process level), ending with a line `events_per_second: N`; sweep: a "
+            help="traces: replay whole SWF traces (job level); gang: job-level gang and timeshare on the whole "
+            "SDSC-BLUE trace (243k jobs), each in a subprocess, with wall time and peak memory; "
+            "process-level: 20 NAS jobs of the seed 000 mix on choi2004 at MPL 3 (process level), ending with a "
+            "line `events_per_second: N`; sweep: a "
             "100-point sweep in 2 local processes vs a 2-worker Dask LocalCluster (overhead per run); "
             "python-policy: the cost of one call of a cluster policy written in Python.",
         ),
@@ -637,8 +645,11 @@ def bench(
     if what == "python-policy":
         _bench_python_policy(as_json)
         return
+    if what == "gang":
+        _bench_gang(trace, policy, max_jobs, as_json)
+        return
     if what != "traces":
-        raise fail(f"unknown benchmark {what!r}; valid: traces, process-level, sweep, python-policy", 2)
+        raise fail(f"unknown benchmark {what!r}; valid: traces, gang, process-level, sweep, python-policy", 2)
     if trace:
         traces = list(trace)
     else:
@@ -674,18 +685,61 @@ def bench(
                 })
                 if not as_json:
                     console(True).print(f"{escape(t.name)} / {escape(p)}: {wall:.2f} s")
+    _bench_rows("end-to-end replay", rows, [("parse s", "parse_s", 3), ("simulate s", "simulate_s", 3),
+                                            ("jobs/s (simulate)", "jobs_per_s", 0), ("total wall s", "total_s", 3)],
+                as_json)
+
+
+def _bench_rows(title: str, rows: list[dict[str, Any]], columns: list[tuple[str, str, int]], as_json: bool) -> None:
+    """Prints benchmark rows (trace, policy, jobs, then ``columns``: header, key, digits) as a table or JSON."""
     if as_json:
         console().print_json(json.dumps(rows))
         return
-    tb = Table(title="end-to-end replay", show_header=True, header_style="bold")
-    for h in ("trace", "policy", "jobs", "parse s", "simulate s", "jobs/s (simulate)", "total wall s"):
+    tb = Table(title=title, show_header=True, header_style="bold")
+    for h in ("trace", "policy", "jobs", *[c[0] for c in columns]):
         tb.add_column(h, justify="left" if h in ("trace", "policy") else "right")
     for r in rows:
-        tb.add_row(
-            escape(r["trace"]), escape(r["policy"]), fmt(r["jobs"]), fmt(r["parse_s"], 3),
-            fmt(r["simulate_s"], 3), fmt(r["jobs_per_s"], 0), fmt(r["total_s"], 3),
-        )
+        tb.add_row(escape(r["trace"]), escape(r["policy"]), fmt(r["jobs"]), *[fmt(r[k], d) for _, k, d in columns])
     console().print(tb)
+
+
+#: Run in a fresh interpreter by `cosched bench gang`: one whole-trace run, then its timings and peak memory.
+_GANG_CHILD = """
+import json, resource, sys, time
+from coscheduling import _core
+base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+t0 = time.perf_counter()
+r = _core.run_trace(sys.argv[1], sys.argv[2], max_jobs=None if sys.argv[3] == "-" else int(sys.argv[3]))
+wall = time.perf_counter() - t0
+s = json.loads(r.summary_json())
+peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+print(json.dumps({"jobs": s["jobs_total"], "mean_wait_s": s["mean_wait_s"], "utilization": s["utilization"],
+                  **r.timings(), "total_s": wall, "peak_rss_mb": peak / 1024, "import_rss_mb": base / 1024}))
+"""
+
+
+def _bench_gang(trace: list[Path] | None, policy: list[str] | None, max_jobs: int | None, as_json: bool) -> None:
+    """Job-level time sharing on a whole trace: each (trace, policy) in its own Python process (so that its
+    peak resident memory, ``ru_maxrss`` on Linux in KiB, is its own), with parse, simulate and metrics times."""
+    import subprocess
+
+    traces_ = list(trace) if trace else [traces_dir() / BENCH_GANG_TRACE]
+    missing = [str(t) for t in traces_ if not t.is_file()]
+    if missing:
+        raise fail(f"trace(s) not found: {', '.join(missing)}; set COSCHED_TRACES or pass --trace FILE", 2)
+    rows = []
+    for t in traces_:
+        for p in policy or BENCH_GANG_POLICIES:
+            r = subprocess.run([sys.executable, "-c", _GANG_CHILD, str(t), p, "-" if max_jobs is None else
+                                str(max_jobs)], capture_output=True, text=True)
+            if r.returncode != 0:
+                raise fail(f"bench gang: {t.name} / {p} failed: {r.stderr.strip()[-2000:]}", 1)
+            rows.append({"trace": t.name, "policy": p, **json.loads(r.stdout.strip().splitlines()[-1])})
+            if not as_json:
+                console(True).print(f"{escape(t.name)} / {escape(p)}: {rows[-1]['total_s']:.2f} s")
+    _bench_rows("whole-trace time sharing (one process per row)", rows,
+                [("parse s", "parse_s", 3), ("simulate s", "simulate_s", 3), ("metrics s", "metrics_s", 3),
+                 ("peak RSS MB", "peak_rss_mb", 1), ("after import MB", "import_rss_mb", 1)], as_json)
 
 
 def _bench_python_policy(as_json: bool) -> None:
@@ -979,27 +1033,46 @@ def calibrate(
                                                      "(default: every registered node scheme)")] = None,
     quick: Annotated[bool, typer.Option("--quick", help="Class A copies and a smaller class A mix (for tests).")]
     = False,
-    work: Annotated[Path, typer.Option("--work", help="Folder of the calibration runs (reused when rerun).")] = Path(
-        "calibrate-runs"),
+    work: Annotated[Path | None, typer.Option("--work", help="Folder of the calibration runs (reused when rerun, "
+                                              "if made by this cosched). (default: calibrate-runs; with --check a "
+                                              "fresh temporary folder)", show_default=False)] = None,
     workers: Annotated[int | None, typer.Option("--workers", "-j", min=1, show_default=False,
                                                 help="Parallel processes. (default: CPU count, at most 8)")] = None,
+    check: Annotated[bool, typer.Option("--check", help="Refit with the settings of the committed table (or "
+                                        "--against FILE) and compare instead of writing; exit 1 if it is stale.")]
+    = False,
+    against: Annotated[Path | None, typer.Option("--against", help="With --check: the table to compare with. "
+                                                 "(default: crates/cosched-model/src/interference.json)",
+                                                 show_default=False)] = None,
 ) -> None:
     """Fit the job-level interference model (timeshare[...]) from process-level runs and report its error."""
+    import tempfile
+
     from . import calibrate as cal
     from .experiments.runner import default_workers
 
-    with user_errors():
+    with user_errors(), tempfile.TemporaryDirectory(prefix="cosched-calibrate-") as tmp:
+        committed = None
+        if check:
+            ref = against if against is not None else cal.committed_table()
+            try:
+                committed = json.loads(ref.read_text(encoding="utf-8"))
+            except (OSError, json.JSONDecodeError) as e:
+                raise ValueError(f"{ref}: cannot read the table: {e}") from None
+            if scheme is None:
+                scheme = sorted(committed.get("efficiency", {}))
         schemes = cal.schemes_arg(scheme)
-        st = cal.Settings(schemes=schemes, problem_class="A" if quick else "B", mix_jobs=8 if quick else 16,
-                          mix_classes="A" if quick else "AB", mix_interarrival_s=5.0 if quick else 30.0)
+        st = cal.Settings(schemes=schemes, **(cal.QUICK if quick else cal.FULL))
+        folder = work if work is not None else (Path(tmp) if check else Path("calibrate-runs"))
         err = console(True)
         with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                       console=err, disable=not err.is_terminal) as bar:
             task: list[Any] = []
-            doc = cal.fit(work, st, workers=workers or default_workers(),
+            doc = cal.fit(folder, st, workers=workers or default_workers(),
                           progress=lambda d, n: task.append(bar.add_task(f"calibrate: {d}", total=n)),
                           advance=lambda: bar.advance(task[0]))
-        cal.write_table(doc, out)
+        if not check:
+            cal.write_table(doc, out)
     t = Table(title="interference efficiency e_k (progress rate = e_k / k)", header_style="bold")
     df = cal.table_frame(doc)
     for c in df.columns:
@@ -1007,6 +1080,15 @@ def calibrate(
     for row in df.itertuples(index=False):
         t.add_row(*[fmt(v, 3) if isinstance(v, float) else str(v) for v in row])
     console().print(t)
+    if committed is not None:
+        diffs = cal.differences(doc, committed)
+        if diffs:
+            for d in diffs:
+                console().print(f"differs: {escape(d)}")
+            raise fail(f"the table is stale: {len(diffs)} value(s) differ from a fit with this cosched; "
+                       "regenerate it with `cosched calibrate -o crates/cosched-model/src/interference.json`", 1)
+        console().print("the table matches a fit with this cosched")
+        return
     console().print(f"wrote {escape(str(out))}")
 
 

@@ -87,6 +87,12 @@ def git_commit() -> str:
         return "unknown"
 
 
+def built_here(prov: Mapping[str, Any], version: str) -> bool:
+    """Whether a result's ``provenance`` names this cosched (``version`` and the current git commit): cached
+    results from another build must not be reused as if they were current."""
+    return prov.get("version") == version and prov.get("git_commit") == git_commit()
+
+
 def command_line() -> str:
     """``sys.argv`` shell-quoted, the program given by its name without its folder."""
     argv = list(sys.argv) or [""]

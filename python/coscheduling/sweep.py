@@ -24,7 +24,7 @@ import pandas as pd
 
 from . import _core
 from .experiments.runner import Gathered, RunSpec, run_specs
-from .output import canonical_json, sha256_text, write_atomic
+from .output import built_here, canonical_json, git_commit, sha256_file, sha256_text, write_atomic
 
 __all__ = ["load_spec", "expand", "run_sweep"]
 
@@ -81,9 +81,35 @@ def _set(cfg: dict[str, Any], dotted: str, value: Any) -> None:
     d[keys[-1]] = value
 
 
+def run_key(cfg: Mapping[str, Any], trace_sha256: Callable[[str], str] | None = None) -> str:
+    """A run's cache key: the first 16 hex digits of the SHA-256 of the canonical JSON of its configuration,
+    the SHA-256 of its trace file (if any), and the version and git commit of cosched. Editing the trace or
+    changing the simulator therefore gives new keys, and the old results are not reused."""
+    trace = (cfg.get("workload") or {}).get("trace")
+    sha = None
+    if trace is not None:
+        sha = (trace_sha256 or _trace_sha256)(str(trace))
+    doc = {"config": cfg, "trace_sha256": sha, "version": _core.__version__, "git_commit": git_commit()}
+    return sha256_text(canonical_json(doc))[:16]
+
+
+def _trace_sha256(path: str) -> str:
+    try:
+        return sha256_file(path)
+    except OSError as e:
+        raise ValueError(f"workload.trace: cannot read {path}: {e.strerror or e}") from None
+
+
 def expand(spec: Mapping[str, Any]) -> list[RunSpec]:
-    """The runs of a sweep: one per point of the grid, keyed by the hash of its configuration."""
+    """The runs of a sweep: one per point of the grid, keyed by :func:`run_key`."""
     grid = spec.get("grid", {})
+    shas: dict[str, str] = {}
+
+    def sha(path: str) -> str:
+        if path not in shas:
+            shas[path] = _trace_sha256(path)
+        return shas[path]
+
     names = list(grid)
     out: list[RunSpec] = []
     seen: set[str] = set()
@@ -106,7 +132,7 @@ def expand(spec: Mapping[str, Any]) -> list[RunSpec]:
             cfg.setdefault("workload", {})["jobs"] = json.loads(_core.nas_mix(
                 int(mix["n"]), list(mix["apps"]), str(mix["classes"]), float(mix["mean_interarrival_s"]),
                 float(mix.get("job_memory_mb", 900.0)), seed))
-        key = sha256_text(canonical_json(cfg))[:16]
+        key = run_key(cfg, sha)
         if key in seen:
             continue
         seen.add(key)
@@ -152,11 +178,23 @@ def run_sweep(
         _core_check(s)
     gathered = run_specs(specs, root, workers=workers, command=command, progress=progress, advance=advance,
                          execute=_dask_execute(client) if client is not None else None)
+    _check_provenance(root, gathered.executed)
     table = gathered.runs.copy()
     cols = ["run", *[c for c in spec.get("grid", {})]]
     table = table[cols + [c for c in table.columns if c not in cols]]
     write_atomic(root, {"results.parquet": lambda p: table.to_parquet(p, index=False)})
     return table, gathered
+
+
+def _check_provenance(root: Path, executed: list[str]) -> None:
+    """Every run executed now (locally or on Dask workers) must come from this cosched (version and commit):
+    the cache key assumes it."""
+    for key in executed:
+        prov = json.loads((root / "runs" / key / "summary.json").read_text(encoding="utf-8")).get("provenance") or {}
+        if not built_here(prov, _core.__version__):
+            raise RuntimeError(f"run {key} was executed by cosched {prov.get('version')} (commit "
+                               f"{prov.get('git_commit')}), not by this one ({_core.__version__}, commit "
+                               f"{git_commit()}): Dask workers need the same coscheduling installed")
 
 
 def _core_check(s: RunSpec) -> None:

@@ -18,7 +18,8 @@ import pyarrow.parquet as pq
 from . import _core
 from .output import write_atomic
 
-__all__ = ["SWF_FIELDS", "read_swf", "write_swf", "read_any", "convert", "time_window", "scale_load"]
+__all__ = ["SWF_FIELDS", "read_swf", "write_swf", "read_any", "convert", "time_window", "scale_load", "info",
+           "first_records"]
 
 #: The 18 SWF fields, in order (Parallel Workloads Archive, standard workload format 2.2).
 SWF_FIELDS = (
@@ -96,7 +97,8 @@ def _swf_text(header: list[str], df: pd.DataFrame) -> str:
 
     def fmt(v: object) -> str:
         if isinstance(v, float):
-            return str(int(v)) if v.is_integer() else f"{v:.6g}"
+            # Whole numbers as integers, others as the shortest text that reads back exactly.
+            return str(int(v)) if v.is_integer() else repr(v)
         return str(v)
 
     for row in zip(*cols, strict=True):
@@ -112,7 +114,8 @@ def write_swf(path: str | Path, header: list[str], df: pd.DataFrame) -> Path:
     def write(t: Path) -> None:
         data = text.encode("utf-8")
         if p.name.endswith(".gz"):
-            with gzip.GzipFile(filename="", mode="wb", fileobj=t.open("wb"), mtime=0) as g:
+            # GzipFile does not close a file object it was given: close both explicitly.
+            with t.open("wb") as raw, gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as g:
                 g.write(data)
         else:
             t.write_bytes(data)
@@ -149,7 +152,9 @@ def time_window(src: str | Path, dst: str | Path, start_s: float, end_s: float, 
     header, df = read_any(src)
     keep = df[(df["submit_time"] >= start_s) & (df["submit_time"] < end_s)].copy()
     if rebase:
-        keep["submit_time"] = keep["submit_time"] - int(start_s)
+        shifted = keep["submit_time"].astype("float64") - float(start_s)
+        whole = bool((shifted == shifted.round()).all())
+        keep["submit_time"] = shifted.round().astype("int64") if whole else shifted
     note = f"cosched: jobs submitted in [{start_s:g}, {end_s:g}) s" + (", submit times rebased to 0" if rebase
                                                                        else "")
     write_any(dst, [*header, note], keep)
@@ -167,8 +172,14 @@ def scale_load(src: str | Path, dst: str | Path, factor: float, *, by: str = "in
     header, df = read_any(src)
     df = df.copy()
     if by == "interarrival":
-        first = df["submit_time"].min()
-        df["submit_time"] = (first + (df["submit_time"] - first) / factor).round().astype("int64")
+        # The origin is the first known submit time; unknown ones (-1) stay unknown. The same rule as a
+        # configuration's workload.load_scale (crates/cosched-model/src/swf.rs, scale_load).
+        known = df["submit_time"] >= 0
+        first = df.loc[known, "submit_time"].min()
+        scaled = (first + (df.loc[known, "submit_time"] - first) / factor).round()
+        df["submit_time"] = df["submit_time"].astype("float64")
+        df.loc[known, "submit_time"] = scaled
+        df["submit_time"] = df["submit_time"].astype("int64")
     else:
         for c in ("run_time", "requested_time", "avg_cpu_time"):
             valid = df[c] >= 0
@@ -177,3 +188,38 @@ def scale_load(src: str | Path, dst: str | Path, factor: float, *, by: str = "in
             df.loc[valid, c] = scaled
             df[c] = df[c].astype("int64") if (df[c] == df[c].round()).all() else df[c]
     write_any(dst, [*header, f"cosched: offered load scaled by {factor:g} ({by})"], df)
+
+
+def info(path: str | Path, *, machine_size_from_nodes: bool = False,
+         machine_size: int | None = None) -> dict[str, object]:
+    """Statistics of a trace in any format (``cosched trace info``): an SWF trace goes to the Rust reader as it
+    is; a Parquet or JSON trace is written out as SWF to a temporary file first, so the statistics and the
+    checks are the same (error messages then name the file and the SWF line of that record)."""
+    import tempfile
+
+    p = Path(path)
+    if p.suffix not in (".parquet", ".json"):  # SWF, whatever the name
+        return json.loads(_core.trace_info(p, machine_size_from_nodes=machine_size_from_nodes,
+                                           machine_size=machine_size))
+    header, df = read_any(p)
+    with tempfile.TemporaryDirectory() as d:
+        tmp = Path(d) / f"{p.stem}.swf"
+        tmp.write_text(_swf_text(header, df), encoding="utf-8")
+        try:
+            text = _core.trace_info(tmp, machine_size_from_nodes=machine_size_from_nodes, machine_size=machine_size)
+        except ValueError as e:
+            raise ValueError(str(e).replace(str(tmp), f"{p} (as SWF)")) from None
+    stats: dict[str, object] = json.loads(text)
+    stats["origin"] = str(p)
+    stats["warnings"] = [str(w).replace(str(tmp), str(p)) for w in stats.get("warnings") or []]  # type: ignore[union-attr]
+    return stats
+
+
+def first_records(src: str | Path, dst: str | Path, n: int) -> None:
+    """Writes the first ``n`` records of ``src`` to ``dst`` (any formats; SWF to SWF keeps the file's text)."""
+    s, d = Path(src), Path(dst)
+    if s.suffix not in (".parquet", ".json") and d.suffix not in (".parquet", ".json"):
+        _core.slice_trace(s, d, n)
+        return
+    header, df = read_any(s)
+    write_any(d, [*header, f"cosched: first {n} records"], df.head(n))

@@ -1,12 +1,8 @@
-"""Job-level time sharing on traces: gang (fluid Ousterhout matrix) and timeshare (fitted interference),
-and the calibration command that fits the interference table."""
+"""Job-level time sharing on traces: gang (fluid Ousterhout matrix) and timeshare (fitted interference).
+The calibration command is tested in test_calibrate.py."""
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
-import pandas as pd
 import pytest
 
 import coscheduling as c
@@ -51,24 +47,28 @@ def test_policies_lists_the_time_sharing_models() -> None:
     assert {q["name"] for q in names["timeshare"]["params"]} == {"scheme", "mpl", "intensity", "table"}
 
 
-def test_calibrate_fits_a_table_the_job_level_model_reads(tmp_path: Path) -> None:
-    out = tmp_path / "table.json"
-    r = run_cli(["calibrate", "--quick", "-s", "nls", "-s", "block", "-o", str(out), "--work",
-                 str(tmp_path / "runs"), "-j", "2"])
-    assert r.exit_code == 0, r.stdout + r.stderr
-    doc = json.loads(out.read_text())
-    assert set(doc["efficiency"]) == {"nls", "block"}
-    for by_class in doc["efficiency"].values():
-        assert set(by_class) == {"very-low", "low", "medium", "high"}
-        for v in by_class.values():
-            assert v[0] == 1.0 and all(0 < e <= k + 1 for k, e in enumerate(v))
-    assert all(e >= 0 for e in doc["fit_error"].values())
-    res = c.run(DEMO_TRACE, policy=f"timeshare[scheme=block,mpl=3,intensity=high,table={out}]", max_jobs=500)
-    assert res.summary["jobs_completed"] == 500
-    fcfs = c.run(DEMO_TRACE, policy="fcfs", max_jobs=500)
-    # Sharing processors: jobs wait less than under FCFS.
-    assert res.summary["mean_wait_s"] < fcfs.summary["mean_wait_s"]
-    jobs = pd.DataFrame(res.jobs)
-    assert (jobs["execution_s"] >= 0).all()
-    r = run_cli(["calibrate", "-s", "nope", "-o", str(tmp_path / "x.json")])
-    assert r.exit_code == 2 and "unknown node scheme" in r.stderr
+def test_gang_rows_are_in_the_job_table() -> None:
+    g = c.run(DEMO_TRACE, policy="gang[rows=3]", max_jobs=800).jobs
+    assert g["gang_row"].dtype.kind == "i"
+    assert g["gang_row"].between(0, 2).all() and (g["gang_row"] > 0).any()
+    # Jobs of one row never hold a processor at the same time.
+    for _, rows in g.groupby("gang_row"):
+        seen: dict[int, float] = {}
+        for s, e, nl in sorted(zip(rows["start_s"], rows["end_s"], rows["node_list"], strict=True)):
+            for part in str(nl).split(","):
+                a, _, b = part.partition("-")
+                for n in range(int(a), int(b or a) + 1):
+                    assert seen.get(n, -1.0) <= s + 1e-9
+                    seen[n] = e
+    assert (c.run(DEMO_TRACE, policy="easy", max_jobs=100).jobs["gang_row"] == -1).all()
+
+
+def test_bench_gang_measures_each_model_in_its_own_process() -> None:
+    import json
+
+    r = run_cli(["bench", "gang", "--trace", str(DEMO_TRACE), "--max-jobs", "300", "--json"])
+    assert r.exit_code == 0, r.stderr
+    rows = json.loads(r.stdout)
+    assert [x["policy"] for x in rows] == ["fcfs", "gang[rows=3]", "timeshare[scheme=hybrid,mpl=3]"]
+    for x in rows:
+        assert x["jobs"] == 300 and x["simulate_s"] > 0 and x["peak_rss_mb"] >= x["import_rss_mb"] > 0

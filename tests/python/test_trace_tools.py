@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from coscheduling import api, traces
 from coscheduling.cli import DEMO_TRACE
@@ -103,3 +104,76 @@ def test_generate_writes_a_trace_the_simulator_runs(tmp_path: Path) -> None:
     run_cli(["trace", "generate", "lublin", str(again), "--jobs", "500", "--nodes", "64", "--seed", "2"])
     assert again.read_bytes() == out.read_bytes()
     assert run_cli(["trace", "generate", "nope", str(again)]).exit_code == 2
+
+
+def test_scale_load_to_parquet_and_info_slice_of_parquet_and_json(tmp_path: Path) -> None:
+    # scale-load writing Parquet used to write the file and then fail reading it back as SWF.
+    out = tmp_path / "x2.parquet"
+    r = run_cli(["trace", "scale-load", str(DEMO_TRACE), str(out), "--factor", "2"])
+    assert r.exit_code == 0, r.stderr
+    assert "offered load" in r.stdout
+    swf = tmp_path / "x2.swf"
+    assert run_cli(["trace", "scale-load", str(DEMO_TRACE), str(swf), "--factor", "2"]).exit_code == 0
+    a, b = api.trace_info(out), api.trace_info(swf)
+    assert a.pop("origin") == str(out)
+    b.pop("origin")
+    assert a == b
+    # trace info and slice read what convert writes.
+    for ext in ("parquet", "json"):
+        conv = tmp_path / f"demo.{ext}"
+        assert run_cli(["trace", "convert", str(DEMO_TRACE), str(conv)]).exit_code == 0
+        r = run_cli(["trace", "info", str(conv), "--json"])
+        assert r.exit_code == 0, r.stderr
+        first = tmp_path / f"first.{ext}"
+        r = run_cli(["trace", "slice", str(conv), str(first), "--first", "100"])
+        assert r.exit_code == 0, r.stderr
+        _, df100 = traces.read_any(first)
+        _, df = traces.read_swf(DEMO_TRACE)
+        pd.testing.assert_frame_equal(df100, df.head(100), check_dtype=False)
+        win = tmp_path / f"win.{ext}"
+        r = run_cli(["trace", "slice", str(conv), str(win), "--start", "1000000", "--end", "1500000"])
+        assert r.exit_code == 0, r.stderr
+    info = api.trace_info(tmp_path / "demo.json")
+    ref = api.trace_info(DEMO_TRACE)
+    assert info["jobs"] == ref["jobs"] and info["offered_load"] == ref["offered_load"]
+    # A table without the SWF fields is a clear error.
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"header": [], "jobs": [{"submit_time": 1}]}')
+    r = run_cli(["trace", "info", str(bad)])
+    assert r.exit_code == 2 and "missing field(s)" in r.stderr
+
+
+def test_time_window_with_a_fractional_start_rebases_exactly(tmp_path: Path) -> None:
+    src = tmp_path / "t.swf"
+    src.write_text("; MaxProcs: 4\n"
+                   "1 100 -1 10 1 -1 -1 1 20 -1 1 -1 -1 -1 -1 -1 -1 -1\n"
+                   "2 101 -1 10 1 -1 -1 1 20 -1 1 -1 -1 -1 -1 -1 -1 -1\n"
+                   "3 103 -1 10 1 -1 -1 1 20 -1 1 -1 -1 -1 -1 -1 -1 -1\n")
+    out = tmp_path / "w.swf"
+    assert traces.time_window(src, out, 100.5, 200.0) == 2
+    _, w = traces.read_swf(out)
+    assert w["submit_time"].tolist() == [0.5, 2.5]
+    # Whole-second starts keep integer submit times.
+    assert traces.time_window(src, out, 100.0, 200.0) == 3
+    _, w = traces.read_swf(out)
+    assert w["submit_time"].tolist() == [0, 1, 3] and w["submit_time"].dtype.kind == "i"
+
+
+def test_write_swf_gzip_closes_its_file_and_round_trips(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    header, df = traces.read_swf(DEMO_TRACE)
+    out = tmp_path / "o.swf.gz"
+    opened: list[object] = []
+    real_open = Path.open
+
+    def tracking_open(self: Path, *args: object, **kwargs: object) -> object:
+        f = real_open(self, *args, **kwargs)  # type: ignore[arg-type]
+        opened.append(f)
+        return f
+
+    monkeypatch.setattr(Path, "open", tracking_open)
+    traces.write_swf(out, header, df.head(50))
+    monkeypatch.undo()
+    assert opened and all(f.closed for f in opened)  # type: ignore[attr-defined]
+    h2, d2 = traces.read_swf(out)
+    assert h2 == header
+    pd.testing.assert_frame_equal(d2, df.head(50), check_dtype=False)

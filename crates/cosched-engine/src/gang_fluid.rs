@@ -2,11 +2,12 @@
 //! share the machine in time, with each job's progress computed in closed form
 //! between matrix changes (a fluid model of the quantum-by-quantum rotation).
 //!
-//! Model (the contract the differential test against the process-level gang
-//! scheduler checks):
+//! Model (the contract `crates/cosched/tests/gang_fluid_vs_process.rs` checks against
+//! the process-level gang scheduler, `crate::process::gang`):
 //! - The matrix has at most `rows` rows (the MPL); each row is a full copy of the
 //!   machine's processors. A job occupies `procs` processors of one row, chosen by
-//!   the run's placement rule within that row, from its start to its end.
+//!   the run's placement rule within that row, from its start to its end. The row of
+//!   each job is reported ([`GangOutput::rows`], the job table's `gang_row`).
 //! - Admission is FCFS: at every arrival or completion the queue head is placed in
 //!   the first row (lowest index, existing rows first, then a new row while fewer
 //!   than `rows` exist) with enough free processors; a head that fits nowhere blocks
@@ -16,11 +17,25 @@
 //!   job progresses. With `R` non-empty rows a running job therefore progresses at
 //!   rate `q / (R (q + c))` of real time. Changes of `R` (arrivals, completions)
 //!   change every job's rate at once; between them completion times follow in
-//!   closed form. The fluid model drops the quantum granularity: a job's execution
-//!   differs from the quantum-level schedule by at most about one rotation
-//!   `R (q + c)`.
+//!   closed form.
 //! - Busy time: each job's work (`runtime x procs`) plus the switches, charged to
 //!   every processor of the machine while some row is non-empty (the switch is global).
+//!
+//! Differences from the process-level gang scheduler (same rows, placement, starts at
+//! submission; ends within `R (q + c) + slots x cs` in the differential test, measured
+//! differences at most about half that):
+//! - fluid rotation: the process level gives a job whole quanta in its row's turn, the
+//!   fluid model spreads them evenly, so a job ends up to one rotation `R (q + c)`
+//!   earlier or later (and a start that follows a completion moves with it);
+//! - at process level a row that empties mid-slot ends the slot at once (paying `c`),
+//!   and a row that gains its first job waits for its turn in index order; the fluid
+//!   model redistributes rates at once;
+//! - per-node context switches: at process level a CPU resuming another row's process
+//!   pays the node's context switch (`context_switch_us`, 5 us on `choi2004`) at the
+//!   start of the slot; the fluid model has no such cost (its run times are dedicated
+//!   run times, which include the one context switch of a dedicated run);
+//! - the process level stops the rotation (no switch cost) while the matrix is
+//!   empty, as the fluid model does; with one non-empty row both still pay `c` per quantum.
 //!
 //! Runs in O((n + rows) log n) for n jobs.
 
@@ -49,13 +64,23 @@ struct Row {
     jobs: usize,
 }
 
-/// Runs `workload` on `platform` under fluid gang scheduling. Returns the job
-/// records and the measured busy time (for [`crate::metrics::summarize_busy`]).
+/// What a fluid gang run produces.
+#[derive(Clone, Debug)]
+pub struct GangOutput {
+    /// The job records (start, end, processors).
+    pub out: SimOutput,
+    /// The measured busy time (for [`crate::metrics::summarize_busy`]).
+    pub busy: MeasuredBusy,
+    /// The matrix row (0-based) each job ran in; `None` for a rejected job.
+    pub rows: Vec<Option<u32>>,
+}
+
+/// Runs `workload` on `platform` under fluid gang scheduling.
 pub fn simulate_gang(
     workload: &Workload,
     platform: &Platform,
     p: &GangParams,
-) -> Result<(SimOutput, MeasuredBusy), EngineError> {
+) -> Result<GangOutput, EngineError> {
     platform.validate()?;
     if p.rows == 0 || p.quantum <= SimTime::ZERO || p.switch < SimTime::ZERO {
         return Err(EngineError::Params(format!(
@@ -189,8 +214,8 @@ pub fn simulate_gang(
         })
         .collect();
     let total_proc_s = job_cpu_s.iter().sum::<f64>() + busy_switch_ns / 1e9;
-    Ok((
-        SimOutput {
+    Ok(GangOutput {
+        out: SimOutput {
             records,
             stats,
             policy: format!(
@@ -200,11 +225,15 @@ pub fn simulate_gang(
                 p.switch.as_secs_f64() * 1e6
             ),
         },
-        MeasuredBusy {
+        busy: MeasuredBusy {
             job_cpu_s,
             total_proc_s,
         },
-    ))
+        rows: row_of
+            .iter()
+            .map(|&r| (r != usize::MAX).then_some(r as u32))
+            .collect(),
+    })
 }
 
 #[cfg(test)]
@@ -237,7 +266,7 @@ mod tests {
 
     fn run(jobs: Vec<JobSpec>, procs: u32, p: &GangParams) -> SimOutput {
         let w = Workload::from_jobs(jobs, "test");
-        simulate_gang(&w, &Platform::new(procs, 1), p).unwrap().0
+        simulate_gang(&w, &Platform::new(procs, 1), p).unwrap().out
     }
 
     fn secs(t: Option<SimTime>) -> f64 {
@@ -289,8 +318,10 @@ mod tests {
     #[test]
     fn busy_time_is_work_plus_switches_and_rejects_too_wide_jobs() {
         let w = Workload::from_jobs(vec![job(0.0, 90.0, 2), job(0.0, 5.0, 8)], "t");
-        let (out, busy) = simulate_gang(&w, &Platform::new(4, 1), &params(3, 90.0, 10.0)).unwrap();
+        let g = simulate_gang(&w, &Platform::new(4, 1), &params(3, 90.0, 10.0)).unwrap();
+        let (out, busy) = (g.out, g.busy);
         assert_eq!(out.records[1].status, JobStatus::Rejected);
+        assert_eq!(g.rows, vec![Some(0), None]);
         // 100 s of wall time with a row non-empty: 10% switching on 4 processors.
         assert!((busy.total_proc_s - (90.0 * 2.0 + 0.1 * 100.0 * 4.0)).abs() < 1e-6);
     }

@@ -38,6 +38,9 @@ pub struct JobTable {
     pub status: Vec<&'static str>,
     pub energy_j: Vec<f64>,
     pub node_list: Vec<String>,
+    /// Job-level gang scheduling only: the Ousterhout-matrix row of each job (-1 if
+    /// rejected); empty for every other model (written as -1).
+    pub gang_row: Vec<i64>,
 }
 
 /// The run summary; field names are the public summary.json keys.

@@ -41,6 +41,18 @@ pub enum Placement {
     Random,
 }
 
+/// How `workload.load_scale` changes a trace's offered load (the rule of
+/// `cosched trace scale-load`; [`crate::swf::scale_load`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum LoadScaleBy {
+    /// Divide the gaps between submit times by the factor (same jobs, denser arrivals).
+    #[default]
+    Interarrival,
+    /// Multiply run, requested and average CPU times by the factor (same arrivals, longer jobs).
+    Runtime,
+}
+
 /// How a trace becomes a workload.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -150,9 +162,21 @@ pub struct WorkloadConfig {
     /// Machine size in processors, overriding the trace header.
     #[serde(default)]
     pub machine_size: Option<u32>,
+    /// Multiply the trace's offered load by this factor (job fidelity), before `max_jobs`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub load_scale: Option<f64>,
+    /// How `load_scale` applies (default: interarrival).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub load_scale_by: Option<LoadScaleBy>,
 }
 
 impl WorkloadConfig {
+    /// The load scaling to apply to the trace, if any.
+    pub fn load_scaling(&self) -> Option<(f64, LoadScaleBy)> {
+        self.load_scale
+            .map(|f| (f, self.load_scale_by.unwrap_or_default()))
+    }
+
     /// The options that turn the trace into a workload.
     pub fn options(&self) -> WorkloadOptions {
         WorkloadOptions {
@@ -429,6 +453,19 @@ impl RunConfig {
         if self.workload.machine_size == Some(0) {
             return bad("workload.machine_size", "must be at least 1".into());
         }
+        if let Some(f) = self.workload.load_scale {
+            if self.fidelity != "job" {
+                return bad("workload.load_scale", "only at fidelity \"job\"".into());
+            }
+            if !(f.is_finite() && f > 0.0) {
+                return bad(
+                    "workload.load_scale",
+                    format!("must be a finite number > 0, got {f}"),
+                );
+            }
+        } else if self.workload.load_scale_by.is_some() {
+            return bad("workload.load_scale_by", "needs workload.load_scale".into());
+        }
         Ok(())
     }
 }
@@ -482,6 +519,54 @@ placement = "random"
         assert_eq!(c.workload.options().estimates, EstimateSource::Exact);
         assert_eq!(c.scheduler.placement, Placement::Random);
         assert_eq!(c.metrics.bounded_slowdown_threshold_s, 10.0);
+    }
+
+    #[test]
+    fn load_scale_is_checked_and_absent_keys_stay_out_of_the_canonical_form() {
+        let c = RunConfig::from_str_with(GOOD, "x.toml", None).unwrap();
+        assert_eq!(c.workload.load_scaling(), None);
+        let json = serde_json::to_string(&c).unwrap();
+        assert!(!json.contains("load_scale"), "{json}");
+        let with = GOOD.replace(
+            "estimates = \"exact\"",
+            "estimates = \"exact\"\nload_scale = 1.5\nload_scale_by = \"runtime\"",
+        );
+        let c = RunConfig::from_str_with(&with, "x.toml", None).unwrap();
+        assert_eq!(c.workload.load_scaling(), Some((1.5, LoadScaleBy::Runtime)));
+        let only = GOOD.replace("estimates = \"exact\"", "load_scale = 2");
+        let c = RunConfig::from_str_with(&only, "x.toml", None).unwrap();
+        assert_eq!(
+            c.workload.load_scaling(),
+            Some((2.0, LoadScaleBy::Interarrival))
+        );
+        for (text, want) in [
+            (
+                "load_scale = 0",
+                "x.toml: field `workload.load_scale`: must be a finite number > 0, got 0",
+            ),
+            ("load_scale = -1.0", "must be a finite number > 0, got -1"),
+            (
+                "load_scale_by = \"runtime\"",
+                "field `workload.load_scale_by`: needs workload.load_scale",
+            ),
+        ] {
+            let e = RunConfig::from_str_with(
+                &GOOD.replace("estimates = \"exact\"", text),
+                "x.toml",
+                None,
+            )
+            .unwrap_err()
+            .to_string();
+            assert!(e.contains(want), "{text}: {e}");
+        }
+        let e = RunConfig::from_str_with(
+            &GOOD.replace("estimates = \"exact\"", "load_scale_by = \"sideways\""),
+            "x.toml",
+            None,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("unknown variant `sideways`"), "{e}");
     }
 
     #[test]

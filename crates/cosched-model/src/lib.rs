@@ -15,7 +15,7 @@ pub mod swf;
 pub mod write;
 
 pub use config::{
-    ConfigError, EstimateSource, OverrunPolicy, Placement, RunConfig, WorkloadOptions,
+    ConfigError, EstimateSource, LoadScaleBy, OverrunPolicy, Placement, RunConfig, WorkloadOptions,
 };
 pub use job::{JobId, JobSpec, Workload};
 pub use platform::{Platform, PlatformError};

@@ -664,6 +664,46 @@ pub fn to_workload(
     Ok((w, machine))
 }
 
+/// Multiplies a trace's offered load by `factor` (> 0), in place; the rule of
+/// `cosched trace scale-load` (`python/coscheduling/traces.py`) and of a
+/// configuration's `workload.load_scale`:
+/// - [`LoadScaleBy::Interarrival`]: every known submit time `s` becomes
+///   `first + (s - first) / factor` (`first`: the smallest known submit time);
+/// - [`LoadScaleBy::Runtime`]: every known run, requested and average CPU time is
+///   multiplied by `factor`.
+///
+/// Results are rounded to whole seconds (half to even), as SWF stores them;
+/// unknown values (< 0) stay unknown.
+pub fn scale_load(trace: &mut SwfTrace, factor: f64, by: crate::config::LoadScaleBy) {
+    use crate::config::LoadScaleBy;
+    match by {
+        LoadScaleBy::Interarrival => {
+            let first = trace
+                .records
+                .iter()
+                .map(|r| r.fields[field::SUBMIT_TIME])
+                .filter(|&s| s >= 0.0)
+                .fold(f64::INFINITY, f64::min);
+            for r in &mut trace.records {
+                let s = &mut r.fields[field::SUBMIT_TIME];
+                if *s >= 0.0 {
+                    *s = (first + (*s - first) / factor).round_ties_even();
+                }
+            }
+        }
+        LoadScaleBy::Runtime => {
+            for r in &mut trace.records {
+                for k in [field::RUN_TIME, field::REQUESTED_TIME, field::AVG_CPU_TIME] {
+                    let v = &mut r.fields[k];
+                    if *v >= 0.0 {
+                        *v = (*v * factor).round_ties_even();
+                    }
+                }
+            }
+        }
+    }
+}
+
 // ---------------------------------------------------------------------------
 // Statistics
 

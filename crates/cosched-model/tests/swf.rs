@@ -1061,3 +1061,31 @@ fn parse_time_cea_curie() {
     });
     println!("CEA-Curie: {records} records; best of 5: gunzip {gunzip:?}, parse_swf {parse:?}, read_swf (read + gunzip + parse) {read:?}");
 }
+
+#[test]
+fn scale_load_by_interarrival_and_runtime_rounds_half_to_even() {
+    use cosched_model::LoadScaleBy;
+    let text = "; MaxProcs: 4\n\
+        1 10 -1 10 1 3 -1 1 20 -1 1 -1 -1 -1 -1 -1 -1 -1\n\
+        2 13 -1 5 1 -1 -1 1 -1 -1 1 -1 -1 -1 -1 -1 -1 -1\n\
+        3 -1 -1 -1 1 -1 -1 1 20 -1 0 -1 -1 -1 -1 -1 -1 -1\n\
+        4 15 -1 7 1 -1 -1 1 9 -1 1 -1 -1 -1 -1 -1 -1 -1\n";
+    let base = parse_swf(text, "t.swf").unwrap();
+    let mut t = base.clone();
+    scale_load(&mut t, 2.0, LoadScaleBy::Interarrival);
+    let submits: Vec<f64> = t.records.iter().map(|r| r.field(2)).collect();
+    // first = 10: 10, 10 + 3/2 = 11.5 -> 12 (half to even), unknown stays, 10 + 5/2 = 12.5 -> 12.
+    assert_eq!(submits, vec![10.0, 12.0, -1.0, 12.0]);
+    let mut t = base.clone();
+    scale_load(&mut t, 0.5, LoadScaleBy::Runtime);
+    let run: Vec<f64> = t.records.iter().map(|r| r.field(4)).collect();
+    let req: Vec<f64> = t.records.iter().map(|r| r.field(9)).collect();
+    let cpu: Vec<f64> = t.records.iter().map(|r| r.field(6)).collect();
+    assert_eq!(run, vec![5.0, 2.0, -1.0, 4.0]); // 2.5 -> 2, 3.5 -> 4
+    assert_eq!(req, vec![10.0, -1.0, 10.0, 4.0]); // 4.5 -> 4
+    assert_eq!(cpu, vec![2.0, -1.0, -1.0, -1.0]); // 1.5 -> 2
+    assert_eq!(
+        t.records.iter().map(|r| r.field(2)).collect::<Vec<_>>(),
+        base.records.iter().map(|r| r.field(2)).collect::<Vec<_>>()
+    );
+}

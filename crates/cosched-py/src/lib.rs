@@ -169,6 +169,12 @@ impl RunResult {
         d.set_item("status", PyList::new(py, &t.status)?)?;
         d.set_item("energy_j", PyList::new(py, &t.energy_j)?)?;
         d.set_item("node_list", PyList::new(py, &t.node_list)?)?;
+        let rows = if t.gang_row.is_empty() {
+            vec![-1i64; t.job_id.len()]
+        } else {
+            t.gang_row.clone()
+        };
+        d.set_item("gang_row", PyList::new(py, &rows)?)?;
         Ok(d)
     }
 

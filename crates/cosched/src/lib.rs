@@ -7,7 +7,9 @@
 use cosched_engine::metrics::{summarize, JobTable, Summary};
 use cosched_engine::{simulate, ClusterPolicy, EngineError, SimOptions};
 use cosched_model::swf::{self, MachineSize, SwfError};
-use cosched_model::{ConfigError, Placement, Platform, RunConfig, Workload, WorkloadOptions};
+use cosched_model::{
+    ConfigError, LoadScaleBy, Placement, Platform, RunConfig, Workload, WorkloadOptions,
+};
 use std::path::PathBuf;
 use std::time::Instant;
 use thiserror::Error;
@@ -51,6 +53,9 @@ pub struct TraceRun {
     pub placement: Placement,
     pub seed: u64,
     pub bsld_threshold_s: f64,
+    /// Scale the trace's offered load before building the workload
+    /// (`workload.load_scale`; [`swf::scale_load`]).
+    pub load_scale: Option<(f64, LoadScaleBy)>,
 }
 
 impl TraceRun {
@@ -64,6 +69,7 @@ impl TraceRun {
             placement: Placement::Packing,
             seed: 0,
             bsld_threshold_s: 10.0,
+            load_scale: None,
         }
     }
 }
@@ -79,6 +85,7 @@ impl From<&RunConfig> for TraceRun {
             placement: c.scheduler.placement,
             seed: c.seed,
             bsld_threshold_s: c.metrics.bounded_slowdown_threshold_s,
+            load_scale: c.workload.load_scaling(),
         }
     }
 }
@@ -121,7 +128,15 @@ pub fn run_trace_with(
     policy: Option<&mut dyn ClusterPolicy>,
 ) -> Result<RunResult, Error> {
     let t0 = Instant::now();
-    let trace = swf::read_swf(&run.trace)?;
+    let mut trace = swf::read_swf(&run.trace)?;
+    if let Some((factor, by)) = run.load_scale {
+        if !(factor.is_finite() && factor > 0.0) {
+            return Err(Error::Invalid(format!(
+                "load scale must be a finite number > 0, got {factor}"
+            )));
+        }
+        swf::scale_load(&mut trace, factor, by);
+    }
     let mut options = run.options.clone();
     if let (Some(p), None) = (&run.platform, options.machine_size) {
         // An explicit platform sizes the machine; the trace header is then not needed.

@@ -152,13 +152,23 @@ pub fn run_model(
         )));
     }
     let t1 = Instant::now();
-    let (out, busy) = match model {
-        JobLevelModel::Gang(p) => simulate_gang(workload, platform, p)?,
-        JobLevelModel::Timeshare(p) => simulate_timeshare(workload, platform, p)?,
+    let (out, busy, rows) = match model {
+        JobLevelModel::Gang(p) => {
+            let g = simulate_gang(workload, platform, p)?;
+            (g.out, g.busy, Some(g.rows))
+        }
+        JobLevelModel::Timeshare(p) => {
+            let (out, busy) = simulate_timeshare(workload, platform, p)?;
+            (out, busy, None)
+        }
     };
     let simulate_s = t1.elapsed().as_secs_f64();
     let t2 = Instant::now();
-    let (table, summary) = summarize_busy(workload, platform, &out, bsld_threshold_s, Some(&busy));
+    let (mut table, summary) =
+        summarize_busy(workload, platform, &out, bsld_threshold_s, Some(&busy));
+    if let Some(rows) = rows {
+        table.gang_row = rows.iter().map(|r| r.map_or(-1, i64::from)).collect();
+    }
     Ok(RunResult {
         timeline: Vec::new(),
         table,
