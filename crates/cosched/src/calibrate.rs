@@ -115,12 +115,7 @@ pub fn dedicated(program: Program) -> Result<DedicatedRun, CalibrateError> {
         .map(|r| apps::compute_ns(r) as f64)
         .sum::<f64>()
         / program.size().max(1) as f64;
-    let jobs = [ProcJob {
-        program,
-        submit: SimTime::ZERO,
-        background: false,
-        ranks_per_node: 1,
-    }];
+    let jobs = [ProcJob::new(program, SimTime::ZERO)];
     let make = || crate::policies::build_node(POLICY).expect("checked above");
     let out = simulate_processes(
         &plat,
