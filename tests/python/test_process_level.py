@@ -4,13 +4,14 @@ the process-level benchmark (its figures are printed, never asserted)."""
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pandas as pd
 
 from coscheduling.api import TIMELINE_COLUMNS
 
-from conftest import REPO, run_cli
+from conftest import REPO, run_cli, run_cli_process
 
 EXAMPLE = REPO / "examples" / "choi-nas-small.toml"
 
@@ -52,8 +53,20 @@ def test_timeline_is_written_consistent_and_plotted(tmp_path: Path) -> None:
     assert r.exit_code == 0, r.stdout + r.stderr
     tl = pd.read_parquet(out / "timeline.parquet")
     assert list(tl.columns) == list(TIMELINE_COLUMNS)
-    assert set(tl["kind"]) <= {"useful", "spin", "switch", "page_in", "io"}
+    assert set(tl["kind"]) <= {"useful", "spin", "switch", "page_in", "io", "ready", "blocked"}
+    assert {"ready", "blocked"} <= set(tl["kind"])
+    assert set(tl.loc[tl["cpu"] == -2, "kind"]) == {"ready", "blocked"}
     assert (tl["end_s"] > tl["start_s"]).all()
+    # Each process is in one state at a time (a CPU row, ready or blocked), from its
+    # job's start to its end without a gap.
+    jobs = pd.read_csv(out / "jobs.csv")
+    life = tl[(tl["cpu"] >= 0) | (tl["cpu"] == -2)]
+    for pid, segs in life.groupby("pid"):
+        segs = segs.sort_values("start_s")
+        starts, ends = segs["start_s"].to_numpy(), segs["end_s"].to_numpy()
+        assert (starts[1:] >= ends[:-1] - 1e-12).all(), pid
+        assert abs(starts[0] - jobs["start_s"].iloc[int(segs["job"].iloc[0])]) < 1e-9, pid
+        assert abs((ends - starts).sum() - (ends[-1] - starts[0])) < 1e-6, pid
     # One process at a time per CPU: segments of a lane never overlap.
     for _, lane in tl[tl["cpu"] >= 0].groupby(["node", "cpu"]):
         lane = lane.sort_values("start_s")
@@ -78,3 +91,19 @@ def test_timeline_needs_a_process_level_run(tmp_path: Path) -> None:
     cfg = REPO / "examples" / "kth-easy.toml"
     r = run_cli(["simulate", str(cfg), "--out", str(tmp_path / "o"), "--timeline"])
     assert r.exit_code == 2 and "timeline" in r.stderr
+
+
+def test_process_outputs_are_byte_identical(tmp_path: Path) -> None:
+    """The same process-level command run twice (separate processes, same folder
+    name) writes byte-identical jobs.csv, summary.json and timeline.parquet."""
+    args = ["simulate", str(EXAMPLE), "--timeline", "--out", "A"]
+    files = ("jobs.csv", "summary.json", "timeline.parquet")
+    first = run_cli_process(args, tmp_path)
+    assert first.returncode == 0, first.stderr
+    before = {f: (tmp_path / "A" / f).read_bytes() for f in files}
+    shutil.rmtree(tmp_path / "A")
+    second = run_cli_process(args, tmp_path)
+    assert second.returncode == 0, second.stderr
+    for f in files:
+        assert (tmp_path / "A" / f).read_bytes() == before[f], f
+    assert len(before["timeline.parquet"]) > 1000
