@@ -116,6 +116,27 @@ impl<E> EventQueue<E> {
         Ok(EventId(seq))
     }
 
+    /// Takes the next sequence number for an event at `at` kept outside the queue
+    /// (a [`TimerSlots`](crate::TimerSlots) timer): it orders against the queue's
+    /// events exactly as if `schedule` had been called now.
+    pub fn reserve(&mut self, at: SimTime) -> Result<EventId, PastEvent> {
+        if at < self.now {
+            return Err(PastEvent {
+                now: self.now,
+                requested: at,
+            });
+        }
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        Ok(EventId(seq))
+    }
+
+    /// Time and id of the next pending event, if any.
+    pub fn peek_key(&mut self) -> Option<(SimTime, EventId)> {
+        self.skip_cancelled();
+        self.heap.peek().map(|e| (e.time, EventId(e.seq)))
+    }
+
     /// Cancels a pending event. Returns false if it was already popped or cancelled.
     pub fn cancel(&mut self, id: EventId) -> bool {
         if self.cancelled.contains(&id.0) || !self.heap.iter().any(|e| e.seq == id.0) {

@@ -68,7 +68,7 @@ mod perturb_tests;
 mod tests;
 
 use crate::os::{self, NativeScheduler, Pick, Pid, Stop, Wake};
-use cosched_des::{EventQueue, RngStream, RngStreams, SimTime};
+use cosched_des::{EventQueue, RngStream, RngStreams, SimTime, TimerSlots};
 use cosched_model::node::NodePlatform;
 use cosched_model::program::{Op, Program, Rank};
 use cosched_model::Placement;
@@ -233,10 +233,10 @@ pub struct Segment {
 /// Counters of a run.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ProcCounters {
-    /// Events handled (cancelled segment ends not counted).
+    /// Events handled. A CPU's planned segment end is a re-settable timer: when
+    /// the CPU's plan changes, the end it replaces is dropped, never handled nor
+    /// counted.
     pub events: u64,
-    /// Cancelled segment ends popped and skipped (a CPU's plan changed first).
-    pub stale_events: u64,
     pub context_switches: u64,
     pub messages: u64,
     pub interrupts: u64,
@@ -462,7 +462,6 @@ struct Cpu {
     /// Progress of the running process counts from here (after the context switch).
     since: SimTime,
     slice_end: SimTime,
-    gen: u64,
     busy_ns: i64,
 }
 
@@ -493,10 +492,11 @@ struct Node {
 #[derive(Clone, Copy, Debug)]
 enum Ev {
     Arrive(usize),
+    /// The end of a CPU's planned segment. Kept in the CPU's timer slot
+    /// ([`Sim::segs`]), never in the queue: re-planning the CPU replaces it.
     SegEnd {
         node: u32,
         cpu: u32,
-        gen: u64,
     },
     Msg {
         to: Pid,
@@ -570,6 +570,9 @@ struct Sim<'a> {
     jobs: &'a [ProcJob],
     opts: ProcOptions,
     q: EventQueue<Ev>,
+    /// The pending segment end of each CPU (slot `node * cpus_per_node + cpu`),
+    /// ordered with the queue's events by the sequence it reserved there.
+    segs: TimerSlots,
     nodes: Vec<Node>,
     policies: Vec<Box<dyn NodePolicy>>,
     procs: Vec<Proc<'a>>,
@@ -767,6 +770,7 @@ pub fn simulate_processes(
         jobs,
         opts: opts.clone(),
         q: EventQueue::new(),
+        segs: TimerSlots::new((plat.nodes * plat.cpus_per_node) as usize),
         nodes,
         policies,
         procs: Vec::new(),
@@ -841,20 +845,27 @@ pub fn simulate_processes(
 impl<'a> Sim<'a> {
     fn run(&mut self) -> Result<(), ProcError> {
         let mut last = SimTime::ZERO;
+        let cpus = self.plat.cpus_per_node;
         while self.fg_left > 0 {
-            let Some(ev) = self.q.pop() else {
+            // The next event in (time, sequence) order: a CPU's segment end (its timer
+            // slot) or the queue's next event.
+            let seg = self.segs.peek().filter(|&(t, seq, _)| {
+                self.q
+                    .peek_key()
+                    .is_none_or(|(qt, id)| (t, seq) < (qt, id.0))
+            });
+            let (now, ev) = if let Some((t, _, slot)) = seg {
+                self.segs.clear(slot);
+                self.q.advance_to(t).expect("the earliest event");
+                let (node, cpu) = (slot as u32 / cpus, slot as u32 % cpus);
+                (t, Ev::SegEnd { node, cpu })
+            } else if let Some(ev) = self.q.pop() {
+                (ev.time, ev.event)
+            } else {
                 return Err(self.deadlock());
             };
-            let now = ev.time;
             debug_assert!(now >= last, "time went backwards: {now} after {last}");
             last = now;
-            if let Ev::SegEnd { node, cpu, gen } = ev.event {
-                // A segment end whose CPU was re-planned since is cancelled.
-                if self.nodes[node as usize].cpus[cpu as usize].gen != gen {
-                    self.counters.stale_events += 1;
-                    continue;
-                }
-            }
             self.counters.events += 1;
             if now > self.opts.time_limit {
                 let ProcError::Deadlock { first, dump, .. } = self.deadlock() else {
@@ -867,13 +878,13 @@ impl<'a> Sim<'a> {
                     dump,
                 });
             }
-            match ev.event {
+            match ev {
                 Ev::Arrive(j) => {
                     self.arrivals_left -= 1;
                     self.pending.push_back(j);
                     self.admit(now);
                 }
-                Ev::SegEnd { node, cpu, .. } => self.seg_end(node, cpu, now),
+                Ev::SegEnd { node, cpu } => self.seg_end(node, cpu, now),
                 Ev::Msg { to, from, tag } => {
                     self.procs[to as usize].in_flight -= 1;
                     self.procs[to as usize].mailbox.push((from, tag));
@@ -1863,18 +1874,10 @@ impl<'a> Sim<'a> {
         {
             end = end.min((since + spin).max(now));
         }
-        let c = &mut self.nodes[node as usize].cpus[cpu as usize];
-        c.gen += 1;
-        self.q
-            .schedule(
-                end.max(now),
-                Ev::SegEnd {
-                    node,
-                    cpu,
-                    gen: c.gen,
-                },
-            )
-            .expect("future");
+        let at = end.max(now);
+        let id = self.q.reserve(at).expect("future");
+        self.segs
+            .set((node * self.plat.cpus_per_node + cpu) as usize, at, id.0);
     }
 
     fn seg_end(&mut self, node: u32, cpu: u32, now: SimTime) {
@@ -1920,7 +1923,8 @@ impl<'a> Sim<'a> {
         let ran = now - c.dispatched_at;
         self.procs[pid as usize].last_ran = now;
         c.cur = None;
-        c.gen += 1;
+        self.segs
+            .clear((node * self.plat.cpus_per_node + cpu) as usize);
         if let Some(g) = &mut self.gang {
             if g.flex_ran(pid, self.procs[pid as usize].job, ran) {
                 self.counters.gang_fragment_ns += ran.as_ns();
@@ -2281,6 +2285,11 @@ impl<'a> Sim<'a> {
     /// message to complete it.
     fn posted_matched(&self, pid: Pid) -> bool {
         let p = &self.procs[pid as usize];
+        match p.posted.as_slice() {
+            [] => return true,
+            &[(from, tag)] => return self.find_msg(pid, from, tag, &[]).is_some(),
+            _ => {}
+        }
         let mut used = Vec::with_capacity(p.posted.len());
         for &(from, tag) in &p.posted {
             match self.find_msg(pid, from, tag, &used) {
