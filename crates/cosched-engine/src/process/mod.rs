@@ -1026,6 +1026,14 @@ impl<'a> Sim<'a> {
                 p.mailbox.len()
             ));
         }
+        // Every job ended exactly once (the flag is set once, asserted in debug
+        // builds), except a background job that never started.
+        if let Some(j) = (0..self.jobs.len()).find(|&j| {
+            let never_started = self.jobs[j].background && self.job_pids[j].is_none();
+            !(self.ended[j] || never_started)
+        }) {
+            return bad(format!("job {j} never ended"));
+        }
         let capacity = kb(self.plat.job_memory_mb);
         if let Some((k, n)) = self
             .nodes

@@ -32,8 +32,9 @@ impl NodePolicy for Block {
 /// with unconsumed messages; a recommendation of the runnable process that last
 /// became runnable (from `enqueue`), dropped when it runs or leaves the runnable set
 /// (`running`, `dequeue`); an unboost when a process is preempted (`stopping`); a
-/// boost of a process that starts waiting for a receive (`on_wait_begin`); and a
-/// boost, every tenth tick, of the first process of the node that is not running.
+/// boost of a process that starts waiting for a receive (`on_wait_begin`); a
+/// boost, every tenth tick, of the first process of the node that is not running;
+/// and a `dump` of its state.
 #[derive(Default)]
 struct Booster {
     next: Option<Pid>,
@@ -87,6 +88,9 @@ impl NodePolicy for Booster {
         if k.is_receive() {
             out.push(NodeAction::BoostUntilRun(p));
         }
+    }
+    fn dump(&self) -> String {
+        format!("recommended {:?}, {} ticks", self.next, self.ticks)
     }
     fn on_message(&mut self, _v: &dyn NodeView, p: Pid, running: bool, out: &mut Vec<NodeAction>) {
         if !running {
