@@ -4,14 +4,13 @@ the process-level benchmark (its figures are printed, never asserted)."""
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pandas as pd
 
 from coscheduling.api import TIMELINE_COLUMNS
 
-from conftest import REPO, run_cli, run_cli_process
+from conftest import REPO, outputs_twice, run_cli
 
 EXAMPLE = REPO / "examples" / "choi-nas-small.toml"
 
@@ -108,14 +107,8 @@ def test_timeline_needs_a_process_level_run(tmp_path: Path) -> None:
 def test_process_outputs_are_byte_identical(tmp_path: Path) -> None:
     """The same process-level command run twice (separate processes, same folder
     name) writes byte-identical jobs.csv, summary.json and timeline.parquet."""
-    args = ["simulate", str(EXAMPLE), "--timeline", "--out", "A"]
     files = ("jobs.csv", "summary.json", "timeline.parquet")
-    first = run_cli_process(args, tmp_path)
-    assert first.returncode == 0, first.stderr
-    before = {f: (tmp_path / "A" / f).read_bytes() for f in files}
-    shutil.rmtree(tmp_path / "A")
-    second = run_cli_process(args, tmp_path)
-    assert second.returncode == 0, second.stderr
+    before, after = outputs_twice(["simulate", str(EXAMPLE), "--timeline", "--out", "A"], tmp_path, "A", files)
     for f in files:
-        assert (tmp_path / "A" / f).read_bytes() == before[f], f
+        assert after[f] == before[f], f
     assert len(before["timeline.parquet"]) > 1000

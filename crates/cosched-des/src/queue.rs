@@ -99,14 +99,7 @@ impl<E> EventQueue<E> {
 
     /// Schedules `event` at absolute time `at`.
     pub fn schedule(&mut self, at: SimTime, event: E) -> Result<EventId, PastEvent> {
-        if at < self.now {
-            return Err(PastEvent {
-                now: self.now,
-                requested: at,
-            });
-        }
-        let seq = self.next_seq;
-        self.next_seq += 1;
+        let EventId(seq) = self.reserve(at)?;
         self.heap.push(Entry {
             time: at,
             seq,

@@ -9,9 +9,9 @@
 
 use cosched_des::SimTime;
 use cosched_engine::process::check::check_timeline;
+use cosched_engine::process::testkit::{os_model, spmd, Phase};
 use cosched_engine::process::{simulate_processes, ProcJob, ProcOptions};
 use cosched_model::node::{NodePlatform, OsConfig};
-use cosched_model::program::{Builder, Op, Program};
 use cosched_policies::build_node;
 use proptest::prelude::*;
 
@@ -26,21 +26,6 @@ const SCHEMES: [&str; 7] = [
     "hybrid",
 ];
 
-/// One phase of a random SPMD program; every phase is matched across ranks.
-#[derive(Clone, Debug)]
-enum Phase {
-    Compute(i64),
-    Barrier,
-    Allreduce(u64),
-    Alltoall(u64),
-    Bcast(u64),
-    /// Blocking send to the next rank, receive from the previous.
-    Shift(u64),
-    /// Non-blocking ring exchange and a Wait.
-    Ring(u64),
-    Io(i64),
-}
-
 fn phase() -> impl Strategy<Value = Phase> {
     prop_oneof![
         (1i64..10_000_000).prop_map(Phase::Compute),
@@ -54,115 +39,16 @@ fn phase() -> impl Strategy<Value = Phase> {
     ]
 }
 
-fn program(p: u32, phases: &[Phase], reps: u32, mb: u32) -> Program {
-    let mut b = Builder::new(p);
-    b.repeat(reps, |b| {
-        for ph in phases {
-            match *ph {
-                Phase::Compute(ns) => {
-                    b.each(|r| {
-                        vec![Op::Compute {
-                            ns: ns + i64::from(r) * 1000,
-                        }]
-                    });
-                }
-                Phase::Barrier => {
-                    b.barrier();
-                }
-                Phase::Allreduce(x) => {
-                    b.allreduce(x);
-                }
-                Phase::Alltoall(x) => {
-                    b.alltoall(x);
-                }
-                Phase::Bcast(x) => {
-                    b.bcast(0, x);
-                }
-                Phase::Shift(x) if p > 1 => {
-                    // Even ranks send first, odd ranks receive first: no cycle of
-                    // blocking sends.
-                    b.each(|r| {
-                        let send = Op::Send {
-                            to: (r + 1) % p,
-                            bytes: x,
-                            tag: 5,
-                        };
-                        let recv = Op::Recv {
-                            from: Some((r + p - 1) % p),
-                            tag: 5,
-                        };
-                        if r % 2 == 0 {
-                            vec![send, recv]
-                        } else {
-                            vec![recv, send]
-                        }
-                    });
-                }
-                Phase::Shift(_) => {}
-                Phase::Ring(x) => {
-                    b.each(|r| {
-                        vec![
-                            Op::Isend {
-                                to: (r + 1) % p,
-                                bytes: x,
-                                tag: 7,
-                            },
-                            Op::Irecv {
-                                from: Some((r + p - 1) % p),
-                                tag: 7,
-                            },
-                            Op::Wait,
-                        ]
-                    });
-                }
-                Phase::Io(ns) => {
-                    b.each(|r| {
-                        if r % 2 == 0 {
-                            vec![Op::Io { ns }]
-                        } else {
-                            vec![]
-                        }
-                    });
-                }
-            }
-        }
-    });
-    Program {
-        memory_mb: f64::from(mb),
-        ..b.build("random", 1.0)
-    }
-}
-
-fn os_model(k: u8) -> OsConfig {
-    match k % 4 {
-        0 => OsConfig::default(),
-        1 => OsConfig::Cfs {
-            latency_ms: 6.0,
-            min_granularity_ms: 0.75,
-            wakeup_granularity_ms: 1.0,
-        },
-        2 => OsConfig::Mlfq {
-            quantum_scale: 0.25,
-        },
-        _ => OsConfig::Rr { quantum_ms: 10.0 },
-    }
-}
-
+/// 4 small nodes of the seed 000 cluster (its network and overheads), 500 MB of job
+/// memory (so that some random workloads page), a faster disk.
 fn platform(os: OsConfig, cpus: u32) -> NodePlatform {
     NodePlatform {
         nodes: 4,
         cpus_per_node: cpus,
         job_memory_mb: 500.0,
-        latency_us: 7.0,
-        bandwidth_mb_s: 200.0,
-        send_overhead_us: 1.0,
-        recv_overhead_us: 1.5,
-        interrupt_us: 5.0,
-        context_switch_us: 5.0,
-        idle_watts: 200.0,
-        busy_watts: 220.0,
         disk_mb_s: 50.0,
         os,
+        ..NodePlatform::preset("choi2004").unwrap()
     }
 }
 
@@ -187,7 +73,7 @@ proptest! {
         let mut pj: Vec<ProcJob> = jobs
             .iter()
             .map(|(p, phases, reps, at, mb, nice): &JobDraw| {
-                ProcJob::new(program(*p, phases, *reps, *mb), SimTime::from_ms(*at))
+                ProcJob::new(spmd(*p, phases, *reps, f64::from(*mb)), SimTime::from_ms(*at))
                     .with_nice(*nice)
             })
             .collect();

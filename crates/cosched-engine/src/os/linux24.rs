@@ -313,6 +313,12 @@ mod tests {
         SimTime::from_ms(x)
     }
 
+    /// `p`, picked at `at - ran`, runs out its slice at `at` and queues again.
+    fn expire(s: &mut Linux24, p: Pid, ran: SimTime, at: SimTime) {
+        s.stop(p, ran, Stop::Expired, at);
+        s.enqueue(p, Wake::Expired, at);
+    }
+
     #[test]
     fn epoch_recomputes_sleepers_too() {
         let mut s = Linux24::new(ms(10), 6);
@@ -380,12 +386,10 @@ mod tests {
         // Goodness 6 + 20 against 3 + 20 - 10.
         let pk = s.pick(SimTime::ZERO, None).unwrap();
         assert_eq!((pk.pid, pk.slice), (0, ms(60)));
-        s.stop(0, ms(60), Stop::Expired, ms(60));
-        s.enqueue(0, Wake::Expired, ms(60));
+        expire(&mut s, 0, ms(60), ms(60));
         let pk = s.pick(ms(60), None).unwrap();
         assert_eq!((pk.pid, pk.slice), (1, ms(30)));
-        s.stop(1, ms(30), Stop::Expired, ms(90));
-        s.enqueue(1, Wake::Expired, ms(90));
+        expire(&mut s, 1, ms(30), ms(90));
         // The epoch gives each its own base again.
         s.pick(ms(90), None).unwrap();
         assert_eq!((s.counter(0), s.counter(1)), (ms(60), ms(30)));
@@ -406,8 +410,7 @@ mod tests {
         }
         for (t, p) in [(0, 0), (60, 1)] {
             let pk = s.pick(ms(t), Some(p)).unwrap();
-            s.stop(pk.pid, ms(60), Stop::Expired, ms(t + 60));
-            s.enqueue(pk.pid, Wake::Expired, ms(t + 60));
+            expire(&mut s, pk.pid, ms(60), ms(t + 60));
         }
         // Both spent: the epoch is recomputed and the recommendation (1, queued
         // second) is followed.

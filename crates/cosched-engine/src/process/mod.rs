@@ -57,6 +57,7 @@ pub mod flexgang;
 pub mod gang;
 pub mod perturb;
 pub mod policy;
+pub mod testkit;
 
 #[cfg(test)]
 mod flexgang_tests;

@@ -640,17 +640,7 @@ mod properties {
     use super::*;
     use proptest::prelude::*;
 
-    /// One phase of a random SPMD program; every phase is matched across ranks.
-    #[derive(Clone, Debug)]
-    enum Phase {
-        Compute(i64),
-        Barrier,
-        Allreduce(u64),
-        Alltoall(u64),
-        Bcast(u64),
-        Ring(u64),
-        Io(i64),
-    }
+    use crate::process::testkit::{os_model, spmd, Phase};
 
     fn phase() -> impl Strategy<Value = Phase> {
         prop_oneof![
@@ -659,77 +649,14 @@ mod properties {
             (0u64..100_000).prop_map(Phase::Allreduce),
             (0u64..10_000).prop_map(Phase::Alltoall),
             (0u64..10_000).prop_map(Phase::Bcast),
+            (0u64..100_000).prop_map(Phase::Shift),
             (0u64..10_000).prop_map(Phase::Ring),
             (1i64..5_000_000).prop_map(Phase::Io),
         ]
     }
 
     fn program(p: u32, phases: &[Phase], reps: u32) -> Program {
-        let mut b = Builder::new(p);
-        b.repeat(reps, |b| {
-            for ph in phases {
-                match *ph {
-                    Phase::Compute(ns) => {
-                        b.each(|r| {
-                            vec![Op::Compute {
-                                ns: ns + r as i64 * 1000,
-                            }]
-                        });
-                    }
-                    Phase::Barrier => {
-                        b.barrier();
-                    }
-                    Phase::Allreduce(x) => {
-                        b.allreduce(x);
-                    }
-                    Phase::Alltoall(x) => {
-                        b.alltoall(x);
-                    }
-                    Phase::Bcast(x) => {
-                        b.bcast(0, x);
-                    }
-                    Phase::Ring(x) => {
-                        b.each(|r| {
-                            vec![
-                                Op::Isend {
-                                    to: (r + 1) % p,
-                                    bytes: x,
-                                    tag: 7,
-                                },
-                                Op::Irecv {
-                                    from: Some((r + p - 1) % p),
-                                    tag: 7,
-                                },
-                                Op::Wait,
-                            ]
-                        });
-                    }
-                    Phase::Io(ns) => {
-                        b.each(|r| {
-                            if r % 2 == 0 {
-                                vec![Op::Io { ns }]
-                            } else {
-                                vec![]
-                            }
-                        });
-                    }
-                }
-            }
-        });
-        b.build("random", 1.0)
-    }
-
-    fn os_model(k: u8) -> OsConfig {
-        match k % 4 {
-            0 => OsConfig::default(),
-            1 => OsConfig::Cfs {
-                latency_ms: 6.0,
-                min_granularity_ms: 0.75,
-                wakeup_granularity_ms: 1.0,
-            },
-            2 => OsConfig::Mlfq { quantum_scale: 1.0 },
-            _ => OsConfig::Rr { quantum_ms: 20.0 },
-        }
+        spmd(p, phases, reps, 1.0)
     }
 
     proptest! {
