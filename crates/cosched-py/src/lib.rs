@@ -172,7 +172,6 @@ impl RunResult {
         Ok(d)
     }
 
-    /// The run summary as JSON text (the summary.json keys, in a fixed order; NaN as null).
     /// The per-node timeline of a process-level run recorded with `timeline=True`,
     /// as columns: node, cpu (-1 for the disk, -2 for a process's own ready and
     /// blocked intervals), job, rank, pid, start_s, end_s, kind (useful, spin,
@@ -231,6 +230,7 @@ impl RunResult {
         Ok(d)
     }
 
+    /// The run summary as JSON text (the summary.json keys, in a fixed order; NaN as null).
     fn summary_json(&self) -> PyResult<String> {
         json_text(&self.inner.summary)
     }
