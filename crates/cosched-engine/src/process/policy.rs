@@ -37,8 +37,10 @@
 //! [`crate::os::Stop::Preempted`] or [`crate::os::Stop::Expired`], no `dequeue`),
 //! one that blocks leaves it (`stopping` with [`crate::os::Stop::Blocked`], then
 //! `dequeue`). Per process: `enqueue` and `dequeue` alternate, starting with
-//! `enqueue(Admitted)` and ending with `dequeue(Finished)` (or `Stopped` for a
-//! stopped background process); `running` and `stopping` alternate between them.
+//! `enqueue(Admitted)` and ending with `dequeue(Finished)` (a background process
+//! stopped by the engine ends with `dequeue(Stopped)` if it was runnable then, and
+//! with its last `dequeue` if it was blocked); `running` and `stopping` alternate
+//! between them.
 //!
 //! Cost: `enqueue`, `dequeue`, `running`, `stopping`, `tick` and `on_ack` are called
 //! only when the policy declares them in [`NodePolicy::ops`] (a policy that
