@@ -44,13 +44,16 @@ class RunResult:
         """
     def timeline_columns(self) -> dict:
         r"""
-        The run summary as JSON text (the summary.json keys, in a fixed order; NaN as null).
         The per-node timeline of a process-level run recorded with `timeline=True`,
-        as columns: node, cpu (-1 for the disk), job, rank, pid, start_s, end_s, kind
-        (useful, spin, switch, page_in, io), sorted by node, cpu, start; contiguous
-        pieces of one activity of one process on one lane are merged.
+        as columns: node, cpu (-1 for the disk, -2 for a process's own ready and
+        blocked intervals), job, rank, pid, start_s, end_s, kind (useful, spin,
+        switch, page_in, io, ready, blocked), sorted by node, cpu, start (and pid);
+        contiguous pieces of one activity of one process on one lane are merged.
         """
-    def summary_json(self) -> builtins.str: ...
+    def summary_json(self) -> builtins.str:
+        r"""
+        The run summary as JSON text (the summary.json keys, in a fixed order; NaN as null).
+        """
     def platform_json(self) -> builtins.str:
         r"""
         The platform the run used: nodes, procs_per_node, idle_watts, busy_watts.

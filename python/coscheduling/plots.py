@@ -35,11 +35,12 @@ def gantt(
 ) -> Path:
     """Draws one lane per (node, CPU) and per node disk, segments coloured by job; spinning
     is hatched and faint, context switches black, disk page-ins cross-hatched, I/O dotted.
+    The processes' own ``ready`` and ``blocked`` rows (``cpu == -2``) are not drawn.
     ``start``/``end`` (seconds) clip the window; ``nodes`` selects nodes. Writes a PNG."""
     missing = {"node", "cpu", "job", "start_s", "end_s", "kind"} - set(timeline.columns)
     if missing:
         raise ValueError(f"timeline: missing columns {sorted(missing)}")
-    t = timeline
+    t = timeline[timeline["cpu"] >= -1]
     lo = float(t["start_s"].min()) if start is None else float(start)
     hi = float(t["end_s"].max()) if end is None else float(end)
     if not len(t) or hi <= lo:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -76,3 +77,17 @@ def run_cli_process(args: list[str], cwd: Path) -> subprocess.CompletedProcess[s
         [*cmd, *[str(a) for a in args]],
         cwd=cwd, capture_output=True, text=True, timeout=300, check=False,
     )
+
+
+def outputs_twice(
+    args: list[str], cwd: Path, out: str, files: tuple[str, ...]
+) -> tuple[dict[str, bytes], dict[str, bytes]]:
+    """Runs ``cosched ARGS`` twice in new processes in ``cwd`` (removing the output folder
+    ``out`` in between) and returns the bytes of ``files`` written each time."""
+    runs = []
+    for _ in range(2):
+        shutil.rmtree(cwd / out, ignore_errors=True)
+        r = run_cli_process(args, cwd)
+        assert r.returncode == 0, r.stderr
+        runs.append({f: (cwd / out / f).read_bytes() for f in files})
+    return runs[0], runs[1]

@@ -15,7 +15,7 @@ from coscheduling import _core
 from coscheduling.api import JOB_COLUMNS
 from coscheduling.output import OUTPUT_FILES, canonical_json, sha256_text
 
-from conftest import REPO, SLICED, run_cli, run_cli_process
+from conftest import REPO, SLICED, outputs_twice, run_cli
 
 SUMMARY_KEYS = (
     "jobs_simulated",
@@ -75,13 +75,7 @@ def test_same_command_gives_identical_bytes(slices, tmp_path):
     trace = slices["SDSC-SP2-1998-4.2-cln"]
     args = ["simulate", "--trace", trace, "--policy", "conservative", "--placement", "random",
             "--seed", "7", "--out", "res"]
-    first = run_cli_process(args, tmp_path)
-    assert first.returncode == 0, first.stderr
-    before = {f: (tmp_path / "res" / f).read_bytes() for f in OUTPUT_FILES}
-    shutil.rmtree(tmp_path / "res")
-    second = run_cli_process(args, tmp_path)
-    assert second.returncode == 0, second.stderr
-    after = {f: (tmp_path / "res" / f).read_bytes() for f in OUTPUT_FILES}
+    before, after = outputs_twice(args, tmp_path, "res", OUTPUT_FILES)
     for f in OUTPUT_FILES:
         assert before[f] == after[f], f
     prov = json.loads(after["summary.json"])["provenance"]

@@ -5,14 +5,18 @@
 //! - [`EventQueue`]: a priority queue ordered by `(time, sequence number)`, so
 //!   events at the same instant are delivered in insertion order, with
 //!   cancellable entries ([`EventId`]);
+//! - [`TimerSlots`]: re-settable timers kept beside an `EventQueue` and ordered
+//!   with its events (a replaced timer leaves no cancelled entry behind);
 //! - [`RngStreams`]: independent, reproducible random streams derived from one
 //!   master seed and a stream name, so adding a component never perturbs the
 //!   draws of another.
 
 mod queue;
 mod rng;
+mod slots;
 mod time;
 
 pub use queue::{EventId, EventQueue, Scheduled};
 pub use rng::{RngStream, RngStreams};
+pub use slots::TimerSlots;
 pub use time::SimTime;

@@ -42,17 +42,19 @@ impl<E> Ord for Entry<E> {
 /// Future-event list ordered by `(time, sequence)`.
 ///
 /// Events at equal times pop in the order they were scheduled. Cancellation is
-/// lazy: a cancelled entry stays in the heap and is skipped when it surfaces, so
-/// both `schedule` and `cancel` are O(log n) / O(1). Scheduling an event before
-/// the current time is refused: time never goes backwards.
+/// lazy: a cancelled entry stays in the heap and is skipped when it surfaces.
+/// `schedule` and `pop` are O(log n) with no other bookkeeping (the hot path of
+/// the simulators); `cancel`, which is rare, is O(n) (it checks that the event is
+/// still pending). Scheduling an event before the current time is refused: time
+/// never goes backwards.
 pub struct EventQueue<E> {
     heap: BinaryHeap<Entry<E>>,
     next_seq: u64,
     now: SimTime,
     /// Sequence numbers cancelled but still in the heap.
     cancelled: std::collections::HashSet<u64>,
-    /// Sequence numbers scheduled and neither popped nor cancelled.
-    live: std::collections::HashSet<u64>,
+    /// Events scheduled and neither popped nor cancelled.
+    pending: usize,
 }
 
 impl<E> Default for EventQueue<E> {
@@ -86,7 +88,7 @@ impl<E> EventQueue<E> {
             next_seq: 0,
             now: SimTime::ZERO,
             cancelled: Default::default(),
-            live: Default::default(),
+            pending: 0,
         }
     }
 
@@ -97,6 +99,20 @@ impl<E> EventQueue<E> {
 
     /// Schedules `event` at absolute time `at`.
     pub fn schedule(&mut self, at: SimTime, event: E) -> Result<EventId, PastEvent> {
+        let EventId(seq) = self.reserve(at)?;
+        self.heap.push(Entry {
+            time: at,
+            seq,
+            event,
+        });
+        self.pending += 1;
+        Ok(EventId(seq))
+    }
+
+    /// Takes the next sequence number for an event at `at` kept outside the queue
+    /// (a [`TimerSlots`](crate::TimerSlots) timer): it orders against the queue's
+    /// events exactly as if `schedule` had been called now.
+    pub fn reserve(&mut self, at: SimTime) -> Result<EventId, PastEvent> {
         if at < self.now {
             return Err(PastEvent {
                 now: self.now,
@@ -105,22 +121,23 @@ impl<E> EventQueue<E> {
         }
         let seq = self.next_seq;
         self.next_seq += 1;
-        self.heap.push(Entry {
-            time: at,
-            seq,
-            event,
-        });
-        self.live.insert(seq);
         Ok(EventId(seq))
+    }
+
+    /// Time and id of the next pending event, if any.
+    pub fn peek_key(&mut self) -> Option<(SimTime, EventId)> {
+        self.skip_cancelled();
+        self.heap.peek().map(|e| (e.time, EventId(e.seq)))
     }
 
     /// Cancels a pending event. Returns false if it was already popped or cancelled.
     pub fn cancel(&mut self, id: EventId) -> bool {
-        if self.live.remove(&id.0) {
-            self.cancelled.insert(id.0)
-        } else {
-            false
+        if self.cancelled.contains(&id.0) || !self.heap.iter().any(|e| e.seq == id.0) {
+            return false;
         }
+        self.cancelled.insert(id.0);
+        self.pending -= 1;
+        true
     }
 
     fn skip_cancelled(&mut self) {
@@ -143,7 +160,7 @@ impl<E> EventQueue<E> {
     pub fn pop(&mut self) -> Option<Scheduled<E>> {
         self.skip_cancelled();
         let e = self.heap.pop()?;
-        self.live.remove(&e.seq);
+        self.pending -= 1;
         debug_assert!(e.time >= self.now, "time went backwards");
         self.now = e.time;
         Some(Scheduled {
@@ -163,7 +180,7 @@ impl<E> EventQueue<E> {
 
     /// Number of pending (not cancelled) events.
     pub fn len(&self) -> usize {
-        self.live.len()
+        self.pending
     }
 
     pub fn is_empty(&self) -> bool {
@@ -214,8 +231,11 @@ mod tests {
         assert!(q.cancel(a));
         assert!(!q.cancel(a));
         assert_eq!(q.len(), 1);
-        assert_eq!(q.pop().unwrap().event, 2);
+        let b = q.pop().unwrap();
+        assert_eq!(b.event, 2);
+        assert!(!q.cancel(b.id), "a popped event cannot be cancelled");
         assert!(q.pop().is_none());
+        assert!(q.is_empty());
     }
 
     #[test]
@@ -247,6 +267,26 @@ mod tests {
             expected.sort();
             let got: Vec<(i64, usize)> = std::iter::from_fn(|| q.pop().map(|s| (s.time.0, s.event))).collect();
             prop_assert_eq!(got, expected);
+        }
+
+        /// Pushes (at or after the clock) interleaved with pops pop in `(time, seq)`
+        /// order, as an ordered set of the pending keys says.
+        #[test]
+        fn interleaved_pushes_and_pops_keep_the_order(ops in proptest::collection::vec((any::<bool>(), 0i64..20), 0..400)) {
+            let mut q = EventQueue::new();
+            let mut reference = std::collections::BTreeSet::new();
+            for (i, (push, dt)) in ops.into_iter().enumerate() {
+                if push {
+                    let at = q.now().0 + dt;
+                    let id = q.schedule(SimTime(at), i).unwrap();
+                    reference.insert((at, id.0, i));
+                } else {
+                    let want = reference.pop_first();
+                    let got = q.pop().map(|s| (s.time.0, s.id.0, s.event));
+                    prop_assert_eq!(got, want);
+                }
+                prop_assert_eq!(q.len(), reference.len());
+            }
         }
     }
 }

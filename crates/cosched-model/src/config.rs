@@ -124,6 +124,23 @@ pub struct AppJob {
     /// seed 002's "two application threads per node" is 2. FCFS admission only.
     #[serde(default = "one_u32", skip_serializing_if = "is_one")]
     pub ranks_per_node: u32,
+    /// Nice value of the job's processes, -20 to 19 (default 0), as the node's OS
+    /// scheduler model maps it (Linux 2.4: per-nice base quantum and goodness; CFS:
+    /// weight; Solaris TS: user priority; round robin: ignored).
+    #[serde(default, skip_serializing_if = "is_zero_i32")]
+    pub nice: i32,
+    /// Compute noise: every compute burst of the job is scaled by a log-normal factor
+    /// of mean 1 and this coefficient of variation (default 0: none), drawn from the
+    /// process's seeded stream.
+    #[serde(default, skip_serializing_if = "is_zero_f64")]
+    pub noise_cv: f64,
+}
+
+fn is_zero_i32(v: &i32) -> bool {
+    *v == 0
+}
+fn is_zero_f64(v: &f64) -> bool {
+    *v == 0.0
 }
 
 fn one_u32() -> u32 {
@@ -415,6 +432,18 @@ impl RunConfig {
                             format!("must be a finite number >= 0, got {}", j.submit_s),
                         );
                     }
+                    if !(-20..=19).contains(&j.nice) {
+                        return bad(
+                            &format!("workload.jobs[{i}].nice"),
+                            format!("must be between -20 and 19, got {}", j.nice),
+                        );
+                    }
+                    if !(j.noise_cv.is_finite() && j.noise_cv >= 0.0) {
+                        return bad(
+                            &format!("workload.jobs[{i}].noise_cv"),
+                            format!("must be a finite number >= 0, got {}", j.noise_cv),
+                        );
+                    }
                 }
                 match &self.node_platform {
                     None => return bad("node_platform", "required at fidelity \"process\"".into()),
@@ -669,6 +698,7 @@ mpl = 3
         // The defaults are not written back, so existing configurations keep their hash.
         let json = serde_json::to_string(&c).unwrap();
         assert!(!json.contains("ranks_per_node") && !json.contains("\"nodes\""));
+        assert!(!json.contains("nice") && !json.contains("noise_cv"));
         let text = PROCESS
             .replace("procs = 8,", "procs = 8, ranks_per_node = 2,")
             .replace("preset = \"choi2004\"", "preset = \"ghanesh\"\nnodes = 16");

@@ -335,3 +335,206 @@ fn hybrid_collective_boost_lets_the_woken_receiver_preempt() {
         assert_eq!(out.counters.boosts, 0);
     }
 }
+
+#[test]
+fn sb_spins_for_send_completions_and_spin_blocks_for_receive_completions() {
+    // Rank 0: a 1 ms non-blocking send and its Wait (send completion only), then a
+    // posted receive and its Wait (rank 1 sends 10 ms later: receive completion).
+    let plat = platform(2);
+    let mut b = Builder::new(2);
+    b.each(|r| match r {
+        0 => vec![
+            Op::Isend {
+                to: 1,
+                bytes: 200_000,
+                tag: 1,
+            },
+            Op::Wait,
+            Op::Irecv {
+                from: Some(1),
+                tag: 2,
+            },
+            Op::Wait,
+        ],
+        _ => vec![
+            Op::Recv {
+                from: Some(0),
+                tag: 1,
+            },
+            Op::Compute { ns: 10 * MS },
+            Op::Isend {
+                to: 0,
+                bytes: 8,
+                tag: 2,
+            },
+            Op::Wait,
+        ],
+    });
+    let jobs = [job(b, "completions")];
+    let sb = run("sb", &plat, &jobs, 1);
+    // The send completion spins through the 1 ms transmission; the receive
+    // completion spins 300 us, then blocks.
+    assert_eq!(sb.proc_spin_ns[0], MS + 300_000);
+    // CC spin-blocks both.
+    let cc = run("cc", &plat, &jobs, 1);
+    assert_eq!(cc.proc_spin_ns[0], 300_000 + 300_000);
+}
+
+/// Node 0 holds A (rank 0 of job 0), B (rank 0 of job 1) and a hog H (job 2); A's
+/// and B's partners on node 1 send them 1 and 3 messages while they compute (so no
+/// arrival boost: they are running). A runs first, then B, then H; A and B wait in
+/// the queue with 1 and 3 unconsumed messages, their counters spent. Returns the run
+/// with its timeline.
+fn most_messages(spec: &str) -> ProcOutput {
+    let plat = platform(2);
+    let pair = |n: u32, send_at_ms: i64| {
+        let mut b = Builder::new(2);
+        b.each(|r| match r {
+            0 => {
+                let mut ops = vec![Op::Compute { ns: 100 * MS }];
+                ops.extend((0..n).map(|_| Op::Recv {
+                    from: Some(1),
+                    tag: 1,
+                }));
+                ops
+            }
+            _ => {
+                let mut ops = vec![Op::Compute {
+                    ns: send_at_ms * MS,
+                }];
+                ops.extend((0..n).map(|_| Op::Isend {
+                    to: 0,
+                    bytes: 8,
+                    tag: 1,
+                }));
+                ops.push(Op::Wait);
+                ops
+            }
+        });
+        b
+    };
+    let mut hog = Builder::new(1);
+    hog.all(Op::Compute { ns: 300 * MS });
+    let jobs = [job(pair(1, 1), "a"), job(pair(3, 60), "b"), job(hog, "hog")];
+    let make = || build_node(spec).unwrap();
+    simulate_processes(
+        &plat,
+        &jobs,
+        &make,
+        &ProcOptions {
+            mpl: 3,
+            record_timeline: true,
+            ..Default::default()
+        },
+    )
+    .unwrap_or_else(|e| panic!("{spec}: {e}"))
+}
+
+/// Which of A (pid 0) and B (pid 2) runs first once the hog (pid 4) has had its slice.
+fn first_after_hog(out: &ProcOutput) -> u32 {
+    let cpu = |pid: u32| {
+        out.timeline
+            .iter()
+            .filter(move |s| s.pid == pid && s.cpu.is_some())
+    };
+    let hog_start = cpu(4).map(|s| s.start).min().unwrap();
+    cpu(0)
+        .chain(cpu(2))
+        .filter(|s| s.start > hog_start)
+        .min_by_key(|s| s.start)
+        .unwrap()
+        .pid
+}
+
+#[test]
+fn cc_periodic_pick_runs_the_process_with_most_unconsumed_messages_first() {
+    // With CC's 10 ms period, the timers during the hog's slice recommend B (3
+    // messages) over A (1); when the hog's slice ends every counter is spent, the
+    // epoch is recomputed, and the recommendation is followed.
+    let cc = most_messages("cc");
+    assert_eq!(first_after_hog(&cc), 2, "B runs first");
+    assert!(cc.counters.hints_followed >= 1);
+    assert_eq!(
+        cc.counters.boosts, 0,
+        "no arrival boost: the receivers were running"
+    );
+    // With a period longer than the run, nothing is recommended: Linux 2.4 runs the
+    // process queued first, A.
+    let slow = most_messages("cc[period_us=10000000]");
+    assert_eq!(first_after_hog(&slow), 0, "A runs first");
+    assert_eq!(slow.counters.hints_followed, 0);
+}
+
+/// A policy with every op of `inner` but `on_ack`.
+struct NoAck(Box<dyn NodePolicy>);
+
+impl NodePolicy for NoAck {
+    fn name(&self) -> String {
+        self.0.name()
+    }
+    fn wait_mode(&self, kind: WaitKind) -> WaitMode {
+        self.0.wait_mode(kind)
+    }
+    fn recommend(&mut self, v: &dyn NodeView) -> Option<Pid> {
+        self.0.recommend(v)
+    }
+    fn on_message(&mut self, v: &dyn NodeView, p: Pid, running: bool, out: &mut Vec<NodeAction>) {
+        self.0.on_message(v, p, running, out)
+    }
+    fn period(&self) -> Option<SimTime> {
+        self.0.period()
+    }
+    fn on_timer(&mut self, v: &dyn NodeView, out: &mut Vec<NodeAction>) {
+        self.0.on_timer(v, out)
+    }
+}
+
+#[test]
+fn cc_interrupts_and_boosts_a_sender_blocked_on_the_acknowledgement() {
+    // Node 0: the sender S (admitted first, so it runs first) and a hog; S's
+    // blocking 200 KB send is acknowledged after 1 ms + 2 latencies, by which time S
+    // has spun 300 us and blocked, and the hog runs.
+    let plat = platform(2);
+    let mut pair = Builder::new(2);
+    pair.each(|r| match r {
+        0 => vec![Op::Send {
+            to: 1,
+            bytes: 200_000,
+            tag: 1,
+        }],
+        _ => vec![Op::Recv {
+            from: Some(0),
+            tag: 1,
+        }],
+    });
+    let mut hog = Builder::new(1);
+    hog.all(Op::Compute { ns: 200 * MS });
+    let jobs = [job(pair, "pair"), job(hog, "hog")];
+    let ack_at = 1_000 + MS + 2 * 7_000;
+    let cc = run("cc", &plat, &jobs, 2);
+    assert_eq!(cc.counters.ack_boosts, 1);
+    // The acknowledgement's interrupt is the sender's wake-up: charged once.
+    assert_eq!(cc.counters.policy_interrupts, 0);
+    assert_eq!(cc.counters.boost_preemptions, 0);
+    // The boosted sender preempts the hog at once and ends after the interrupt.
+    assert_eq!(cc.proc_end[0].as_ns(), ack_at + 10_000);
+    // Without the acknowledgement op the woken sender does not beat the hog's
+    // goodness and waits for its slice (5 ticks: at least 40 ms).
+    let make = || -> Box<dyn NodePolicy> { Box::new(NoAck(build_node("cc").unwrap())) };
+    let plain = simulate_processes(
+        &plat,
+        &jobs,
+        &make,
+        &ProcOptions {
+            mpl: 2,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(plain.counters.ack_boosts, 0);
+    assert!(
+        plain.proc_end[0].as_ns() >= 40 * MS,
+        "{}",
+        plain.proc_end[0]
+    );
+}

@@ -178,17 +178,22 @@ impl RunResult {
         Ok(d)
     }
 
-    /// The run summary as JSON text (the summary.json keys, in a fixed order; NaN as null).
     /// The per-node timeline of a process-level run recorded with `timeline=True`,
-    /// as columns: node, cpu (-1 for the disk), job, rank, pid, start_s, end_s, kind
-    /// (useful, spin, switch, page_in, io), sorted by node, cpu, start; contiguous
-    /// pieces of one activity of one process on one lane are merged.
+    /// as columns: node, cpu (-1 for the disk, -2 for a process's own ready and
+    /// blocked intervals), job, rank, pid, start_s, end_s, kind (useful, spin,
+    /// switch, page_in, io, ready, blocked), sorted by node, cpu, start (and pid);
+    /// contiguous pieces of one activity of one process on one lane are merged.
     fn timeline_columns<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        use cosched::engine::process::SegmentKind;
+        use cosched::engine::process::{Segment, SegmentKind};
+        let lane = |s: &Segment| match (s.cpu, s.kind.is_state()) {
+            (Some(c), _) => i64::from(c),
+            (None, false) => -1,
+            (None, true) => -2,
+        };
         let mut sorted: Vec<_> = self.inner.timeline.clone();
-        sorted.sort_by_key(|s| (s.node, s.cpu.map_or(-1, i64::from), s.start, s.end, s.pid));
+        sorted.sort_by_key(|s| (s.node, lane(s), s.start, s.end, s.pid));
         // Contiguous pieces of one activity on one lane become one segment.
-        let mut segs: Vec<cosched::engine::process::Segment> = Vec::with_capacity(sorted.len());
+        let mut segs: Vec<Segment> = Vec::with_capacity(sorted.len());
         for s in sorted {
             match segs.last_mut() {
                 Some(p)
@@ -204,18 +209,13 @@ impl RunResult {
             }
         }
         let d = PyDict::new(py);
-        let col = |f: &dyn Fn(&cosched::engine::process::Segment) -> i64| -> Vec<i64> {
-            segs.iter().map(f).collect()
-        };
+        let col = |f: &dyn Fn(&Segment) -> i64| -> Vec<i64> { segs.iter().map(f).collect() };
         d.set_item("node", PyList::new(py, col(&|s| i64::from(s.node)))?)?;
-        d.set_item(
-            "cpu",
-            PyList::new(py, col(&|s| s.cpu.map_or(-1, i64::from)))?,
-        )?;
+        d.set_item("cpu", PyList::new(py, col(&lane))?)?;
         d.set_item("job", PyList::new(py, col(&|s| s.job as i64))?)?;
         d.set_item("rank", PyList::new(py, col(&|s| i64::from(s.rank)))?)?;
         d.set_item("pid", PyList::new(py, col(&|s| i64::from(s.pid)))?)?;
-        let secs = |f: &dyn Fn(&cosched::engine::process::Segment) -> SimTime| -> Vec<f64> {
+        let secs = |f: &dyn Fn(&Segment) -> SimTime| -> Vec<f64> {
             segs.iter().map(|s| f(s).as_secs_f64()).collect()
         };
         d.set_item("start_s", PyList::new(py, secs(&|s| s.start))?)?;
@@ -228,12 +228,15 @@ impl RunResult {
                 SegmentKind::Switch => "switch",
                 SegmentKind::PageIn => "page_in",
                 SegmentKind::Io => "io",
+                SegmentKind::Ready => "ready",
+                SegmentKind::Blocked => "blocked",
             })
             .collect();
         d.set_item("kind", PyList::new(py, kinds)?)?;
         Ok(d)
     }
 
+    /// The run summary as JSON text (the summary.json keys, in a fixed order; NaN as null).
     fn summary_json(&self) -> PyResult<String> {
         json_text(&self.inner.summary)
     }

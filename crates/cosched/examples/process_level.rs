@@ -41,12 +41,7 @@ fn main() {
                 });
                 b.allreduce(64);
             });
-            ProcJob {
-                program: b.build("bsp", 10.0),
-                submit: SimTime::from_secs(i as i64 / 2),
-                background: false,
-                ranks_per_node: 1,
-            }
+            ProcJob::new(b.build("bsp", 10.0), SimTime::from_secs(i as i64 / 2))
         })
         .collect();
     for (name, make) in [

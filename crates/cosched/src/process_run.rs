@@ -28,10 +28,16 @@ pub fn jobs_of(cfg: &RunConfig, origin: &str) -> Result<Vec<ProcJob>, Error> {
             }
         })?;
         jobs.push(ProcJob {
-            program,
+            // A configured noise replaces the preset's (every preset has none).
+            program: if j.noise_cv > 0.0 {
+                program.with_noise(j.noise_cv)
+            } else {
+                program
+            },
             submit: SimTime::from_secs_f64(j.submit_s),
             background: j.background,
             ranks_per_node: j.ranks_per_node,
+            nice: j.nice,
         });
     }
     jobs.sort_by_key(|j| j.submit);
@@ -328,6 +334,8 @@ pub fn nas_mix(
             submit_s: t,
             background: false,
             ranks_per_node: 1,
+            nice: 0,
+            noise_cv: 0.0,
         });
         let u: f64 = rng.gen::<f64>();
         t += -mean_interarrival_s * (1.0 - u).ln();

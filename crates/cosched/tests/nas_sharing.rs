@@ -14,18 +14,8 @@ fn two_nas_jobs_never_beat_dedicated_under_any_scheme() {
     for (app, class) in [("CG", 'A'), ("MG", 'A')] {
         let program = cosched::model::apps::build(app, class, 16).unwrap();
         let jobs = [
-            ProcJob {
-                program: program.clone(),
-                submit: SimTime::ZERO,
-                background: false,
-                ranks_per_node: 1,
-            },
-            ProcJob {
-                program,
-                submit: SimTime::ZERO,
-                background: false,
-                ranks_per_node: 1,
-            },
+            ProcJob::new(program.clone(), SimTime::ZERO),
+            ProcJob::new(program, SimTime::ZERO),
         ];
         let opts = ProcOptions {
             mpl: 2,

@@ -2,9 +2,15 @@
 //! fairness goal).
 //!
 //! Algorithm: every process has a virtual runtime that grows by the CPU time it
-//! uses (all processes have the same weight). A free CPU runs the runnable process
-//! with the smallest virtual runtime, for a slice of `latency / runnable` but at
-//! least `min_granularity`. A process keeps its virtual runtime while it sleeps,
+//! uses scaled by `1024 / weight`, its weight given by its nice value through the
+//! kernel's table (`sched_prio_to_weight`, `kernel/sched/core.c`: nice 0 weighs 1024,
+//! each nice step about 1.25x; nice 10 weighs 110, so two CPU-bound processes of nice 0
+//! and 10 share a CPU 1024 : 110). A free CPU runs the runnable process
+//! with the smallest virtual runtime, for its weight's share of the period
+//! (`sched_slice`: `period * weight / total runnable weight`, the period being
+//! `latency`, or `runnable * min_granularity` when more than
+//! `latency / min_granularity` processes are runnable); with equal weights this is
+//! `latency / runnable` but at least `min_granularity`. A process keeps its virtual runtime while it sleeps,
 //! but on waking it is placed no earlier than `min_vruntime - latency / 2` (bounded
 //! sleeper credit); a new process starts at `min_vruntime`. A woken process
 //! preempts the running one if its virtual runtime is smaller by more than
@@ -23,10 +29,41 @@ pub use cosched_model::node::{
     default_latency_ms, default_min_granularity_ms, default_wakeup_granularity_ms,
 };
 
-#[derive(Clone, Default, Debug)]
+/// The kernel's `sched_prio_to_weight`, nice -20 to 19.
+pub const NICE_TO_WEIGHT: [i64; 40] = [
+    88761, 71755, 56483, 46273, 36291, // -20
+    29154, 23254, 18705, 14949, 11916, // -15
+    9548, 7620, 6100, 4904, 3906, // -10
+    3121, 2501, 1991, 1586, 1277, // -5
+    1024, 820, 655, 526, 423, // 0
+    335, 272, 215, 172, 137, // 5
+    110, 87, 70, 56, 45, // 10
+    36, 29, 23, 18, 15, // 15
+];
+
+/// The weight of nice 0.
+const NICE_0: i64 = 1024;
+
+/// The weight of a nice value (clamped to -20..=19).
+pub fn weight_of(nice: i32) -> i64 {
+    NICE_TO_WEIGHT[(nice.clamp(-20, 19) + 20) as usize]
+}
+
+#[derive(Clone, Debug)]
 struct Proc {
     vruntime: i64,
     boosted: bool,
+    weight: i64,
+}
+
+impl Default for Proc {
+    fn default() -> Self {
+        Self {
+            vruntime: 0,
+            boosted: false,
+            weight: NICE_0,
+        }
+    }
 }
 
 pub struct Cfs {
@@ -37,6 +74,8 @@ pub struct Cfs {
     queue: Vec<Pid>,
     min_vruntime: i64,
     running: usize,
+    /// Total weight of the running processes.
+    running_weight: i64,
 }
 
 impl Cfs {
@@ -49,6 +88,17 @@ impl Cfs {
             queue: Vec::new(),
             min_vruntime: 0,
             running: 0,
+            running_weight: 0,
+        }
+    }
+
+    /// Virtual time of `ran` of CPU for `p` (`calc_delta_fair`).
+    fn virtual_of(&self, p: Pid, ran: i64) -> i64 {
+        let w = self.procs[p as usize].weight;
+        if w == NICE_0 {
+            ran
+        } else {
+            (i128::from(ran) * i128::from(NICE_0) / i128::from(w)) as i64
         }
     }
 
@@ -83,7 +133,12 @@ impl NativeScheduler for Cfs {
         *slot(&mut self.procs, p) = Proc {
             vruntime: self.min_vruntime,
             boosted: false,
+            weight: NICE_0,
         };
+    }
+
+    fn set_nice(&mut self, p: Pid, nice: i32) {
+        self.procs[p as usize].weight = weight_of(nice);
     }
 
     fn exit(&mut self, p: Pid) {
@@ -120,11 +175,22 @@ impl NativeScheduler for Cfs {
             followed = Some(c) == hint;
         }
         let n = (self.queue.len() + self.running) as i64;
+        let total: i64 = self.running_weight
+            + self
+                .queue
+                .iter()
+                .map(|&q| self.procs[q as usize].weight)
+                .sum::<i64>();
         let pid = self.queue.remove(k);
         self.procs[pid as usize].boosted = false;
         self.min_vruntime = self.min_vruntime.max(left);
         self.running += 1;
-        let slice = (self.latency / n.max(1)).max(self.min_gran);
+        let w = self.procs[pid as usize].weight;
+        self.running_weight += w;
+        // sched_slice: the period (latency, stretched to min_granularity per runnable
+        // process beyond latency / min_granularity of them) in proportion to weight.
+        let period = self.latency.max(n * self.min_gran);
+        let slice = ((i128::from(period) * i128::from(w) / i128::from(total.max(1))) as i64).max(1);
         Some(Pick {
             pid,
             slice: SimTime(slice),
@@ -134,14 +200,15 @@ impl NativeScheduler for Cfs {
 
     fn stop(&mut self, p: Pid, ran: SimTime, _why: Stop, _now: SimTime) {
         self.running -= 1;
-        self.procs[p as usize].vruntime += ran.as_ns();
+        self.running_weight -= self.procs[p as usize].weight;
+        self.procs[p as usize].vruntime += self.virtual_of(p, ran.as_ns());
         let own = self.procs[p as usize].vruntime;
         let floor = self.leftmost().map_or(own, |(_, left)| left.min(own));
         self.min_vruntime = self.min_vruntime.max(floor);
     }
 
     fn should_preempt(&self, woken: Pid, running: Pid, ran: SimTime) -> bool {
-        let r = self.procs[running as usize].vruntime + ran.as_ns();
+        let r = self.procs[running as usize].vruntime + self.virtual_of(running, ran.as_ns());
         r - self.procs[woken as usize].vruntime > self.wakeup_gran
     }
 
@@ -161,7 +228,10 @@ impl NativeScheduler for Cfs {
         let q: Vec<String> = self
             .queue
             .iter()
-            .map(|&p| format!("{p}(v={}us)", self.procs[p as usize].vruntime / 1000))
+            .map(|&p| {
+                let s = &self.procs[p as usize];
+                format!("{p}(v={}us,w={})", s.vruntime / 1000, s.weight)
+            })
             .collect();
         format!(
             "{} min_vruntime={}us runnable=[{}]",
@@ -178,6 +248,32 @@ mod tests {
 
     fn ms(x: i64) -> SimTime {
         SimTime::from_ms(x)
+    }
+
+    #[test]
+    fn nice_weighs_virtual_time_and_slices() {
+        assert_eq!(
+            (weight_of(0), weight_of(10), weight_of(-20)),
+            (1024, 110, 88761)
+        );
+        let mut s = Cfs::new(ms(6), SimTime::from_us(750), ms(1));
+        for p in 0..2 {
+            s.add(p, SimTime::ZERO);
+        }
+        s.set_nice(1, 10);
+        s.enqueue(0, Wake::New, SimTime::ZERO);
+        s.enqueue(1, Wake::New, SimTime::ZERO);
+        // Slices in proportion to weight: 6 ms x 1024 / 1134 and 6 ms x 110 / 1134.
+        let a = s.pick(SimTime::ZERO, None).unwrap();
+        assert_eq!((a.pid, a.slice.as_ns()), (0, 6_000_000 * 1024 / 1134));
+        s.stop(0, ms(1), Stop::Expired, ms(1));
+        s.enqueue(0, Wake::Expired, ms(1));
+        assert_eq!(s.vruntime(0), ms(1));
+        let b = s.pick(ms(1), None).unwrap();
+        assert_eq!((b.pid, b.slice.as_ns()), (1, 6_000_000 * 110 / 1134));
+        s.stop(1, ms(1), Stop::Expired, ms(2));
+        // 1 ms of CPU is 1024 / 110 ms of virtual time at nice 10.
+        assert_eq!(s.vruntime(1).as_ns(), 1_000_000 * 1024 / 110);
     }
 
     #[test]

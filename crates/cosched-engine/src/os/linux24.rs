@@ -8,13 +8,24 @@
 //!   preempted at the boundary where its counter reaches 0. Each node's timer has
 //!   its own phase (boundaries at `phase + i * tick`; nodes boot at different
 //!   times), drawn by the process engine per node;
-//! - `goodness(p) = 0` if its counter is spent, else `ceil(counter / tick) + 20 - nice`;
-//!   a free CPU runs the runnable process of highest goodness (ties: the one queued
-//!   first), for at most its remaining counter;
+//! - `goodness(p) = 0` if its counter is spent, else `ceil(counter / tick) + 20 - nice`
+//!   (the kernel's `weight = p->counter; ... weight += 20 - p->nice;`, without the
+//!   SMP processor-affinity and same-`mm` bonuses); a free CPU runs the runnable
+//!   process of highest goodness (ties: the one queued first), for at most its
+//!   remaining counter;
 //! - when every runnable process has spent its counter, the epoch ends and EVERY
-//!   process of the node, runnable or sleeping, gets `counter = counter / 2 + base`
+//!   process of the node, runnable or sleeping, gets `counter = counter / 2 + base(nice)`
 //!   (in whole ticks, as the kernel's integer `counter >> 1`),
-//!   so a process that slept carries up to twice the base slice into the next epoch;
+//!   so a process that slept carries up to twice its base slice into the next epoch;
+//! - the per-nice base quantum is the kernel's
+//!   `NICE_TO_TICKS(nice) = TICK_SCALE(20 - nice) + 1` ticks, where `TICK_SCALE(x)`
+//!   is `x >> 2` for HZ < 200, `x >> 1` for HZ < 400, `x` for HZ < 800, `x << 1` for
+//!   HZ < 1600 and `x << 2` above (2.4 `kernel/sched.c`). The model takes
+//!   HZ = 1 s / `tick_ms` (HZ = 100 with the default 10 ms tick: nice -20, 0, 10, 19
+//!   give 11, 6, 3 and 1 ticks). `base_ticks` replaces the nice-0 value (6 at
+//!   HZ = 100) and the other nice values keep the kernel's offsets from it:
+//!   `base(nice) = max(1, base_ticks + NICE_TO_TICKS(nice) - NICE_TO_TICKS(0))` ticks,
+//!   which is exactly `NICE_TO_TICKS(nice)` with the default `base_ticks = 6`;
 //! - a woken process preempts the running one when its goodness exceeds the
 //!   running process's by more than 1.
 //!
@@ -25,7 +36,7 @@
 //! has counter in this epoch.
 //!
 //! Parameters: `tick_ms` (10, HZ = 100), `base_ticks` (6: NICE_TO_TICKS(0) at HZ = 100).
-//! Every process has nice 0.
+//! A process's nice value comes from its job ([`NativeScheduler::set_nice`]; default 0).
 
 use super::{slot, NativeScheduler, Pick, Pid, Stop, Wake};
 use cosched_des::SimTime;
@@ -41,13 +52,32 @@ struct Proc {
     boosted: bool,
     /// When it was last picked.
     since: i64,
+    /// Nice value, -20 to 19.
+    nice: i32,
+}
+
+/// The kernel's `NICE_TO_TICKS(nice)` at `hz` timer interrupts per second (2.4
+/// `kernel/sched.c`: `TICK_SCALE(20 - nice) + 1`).
+pub fn nice_to_ticks(nice: i32, hz: i64) -> i64 {
+    let x = i64::from(20 - nice.clamp(-20, 19));
+    let scaled = match hz {
+        ..200 => x >> 2,
+        200..400 => x >> 1,
+        400..800 => x,
+        800..1600 => x << 1,
+        _ => x << 2,
+    };
+    scaled + 1
 }
 
 pub struct Linux24 {
     tick: i64,
     /// The node timer's phase: tick boundaries fall at `phase + i * tick`.
     phase: i64,
+    /// Base quantum of a nice-0 process, ns.
     base: i64,
+    /// Timer interrupts per second (1 s / tick, rounded).
+    hz: i64,
     procs: Vec<Proc>,
     /// Runnable processes in queue order.
     queue: Vec<Pid>,
@@ -64,6 +94,7 @@ impl Linux24 {
             tick: tick.as_ns(),
             phase: 0,
             base: tick.as_ns() * base_ticks as i64,
+            hz: (1e9 / tick.as_ns() as f64).round() as i64,
             procs: Vec::new(),
             queue: Vec::new(),
             epochs: 0,
@@ -91,25 +122,36 @@ impl Linux24 {
         self.epochs
     }
 
-    fn goodness_of(&self, counter: i64, boosted: bool) -> i64 {
+    /// The base quantum of a process of nice `nice`, ns (module doc).
+    pub fn base_of(&self, nice: i32) -> i64 {
+        let d = nice_to_ticks(nice, self.hz) - nice_to_ticks(0, self.hz);
+        (self.base + d * self.tick).max(self.tick)
+    }
+
+    fn goodness_of(&self, counter: i64, boosted: bool, nice: i32) -> i64 {
         if counter <= 0 {
             0
         } else {
             let ticks = (counter + self.tick - 1) / self.tick;
-            ticks + 20 + if boosted { BOOST } else { 0 }
+            ticks + 20 - i64::from(nice) + if boosted { BOOST } else { 0 }
         }
     }
 
     fn goodness(&self, p: Pid) -> i64 {
         let s = &self.procs[p as usize];
-        self.goodness_of(s.counter, s.boosted)
+        self.goodness_of(s.counter, s.boosted, s.nice)
     }
 
     fn new_epoch(&mut self) {
         self.epochs += 1;
         let tick = self.tick;
-        for s in self.procs.iter_mut().filter(|s| s.known) {
-            s.counter = (s.counter.max(0) / tick / 2) * tick + self.base;
+        for k in 0..self.procs.len() {
+            if !self.procs[k].known {
+                continue;
+            }
+            let base = self.base_of(self.procs[k].nice);
+            let s = &mut self.procs[k];
+            s.counter = (s.counter.max(0) / tick / 2) * tick + base;
         }
     }
 
@@ -144,7 +186,16 @@ impl NativeScheduler for Linux24 {
             counter: self.base,
             boosted: false,
             since: 0,
+            nice: 0,
         };
+    }
+
+    fn set_nice(&mut self, p: Pid, nice: i32) {
+        let nice = nice.clamp(-20, 19);
+        let base = self.base_of(nice);
+        let s = &mut self.procs[p as usize];
+        s.nice = nice;
+        s.counter = base;
     }
 
     fn exit(&mut self, p: Pid) {
@@ -165,15 +216,17 @@ impl NativeScheduler for Linux24 {
         if self.queue.is_empty() {
             return None;
         }
-        if let Some(h) = hint {
-            if let Some(k) = self.queue.iter().position(|&q| q == h) {
-                if self.procs[h as usize].counter > 0 {
-                    return Some(Pick {
-                        followed_hint: true,
-                        ..self.take(k, now)
-                    });
-                }
-            }
+        // The recommendation, if it is runnable and has counter left.
+        let hinted = |s: &Self| {
+            let h = hint?;
+            let k = s.queue.iter().position(|&q| q == h)?;
+            (s.procs[h as usize].counter > 0).then_some(k)
+        };
+        if let Some(k) = hinted(self) {
+            return Some(Pick {
+                followed_hint: true,
+                ..self.take(k, now)
+            });
         }
         let best = |s: &Self| {
             let mut best = (0i64, 0usize);
@@ -187,7 +240,17 @@ impl NativeScheduler for Linux24 {
         };
         let (mut g, mut k) = best(self);
         if g == 0 {
+            // Every runnable counter is spent: the kernel recalculates and repeats the
+            // selection, and SchedAsst is consulted again before it (seed 000 §3:
+            // "every time the local Linux scheduler is invoked"), so the
+            // recommendation now has counter left.
             self.new_epoch();
+            if let Some(k) = hinted(self) {
+                return Some(Pick {
+                    followed_hint: true,
+                    ..self.take(k, now)
+                });
+            }
             (g, k) = best(self);
             debug_assert!(g > 0);
         }
@@ -203,7 +266,7 @@ impl NativeScheduler for Linux24 {
     fn should_preempt(&self, woken: Pid, running: Pid, ran: SimTime) -> bool {
         let r = &self.procs[running as usize];
         let charged = self.ticks_between(r.since, r.since + ran.as_ns()) * self.tick;
-        let g_run = self.goodness_of(r.counter - charged, r.boosted);
+        let g_run = self.goodness_of(r.counter - charged, r.boosted, r.nice);
         self.goodness(woken) - g_run > 1
     }
 
@@ -224,9 +287,11 @@ impl NativeScheduler for Linux24 {
             .queue
             .iter()
             .map(|&p| {
+                let s = &self.procs[p as usize];
                 format!(
-                    "{p}(c={}ms,g={})",
-                    self.procs[p as usize].counter / 1_000_000,
+                    "{p}(c={}ms,nice={},g={})",
+                    s.counter / 1_000_000,
+                    s.nice,
                     self.goodness(p)
                 )
             })
@@ -246,6 +311,12 @@ mod tests {
 
     fn ms(x: i64) -> SimTime {
         SimTime::from_ms(x)
+    }
+
+    /// `p`, picked at `at - ran`, runs out its slice at `at` and queues again.
+    fn expire(s: &mut Linux24, p: Pid, ran: SimTime, at: SimTime) {
+        s.stop(p, ran, Stop::Expired, at);
+        s.enqueue(p, Wake::Expired, at);
     }
 
     #[test]
@@ -296,6 +367,55 @@ mod tests {
         // 1 has spent its counter: the recommendation is refused, 0 runs.
         let pk = s.pick(ms(60), Some(1)).unwrap();
         assert_eq!((pk.pid, pk.followed_hint), (0, false));
+    }
+
+    #[test]
+    fn nice_sets_the_base_quantum_and_the_goodness() {
+        // NICE_TO_TICKS at HZ = 100 and HZ = 1000.
+        let t: Vec<i64> = [-20, 0, 10, 19].map(|n| nice_to_ticks(n, 100)).into();
+        assert_eq!(t, [11, 6, 3, 1]);
+        assert_eq!(nice_to_ticks(0, 1000), 41);
+        let mut s = Linux24::new(ms(10), 6);
+        for p in 0..2 {
+            s.add(p, SimTime::ZERO);
+        }
+        s.set_nice(1, 10);
+        assert_eq!((s.counter(0), s.counter(1)), (ms(60), ms(30)));
+        s.enqueue(1, Wake::New, SimTime::ZERO);
+        s.enqueue(0, Wake::New, SimTime::ZERO);
+        // Goodness 6 + 20 against 3 + 20 - 10.
+        let pk = s.pick(SimTime::ZERO, None).unwrap();
+        assert_eq!((pk.pid, pk.slice), (0, ms(60)));
+        expire(&mut s, 0, ms(60), ms(60));
+        let pk = s.pick(ms(60), None).unwrap();
+        assert_eq!((pk.pid, pk.slice), (1, ms(30)));
+        expire(&mut s, 1, ms(30), ms(90));
+        // The epoch gives each its own base again.
+        s.pick(ms(90), None).unwrap();
+        assert_eq!((s.counter(0), s.counter(1)), (ms(60), ms(30)));
+        // base_ticks replaces NICE_TO_TICKS(0); other nice values keep their offsets.
+        let s5 = Linux24::new(ms(10), 5);
+        assert_eq!(
+            (s5.base_of(0), s5.base_of(10), s5.base_of(19)),
+            (50_000_000, 20_000_000, 10_000_000)
+        );
+    }
+
+    #[test]
+    fn a_recommendation_refused_for_a_spent_counter_is_followed_after_the_epoch() {
+        let mut s = Linux24::new(ms(10), 6);
+        for p in 0..2 {
+            s.add(p, SimTime::ZERO);
+            s.enqueue(p, Wake::New, SimTime::ZERO);
+        }
+        for (t, p) in [(0, 0), (60, 1)] {
+            let pk = s.pick(ms(t), Some(p)).unwrap();
+            expire(&mut s, pk.pid, ms(60), ms(t + 60));
+        }
+        // Both spent: the epoch is recomputed and the recommendation (1, queued
+        // second) is followed.
+        let pk = s.pick(ms(120), Some(1)).unwrap();
+        assert_eq!((pk.pid, pk.followed_hint, s.epochs()), (1, true, 1));
     }
 
     #[test]

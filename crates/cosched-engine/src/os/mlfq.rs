@@ -14,6 +14,12 @@
 //! kept in the highest queue cannot be held to its share), so a runnable
 //! recommendation is always followed and a boost lifts the process to level 59.
 //!
+//! Nice: as Solaris's `ts_donice`, a process's user priority is
+//! `upri = -(nice * 60) / 20` (`ts_maxupri = 60`, `NZERO = 20`) and it is dispatched at
+//! `umdpri = clamp(level + upri, 0, 59)` (`TS_NEWUMDPRI`): the queue order, the
+//! quantum and the preemption test use `umdpri`, while the table's `tqexp`,
+//! `slpret` and `lwait` move `level` (`ts_cpupri`). With nice 0, `umdpri = level`.
+//!
 //! Parameter: `quantum_scale` (1) multiplies every quantum of the table.
 
 use super::{slot, NativeScheduler, Pick, Pid, Stop, Wake};
@@ -67,9 +73,12 @@ pub fn solaris_ts_table() -> Vec<Level> {
 
 #[derive(Clone, Default, Debug)]
 struct Proc {
+    /// The table level (`ts_cpupri`).
     level: u8,
     /// When it last entered the queue (for the starvation rule).
     queued_at: i64,
+    /// User priority from the nice value (`ts_upri`).
+    upri: i32,
 }
 
 pub struct Mlfq {
@@ -96,6 +105,12 @@ impl Mlfq {
 
     pub fn level(&self, p: Pid) -> u8 {
         self.procs[p as usize].level
+    }
+
+    /// The dispatch priority (`ts_umdpri`): the level plus the user priority.
+    pub fn priority(&self, p: Pid) -> u8 {
+        let s = &self.procs[p as usize];
+        (i32::from(s.level) + s.upri).clamp(0, i32::from(TOP)) as u8
     }
 
     /// Applies the starvation rule to every queued process.
@@ -125,7 +140,12 @@ impl NativeScheduler for Mlfq {
         *slot(&mut self.procs, p) = Proc {
             level: START_LEVEL,
             queued_at: now.as_ns(),
+            upri: 0,
         };
+    }
+
+    fn set_nice(&mut self, p: Pid, nice: i32) {
+        self.procs[p as usize].upri = -(nice.clamp(-20, 19) * 60) / 20;
     }
 
     fn exit(&mut self, p: Pid) {
@@ -158,7 +178,7 @@ impl NativeScheduler for Mlfq {
             None => {
                 let mut best: Option<(u8, usize)> = None;
                 for (k, &q) in self.queue.iter().enumerate() {
-                    let l = self.procs[q as usize].level;
+                    let l = self.priority(q);
                     if best.is_none_or(|(bl, _)| l > bl) {
                         best = Some((l, k));
                     }
@@ -169,7 +189,7 @@ impl NativeScheduler for Mlfq {
         let pid = self.queue.remove(k);
         Some(Pick {
             pid,
-            slice: self.quantum(self.procs[pid as usize].level),
+            slice: self.quantum(self.priority(pid)),
             followed_hint: followed,
         })
     }
@@ -177,7 +197,7 @@ impl NativeScheduler for Mlfq {
     fn stop(&mut self, _p: Pid, _ran: SimTime, _why: Stop, _now: SimTime) {}
 
     fn should_preempt(&self, woken: Pid, running: Pid, _ran: SimTime) -> bool {
-        self.procs[woken as usize].level > self.procs[running as usize].level
+        self.priority(woken) > self.priority(running)
     }
 
     fn boost(&mut self, p: Pid, _now: SimTime) {
@@ -194,7 +214,13 @@ impl NativeScheduler for Mlfq {
         let q: Vec<String> = self
             .queue
             .iter()
-            .map(|&p| format!("{p}(L{})", self.procs[p as usize].level))
+            .map(|&p| {
+                format!(
+                    "{p}(L{},P{})",
+                    self.procs[p as usize].level,
+                    self.priority(p)
+                )
+            })
             .collect();
         format!("{} runnable=[{}]", self.name(), q.join(" "))
     }

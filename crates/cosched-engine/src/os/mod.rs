@@ -13,6 +13,12 @@
 //!   by `pick`, until `stop`), or sleeping (after `stop` with [`Stop::Blocked`]).
 //! - [`stop`](NativeScheduler::stop) reports how long the process ran since it was
 //!   picked; a preempted or expired process is `enqueue`d again by the runtime.
+//! - [`set_nice`](NativeScheduler::set_nice) right after `add` for a process whose
+//!   nice value is not 0 (the value never changes afterwards).
+//!
+//! Nice values (-20 to 19, 0 by default): [`linux24`] uses the kernel's per-nice base
+//! quantum and goodness term, [`cfs`] the kernel's weight table, [`mlfq`] Solaris TS's
+//! user priority; [`rr`] ignores them.
 //!
 //! Models: [`linux24`] (epoch/counter goodness), [`cfs`] (fair, virtual runtime),
 //! [`mlfq`] (Solaris TS dispatch table), [`rr`] (strict round robin). Built by
@@ -71,6 +77,9 @@ pub trait NativeScheduler: Send {
     fn add(&mut self, p: Pid, now: SimTime);
     /// Forgets a process that ended (it is not runnable nor running).
     fn exit(&mut self, p: Pid);
+    /// Sets the nice value (-20 to 19) of `p`, just added and not yet runnable.
+    /// Default: ignored (a model without priorities).
+    fn set_nice(&mut self, _p: Pid, _nice: i32) {}
     /// Makes `p` runnable.
     fn enqueue(&mut self, p: Pid, how: Wake, now: SimTime);
     /// Takes `p` out of the runnable set without running it (it blocks while queued).
@@ -110,11 +119,20 @@ pub fn build_on_node(cfg: &OsConfig, phase: SimTime) -> Box<dyn NativeScheduler>
     }
 }
 
-/// The period of a model's timer tick, if its decisions fall on ticks.
-pub fn tick_of(cfg: &OsConfig) -> Option<SimTime> {
+/// The period of the node's OS timer interrupt (the `tick` op of node policies):
+/// - Linux 2.4: `tick_ms` (10 ms, HZ = 100), the boundaries at which the model
+///   charges counters;
+/// - CFS: 4 ms, HZ = 250, the default `CONFIG_HZ` of Linux since 2.6.13
+///   (`kernel/Kconfig.hz`); the CFS model itself accounts run time exactly and needs
+///   no tick;
+/// - Solaris TS (MLFQ): 10 ms, the default clock rate `hz = 100` of Solaris
+///   (`clock()` runs `ts_tick` at each tick, `ts_update` once a second);
+/// - round robin: 10 ms (HZ = 100, as the Linux kernels of the seeds).
+pub fn timer_tick(cfg: &OsConfig) -> SimTime {
     match *cfg {
-        OsConfig::Linux24 { tick_ms, .. } => Some(SimTime::from_secs_f64(tick_ms / 1000.0)),
-        _ => None,
+        OsConfig::Linux24 { tick_ms, .. } => SimTime::from_secs_f64(tick_ms / 1000.0),
+        OsConfig::Cfs { .. } => SimTime::from_ms(4),
+        OsConfig::Mlfq { .. } | OsConfig::Rr { .. } => SimTime::from_ms(10),
     }
 }
 

@@ -52,10 +52,12 @@
 //! scheduling with EASY backfilling at MPL 1 ([`batch`], `ProcOptions::backfill`).
 
 pub mod batch;
+pub mod check;
 pub mod flexgang;
 pub mod gang;
 pub mod perturb;
 pub mod policy;
+pub mod testkit;
 
 #[cfg(test)]
 mod flexgang_tests;
@@ -67,11 +69,13 @@ mod perturb_tests;
 mod tests;
 
 use crate::os::{self, NativeScheduler, Pick, Pid, Stop, Wake};
-use cosched_des::{EventQueue, RngStream, RngStreams, SimTime};
+use cosched_des::{EventQueue, RngStream, RngStreams, SimTime, TimerSlots};
 use cosched_model::node::NodePlatform;
 use cosched_model::program::{Op, Program, Rank};
 use cosched_model::Placement;
-use policy::{NodeAction, NodePolicy, NodeView, WaitKind, WaitMode};
+use policy::{
+    DequeueReason, EnqueueReason, NodeAction, NodePolicy, NodeView, Ops, WaitKind, WaitMode,
+};
 use rand::seq::SliceRandom;
 use thiserror::Error;
 
@@ -87,6 +91,9 @@ pub struct ProcJob {
     /// `k`, ranks `0..k` share the first chosen node, `k..2k` the second, and so
     /// on (seed 002's "two application threads per node"). FCFS admission only.
     pub ranks_per_node: u32,
+    /// Nice value of the job's processes, -20 to 19 (0: the default priority), as
+    /// each native scheduler model maps it ([`crate::os`]).
+    pub nice: i32,
 }
 
 impl ProcJob {
@@ -97,6 +104,7 @@ impl ProcJob {
             submit,
             background: false,
             ranks_per_node: 1,
+            nice: 0,
         }
     }
 
@@ -118,7 +126,14 @@ impl ProcJob {
             submit,
             background: true,
             ranks_per_node: 1,
+            nice: 0,
         }
+    }
+
+    /// The same job with nice value `nice` ([`ProcJob::nice`]).
+    pub fn with_nice(mut self, nice: i32) -> Self {
+        self.nice = nice;
+        self
     }
 }
 
@@ -185,10 +200,25 @@ pub enum SegmentKind {
     PageIn,
     /// The node's disk serving a process's I/O burst.
     Io,
+    /// The process is runnable but waits for a CPU (off every CPU).
+    Ready,
+    /// The process sleeps: blocked in a wait, in its disk burst, or waiting for its
+    /// pages to be read back (off every CPU, not runnable).
+    Blocked,
+}
+
+impl SegmentKind {
+    /// Whether the segment is a process's own state (ready or blocked) rather than
+    /// a CPU's or a disk's activity.
+    pub fn is_state(self) -> bool {
+        matches!(self, SegmentKind::Ready | SegmentKind::Blocked)
+    }
 }
 
 /// One interval of a node's timeline. CPU segments have `cpu = Some(k)`; disk
-/// segments have `cpu = None`.
+/// segments (`PageIn`, `Io`) and process-state segments (`Ready`, `Blocked`) have
+/// `cpu = None`. From its admission to its end, every process is at each instant in
+/// exactly one of: on a CPU (`Useful`, `Spin`, `Switch`), `Ready` or `Blocked`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Segment {
     pub node: u32,
@@ -204,6 +234,9 @@ pub struct Segment {
 /// Counters of a run.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ProcCounters {
+    /// Events handled. A CPU's planned segment end is a re-settable timer: when
+    /// the CPU's plan changes, the end it replaces is dropped, never handled nor
+    /// counted.
     pub events: u64,
     pub context_switches: u64,
     pub messages: u64,
@@ -229,6 +262,8 @@ pub struct ProcCounters {
     pub boosts: u64,
     /// Running processes preempted at once by a boosted one.
     pub boost_preemptions: u64,
+    /// Boosts a policy applied on a NIC acknowledgement (`on_ack`, CC's sender boost).
+    pub ack_boosts: u64,
     /// Gang slot switches (each one idles every node for the switch cost).
     pub gang_switches: u64,
     /// Flexible gang: running processes preempted by a process woken by its disk
@@ -276,21 +311,25 @@ pub enum ProcError {
     Options(String),
     #[error("job {job}: rank {rank} sends to rank {to}, which does not exist")]
     BadRank { job: usize, rank: Rank, to: Rank },
-    #[error("deadlock at t={time}: {waiting} process(es) wait for messages that can never arrive; first: {first}")]
+    #[error("deadlock at t={time}: {waiting} process(es) wait for messages that can never arrive; first: {first}{dump}")]
     Deadlock {
         time: SimTime,
         waiting: usize,
         first: String,
+        /// The nodes' state: each node's native scheduler and non-empty policy dump.
+        dump: String,
     },
     #[error("jobs not sorted by submit time at index {0}")]
     Unsorted(usize),
     #[error("engine invariant violated: {0}")]
     Invariant(String),
-    #[error("time limit {limit} reached with {unfinished} job(s) unfinished; first unfinished process: {first}")]
+    #[error("time limit {limit} reached with {unfinished} job(s) unfinished; first unfinished process: {first}{dump}")]
     TimeLimit {
         limit: SimTime,
         unfinished: usize,
         first: String,
+        /// As for [`ProcError::Deadlock`].
+        dump: String,
     },
 }
 
@@ -327,6 +366,8 @@ fn kb(mb: f64) -> i64 {
 #[derive(Clone, Copy, Debug)]
 struct Waiting {
     cond: Cond,
+    /// What the policy was told (`None` for a disk burst).
+    kind: Option<WaitKind>,
     mode: WaitMode,
     since: SimTime,
 }
@@ -387,6 +428,8 @@ struct Proc<'a> {
     noise: Option<(RngStream, f64)>,
     /// Boosted until it next gets a CPU ([`NodeAction::BoostUntilRun`]).
     boost_until_run: bool,
+    /// Since when it is in its current state (the timeline's ready and blocked segments).
+    state_since: SimTime,
 }
 
 /// An Erlang-`k` draw of mean `mean_ns` (the sum of `k` exponential phases of mean
@@ -420,7 +463,6 @@ struct Cpu {
     /// Progress of the running process counts from here (after the context switch).
     since: SimTime,
     slice_end: SimTime,
-    gen: u64,
     busy_ns: i64,
 }
 
@@ -438,15 +480,24 @@ struct Node {
     committed_kb: i64,
     /// Processes waiting to page in, in order.
     page_queue: std::collections::VecDeque<Pid>,
+    /// The optional policy ops the node's policy implements.
+    ops: Ops,
+    /// A policy timer (`on_timer`) is pending.
+    timer_armed: bool,
+    /// An OS timer tick (`tick` op) is pending.
+    tick_armed: bool,
+    /// The node's OS timer boundaries fall at `tick_phase + i * tick`.
+    tick_phase: SimTime,
 }
 
 #[derive(Clone, Copy, Debug)]
 enum Ev {
     Arrive(usize),
+    /// The end of a CPU's planned segment. Kept in the CPU's timer slot
+    /// ([`Sim::segs`]), never in the queue: re-planning the CPU replaces it.
     SegEnd {
         node: u32,
         cpu: u32,
-        gen: u64,
     },
     Msg {
         to: Pid,
@@ -468,6 +519,10 @@ enum Ev {
     Timer {
         node: u32,
     },
+    /// The node's OS timer interrupt (the policy's `tick` op).
+    Tick {
+        node: u32,
+    },
     /// End of a gang slot: every CPU is taken back and the global switch starts.
     GangSwitch {
         gen: u64,
@@ -476,6 +531,18 @@ enum Ev {
     GangResume {
         gen: u64,
     },
+}
+
+/// When a policy's actions take effect ([`policy`] module doc).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Apply {
+    /// A boost of a runnable process may preempt at once; the node is rescheduled.
+    Now,
+    /// No preemption; the node is rescheduled (ops called while a process executes).
+    NextPoint,
+    /// Priorities change; no preemption, no rescheduling (ops called during a CPU
+    /// hand-over: `enqueue`, `dequeue`, `running`, `stopping`).
+    Deferred,
 }
 
 struct View<'s, 'a> {
@@ -504,6 +571,9 @@ struct Sim<'a> {
     jobs: &'a [ProcJob],
     opts: ProcOptions,
     q: EventQueue<Ev>,
+    /// The pending segment end of each CPU (slot `node * cpus_per_node + cpu`),
+    /// ordered with the queue's events by the sequence it reserved there.
+    segs: TimerSlots,
     nodes: Vec<Node>,
     policies: Vec<Box<dyn NodePolicy>>,
     procs: Vec<Proc<'a>>,
@@ -515,7 +585,11 @@ struct Sim<'a> {
     /// The perturbation harness ([`perturb`]), gang mode only.
     perturb: Option<perturb::Perturber>,
     records: Vec<Option<ProcJobRecord>>,
+    /// Whether each job has ended (set once, checked: a job ends exactly once).
+    ended: Vec<bool>,
     pending: std::collections::VecDeque<usize>,
+    /// Jobs whose submission event has not happened yet.
+    arrivals_left: usize,
     jobs_done: usize,
     counters: ProcCounters,
     /// Foreground jobs not finished yet; the run ends when none is left.
@@ -530,6 +604,8 @@ struct Sim<'a> {
     streams: RngStreams,
     actions: Vec<NodeAction>,
     timeline: Option<Vec<Segment>>,
+    /// The period of the nodes' OS timer ([`os::timer_tick`]).
+    tick: SimTime,
     // Platform constants in ns.
     send_ns: i64,
     recv_ns: i64,
@@ -625,6 +701,12 @@ pub fn simulate_processes(
                 node_mb: plat.job_memory_mb,
             });
         }
+        if !(-20..=19).contains(&job.nice) {
+            return Err(ProcError::BadProgram {
+                job: j,
+                msg: format!("nice must be between -20 and 19, got {}", job.nice),
+            });
+        }
         let rpn = job.ranks_per_node;
         if rpn == 0 || rpn > opts.mpl {
             return Err(ProcError::BadProgram {
@@ -664,26 +746,31 @@ pub fn simulate_processes(
         }
     }
     // Each node's timer ticks with its own phase (nodes boot at different times):
-    // uniform in [0, tick) from the seeded stream "tick-phase/<node>".
-    let tick = os::tick_of(&plat.os);
+    // uniform in [0, tick) from the seeded stream "tick-phase/<node>". The policy
+    // `tick` op falls on the same boundaries.
+    let tick = os::timer_tick(&plat.os);
     let streams = RngStreams::new(opts.seed);
+    let policies: Vec<Box<dyn NodePolicy>> = (0..plat.nodes).map(|_| make_policy()).collect();
     let nodes = (0..plat.nodes)
-        .map(|k| Node {
+        .map(|k| {
+            use rand::Rng;
+            let phase = SimTime(
+                streams
+                    .stream(&format!("tick-phase/{k}"))
+                    .gen_range(0..tick.as_ns().max(1)),
+            );
+            (k, phase)
+        })
+        .map(|(k, phase)| Node {
             cpus: vec![Cpu::default(); plat.cpus_per_node as usize],
             sched: match opts.gang {
                 Some(_) => Box::new(gang::Dispatcher::default()),
-                None => os::build_on_node(
-                    &plat.os,
-                    tick.map_or(SimTime::ZERO, |t| {
-                        use rand::Rng;
-                        SimTime(
-                            streams
-                                .stream(&format!("tick-phase/{k}"))
-                                .gen_range(0..t.as_ns()),
-                        )
-                    }),
-                ),
+                None => os::build_on_node(&plat.os, phase),
             },
+            ops: policies[k as usize].ops(),
+            timer_armed: false,
+            tick_armed: false,
+            tick_phase: phase,
             procs: Vec::new(),
             disk_free_at: SimTime::ZERO,
             nic_free_at: SimTime::ZERO,
@@ -693,12 +780,12 @@ pub fn simulate_processes(
             page_queue: Default::default(),
         })
         .collect();
-    let policies = (0..plat.nodes).map(|_| make_policy()).collect();
     let mut sim = Sim {
         plat,
         jobs,
         opts: opts.clone(),
         q: EventQueue::new(),
+        segs: TimerSlots::new((plat.nodes * plat.cpus_per_node) as usize),
         nodes,
         policies,
         procs: Vec::new(),
@@ -710,7 +797,9 @@ pub fn simulate_processes(
             .map(|g| gang::Matrix::new(g, plat.nodes, jobs.len())),
         perturb: opts.perturb.clone().map(perturb::Perturber::new),
         records: vec![None; jobs.len()],
+        ended: vec![false; jobs.len()],
         pending: Default::default(),
+        arrivals_left: jobs.len(),
         jobs_done: 0,
         counters: ProcCounters::default(),
         fg_left: jobs.iter().filter(|j| !j.background).count(),
@@ -721,6 +810,7 @@ pub fn simulate_processes(
         streams: RngStreams::new(opts.seed),
         actions: Vec::new(),
         timeline: opts.record_timeline.then(Vec::new),
+        tick,
         send_ns: us(plat.send_overhead_us),
         recv_ns: us(plat.recv_overhead_us),
         interrupt_ns: us(plat.interrupt_us),
@@ -769,32 +859,47 @@ pub fn simulate_processes(
 
 impl<'a> Sim<'a> {
     fn run(&mut self) -> Result<(), ProcError> {
+        let mut last = SimTime::ZERO;
+        let cpus = self.plat.cpus_per_node;
         while self.fg_left > 0 {
-            let Some(ev) = self.q.pop() else {
+            // The next event in (time, sequence) order: a CPU's segment end (its timer
+            // slot) or the queue's next event.
+            let seg = self.segs.peek().filter(|&(t, seq, _)| {
+                self.q
+                    .peek_key()
+                    .is_none_or(|(qt, id)| (t, seq) < (qt, id.0))
+            });
+            let (now, ev) = if let Some((t, _, slot)) = seg {
+                self.segs.clear(slot);
+                self.q.advance_to(t).expect("the earliest event");
+                let (node, cpu) = (slot as u32 / cpus, slot as u32 % cpus);
+                (t, Ev::SegEnd { node, cpu })
+            } else if let Some(ev) = self.q.pop() {
+                (ev.time, ev.event)
+            } else {
                 return Err(self.deadlock());
             };
+            debug_assert!(now >= last, "time went backwards: {now} after {last}");
+            last = now;
             self.counters.events += 1;
-            let now = ev.time;
             if now > self.opts.time_limit {
-                let ProcError::Deadlock { first, .. } = self.deadlock() else {
+                let ProcError::Deadlock { first, dump, .. } = self.deadlock() else {
                     unreachable!()
                 };
                 return Err(ProcError::TimeLimit {
                     limit: self.opts.time_limit,
                     unfinished: self.fg_left,
                     first,
+                    dump,
                 });
             }
-            match ev.event {
+            match ev {
                 Ev::Arrive(j) => {
+                    self.arrivals_left -= 1;
                     self.pending.push_back(j);
                     self.admit(now);
                 }
-                Ev::SegEnd { node, cpu, gen } => {
-                    if self.nodes[node as usize].cpus[cpu as usize].gen == gen {
-                        self.seg_end(node, cpu, now);
-                    }
-                }
+                Ev::SegEnd { node, cpu } => self.seg_end(node, cpu, now),
                 Ev::Msg { to, from, tag } => {
                     self.procs[to as usize].in_flight -= 1;
                     self.procs[to as usize].mailbox.push((from, tag));
@@ -803,7 +908,7 @@ impl<'a> Sim<'a> {
                     }
                     let node = self.procs[to as usize].node;
                     let running = matches!(self.procs[to as usize].state, PState::Running(_));
-                    self.with_policy(node, now, true, |p, v, out| {
+                    self.with_policy(node, now, Apply::Now, |p, v, out| {
                         p.on_message(v, to, running, out)
                     });
                     self.condition_changed(to, now);
@@ -814,12 +919,21 @@ impl<'a> Sim<'a> {
                 }
                 Ev::Ack { to } => {
                     self.procs[to as usize].acks_pending -= 1;
+                    let node = self.procs[to as usize].node;
+                    if self.nodes[node as usize].ops.contains(Ops::ON_ACK) {
+                        let running = matches!(self.procs[to as usize].state, PState::Running(_));
+                        let boosts = self.counters.boosts;
+                        self.with_policy(node, now, Apply::Now, |p, v, out| {
+                            p.on_ack(v, to, running, out)
+                        });
+                        self.counters.ack_boosts += self.counters.boosts - boosts;
+                    }
                     self.condition_changed(to, now);
                 }
                 Ev::PageDone { to } => {
                     self.procs[to as usize].paging = false;
                     self.procs[to as usize].pinned = true;
-                    self.wake(to, now);
+                    self.wake(to, EnqueueReason::PagedIn, now);
                 }
                 Ev::IoDone { to } => {
                     let p = &mut self.procs[to as usize];
@@ -828,18 +942,27 @@ impl<'a> Sim<'a> {
                     if let Some(g) = &mut self.gang {
                         g.flex_io_done(to);
                     }
-                    self.wake(to, now);
+                    self.wake(to, EnqueueReason::IoDone, now);
                 }
                 Ev::GangSwitch { gen } => self.gang_switch(gen, now),
                 Ev::GangResume { gen } => self.gang_resume(gen, now),
                 Ev::Timer { node } => {
-                    self.with_policy(node, now, true, |p, v, out| p.on_timer(v, out));
+                    self.nodes[node as usize].timer_armed = false;
+                    self.with_policy(node, now, Apply::Now, |p, v, out| p.on_timer(v, out));
+                    self.arm_timer(node, now);
+                    if self.stuck() {
+                        return Err(self.deadlock());
+                    }
+                }
+                Ev::Tick { node } => {
+                    // A tick pending when the node emptied is dropped.
+                    self.nodes[node as usize].tick_armed = false;
                     if self.nodes[node as usize].load > 0 {
-                        if let Some(period) = self.policies[node as usize].period() {
-                            self.q
-                                .schedule(now + period, Ev::Timer { node })
-                                .expect("future");
-                        }
+                        self.with_policy(node, now, Apply::Now, |p, v, out| p.tick(v, out));
+                        self.arm_tick(node, now);
+                    }
+                    if self.stuck() {
+                        return Err(self.deadlock());
                     }
                 }
             }
@@ -917,6 +1040,14 @@ impl<'a> Sim<'a> {
                 p.state,
                 p.mailbox.len()
             ));
+        }
+        // Every job ended exactly once (the flag is set once, asserted in debug
+        // builds), except a background job that never started.
+        if let Some(j) = (0..self.jobs.len()).find(|&j| {
+            let never_started = self.jobs[j].background && self.job_pids[j].is_none();
+            !(self.ended[j] || never_started)
+        }) {
+            return bad(format!("job {j} never ended"));
         }
         let capacity = kb(self.plat.job_memory_mb);
         if let Some((k, n)) = self
@@ -998,18 +1129,104 @@ impl<'a> Sim<'a> {
             time: self.q.now(),
             waiting: waiting.len(),
             first,
+            dump: self.dump_nodes(),
         }
     }
 
-    /// Calls a policy op with a view of its node, then applies its actions.
-    /// `preempt` is false for the ops called while a process of the node executes
-    /// its program (`on_collective`, `on_wait_begin`): a boost then takes effect at
-    /// the node's next scheduling point instead of preempting at once.
+    /// The state of every node that still holds processes: its native scheduler's
+    /// dump and, when not empty, its policy's (as sched_ext's debug dump), one line
+    /// each, for the deadlock and time-limit errors.
+    fn dump_nodes(&self) -> String {
+        let mut out = String::new();
+        for (k, n) in self.nodes.iter().enumerate() {
+            let policy = self.policies[k].dump();
+            if n.procs.is_empty() && policy.is_empty() {
+                continue;
+            }
+            let running: Vec<String> = n
+                .cpus
+                .iter()
+                .map(|c| c.cur.map_or("-".into(), |p| p.to_string()))
+                .collect();
+            out.push_str(&format!(
+                "\n  node {k}: processes {:?}, running [{}]; native: {}",
+                n.procs,
+                running.join(" "),
+                n.sched.dump()
+            ));
+            if !policy.is_empty() {
+                out.push_str(&format!("; policy {}: {policy}", self.policies[k].name()));
+            }
+        }
+        out
+    }
+
+    /// Whether no process can ever progress although policy timers are still
+    /// pending: no job is still to arrive, no CPU runs anything, nothing is runnable,
+    /// and every unfinished process sleeps in a wait with no message, acknowledgement
+    /// or send completion on the way and no disk burst or page-in under way. Policy
+    /// timers and ticks cannot change that (their actions change priorities and
+    /// charge interrupts; they never satisfy a wait). Gang mode is left to the time
+    /// limit.
+    fn stuck(&self) -> bool {
+        if self.gang.is_some() || self.arrivals_left > 0 {
+            return false;
+        }
+        if self
+            .nodes
+            .iter()
+            .any(|n| n.sched.runnable() > 0 || n.cpus.iter().any(|c| c.cur.is_some()))
+        {
+            return false;
+        }
+        self.procs.iter().all(|p| {
+            p.state == PState::Done
+                || (p.state == PState::Blocked
+                    && !p.paging
+                    && p.in_flight == 0
+                    && p.acks_pending == 0
+                    && p.sends_pending == 0
+                    && p.wait.is_some_and(|w| w.cond != Cond::Io))
+        })
+    }
+
+    /// Starts the node's chain of policy timers if it holds processes, the policy
+    /// has a period and no timer of the node is pending.
+    fn arm_timer(&mut self, node: u32, now: SimTime) {
+        let n = &self.nodes[node as usize];
+        if n.timer_armed || n.load == 0 {
+            return;
+        }
+        if let Some(period) = self.policies[node as usize].period() {
+            self.nodes[node as usize].timer_armed = true;
+            self.q
+                .schedule(now + period, Ev::Timer { node })
+                .expect("future");
+        }
+    }
+
+    /// Schedules the node's next OS timer tick (after `now`) for a policy with the
+    /// `tick` op, if the node holds processes and no tick is pending.
+    fn arm_tick(&mut self, node: u32, now: SimTime) {
+        let n = &self.nodes[node as usize];
+        if n.tick_armed || n.load == 0 || !n.ops.contains(Ops::TICK) {
+            return;
+        }
+        let (tick, phase) = (self.tick.as_ns(), n.tick_phase.as_ns());
+        let next = phase + ((now.as_ns() - phase).div_euclid(tick) + 1) * tick;
+        self.nodes[node as usize].tick_armed = true;
+        self.q
+            .schedule(SimTime(next), Ev::Tick { node })
+            .expect("future");
+    }
+
+    /// Calls a policy op with a view of its node, then applies its actions as
+    /// `apply` says (the timing of each op's actions: [`policy`] module doc).
     fn with_policy(
         &mut self,
         node: u32,
         now: SimTime,
-        preempt: bool,
+        apply: Apply,
         f: impl FnOnce(&mut dyn NodePolicy, &dyn NodeView, &mut Vec<NodeAction>),
     ) {
         let mut out = std::mem::take(&mut self.actions);
@@ -1039,13 +1256,13 @@ impl<'a> Sim<'a> {
                     if matches!(a, NodeAction::BoostUntilRun(_)) {
                         self.procs[p as usize].boost_until_run = true;
                     }
-                    if preempt
+                    if apply == Apply::Now
                         && self.procs[p as usize].state == PState::Ready
                         && self.preempt_for(node, p, now)
                     {
                         self.counters.boost_preemptions += 1;
                     }
-                    resched = true;
+                    resched = apply != Apply::Deferred;
                 }
                 NodeAction::Unboost(_) => {
                     self.procs[p as usize].boost_until_run = false;
@@ -1220,7 +1437,6 @@ impl<'a> Sim<'a> {
                 if let Some(pid) = self.nodes[node as usize].cpus[cpu as usize].cur {
                     self.account(node, cpu, now);
                     self.release_cpu(node, cpu, pid, Stop::Preempted, now);
-                    self.procs[pid as usize].state = PState::Ready;
                     self.nodes[node as usize]
                         .sched
                         .enqueue(pid, Wake::Preempted, now);
@@ -1301,6 +1517,7 @@ impl<'a> Sim<'a> {
                     )
                 }),
                 boost_until_run: false,
+                state_since: now,
             });
             // Fresh pages: as much of the footprint as can be made room for; the
             // rest is paged in when the process is first picked.
@@ -1313,15 +1530,16 @@ impl<'a> Sim<'a> {
             let n = &mut self.nodes[node as usize];
             n.load += 1;
             n.procs.push(pid);
+            self.debug_check_memory(node);
+            let n = &mut self.nodes[node as usize];
             n.sched.add(pid, now);
-            n.sched.enqueue(pid, Wake::New, now);
-            if n.load == 1 {
-                if let Some(period) = self.policies[node as usize].period() {
-                    self.q
-                        .schedule(now + period, Ev::Timer { node })
-                        .expect("future");
-                }
+            if self.jobs[j].nice != 0 {
+                n.sched.set_nice(pid, self.jobs[j].nice);
             }
+            self.hook_enqueue(pid, EnqueueReason::Admitted, now);
+            self.nodes[node as usize].sched.enqueue(pid, Wake::New, now);
+            self.arm_timer(node, now);
+            self.arm_tick(node, now);
         }
         self.records[j] = Some(ProcJobRecord {
             start: now,
@@ -1335,7 +1553,7 @@ impl<'a> Sim<'a> {
 
     fn finish_rank(&mut self, pid: Pid, now: SimTime) {
         let (j, node) = (self.procs[pid as usize].job, self.procs[pid as usize].node);
-        self.procs[pid as usize].state = PState::Done;
+        self.set_state(pid, PState::Done, now);
         self.procs[pid as usize].end = now;
         let (resident, mem) = (
             self.procs[pid as usize].resident_kb,
@@ -1351,9 +1569,12 @@ impl<'a> Sim<'a> {
             g.flex_blocked(pid);
         }
         n.load -= 1;
+        self.debug_check_memory(node);
         self.pump_paging(node, now);
         self.ranks_left[j] -= 1;
         if self.ranks_left[j] == 0 {
+            debug_assert!(!self.ended[j], "job {j} ends twice");
+            self.ended[j] = true;
             self.records[j].as_mut().expect("started").end = now;
             self.jobs_done += 1;
             if let Some(pt) = &mut self.perturb {
@@ -1403,8 +1624,12 @@ impl<'a> Sim<'a> {
                 PState::Running(cpu) => {
                     self.account(node, cpu, now);
                     self.release_cpu(node, cpu, pid, Stop::Blocked, now);
+                    self.hook_dequeue(pid, DequeueReason::Stopped, now);
                 }
-                PState::Ready => self.nodes[node as usize].sched.remove(pid, now),
+                PState::Ready => {
+                    self.nodes[node as usize].sched.remove(pid, now);
+                    self.hook_dequeue(pid, DequeueReason::Stopped, now);
+                }
                 PState::Blocked | PState::Done => {}
             }
             let send_ns = self.send_ns;
@@ -1488,6 +1713,7 @@ impl<'a> Sim<'a> {
             let take = short.min(self.procs[v as usize].resident_kb);
             self.procs[v as usize].resident_kb -= take;
             self.nodes[node as usize].free_kb += take;
+            self.debug_check_memory(node);
         }
         self.nodes[node as usize].free_kb >= need
     }
@@ -1497,10 +1723,11 @@ impl<'a> Sim<'a> {
         self.nodes[node as usize]
             .sched
             .stop(pid, SimTime::ZERO, Stop::Blocked, now);
+        self.set_state(pid, PState::Blocked, now);
         let p = &mut self.procs[pid as usize];
         p.paging = true;
-        p.state = PState::Blocked;
         p.blocked_at = now;
+        self.hook_dequeue(pid, DequeueReason::PageIn, now);
         self.nodes[node as usize].page_queue.push_back(pid);
         self.pump_paging(node, now);
     }
@@ -1521,6 +1748,7 @@ impl<'a> Sim<'a> {
             n.disk_free_at = done;
             let p = &mut self.procs[pid as usize];
             p.resident_kb = p.mem_kb;
+            self.debug_check_memory(node);
             self.record_disk(node, pid, start, done, SegmentKind::PageIn);
             self.counters.page_ins += 1;
             self.counters.paged_in_kb += missing;
@@ -1559,7 +1787,12 @@ impl<'a> Sim<'a> {
         c.acct_at = now;
         c.since = now + SimTime(switch);
         c.slice_end = now + SimTime(switch) + pick.slice;
-        self.procs[pid as usize].state = PState::Running(cpu);
+        self.set_state(pid, PState::Running(cpu), now);
+        if self.nodes[node as usize].ops.contains(Ops::RUNNING) {
+            self.with_policy(node, now, Apply::Deferred, |p, v, out| {
+                p.running(v, pid, out)
+            });
+        }
         // A waiting process re-checks its condition when it gets the CPU back.
         if let Some(w) = self.procs[pid as usize].wait {
             if w.cond != Cond::Io && self.satisfied(pid, w.cond) {
@@ -1664,18 +1897,10 @@ impl<'a> Sim<'a> {
         {
             end = end.min((since + spin).max(now));
         }
-        let c = &mut self.nodes[node as usize].cpus[cpu as usize];
-        c.gen += 1;
-        self.q
-            .schedule(
-                end.max(now),
-                Ev::SegEnd {
-                    node,
-                    cpu,
-                    gen: c.gen,
-                },
-            )
-            .expect("future");
+        let at = end.max(now);
+        let id = self.q.reserve(at).expect("future");
+        self.segs
+            .set((node * self.plat.cpus_per_node + cpu) as usize, at, id.0);
     }
 
     fn seg_end(&mut self, node: u32, cpu: u32, now: SimTime) {
@@ -1707,7 +1932,6 @@ impl<'a> Sim<'a> {
             self.nodes[node as usize]
                 .sched
                 .enqueue(pid, Wake::Expired, now);
-            self.procs[pid as usize].state = PState::Ready;
             self.schedule(node, now);
         } else {
             self.plan(node, cpu, now);
@@ -1715,18 +1939,110 @@ impl<'a> Sim<'a> {
     }
 
     /// Takes `pid` off its CPU (accounted up to now) and tells the native scheduler.
+    /// The process becomes ready (preempted, expired: the caller queues it again) or
+    /// blocked (it sleeps or ends: the caller says why).
     fn release_cpu(&mut self, node: u32, cpu: u32, pid: Pid, why: Stop, now: SimTime) {
         let c = &mut self.nodes[node as usize].cpus[cpu as usize];
         let ran = now - c.dispatched_at;
         self.procs[pid as usize].last_ran = now;
         c.cur = None;
-        c.gen += 1;
+        self.segs
+            .clear((node * self.plat.cpus_per_node + cpu) as usize);
         if let Some(g) = &mut self.gang {
             if g.flex_ran(pid, self.procs[pid as usize].job, ran) {
                 self.counters.gang_fragment_ns += ran.as_ns();
             }
         }
+        let state = match why {
+            Stop::Preempted | Stop::Expired => PState::Ready,
+            Stop::Blocked => PState::Blocked,
+        };
+        self.set_state(pid, state, now);
         self.nodes[node as usize].sched.stop(pid, ran, why, now);
+        if self.nodes[node as usize].ops.contains(Ops::STOPPING) {
+            self.with_policy(node, now, Apply::Deferred, |p, v, out| {
+                p.stopping(v, pid, why, out)
+            });
+        }
+    }
+
+    /// Moves `pid` to `state`, recording on the timeline the ready or blocked
+    /// interval it leaves.
+    fn set_state(&mut self, pid: Pid, state: PState, now: SimTime) {
+        let p = &mut self.procs[pid as usize];
+        if let Some(t) = &mut self.timeline {
+            let kind = match p.state {
+                PState::Ready => Some(SegmentKind::Ready),
+                PState::Blocked => Some(SegmentKind::Blocked),
+                PState::Running(_) | PState::Done => None,
+            };
+            if let Some(kind) = kind.filter(|_| now > p.state_since) {
+                t.push(Segment {
+                    node: p.node,
+                    cpu: None,
+                    pid,
+                    job: p.job,
+                    rank: p.rank,
+                    start: p.state_since,
+                    end: now,
+                    kind,
+                });
+            }
+        }
+        p.state = state;
+        p.state_since = now;
+    }
+
+    /// The policy's `enqueue` op, if it has it: `pid` becomes runnable.
+    fn hook_enqueue(&mut self, pid: Pid, why: EnqueueReason, now: SimTime) {
+        let node = self.procs[pid as usize].node;
+        if self.nodes[node as usize].ops.contains(Ops::ENQUEUE) {
+            self.with_policy(node, now, Apply::Deferred, |p, v, out| {
+                p.enqueue(v, pid, why, out)
+            });
+        }
+    }
+
+    /// The policy's `dequeue` op, if it has it: `pid` leaves the runnable set.
+    fn hook_dequeue(&mut self, pid: Pid, why: DequeueReason, now: SimTime) {
+        let node = self.procs[pid as usize].node;
+        if self.nodes[node as usize].ops.contains(Ops::DEQUEUE) {
+            self.with_policy(node, now, Apply::Deferred, |p, v, out| {
+                p.dequeue(v, pid, why, out)
+            });
+        }
+    }
+
+    /// Debug builds: the node's memory accounting is consistent after a change (no
+    /// negative free, resident or committed memory; free plus resident memory is the
+    /// node's job memory; resident memory never exceeds a footprint).
+    fn debug_check_memory(&self, node: u32) {
+        if !cfg!(debug_assertions) {
+            return;
+        }
+        let n = &self.nodes[node as usize];
+        assert!(n.free_kb >= 0, "node {node}: {} KB free", n.free_kb);
+        assert!(
+            n.committed_kb >= 0,
+            "node {node}: {} KB committed",
+            n.committed_kb
+        );
+        let mut resident = 0;
+        for &q in &n.procs {
+            let p = &self.procs[q as usize];
+            assert!(
+                (0..=p.mem_kb).contains(&p.resident_kb),
+                "pid {q}: {} KB resident of {} KB",
+                p.resident_kb,
+                p.mem_kb
+            );
+            resident += p.resident_kb;
+        }
+        assert_eq!(
+            n.free_kb + resident,
+            kb(self.plat.job_memory_mb),
+            "node {node}: free + resident memory is the node's job memory"
+        );
     }
 
     // ----- program execution ---------------------------------------------
@@ -1754,6 +2070,7 @@ impl<'a> Sim<'a> {
             let Some(op) = self.next_op(pid) else {
                 let (node, cpu) = self.where_running(pid);
                 self.release_cpu(node, cpu, pid, Stop::Blocked, now);
+                self.hook_dequeue(pid, DequeueReason::Finished, now);
                 self.finish_rank(pid, now);
                 self.schedule(node, now);
                 return;
@@ -1834,14 +2151,19 @@ impl<'a> Sim<'a> {
                             return;
                         }
                     } else {
-                        self.begin_wait(pid, Cond::Completion, WaitKind::Completion, now);
+                        let kind = if self.posted_matched(pid) {
+                            WaitKind::SendCompletion
+                        } else {
+                            WaitKind::RecvCompletion
+                        };
+                        self.begin_wait(pid, Cond::Completion, kind, now);
                         return;
                     }
                 }
                 Op::CollBegin(_) | Op::CollEnd(_) => {
                     let node = p.node;
                     let enter = matches!(op, Op::CollBegin(_));
-                    self.with_policy(node, now, false, |pol, v, out| {
+                    self.with_policy(node, now, Apply::NextPoint, |pol, v, out| {
                         pol.on_collective(v, pid, enter, out)
                     });
                 }
@@ -1853,6 +2175,7 @@ impl<'a> Sim<'a> {
                     self.record_disk(node as u32, pid, start, done, SegmentKind::Io);
                     self.procs[pid as usize].wait = Some(Waiting {
                         cond: Cond::Io,
+                        kind: None,
                         mode: WaitMode::Block,
                         since: now,
                     });
@@ -1975,20 +2298,29 @@ impl<'a> Sim<'a> {
             }
             Cond::Ack => p.acks_pending == 0,
             Cond::Completion => {
-                if p.acks_pending > 0 || p.sends_pending > 0 {
-                    return false;
-                }
-                let mut used = Vec::with_capacity(p.posted.len());
-                for &(from, tag) in &p.posted {
-                    match self.find_msg(pid, from, tag, &used) {
-                        Some(k) => used.push(k),
-                        None => return false,
-                    }
-                }
-                true
+                p.acks_pending == 0 && p.sends_pending == 0 && self.posted_matched(pid)
             }
             Cond::Io => false,
         }
+    }
+
+    /// Whether every posted non-blocking receive of `pid` has a distinct buffered
+    /// message to complete it.
+    fn posted_matched(&self, pid: Pid) -> bool {
+        let p = &self.procs[pid as usize];
+        match p.posted.as_slice() {
+            [] => return true,
+            &[(from, tag)] => return self.find_msg(pid, from, tag, &[]).is_some(),
+            _ => {}
+        }
+        let mut used = Vec::with_capacity(p.posted.len());
+        for &(from, tag) in &p.posted {
+            match self.find_msg(pid, from, tag, &used) {
+                Some(k) => used.push(k),
+                None => return false,
+            }
+        }
+        true
     }
 
     /// The condition holds: consume what it waited for and charge the CPU cost.
@@ -2039,10 +2371,11 @@ impl<'a> Sim<'a> {
         let mode = self.policies[node as usize].wait_mode(kind);
         self.procs[pid as usize].wait = Some(Waiting {
             cond,
+            kind: Some(kind),
             mode,
             since: now,
         });
-        self.with_policy(node, now, false, |pol, v, out| {
+        self.with_policy(node, now, Apply::NextPoint, |pol, v, out| {
             pol.on_wait_begin(v, pid, kind, out)
         });
         if mode == WaitMode::Block && self.procs[pid as usize].wait.is_some() {
@@ -2062,22 +2395,30 @@ impl<'a> Sim<'a> {
             g.flex_blocked(pid);
         }
         let p = &mut self.procs[pid as usize];
-        p.state = PState::Blocked;
         p.blocked_at = now;
+        let why = match p.wait {
+            Some(Waiting {
+                kind: Some(kind), ..
+            }) => DequeueReason::Blocked(kind),
+            _ => DequeueReason::Io,
+        };
+        self.hook_dequeue(pid, why, now);
         self.schedule(node, now);
     }
 
     /// Wakes a blocked process (NIC interrupt or disk completion).
-    fn wake(&mut self, pid: Pid, now: SimTime) {
-        let p = &mut self.procs[pid as usize];
+    fn wake(&mut self, pid: Pid, why: EnqueueReason, now: SimTime) {
+        let p = &self.procs[pid as usize];
         if p.state != PState::Blocked || p.paging {
             return;
         }
-        p.state = PState::Ready;
+        self.set_state(pid, PState::Ready, now);
+        let p = &mut self.procs[pid as usize];
         p.cpu_left += self.interrupt_ns;
         let slept = now - p.blocked_at;
         let node = p.node;
         self.counters.interrupts += 1;
+        self.hook_enqueue(pid, why, now);
         self.nodes[node as usize]
             .sched
             .enqueue(pid, Wake::Woken { slept }, now);
@@ -2106,7 +2447,6 @@ impl<'a> Sim<'a> {
         };
         self.account(node, cpu, now);
         self.release_cpu(node, cpu, r, Stop::Preempted, now);
-        self.procs[r as usize].state = PState::Ready;
         self.nodes[node as usize]
             .sched
             .enqueue(r, Wake::Preempted, now);
@@ -2132,7 +2472,7 @@ impl<'a> Sim<'a> {
             PState::Blocked => {
                 self.procs[pid as usize].wait = None;
                 self.resume_after_wait(pid, w.cond);
-                self.wake(pid, now);
+                self.wake(pid, EnqueueReason::Woken, now);
             }
             // Queued while spinning: it notices when it runs again.
             PState::Ready | PState::Done => {}

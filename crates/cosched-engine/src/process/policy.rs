@@ -6,8 +6,48 @@
 //! node's native scheduler ([`crate::os`]) keeps the final word: it follows a
 //! recommendation or honours a boost only as far as its fairness rule allows.
 //! A policy never changes engine state itself.
+//!
+//! The ops, in the order of a process's life (sched_ext's names in brackets):
+//!
+//! | op | called when | answer |
+//! |---|---|---|
+//! | [`enqueue`](NodePolicy::enqueue) (`runnable`) | a process becomes runnable: admitted, woken by the NIC interrupt, its disk burst or page-in done | actions, deferred |
+//! | [`recommend`](NodePolicy::recommend) (`dispatch`) | a CPU of the node is free and the native scheduler is about to pick | a process, checked by the native scheduler's fairness rule |
+//! | [`running`](NodePolicy::running) (`running`) | a process is dispatched on a CPU | actions, deferred |
+//! | [`tick`](NodePolicy::tick) (`tick`) | the node's OS timer ticks (see [`crate::os::timer_tick`]) while it holds processes | actions, at once |
+//! | [`on_message`](NodePolicy::on_message) | a message lands in a process's buffer | actions, at once |
+//! | [`on_ack`](NodePolicy::on_ack) | the NIC acknowledgement of a blocking send comes back to its sender | actions, at once |
+//! | [`on_wait_begin`](NodePolicy::on_wait_begin) | a running process starts waiting | actions, at the next scheduling point |
+//! | [`on_collective`](NodePolicy::on_collective) | a running process enters or leaves a collective | actions, at the next scheduling point |
+//! | [`stopping`](NodePolicy::stopping) (`stopping`) | a process is taken off its CPU, with the reason | actions, deferred |
+//! | [`dequeue`](NodePolicy::dequeue) (`quiescent`) | a process leaves the runnable set: it blocks, starts a disk burst, waits for a page-in, ends | actions, deferred |
+//! | [`on_timer`](NodePolicy::on_timer) | every [`period`](NodePolicy::period) while the node holds processes | actions, at once |
+//! | [`dump`](NodePolicy::dump) | the run stops on a deadlock or at its time limit | text for the error message |
+//!
+//! "At once": a boost of a runnable process goes through the native scheduler's
+//! wake-up preemption rule immediately and the node is rescheduled. "At the next
+//! scheduling point": the priority changes now, the node is rescheduled, nothing is
+//! preempted. "Deferred": the priority changes now but the engine neither preempts
+//! nor reschedules (these ops run in the middle of a CPU hand-over); the change
+//! counts at the node's next scheduling decision.
+//!
+//! The runnable set holds the processes that are ready or running (Linux's
+//! runqueue, sched_ext's "runnable"): a process preempted or at the end of its
+//! slice stays in it ([`stopping`](NodePolicy::stopping) with
+//! [`crate::os::Stop::Preempted`] or [`crate::os::Stop::Expired`], no `dequeue`),
+//! one that blocks leaves it (`stopping` with [`crate::os::Stop::Blocked`], then
+//! `dequeue`). Per process: `enqueue` and `dequeue` alternate, starting with
+//! `enqueue(Admitted)` and ending with `dequeue(Finished)` (a background process
+//! stopped by the engine ends with `dequeue(Stopped)` if it was runnable then, and
+//! with its last `dequeue` if it was blocked); `running` and `stopping` alternate
+//! between them.
+//!
+//! Cost: `enqueue`, `dequeue`, `running`, `stopping`, `tick` and `on_ack` are called
+//! only when the policy declares them in [`NodePolicy::ops`] (a policy that
+//! implements one of them must declare it), so a policy that does not use them
+//! costs nothing on these paths.
 
-use crate::os::Pid;
+use crate::os::{Pid, Stop};
 use cosched_des::SimTime;
 
 /// What a process is waiting for.
@@ -17,8 +57,79 @@ pub enum WaitKind {
     Recv,
     /// The NIC's acknowledgement of a blocking send (the sender side).
     SendAck,
-    /// Completion of outstanding non-blocking operations (`Wait`).
-    Completion,
+    /// A `Wait` with at least one posted non-blocking receive whose message has
+    /// not arrived yet (the receive completion queue of seed 000 §3).
+    RecvCompletion,
+    /// A `Wait` whose posted receives (if any) have their messages buffered
+    /// already: only non-blocking sends are still being transmitted (the send
+    /// completion queue of seed 000 §3).
+    SendCompletion,
+}
+
+impl WaitKind {
+    /// Whether the wait is on the receiving side (a receive or a receive completion).
+    pub fn is_receive(self) -> bool {
+        matches!(self, WaitKind::Recv | WaitKind::RecvCompletion)
+    }
+}
+
+/// Why a process becomes runnable ([`NodePolicy::enqueue`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EnqueueReason {
+    /// Its job was admitted on the node.
+    Admitted,
+    /// The NIC interrupt woke it: a message, an acknowledgement or a send
+    /// completion satisfied the wait it blocked in.
+    Woken,
+    /// Its disk burst ([`cosched_model::program::Op::Io`]) completed.
+    IoDone,
+    /// Its pages were read back from disk.
+    PagedIn,
+}
+
+/// Why a process leaves the runnable set ([`NodePolicy::dequeue`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DequeueReason {
+    /// It blocks in a wait of this kind (immediately, or after spinning).
+    Blocked(WaitKind),
+    /// It starts a disk burst and sleeps until the disk is done.
+    Io,
+    /// It was picked with pages missing and sleeps until they are read back.
+    PageIn,
+    /// Its program ended.
+    Finished,
+    /// A background process stopped by the engine when the foreground ended.
+    Stopped,
+}
+
+/// The optional ops a policy implements among those the engine calls only on
+/// request ([`NodePolicy::ops`]). A set of flags: combine with `|`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Ops(u8);
+
+impl Ops {
+    /// None of them (the default).
+    pub const NONE: Ops = Ops(0);
+    pub const ENQUEUE: Ops = Ops(1);
+    pub const DEQUEUE: Ops = Ops(1 << 1);
+    pub const RUNNING: Ops = Ops(1 << 2);
+    pub const STOPPING: Ops = Ops(1 << 3);
+    pub const TICK: Ops = Ops(1 << 4);
+    pub const ON_ACK: Ops = Ops(1 << 5);
+    /// Every op above.
+    pub const ALL: Ops = Ops(0b11_1111);
+
+    /// Whether every op of `other` is in this set.
+    pub fn contains(self, other: Ops) -> bool {
+        self.0 & other.0 == other.0
+    }
+}
+
+impl std::ops::BitOr for Ops {
+    type Output = Ops;
+    fn bitor(self, o: Ops) -> Ops {
+        Ops(self.0 | o.0)
+    }
 }
 
 /// How a process waits.
@@ -73,18 +184,81 @@ pub trait NodePolicy: Send {
     /// Canonical name with parameters.
     fn name(&self) -> String;
 
+    /// The ops among `enqueue`, `dequeue`, `running`, `stopping`, `tick` and
+    /// `on_ack` that this policy implements: the engine calls only those (read
+    /// once, when the run starts). Default: none.
+    fn ops(&self) -> Ops {
+        Ops::NONE
+    }
+
     /// How a process of this node waits for `kind`. Default: spin (NLS).
     fn wait_mode(&self, _kind: WaitKind) -> WaitMode {
         WaitMode::Spin
     }
 
-    /// SchedAsst's recommendation for a free CPU (the native scheduler checks it).
+    /// SchedAsst's recommendation for a free CPU, asked each time the node's native
+    /// scheduler picks a process (the native scheduler checks it for fairness and
+    /// may refuse it; a process that is not runnable is ignored).
     fn recommend(&mut self, _view: &dyn NodeView) -> Option<Pid> {
         None
     }
 
+    /// `p` becomes runnable (joins the runnable set) for `why`. Called before the
+    /// native scheduler queues it. Actions are deferred (module doc). Only with
+    /// [`Ops::ENQUEUE`].
+    fn enqueue(
+        &mut self,
+        _view: &dyn NodeView,
+        _p: Pid,
+        _why: EnqueueReason,
+        _out: &mut Vec<NodeAction>,
+    ) {
+    }
+
+    /// `p` leaves the runnable set for `why` (after [`NodePolicy::stopping`] if it
+    /// was running). Actions are deferred. Only with [`Ops::DEQUEUE`].
+    fn dequeue(
+        &mut self,
+        _view: &dyn NodeView,
+        _p: Pid,
+        _why: DequeueReason,
+        _out: &mut Vec<NodeAction>,
+    ) {
+    }
+
+    /// `p` was just dispatched on a CPU of the node (the view shows it running).
+    /// Actions are deferred. Only with [`Ops::RUNNING`].
+    fn running(&mut self, _view: &dyn NodeView, _p: Pid, _out: &mut Vec<NodeAction>) {}
+
+    /// `p` was just taken off its CPU: preempted, at the end of its slice, or
+    /// because it blocks or ends (`Stop::Blocked`, followed by
+    /// [`NodePolicy::dequeue`] with the precise reason). The view no longer shows it
+    /// running. Actions are deferred. Only with [`Ops::STOPPING`].
+    fn stopping(&mut self, _view: &dyn NodeView, _p: Pid, _why: Stop, _out: &mut Vec<NodeAction>) {}
+
+    /// The node's OS timer interrupt, every [`crate::os::timer_tick`] of the node's
+    /// OS model (on the same boundaries as the Linux 2.4 model's counter
+    /// sampling), while the node holds processes. Actions take effect at once. Only
+    /// with [`Ops::TICK`].
+    fn tick(&mut self, _view: &dyn NodeView, _out: &mut Vec<NodeAction>) {}
+
     /// A message arrived in `p`'s buffer; `running` tells whether `p` is on a CPU.
+    /// Actions take effect at once.
     fn on_message(
+        &mut self,
+        _view: &dyn NodeView,
+        _p: Pid,
+        _running: bool,
+        _out: &mut Vec<NodeAction>,
+    ) {
+    }
+
+    /// The NIC acknowledgement of one of `p`'s blocking sends arrived; `running`
+    /// tells whether `p` is on a CPU (a sender spinning for it) or not (blocked on
+    /// it, or preempted while spinning). Called before the engine checks whether
+    /// the acknowledgement ends `p`'s wait (so a blocked sender is still blocked in
+    /// the view). Actions take effect at once. Only with [`Ops::ON_ACK`].
+    fn on_ack(
         &mut self,
         _view: &dyn NodeView,
         _p: Pid,
@@ -118,10 +292,15 @@ pub trait NodePolicy: Send {
         None
     }
 
-    /// The periodic mechanism (PB's endpoint scan, CC's most-messages pick).
+    /// The periodic mechanism (PB's endpoint scan, CC's most-messages pick): every
+    /// `period` while the node holds processes. One chain of timers per node, started
+    /// when the node gets a process while no timer of it is pending; a timer that
+    /// fires on an empty node is not re-armed, and a node that empties and refills
+    /// before its pending timer fires keeps that chain.
     fn on_timer(&mut self, _view: &dyn NodeView, _out: &mut Vec<NodeAction>) {}
 
-    /// Internal state, for the engine's stall report.
+    /// Internal state, one line, for the engine's deadlock and time-limit reports
+    /// (empty: nothing to report).
     fn dump(&self) -> String {
         String::new()
     }

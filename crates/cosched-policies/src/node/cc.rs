@@ -10,12 +10,16 @@
 //!   arrive within this time, the process is blocked and registered for an
 //!   interrupt from the NIC");
 //! - a message arriving for a process that is not running interrupts and boosts it
-//!   until it next runs, as in DCS ("Boost a Priority"; the interrupt costs the
-//!   platform's `interrupt_us`, assumption G-OS-3; when the message wakes a blocked
-//!   process, that wake-up is the interrupt). At the sender, the acknowledgement
-//!   wakes a blocked sender through the NIC interrupt and the native scheduler's
-//!   wake-up preemption; no separate sender boost is modelled (the contract has no
-//!   acknowledgement hook; assumption G-SCH-9);
+//!   until it next runs, as in DCS (receiver "Boost a Priority"; the interrupt costs
+//!   the platform's `interrupt_us`, assumption G-OS-3; when the message wakes a
+//!   blocked process, that wake-up is the interrupt);
+//! - at the sender (seed 001 Table 1, sender "Spin-Block, Boost a Priority"): when
+//!   the NIC acknowledgement of a blocking send arrives for a sender that is not
+//!   running (it blocked after its spin, or was preempted while spinning), the NIC
+//!   interrupts it and its priority is boosted until it next runs (`on_ack`;
+//!   counted in `ProcCounters::ack_boosts`); when the acknowledgement wakes the
+//!   blocked sender, that wake-up is the interrupt (assumptions G-SCH-1 and G-SCH-5). The boost
+//!   takes effect at once through the native scheduler's wake-up preemption rule;
 //! - every `period_us`, the process with the most unconsumed incoming messages
 //!   that is not running (ties: lowest pid) is recommended to run next ("In a
 //!   regular interval, a process that has the largest number of un-consumed
@@ -34,7 +38,7 @@
 use crate::registry::{ParamInfo, PolicyInfo, PolicySpec, RegistryError};
 use cosched_des::SimTime;
 use cosched_engine::os::Pid;
-use cosched_engine::process::policy::{NodeAction, NodePolicy, NodeView, WaitKind, WaitMode};
+use cosched_engine::process::policy::{NodeAction, NodePolicy, NodeView, Ops, WaitKind, WaitMode};
 
 pub fn info() -> PolicyInfo {
     PolicyInfo {
@@ -82,8 +86,17 @@ impl NodePolicy for Cc {
             self.period.as_ns() as f64 / 1000.0
         )
     }
+    fn ops(&self) -> Ops {
+        Ops::ON_ACK
+    }
     fn wait_mode(&self, _kind: WaitKind) -> WaitMode {
         WaitMode::SpinBlock(self.spin)
+    }
+    fn on_ack(&mut self, _view: &dyn NodeView, p: Pid, running: bool, out: &mut Vec<NodeAction>) {
+        if !running {
+            out.push(NodeAction::Interrupt(p));
+            out.push(NodeAction::BoostUntilRun(p));
+        }
     }
     fn on_message(
         &mut self,
@@ -150,7 +163,12 @@ mod tests {
     fn waits_spin_block_and_arrivals_for_descheduled_processes_boost() {
         let mut cc = build_node("cc[spin_us=100,period_us=500]").unwrap();
         assert_eq!(cc.name(), "cc[spin_us=100,period_us=500]");
-        for k in [WaitKind::Recv, WaitKind::SendAck, WaitKind::Completion] {
+        for k in [
+            WaitKind::Recv,
+            WaitKind::SendAck,
+            WaitKind::RecvCompletion,
+            WaitKind::SendCompletion,
+        ] {
             assert_eq!(cc.wait_mode(k), WaitMode::SpinBlock(SimTime::from_us(100)));
         }
         let v = View::new(&[(0, false, 1), (1, true, 1)]);
@@ -158,6 +176,16 @@ mod tests {
         cc.on_message(&v, 1, true, &mut out);
         assert!(out.is_empty());
         cc.on_message(&v, 0, false, &mut out);
+        assert_eq!(
+            out,
+            [NodeAction::Interrupt(0), NodeAction::BoostUntilRun(0)]
+        );
+        // The sender side: an acknowledgement for a sender that is not running too.
+        assert!(cc.ops().contains(Ops::ON_ACK));
+        let mut out = Vec::new();
+        cc.on_ack(&v, 1, true, &mut out);
+        assert!(out.is_empty());
+        cc.on_ack(&v, 0, false, &mut out);
         assert_eq!(
             out,
             [NodeAction::Interrupt(0), NodeAction::BoostUntilRun(0)]

@@ -5,7 +5,7 @@
 //! not running, the NIC raises an interrupt for it (seed 000 §4: "If the message
 //! is not destined for the current running process, the NIC raises an interrupt
 //! for an appropriate process") and its priority is boosted until it next runs
-//! (assumption G-SCH-9 in docs/models/seed-parameters.md). The boost takes effect
+//! (assumptions G-SCH-1 and G-SCH-5 in docs/models/seed-parameters.md). The boost takes effect
 //! at once through the native scheduler's wake-up preemption rule, which still
 //! enforces its fairness rule (under Linux 2.4 a boost counts only while the
 //! process has counter left in the epoch, seed 000 §5.2). The interrupt costs the

@@ -8,8 +8,8 @@
 //! of the parallel processes in a round-robin fashion and boosts the priority of
 //! one of the processes with un-consumed messages"). The boost lasts until the
 //! process next runs and takes effect at once through the native scheduler's
-//! wake-up preemption rule, which enforces its fairness rule (assumption
-//! G-SCH-9). Each boost is delivered like DCS's: an interrupt costing the
+//! wake-up preemption rule, which enforces its fairness rule (assumptions
+//! G-SCH-1 and G-SCH-5). Each boost is delivered like DCS's: an interrupt costing the
 //! platform's `interrupt_us` (seed 001 §5.2 names "frequent interrupts from a NIC
 //! to the CPU to boost the process's priority in CC, DCS and PB"; assumption
 //! G-OS-3), counted in `ProcCounters::policy_interrupts`.

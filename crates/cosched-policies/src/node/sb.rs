@@ -2,12 +2,17 @@
 //!
 //! Algorithm: a receiver waiting for a message spins for at most `spin_us`, then
 //! blocks and is woken by the NIC interrupt (seed 000 §2.3: "a process waiting for
-//! a message spins for a fixed amount of time before blocking itself"). A sender
-//! waiting for the NIC acknowledgement spins (seed 001 Table 1: sender
-//! "Spin-only"; seed 000 §3: the SB mechanism is used "only for the recv
-//! completion queue"). A `Wait` for non-blocking operations is taken as a
-//! receive-side wait (it completes posted receives) and spin-blocks too. No boost,
-//! no recommendation, nothing at collectives.
+//! a message spins for a fixed amount of time before blocking itself"). The
+//! mechanism applies to receive completions only (seed 000 §3: GM's completion
+//! queue was divided "into a send completion queue and a receive completion queue"
+//! and the SB mechanism used "only for the recv completion queue"), so:
+//! - a blocking receive, and a `Wait` with a posted non-blocking receive whose
+//!   message has not arrived (`WaitKind::RecvCompletion`), spin-block;
+//! - a sender waiting for the NIC acknowledgement of a blocking send, and a `Wait`
+//!   with only non-blocking sends outstanding (`WaitKind::SendCompletion`), spin
+//!   (seed 001 Table 1: sender "Spin-only").
+//!
+//! No boost, no recommendation, nothing at collectives.
 //!
 //! Parameters: `spin_us` (300): seed 001 §4 and §5.2, "spins for a fixed time
 //! (e.g. 300us)" (assumption G-SCH-2: the example value is the one used).
@@ -67,9 +72,26 @@ impl NodePolicy for Sb {
         format!("sb[spin_us={}]", self.spin.as_ns() as f64 / 1000.0)
     }
     fn wait_mode(&self, kind: WaitKind) -> WaitMode {
-        match kind {
-            WaitKind::Recv | WaitKind::Completion => WaitMode::SpinBlock(self.spin),
-            WaitKind::SendAck => WaitMode::Spin,
+        if kind.is_receive() {
+            WaitMode::SpinBlock(self.spin)
+        } else {
+            WaitMode::Spin
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::registry::build_node;
+
+    #[test]
+    fn spin_block_only_on_the_receive_side() {
+        let sb = build_node("sb[spin_us=50]").unwrap();
+        let sb_wait = WaitMode::SpinBlock(SimTime::from_us(50));
+        assert_eq!(sb.wait_mode(WaitKind::Recv), sb_wait);
+        assert_eq!(sb.wait_mode(WaitKind::RecvCompletion), sb_wait);
+        assert_eq!(sb.wait_mode(WaitKind::SendAck), WaitMode::Spin);
+        assert_eq!(sb.wait_mode(WaitKind::SendCompletion), WaitMode::Spin);
     }
 }

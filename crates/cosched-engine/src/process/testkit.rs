@@ -1,0 +1,117 @@
+//! Random SPMD programs for property tests (the engine's and the node policies'):
+//! a program is a sequence of [`Phase`]s, each matched across all ranks, so every
+//! message sent is received and no run can deadlock by construction.
+
+use cosched_model::node::OsConfig;
+use cosched_model::program::{Builder, Op, Program};
+
+/// One phase of a random SPMD program.
+#[derive(Clone, Debug)]
+pub enum Phase {
+    /// Every rank computes this long (rank `r` 1000 ns more, so ranks drift apart).
+    Compute(i64),
+    Barrier,
+    Allreduce(u64),
+    Alltoall(u64),
+    Bcast(u64),
+    /// A blocking send of this many bytes to the next rank and a blocking receive
+    /// from the previous one (even ranks send first).
+    Shift(u64),
+    /// A non-blocking ring exchange of this many bytes and a `Wait`.
+    Ring(u64),
+    /// A disk burst of this long on the even ranks.
+    Io(i64),
+}
+
+/// A program of `p` ranks repeating `phases` `reps` times, with `memory_mb` per process.
+pub fn spmd(p: u32, phases: &[Phase], reps: u32, memory_mb: f64) -> Program {
+    let mut b = Builder::new(p);
+    b.repeat(reps, |b| {
+        for ph in phases {
+            match *ph {
+                Phase::Compute(ns) => {
+                    b.each(|r| {
+                        vec![Op::Compute {
+                            ns: ns + i64::from(r) * 1000,
+                        }]
+                    });
+                }
+                Phase::Barrier => {
+                    b.barrier();
+                }
+                Phase::Allreduce(x) => {
+                    b.allreduce(x);
+                }
+                Phase::Alltoall(x) => {
+                    b.alltoall(x);
+                }
+                Phase::Bcast(x) => {
+                    b.bcast(0, x);
+                }
+                Phase::Shift(x) if p > 1 => {
+                    b.each(|r| {
+                        let send = Op::Send {
+                            to: (r + 1) % p,
+                            bytes: x,
+                            tag: 5,
+                        };
+                        let recv = Op::Recv {
+                            from: Some((r + p - 1) % p),
+                            tag: 5,
+                        };
+                        if r % 2 == 0 {
+                            vec![send, recv]
+                        } else {
+                            vec![recv, send]
+                        }
+                    });
+                }
+                Phase::Shift(_) => {}
+                Phase::Ring(x) => {
+                    b.each(|r| {
+                        vec![
+                            Op::Isend {
+                                to: (r + 1) % p,
+                                bytes: x,
+                                tag: 7,
+                            },
+                            Op::Irecv {
+                                from: Some((r + p - 1) % p),
+                                tag: 7,
+                            },
+                            Op::Wait,
+                        ]
+                    });
+                }
+                Phase::Io(ns) => {
+                    b.each(|r| {
+                        if r % 2 == 0 {
+                            vec![Op::Io { ns }]
+                        } else {
+                            vec![]
+                        }
+                    });
+                }
+            }
+        }
+    });
+    Program {
+        memory_mb,
+        ..b.build("random", 1.0)
+    }
+}
+
+/// The `k mod 4`-th OS model, with parameters that make small runs switch often:
+/// Linux 2.4 (defaults), CFS (Linux defaults), Solaris TS, round robin of 20 ms.
+pub fn os_model(k: u8) -> OsConfig {
+    match k % 4 {
+        0 => OsConfig::default(),
+        1 => OsConfig::Cfs {
+            latency_ms: 6.0,
+            min_granularity_ms: 0.75,
+            wakeup_granularity_ms: 1.0,
+        },
+        2 => OsConfig::Mlfq { quantum_scale: 1.0 },
+        _ => OsConfig::Rr { quantum_ms: 20.0 },
+    }
+}

@@ -1,0 +1,116 @@
+//! Property tests of the process-level engine driven by the registry's node
+//! schemes (nls, block, dcs, sb, pb, cc, hybrid) on random small workloads: every
+//! run completes with the engine's end-of-run invariants (work conserved, every
+//! message consumed once, every job ended once, memory returned; debug builds also
+//! check memory accounting after every change and that time never goes back), its
+//! timeline is consistent (one process per CPU, one state per process), no job
+//! beats its dedicated run (less the wake-up interrupts a late process may skip),
+//! and the same inputs give the same run.
+
+use cosched_des::SimTime;
+use cosched_engine::process::check::check_timeline;
+use cosched_engine::process::testkit::{os_model, spmd, Phase};
+use cosched_engine::process::{simulate_processes, ProcJob, ProcOptions};
+use cosched_model::node::{NodePlatform, OsConfig};
+use cosched_policies::build_node;
+use proptest::prelude::*;
+
+/// The schemes, with short periods so that PB's and CC's timers act on small runs.
+const SCHEMES: [&str; 7] = [
+    "nls",
+    "block",
+    "dcs",
+    "sb[spin_us=200]",
+    "pb[period_us=2000]",
+    "cc[spin_us=200,period_us=3000]",
+    "hybrid",
+];
+
+fn phase() -> impl Strategy<Value = Phase> {
+    prop_oneof![
+        (1i64..10_000_000).prop_map(Phase::Compute),
+        Just(Phase::Barrier),
+        (0u64..50_000).prop_map(Phase::Allreduce),
+        (0u64..5_000).prop_map(Phase::Alltoall),
+        (0u64..5_000).prop_map(Phase::Bcast),
+        (0u64..50_000).prop_map(Phase::Shift),
+        (0u64..5_000).prop_map(Phase::Ring),
+        (1i64..3_000_000).prop_map(Phase::Io),
+    ]
+}
+
+/// 4 small nodes of the seed 000 cluster (its network and overheads), 500 MB of job
+/// memory (so that some random workloads page), a faster disk.
+fn platform(os: OsConfig, cpus: u32) -> NodePlatform {
+    NodePlatform {
+        nodes: 4,
+        cpus_per_node: cpus,
+        job_memory_mb: 500.0,
+        disk_mb_s: 50.0,
+        os,
+        ..NodePlatform::preset("choi2004").unwrap()
+    }
+}
+
+/// (processes, phases, repetitions, submit ms, memory MB, nice)
+type JobDraw = (u32, Vec<Phase>, u32, i64, u32, i32);
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(96))]
+
+    #[test]
+    fn every_scheme_keeps_the_invariants_on_random_workloads(
+        jobs in proptest::collection::vec(
+            (1u32..=4, proptest::collection::vec(phase(), 1..5), 1u32..4, 0i64..30, 0u32..400, -5i32..=10),
+            1..5,
+        ),
+        mpl in 1u32..=3,
+        os in 0u8..4,
+        cpus in 1u32..=2,
+        seed in 0u64..1000,
+    ) {
+        let plat = platform(os_model(os), cpus);
+        let mut pj: Vec<ProcJob> = jobs
+            .iter()
+            .map(|(p, phases, reps, at, mb, nice): &JobDraw| {
+                ProcJob::new(spmd(*p, phases, *reps, f64::from(*mb)), SimTime::from_ms(*at))
+                    .with_nice(*nice)
+            })
+            .collect();
+        pj.sort_by_key(|j| j.submit);
+        for spec in SCHEMES {
+            let make = || build_node(spec).unwrap();
+            let opts = ProcOptions { mpl, seed, record_timeline: true, ..Default::default() };
+            let out = simulate_processes(&plat, &pj, &make, &opts)
+                .map_err(|e| TestCaseError::fail(format!("{spec}: {e}")))?;
+            if let Err(e) = check_timeline(&out) {
+                return Err(TestCaseError::fail(format!("{spec}: timeline: {e}")));
+            }
+            for (j, r) in pj.iter().zip(&out.jobs) {
+                prop_assert!(r.start >= j.submit);
+                let alone = simulate_processes(
+                    &plat,
+                    &[ProcJob::new(j.program.clone(), SimTime::ZERO).with_nice(j.nice)],
+                    &make,
+                    &ProcOptions { seed, ..Default::default() },
+                )
+                .map_err(|e| TestCaseError::fail(format!("{spec} alone: {e}")))?;
+                // Sharing only delays a job, except that a process that reaches a wait
+                // late may find its message there and skip a block and its wake-up
+                // interrupt (a blocking scheme can thus beat its dedicated run by a few
+                // interrupts): the bound allows for every interrupt of the dedicated run.
+                let saved = (alone.counters.interrupts + alone.counters.policy_interrupts) as i64
+                    * (plat.interrupt_us * 1000.0).round() as i64;
+                let dedicated = alone.jobs[0].end - alone.jobs[0].start - SimTime(saved);
+                prop_assert!(
+                    r.end - r.start >= dedicated,
+                    "{}: shared {} < dedicated {} less its interrupts", spec, r.end - r.start, dedicated
+                );
+            }
+            let again = simulate_processes(&plat, &pj, &make, &opts).unwrap();
+            prop_assert_eq!(&again.jobs, &out.jobs);
+            prop_assert_eq!(&again.counters, &out.counters);
+            prop_assert_eq!(&again.timeline, &out.timeline);
+        }
+    }
+}
