@@ -6,7 +6,9 @@
 
 use crate::{Error, RunResult, Timings};
 use cosched_des::SimTime;
-use cosched_engine::metrics::{summarize_busy, MeasuredBusy, PerturbSummary, ProcessSummary};
+use cosched_engine::metrics::{
+    summarize_busy, GangednessSummary, MeasuredBusy, PerturbSummary, ProcessSummary,
+};
 use cosched_engine::process::policy::NodePolicy;
 use cosched_engine::process::{simulate_processes, ProcJob, ProcOptions};
 use cosched_engine::{JobRecord, JobStatus, SimOutput};
@@ -211,6 +213,12 @@ pub fn run_process_config_recording(cfg: &RunConfig, timeline: bool) -> Result<R
         hints_followed: c.hints_followed,
         page_ins: c.page_ins,
         paged_in_mb: c.paged_in_kb as f64 / 1000.0,
+        priority_inversion_s: c.priority_inversion_ns as f64 / 1e9,
+        gangedness: out.gangedness.as_ref().map(|est| {
+            est.iter()
+                .map(|e| gangedness_summary(e, &jobs[e.job].program.name))
+                .collect()
+        }),
         perturb: out.perturb.as_ref().map(perturb_summary),
     });
     Ok(RunResult {
@@ -225,6 +233,26 @@ pub fn run_process_config_recording(cfg: &RunConfig, timeline: bool) -> Result<R
             metrics_s: t1.elapsed().as_secs_f64(),
         },
     })
+}
+
+/// A job's gangedness estimate in summary form (non-finite numbers become null).
+fn gangedness_summary(
+    e: &cosched_engine::process::gangedness::JobEstimate,
+    program: &str,
+) -> GangednessSummary {
+    let finite = |x: f64| x.is_finite().then_some(x);
+    let c = &e.counts;
+    GangednessSummary {
+        job: e.job,
+        app: cosched_engine::process::flexgang::app_of(program).to_string(),
+        gang_n: c.gang.n,
+        ngr_n: c.non_gang_running.n,
+        ngn_n: c.non_gang_non_running.n,
+        gang_msg_mean: finite(c.gang.msg_mean()),
+        ngn_msg_mean: finite(c.non_gang_non_running.msg_mean()),
+        ratio: finite(e.ratio),
+        class: e.class.name().to_string(),
+    }
 }
 
 /// The summary figures of the perturbation harness (`gang-perturb`).
