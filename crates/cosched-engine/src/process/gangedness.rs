@@ -32,12 +32,14 @@
 //! means low gangedness.
 //!
 //! **Class** ([`GangednessParams`]; assumption G-S003-EST):
-//! - `unknown` while the job has fewer than `window` gang records or fewer than
-//!   `window` non-gang-non-running records;
-//! - otherwise `low` when the ratio is at least `ratio_threshold`, `high` below;
-//! - a job that received no message in any of its records (no communication:
-//!   none of its ranks can wait for an unscheduled peer's message) is `low`;
-//!   one with messages only in non-gang quanta (ratio infinite) is `low` too.
+//! - a job that received no message in any of its records, once it has at
+//!   least `window` records of any set, is `low` (no communication: none of its
+//!   ranks can wait for an unscheduled peer's message; an I/O-bound job whose
+//!   ranks are rarely all running has no gang records at all);
+//! - otherwise `unknown` while the job has fewer than `window` gang records or
+//!   fewer than `window` non-gang-non-running records;
+//! - otherwise `low` when the ratio is at least `ratio_threshold` (messages
+//!   only in non-gang quanta: an infinite ratio), `high` below.
 //!
 //! The default threshold 0.15 is the geometric middle of S003 Table 3's ratio
 //! gap: the largest high-gangedness ratio (Water, 1.17 / 15.41 = 0.076) and the
@@ -158,11 +160,11 @@ impl JobGangedness {
             &self.non_gang_non_running,
             &self.non_gang_running,
         );
+        if g.msgs + n.msgs + r.msgs == 0 && g.n + n.n + r.n >= p.window {
+            return GangClass::Low;
+        }
         if g.n < p.window || n.n < p.window {
             return GangClass::Unknown;
-        }
-        if g.msgs + n.msgs + r.msgs == 0 {
-            return GangClass::Low;
         }
         if self.ratio() >= p.ratio_threshold {
             GangClass::Low
@@ -410,6 +412,14 @@ mod unit {
         g.non_gang_non_running.msgs = 0;
         assert!(g.ratio().is_nan());
         assert_eq!(g.class(&p), GangClass::Low, "no communication at all");
+        // No messages in enough records of any set: low even without gang records.
+        let mut io = JobGangedness::default();
+        io.non_gang_non_running = set(1, 0);
+        assert_eq!(io.class(&p), GangClass::Unknown, "one record");
+        io.non_gang_running = set(1, 0);
+        assert_eq!(io.class(&p), GangClass::Low);
+        io.non_gang_running.msgs = 1;
+        assert_eq!(io.class(&p), GangClass::Unknown, "it communicates: the window applies");
     }
 
     #[test]
