@@ -165,8 +165,6 @@ def test_memory_rules() -> None:
 
 
 def test_cache_and_scaling_rules() -> None:
-    flat = pd.DataFrame([{"load_mb": mb, "bench": b, "independent_pct": 40.0}
-                         for mb in (0.128, 0.256, 0.512, 1.024) for b in ("CG", "IS")])
     # The model has no cache term: the cache finding is not applicable, with the reason, never a
     # contrary result.
     f = ghanesh.finding_cache()

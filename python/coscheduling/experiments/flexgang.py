@@ -230,7 +230,7 @@ register(Experiment(
 #: Gang quantum and switch: the gang policy's defaults (assumption G-SCH-6); the I/O jobs' own
 #: quantum under FLEX is two mean CPU bursts (10 ms; assumption G-S003-FLEX). FLEX decides which
 #: jobs are of low gangedness with the online estimator (``low=auto``, S003 §5; threshold and window
-#: of assumption G-S003-EST); the I/O interrupts then take CPUs only from low-gangedness jobs.
+#: of assumption G-S003-5); the I/O interrupts then take CPUs only from low-gangedness jobs.
 GANG = "gang[rows=3,quantum_ms=100,switch_us=1000]"
 FLEX = ("gang[rows=3,quantum_ms=100,switch_us=1000,alternate=true,gang_bit=true,io_preempt=true,"
         "fill=true,low=auto,quanta=io-bound:10]")
@@ -413,7 +413,7 @@ def _mix(g: Gathered, st: Settings) -> Outcome:
         "![flexgang_mix](flexgang_mix.png)", "", md_table(t, 3), "", "## Findings", "", findings_md(f), "",
         "## Online gangedness estimate under FLEX", "",
         "Records per set (gang, non-gang-non-running ngn, non-gang-running ngr), mean messages received "
-        "per record, the ratio ngn / gang and the class (`unknown` below the window; G-S003-EST); "
+        "per record, the ratio ngn / gang and the class (`unknown` below the window; G-S003-5); "
         "`declared` is FLEX-DECLARED's list.", "",
         md_table(est, 3) if not est.empty else "(no estimates)",
     ]

@@ -36,7 +36,7 @@
 //!   estimator ([`super::gangedness`], `low = auto`): a job is low when its
 //!   class is `low`, and also while it is `unknown` (warm-up: the job is probed
 //!   with fragments and interrupts, which give it the non-gang quanta its
-//!   estimate needs; assumption G-S003-EST).
+//!   estimate needs; assumption G-S003-5).
 //! - **Two-level hierarchy** (S003 §2: the global component "pre-comput[es] a
 //!   round of several time-slices"): every `round_slots` slots the switch that
 //!   starts a new round also costs `round`, every node idle.
@@ -87,7 +87,7 @@ impl Default for LowGang {
     }
 }
 
-/// The default length of the estimator's processor-quanta (assumption G-S003-EST).
+/// The default length of the estimator's processor-quanta (assumption G-S003-5).
 pub const DEFAULT_EST_QUANTUM: SimTime = SimTime::from_ms(10);
 
 /// The flexible options of gang scheduling; the default is plain gang.

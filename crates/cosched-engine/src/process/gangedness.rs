@@ -31,7 +31,7 @@
 //! (the non-running set has as many senders as the gang set); a high ratio
 //! means low gangedness.
 //!
-//! **Class** ([`GangednessParams`]; assumption G-S003-EST):
+//! **Class** ([`GangednessParams`]; assumption G-S003-5):
 //! - a job that received no message in any of its records, once it has at
 //!   least `window` records of any set, is `low` (no communication: none of its
 //!   ranks can wait for an unscheduled peer's message; an I/O-bound job whose
@@ -61,7 +61,7 @@ pub struct GangednessParams {
 
 /// The default threshold (geometric middle of S003 Table 3's ratio gap).
 pub const DEFAULT_RATIO_THRESHOLD: f64 = 0.15;
-/// The default window (records per set; assumption G-S003-EST).
+/// The default window (records per set; assumption G-S003-5).
 pub const DEFAULT_WINDOW: u64 = 32;
 
 impl Default for GangednessParams {
@@ -413,8 +413,10 @@ mod unit {
         assert!(g.ratio().is_nan());
         assert_eq!(g.class(&p), GangClass::Low, "no communication at all");
         // No messages in enough records of any set: low even without gang records.
-        let mut io = JobGangedness::default();
-        io.non_gang_non_running = set(1, 0);
+        let mut io = JobGangedness {
+            non_gang_non_running: set(1, 0),
+            ..Default::default()
+        };
         assert_eq!(io.class(&p), GangClass::Unknown, "one record");
         io.non_gang_running = set(1, 0);
         assert_eq!(io.class(&p), GangClass::Low);

@@ -46,10 +46,10 @@
 //!   names the applications (`Emp/Workpile`) or is `auto`: the online
 //!   gangedness estimator decides at run time (S003 §5; `ratio_threshold`
 //!   (0.15, S003 Table 3's ratio gap) and `window` (32 records per set),
-//!   assumption G-S003-EST). With a `low` source, `io_preempt` interrupts only
+//!   assumption G-S003-5). With a `low` source, `io_preempt` interrupts only
 //!   processes of low-gangedness jobs (or fragments) (S003 §3.2, §7);
 //! - `est_quantum_ms` (10): length of the estimator's processor-quanta (every
-//!   gang run estimates each job's gangedness; G-S003-EST);
+//!   gang run estimates each job's gangedness; G-S003-5);
 //! - `round_slots` (1), `round_us` (0): two-level hierarchy, the global round
 //!   of `round_slots` slots is precomputed at a cost of `round_us`, added to the
 //!   switch starting each round (S003 §2; magnitude assumption G-S003-FLEX).
@@ -76,9 +76,9 @@ pub fn info() -> PolicyInfo {
             ParamInfo { name: "gang_bit", kind: "string", default: "false", doc: "jobs whose blocked process yields its slot to another row's process: true, false or app/app (seed 003 §2)" },
             ParamInfo { name: "fill", kind: "bool", default: "false", doc: "fragments go only to low-gangedness jobs, least-served process first (seed 003 §6)" },
             ParamInfo { name: "low", kind: "string", default: "", doc: "low-gangedness jobs for fill and the I/O interrupts' victims: app/app, or auto (the online estimator, seed 003 §5)" },
-            ParamInfo { name: "ratio_threshold", kind: "float", default: "0.15", doc: "low=auto: a job whose non-gang/gang message ratio is at least this is of low gangedness (seed 003 Table 3; G-S003-EST)" },
-            ParamInfo { name: "window", kind: "int", default: "32", doc: "low=auto: gang and non-gang-non-running records a job needs before it is classified (G-S003-EST)" },
-            ParamInfo { name: "est_quantum_ms", kind: "float", default: "10", doc: "length of the gangedness estimator's processor-quanta, ms (G-S003-EST)" },
+            ParamInfo { name: "ratio_threshold", kind: "float", default: "0.15", doc: "low=auto: a job whose non-gang/gang message ratio is at least this is of low gangedness (seed 003 Table 3; G-S003-5)" },
+            ParamInfo { name: "window", kind: "int", default: "32", doc: "low=auto: gang and non-gang-non-running records a job needs before it is classified (G-S003-5)" },
+            ParamInfo { name: "est_quantum_ms", kind: "float", default: "10", doc: "length of the gangedness estimator's processor-quanta, ms (G-S003-5)" },
             ParamInfo { name: "fair_ms", kind: "float", default: "quantum_ms", doc: "fill: max fragment time a process may lead its job's least-served process, ms (0: unbounded)" },
             ParamInfo { name: "round_slots", kind: "int", default: "1", doc: "slots per globally precomputed round (seed 003 §2)" },
             ParamInfo { name: "round_us", kind: "float", default: "0", doc: "round precomputation cost, added to the switch starting each round, µs" },
