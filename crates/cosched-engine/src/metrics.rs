@@ -114,8 +114,8 @@ pub struct ProcessSummary {
 /// One job's online gangedness estimate in a gang run (seed 003 §5;
 /// `cosched_engine::process::gangedness`): its record counts per set (gang,
 /// non-gang-running `ngr`, non-gang-non-running `ngn`), mean messages per gang and
-/// per ngn record, the ratio ngn / gang (null when undefined) and the class
-/// (`low`, `high` or `unknown`).
+/// per ngn record, the ratio ngn / gang (null when undefined), the class
+/// (`low`, `high` or `unknown`) and when it was first decided.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct GangednessSummary {
     pub job: usize,
@@ -127,6 +127,8 @@ pub struct GangednessSummary {
     pub ngn_msg_mean: Option<f64>,
     pub ratio: Option<f64>,
     pub class: String,
+    /// When the class first left `unknown`, seconds (null if it never did).
+    pub decided_s: Option<f64>,
 }
 
 /// Figures of a `gang-perturb` run (seed 003 §4-5), flattened into the process

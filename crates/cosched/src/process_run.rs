@@ -252,6 +252,7 @@ fn gangedness_summary(
         ngn_msg_mean: finite(c.non_gang_non_running.msg_mean()),
         ratio: finite(e.ratio),
         class: e.class.name().to_string(),
+        decided_s: e.decided.map(SimTime::as_secs_f64),
     }
 }
 

@@ -321,7 +321,8 @@ def gangedness_table(g: Gathered, st: Settings) -> pd.DataFrame:
                 "seed": int(r["seed"]), "job": int(e["job"]), "cls": classes[int(e["job"])], "app": e["app"],
                 "gang_n": int(e["gang_n"]), "ngn_n": int(e["ngn_n"]), "ngr_n": int(e["ngr_n"]),
                 "gang_msg_mean": e["gang_msg_mean"], "ngn_msg_mean": e["ngn_msg_mean"], "ratio": e["ratio"],
-                "estimated": e["class"], "declared": "low" if e["app"] in declared else "high",
+                "estimated": e["class"], "decided_s": e.get("decided_s"),
+                "declared": "low" if e["app"] in declared else "high",
             })
     return pd.DataFrame(rows)
 
@@ -413,8 +414,10 @@ def _mix(g: Gathered, st: Settings) -> Outcome:
         "![flexgang_mix](flexgang_mix.png)", "", md_table(t, 3), "", "## Findings", "", findings_md(f), "",
         "## Online gangedness estimate under FLEX", "",
         "Records per set (gang, non-gang-non-running ngn, non-gang-running ngr), mean messages received "
-        "per record, the ratio ngn / gang and the class (`unknown` below the window; G-S003-5); "
-        "`declared` is FLEX-DECLARED's list.", "",
+        "per record, the ratio ngn / gang, the class (`unknown` below the window; G-S003-5) and when it was "
+        "first decided (`decided_s`); `declared` is FLEX-DECLARED's list. Until a job is classified FLEX "
+        "treats it as of low gangedness (it gets fragments and may be interrupted: the probing that gives it "
+        "non-gang quanta), so FLEX and FLEX-DECLARED differ even when the final classes agree.", "",
         md_table(est, 3) if not est.empty else "(no estimates)",
     ]
     files = {"flexgang_mix.csv": csv_writer(t), "flexgang_mix_gangedness.csv": csv_writer(est)}

@@ -190,6 +190,17 @@ impl Matrix {
         }
     }
 
+    /// The slot ends at `now`: the estimator records it and notes the jobs
+    /// classified for the first time.
+    pub fn est_slot_end(&mut self, now: SimTime) {
+        let placed = self.jobs_placed();
+        self.est.slot_end(now, &placed);
+        let p = self.est_params();
+        for (j, _) in &placed {
+            self.est.note_decided(*j, now, &p);
+        }
+    }
+
     /// The final estimate of every job (`jobs` of them).
     pub fn gangedness(&self, jobs: usize) -> Vec<super::gangedness::JobEstimate> {
         self.est.estimates(jobs, &self.est_params())

@@ -323,6 +323,11 @@ fn auto_classifies_enum_low_and_water_high_after_warm_up() {
     assert_eq!(enum_.class, GangClass::Low, "{enum_:?}");
     assert_eq!(water.class, GangClass::High, "{water:?}");
     assert!(enum_.ratio > 0.15 && water.ratio < 0.15);
+    // Both were classified during the run, before it ended.
+    let end = out.end;
+    for e in [enum_, water] {
+        assert!(e.decided.is_some_and(|t| t < end), "{e:?}");
+    }
     // Water, once high, gets no more fragments: fewer non-gang-running records
     // than Enum, which keeps receiving them.
     assert!(water.counts.non_gang_running.n < enum_.counts.non_gang_running.n);

@@ -182,6 +182,8 @@ pub struct JobEstimate {
     /// [`JobGangedness::ratio`].
     pub ratio: f64,
     pub class: GangClass,
+    /// When the job's class first left `unknown` (at a slot end), if it did.
+    pub decided: Option<SimTime>,
 }
 
 /// The estimator's state inside a run.
@@ -200,6 +202,8 @@ pub struct Estimator {
     done: Vec<bool>,
     /// Per job (index): the running counts.
     jobs: Vec<JobGangedness>,
+    /// Per job: when its class first left `unknown`.
+    decided: Vec<Option<SimTime>>,
 }
 
 fn at<T: Default + Clone>(v: &mut Vec<T>, k: usize) -> &mut T {
@@ -329,6 +333,16 @@ impl Estimator {
         self.jobs.get(j).copied().unwrap_or_default()
     }
 
+    /// Records `now` as the time job `j` was first classified under `p`, if it
+    /// now is and was not before.
+    pub fn note_decided(&mut self, j: usize, now: SimTime, p: &GangednessParams) {
+        if self.decided.get(j).copied().flatten().is_none()
+            && self.job(j).class(p) != GangClass::Unknown
+        {
+            *at(&mut self.decided, j) = Some(now);
+        }
+    }
+
     /// The estimates of jobs `0..jobs` under `p`.
     pub fn estimates(&self, jobs: usize, p: &GangednessParams) -> Vec<JobEstimate> {
         (0..jobs)
@@ -339,6 +353,7 @@ impl Estimator {
                     counts,
                     ratio: counts.ratio(),
                     class: counts.class(p),
+                    decided: self.decided.get(j).copied().flatten(),
                 }
             })
             .collect()

@@ -1245,9 +1245,7 @@ impl<'a> Sim<'a> {
         if let Some(pt) = &mut self.perturb {
             pt.slot_end(now);
         }
-        let g = self.gang.as_mut().expect("gang mode");
-        let placed = g.jobs_placed();
-        g.est.slot_end(now, &placed);
+        self.gang.as_mut().expect("gang mode").est_slot_end(now);
         self.q
             .schedule(resume, Ev::GangResume { gen })
             .expect("future");
