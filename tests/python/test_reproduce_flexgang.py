@@ -30,7 +30,7 @@ def test_quick_version_writes_report_with_verdicts(exp_id: str, tmp_path: Path) 
     assert text.startswith(f"# {exp_id}:")
     assert "## Findings" in text
     verdicts = _verdicts(text)
-    assert len(verdicts) == {"lee-fig2": 2, "lee-fig3": 3, "flexgang-mix": 4}[exp_id]
+    assert len(verdicts) == {"lee-fig2": 2, "lee-fig3": 3, "flexgang-mix": 6}[exp_id]
     assert set(verdicts) <= VERDICTS, verdicts
     runs = pd.read_csv(out / "runs.csv")
     assert (runs["jobs_completed"] == runs["jobs_total"]).all()
@@ -80,11 +80,12 @@ def test_tradeoff_rule_passes_partly_and_fails() -> None:
 
 def _mix(**over: dict[str, float]) -> pd.DataFrame:
     base = {
-        "FLEX": {"io": 1.0, "sync": 5.0, "emp": 2.0, "all": 2.5, "utilization": 0.8},
-        "FLEX-NOINT": {"io": 2.0, "sync": 4.0, "emp": 2.0, "all": 2.8, "utilization": 0.8},
-        "GANG": {"io": 3.0, "sync": 4.5, "emp": 3.0, "all": 3.0, "utilization": 0.7},
-        "HYBRID": {"io": 1.5, "sync": 4.0, "emp": 2.0, "all": 2.0, "utilization": 0.9},
-        "BATCH": {"io": 2.0, "sync": 3.0, "emp": 3.0, "all": 2.7, "utilization": 0.6},
+        "FLEX": {"io": 1.0, "sync": 5.0, "emp": 2.0, "all": 2.5, "utilization": 0.8, "prio_inversion_s": 1.0},
+        "FLEX-NOINT": {"io": 2.0, "sync": 4.0, "emp": 2.0, "all": 2.8, "utilization": 0.8,
+                       "prio_inversion_s": 2.0},
+        "GANG": {"io": 3.0, "sync": 4.5, "emp": 3.0, "all": 3.0, "utilization": 0.7, "prio_inversion_s": 5.0},
+        "HYBRID": {"io": 1.5, "sync": 4.0, "emp": 2.0, "all": 2.0, "utilization": 0.9, "prio_inversion_s": 0.5},
+        "BATCH": {"io": 2.0, "sync": 3.0, "emp": 3.0, "all": 2.7, "utilization": 0.6, "prio_inversion_s": 0.0},
     }
     for k, v in over.items():
         base[k] = {**base[k], **v}
@@ -93,14 +94,39 @@ def _mix(**over: dict[str, float]) -> pd.DataFrame:
 
 def test_mix_rules_pass_and_fail() -> None:
     ok = [x.verdict for x in flexgang.mix_findings(_mix())]
-    assert ok == [report.REPRODUCED] * 4
+    assert ok == [report.REPRODUCED] * 5
     bad = [x.verdict for x in flexgang.mix_findings(_mix(
-        GANG={"io": 0.5, "emp": 1.0, "all": 2.0, "utilization": 0.9},
+        GANG={"io": 0.5, "emp": 1.0, "all": 2.0, "utilization": 0.9, "prio_inversion_s": 0.5},
         **{"FLEX-NOINT": {"sync": 6.0}},
     ))]
-    assert bad == [report.NOT_REPRODUCED] * 4
+    assert bad == [report.NOT_REPRODUCED] * 5
     partly = [x.verdict for x in flexgang.mix_findings(_mix(
         GANG={"io": 1.2, "utilization": 0.9},
     ))]
-    assert partly[:2] == [report.PARTLY, report.PARTLY]
+    assert partly[1:3] == [report.PARTLY, report.PARTLY]
     assert all(f.why for f in flexgang.mix_findings(_mix(GANG={"io": 0.5})) if f.verdict != report.REPRODUCED)
+
+
+def test_estimator_rule_passes_partly_and_fails() -> None:
+    def f(sync: list[str], emp: list[str]) -> str:
+        rows = [{"cls": "sync", "estimated": c} for c in sync] + [{"cls": "emp", "estimated": c} for c in emp]
+        return flexgang.estimator_finding(pd.DataFrame(rows)).verdict
+
+    assert f(["high", "high"], ["low", "low"]) == report.REPRODUCED
+    assert f(["high", "unknown"], ["low", "low"]) == report.PARTLY
+    assert f(["low", "unknown"], ["high", "high"]) == report.NOT_REPRODUCED
+    assert flexgang.estimator_finding(pd.DataFrame()).verdict == report.NOT_APPLICABLE
+
+
+def test_mix_runs_include_the_dedicated_io_job_and_both_flex_variants() -> None:
+    from coscheduling.experiments import Settings
+
+    specs = flexgang.mix_runs(Settings(quick=True))
+    schemes = [s.labels["scheme"] for s in specs]
+    assert {"FLEX", "FLEX-DECLARED", flexgang.DEDICATED} <= set(schemes)
+    flex = next(s for s in specs if s.labels["scheme"] == "FLEX")
+    assert "low=auto" in flex.config["scheduler"]["policy"]
+    declared = next(s for s in specs if s.labels["scheme"] == "FLEX-DECLARED")
+    assert "low=Emp/io-bound" in declared.config["scheduler"]["policy"]
+    ded = next(s for s in specs if s.labels["scheme"] == flexgang.DEDICATED)
+    assert [j["app"] for j in ded.config["workload"]["jobs"]] == [flexgang.mix_jobs(Settings(quick=True))[0][1]["app"]]

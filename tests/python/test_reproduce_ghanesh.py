@@ -35,6 +35,10 @@ def test_quick_version_writes_report_tables_and_plots(exp_id: str, tmp_path: Pat
     assert "## Findings" in text and "Model notes" in text
     verdicts = re.findall(r"\| \*\*([a-z ]+)\*\* \|", text)
     assert verdicts and set(verdicts) <= VERDICTS, verdicts
+    if exp_id == "ghanesh-fig4":
+        # No cache term: the header says so and the one finding is not applicable.
+        assert "**Not applicable: the model has no cache term" in text
+        assert verdicts == [report.NOT_APPLICABLE]
     runs = pd.read_csv(out / "runs.csv")
     assert len(runs) == len(list((out / "runs").iterdir()))
     assert (runs["jobs_completed"] == runs["jobs_total"]).all()
@@ -59,8 +63,16 @@ def test_runs_place_threads_and_loads_as_the_paper() -> None:
     assert jobs[0]["procs"] == 16 and jobs[0]["ranks_per_node"] == 2
     assert two.config["node_platform"]["nodes"] == 8
     assert sum(1 for j in jobs if j.get("background")) == 8
-    # Gang runs only where the matrix can place the job (one rank per node).
-    assert all(s.labels["lay"] in (0, 1) for s in by.values() if s.labels["mode"] == "gang")
+    # Gang runs on every layout: the matrix has a column per CPU, so 2 ranks per node fit.
+    gang_lays = {s.labels["lay"] for s in by.values() if s.labels["mode"] == "gang"}
+    assert gang_lays == {0, 1, 2, 3}
+    two_gang = next(s for s in specs if s.labels["bench"] == "CG" and s.labels["lay"] == 3
+                    and s.labels["mode"] == "gang")
+    assert two_gang.config["workload"]["jobs"][0]["ranks_per_node"] == 2
+    assert two_gang.config["scheduler"]["policy"].startswith("gang[")
+    # 3 processes per dual-CPU node need 2 rows: the benchmark's row runs half the slots.
+    assert ghanesh.gang_share(1, 2) == 0.5 and ghanesh.gang_share(2, 1) == 0.5
+    assert ghanesh.gang_share(1, 1) == 1.0
     slices = {s.config["node_platform"]["os"]["base_ticks"] for s in ghanesh._fig2_runs(Settings(quick=True))}
     assert slices == {3, 5, 10, 20}
 
@@ -113,9 +125,13 @@ def test_ep_and_gang_rules() -> None:
     assert ghanesh._ep_finding(t).verdict == report.NOT_REPRODUCED
     g = _tab({L[0]: {"EP": 48, "CG": 30}})
     g["gang_pct"] = [200.0, 190.0, 195.0]
-    assert ghanesh._gang_finding(g).verdict == report.REPRODUCED
+    f = ghanesh._gang_finding(g)
+    assert [x.verdict for x in f] == [report.REPRODUCED, report.REPRODUCED]
+    assert "by construction" in f[1].ours
     g["gang_pct"] = [10.0, 5.0, 7.5]
-    assert ghanesh._gang_finding(g).verdict == report.NOT_REPRODUCED
+    assert [x.verdict for x in ghanesh._gang_finding(g)] == [report.NOT_REPRODUCED] * 2
+    g["gang_pct"] = [40.0, 60.0, 7.5]  # EP 48 > 40, CG 30 <= 60
+    assert [x.verdict for x in ghanesh._gang_finding(g)] == [report.PARTLY, report.PARTLY]
 
 
 def _slice_tab(vals: dict[int, dict[str, float]]) -> pd.DataFrame:
@@ -149,11 +165,11 @@ def test_memory_rules() -> None:
 
 
 def test_cache_and_scaling_rules() -> None:
-    flat = pd.DataFrame([{"load_mb": mb, "bench": b, "independent_pct": 40.0}
-                         for mb in (0.128, 0.256, 0.512, 1.024) for b in ("CG", "IS")])
-    assert ghanesh.finding_cache(flat).verdict == report.NOT_REPRODUCED
-    rising = flat.assign(independent_pct=[30 if mb < 0.5 else 45 for mb in flat["load_mb"]])
-    assert ghanesh.finding_cache(rising).verdict == report.REPRODUCED
+    # The model has no cache term: the cache finding is not applicable, with the reason, never a
+    # contrary result.
+    f = ghanesh.finding_cache()
+    assert f.verdict == report.NOT_APPLICABLE
+    assert "no cache term" in f.why and f.ours == "not applicable"
     rows = [{"nodes_n": n, "bench": b, "independent_pct": v}
             for b, vs in {"CG": (30, 40, 60), "IS": (20, 25, 30)}.items() for n, v in zip((4, 8, 16), vs,
                                                                                           strict=True)]

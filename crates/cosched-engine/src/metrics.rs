@@ -110,15 +110,44 @@ pub struct ProcessSummary {
     pub boosts: u64,
     /// Running processes preempted at once by a boosted one.
     pub boost_preemptions: u64,
+    /// Boosts a node policy applied when a NIC acknowledgement arrived for a
+    /// sender (CC's sender boost); included in `boosts`.
+    pub ack_boosts: u64,
     /// Gang slot switches (each idles every node for the switch cost).
     pub gang_switches: u64,
     /// Flexible gang: running processes preempted by a process woken by its disk completion.
     pub gang_io_preemptions: u64,
     /// Flexible gang: CPU time processes ran outside their own row's slot, seconds.
     pub gang_fragment_s: f64,
+    /// Time processes woken by a disk completion waited for a CPU while a CPU
+    /// of their node ran another job's process, seconds (docs/formats/summary.md).
+    pub priority_inversion_s: f64,
+    /// Gang runs: each job's final online gangedness estimate (seed 003 §5).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gangedness: Option<Vec<GangednessSummary>>,
     /// The perturbation harness's figures (`gang-perturb` runs only).
     #[serde(flatten, skip_serializing_if = "Option::is_none")]
     pub perturb: Option<PerturbSummary>,
+}
+
+/// One job's online gangedness estimate in a gang run (seed 003 §5;
+/// `cosched_engine::process::gangedness`): its record counts per set (gang,
+/// non-gang-running `ngr`, non-gang-non-running `ngn`), mean messages per gang and
+/// per ngn record, the ratio ngn / gang (null when undefined), the class
+/// (`low`, `high` or `unknown`) and when it was first decided.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct GangednessSummary {
+    pub job: usize,
+    pub app: String,
+    pub gang_n: u64,
+    pub ngr_n: u64,
+    pub ngn_n: u64,
+    pub gang_msg_mean: Option<f64>,
+    pub ngn_msg_mean: Option<f64>,
+    pub ratio: Option<f64>,
+    pub class: String,
+    /// When the class first left `unknown`, seconds (null if it never did).
+    pub decided_s: Option<f64>,
 }
 
 /// Figures of a `gang-perturb` run (seed 003 §4-5), flattened into the process

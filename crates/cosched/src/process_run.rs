@@ -6,7 +6,9 @@
 
 use crate::{Error, RunResult, Timings};
 use cosched_des::SimTime;
-use cosched_engine::metrics::{summarize_busy, MeasuredBusy, PerturbSummary, ProcessSummary};
+use cosched_engine::metrics::{
+    summarize_busy, GangednessSummary, MeasuredBusy, PerturbSummary, ProcessSummary,
+};
 use cosched_engine::process::policy::NodePolicy;
 use cosched_engine::process::{simulate_processes, ProcJob, ProcOptions};
 use cosched_engine::{JobRecord, JobStatus, SimOutput};
@@ -220,9 +222,16 @@ pub fn run_process_config_recording(cfg: &RunConfig, timeline: bool) -> Result<R
         policy_interrupts: c.policy_interrupts,
         boosts: c.boosts,
         boost_preemptions: c.boost_preemptions,
+        ack_boosts: c.ack_boosts,
         gang_switches: c.gang_switches,
         gang_io_preemptions: c.gang_io_preemptions,
         gang_fragment_s: c.gang_fragment_ns as f64 / 1e9,
+        priority_inversion_s: c.priority_inversion_ns as f64 / 1e9,
+        gangedness: out.gangedness.as_ref().map(|est| {
+            est.iter()
+                .map(|e| gangedness_summary(e, &jobs[e.job].program.name))
+                .collect()
+        }),
         perturb: out.perturb.as_ref().map(perturb_summary),
     });
     Ok(RunResult {
@@ -237,6 +246,27 @@ pub fn run_process_config_recording(cfg: &RunConfig, timeline: bool) -> Result<R
             metrics_s: t1.elapsed().as_secs_f64(),
         },
     })
+}
+
+/// A job's gangedness estimate in summary form (non-finite numbers become null).
+fn gangedness_summary(
+    e: &cosched_engine::process::gangedness::JobEstimate,
+    program: &str,
+) -> GangednessSummary {
+    let finite = |x: f64| x.is_finite().then_some(x);
+    let c = &e.counts;
+    GangednessSummary {
+        job: e.job,
+        app: cosched_engine::process::flexgang::app_of(program).to_string(),
+        gang_n: c.gang.n,
+        ngr_n: c.non_gang_running.n,
+        ngn_n: c.non_gang_non_running.n,
+        gang_msg_mean: finite(c.gang.msg_mean()),
+        ngn_msg_mean: finite(c.non_gang_non_running.msg_mean()),
+        ratio: finite(e.ratio),
+        class: e.class.name().to_string(),
+        decided_s: e.decided.map(SimTime::as_secs_f64),
+    }
 }
 
 /// The summary figures of the perturbation harness (`gang-perturb`).

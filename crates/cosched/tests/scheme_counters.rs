@@ -28,12 +28,14 @@ fn scheme_counters_are_exported_in_the_summary() {
     let p = dcs.summary.process.as_ref().unwrap();
     assert!(p.policy_interrupts > 0, "DCS raised no interrupt: {p:?}");
     assert!(p.boosts > 0, "DCS boosted nothing: {p:?}");
+    assert_eq!(p.ack_boosts, 0, "DCS has no sender boost");
     assert_eq!(p.gang_switches, 0);
     let json = serde_json::to_value(&dcs.summary).unwrap();
     for key in [
         "policy_interrupts",
         "boosts",
         "boost_preemptions",
+        "ack_boosts",
         "gang_switches",
         "gang_io_preemptions",
         "gang_fragment_s",
@@ -46,11 +48,15 @@ fn scheme_counters_are_exported_in_the_summary() {
         let r = run("fcfs", node);
         let p = r.summary.process.as_ref().unwrap();
         assert_eq!(
-            (p.policy_interrupts, p.boosts, p.boost_preemptions),
-            (0, 0, 0),
+            (p.policy_interrupts, p.boosts, p.boost_preemptions, p.ack_boosts),
+            (0, 0, 0, 0),
             "{node}"
         );
     }
+    // CC boosts blocked senders when their acknowledgement arrives.
+    let cc = run("fcfs", "cc");
+    let p = cc.summary.process.as_ref().unwrap();
+    assert!(p.ack_boosts > 0 && p.ack_boosts <= p.boosts, "{p:?}");
 
     let gang = run("gang", "nls");
     let p = gang.summary.process.as_ref().unwrap();

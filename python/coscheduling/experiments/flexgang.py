@@ -7,8 +7,10 @@ scheduler.
   remainder of its quantum is donated to the compute job (the gang bit; S003 §3.2). Measured: the
   I/O job's slowdown against its dedicated run (priority inversion) and the CPU fragmentation.
 - ``flexgang-mix``: the flexible gang scheduler (per-job quanta, I/O interrupts, gang bit,
-  fragments filled by low-gangedness jobs) against plain gang, HYBRID and batch on a mix of
-  I/O-bound, synchronization-intensive and embarrassingly parallel jobs (S003 §3.2, §6).
+  fragments filled by low-gangedness jobs as the online gangedness estimator classes them) against
+  the same scheduler with a declared list of low-gangedness applications, plain gang, HYBRID and
+  batch on a mix of I/O-bound, synchronization-intensive and embarrassingly parallel jobs (S003
+  §3.2, §5, §6). Dedicated runs of the I/O job give the I/O jobs' slowdown per scheme.
 
 Definitions (assumption G-S003-FLEX of docs/models/seed-parameters.md):
 
@@ -24,12 +26,13 @@ Definitions (assumption G-S003-FLEX of docs/models/seed-parameters.md):
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pandas as pd
 
 from . import Experiment, Gathered, Outcome, Settings, csv_writer, register
-from .report import Finding, findings_md, grouped_bars, md_table, verdict
+from .report import NOT_APPLICABLE, Finding, findings_md, grouped_bars, md_table, verdict
 from .runner import RunSpec
 
 PLATFORM = "lee32"
@@ -225,20 +228,27 @@ register(Experiment(
 # ----- the flexible gang scheduler on a mix ----------------------------------------------------
 
 #: Gang quantum and switch: the gang policy's defaults (assumption G-SCH-6); the I/O jobs' own
-#: quantum under FLEX is two mean CPU bursts (10 ms; assumption G-S003-FLEX).
+#: quantum under FLEX is two mean CPU bursts (10 ms; assumption G-S003-FLEX). FLEX decides which
+#: jobs are of low gangedness with the online estimator (``low=auto``, S003 §5; threshold and window
+#: of assumption G-S003-5); the I/O interrupts then take CPUs only from low-gangedness jobs.
 GANG = "gang[rows=3,quantum_ms=100,switch_us=1000]"
 FLEX = ("gang[rows=3,quantum_ms=100,switch_us=1000,alternate=true,gang_bit=true,io_preempt=true,"
-        "fill=true,low=Emp/io-bound,quanta=io-bound:10]")
+        "fill=true,low=auto,quanta=io-bound:10]")
+#: FLEX with the low-gangedness applications declared instead of estimated (for comparison).
+FLEX_DECLARED = FLEX.replace("low=auto", "low=Emp/io-bound")
 #: FLEX without the I/O interrupts: isolates their cost to the synchronizing jobs.
 FLEX_NOINT = FLEX.replace("io_preempt=true", "io_preempt=false")
 MIX_SCHEMES: dict[str, tuple[str, str, int]] = {
     "FLEX": (FLEX, "nls", 3),
+    "FLEX-DECLARED": (FLEX_DECLARED, "nls", 3),
     "FLEX-NOINT": (FLEX_NOINT, "nls", 3),
     "GANG": (GANG, "nls", 3),
     "HYBRID": ("fcfs", "hybrid", 3),
     "BATCH": ("batch", "nls", 1),
 }
 CLASSES = ["io", "sync", "emp"]
+#: Label of the dedicated runs of the I/O job (alone on the machine, batch + nls).
+DEDICATED = "DEDICATED-IO"
 
 
 def mix_jobs(st: Settings) -> list[tuple[str, dict[str, Any]]]:
@@ -253,36 +263,100 @@ def mix_jobs(st: Settings) -> list[tuple[str, dict[str, Any]]]:
 
 
 def mix_runs(st: Settings) -> list[RunSpec]:
-    jobs = [j for _, j in mix_jobs(st)]
+    mix = mix_jobs(st)
+    jobs = [j for _, j in mix]
+    io_alone = [next(j for c, j in mix if c == "io")]
     out = []
     for seed in range(1, st.seeds + 1):
         for name, (policy, node, mpl) in MIX_SCHEMES.items():
             out.append(RunSpec(f"mix-{name.lower()}-s{seed}", {"scheme": name, "seed": seed},
                                _config(policy, node, mpl, jobs, seed)))
+        out.append(RunSpec(f"mix-dedicated-io-s{seed}", {"scheme": DEDICATED, "seed": seed},
+                           _config("batch", "nls", 1, io_alone, seed)))
     return out
 
 
+def _order(df: pd.DataFrame) -> pd.DataFrame:
+    order = list(MIX_SCHEMES)
+    return (df.assign(o=[order.index(s) for s in df["scheme"]]).sort_values("o").drop(columns="o")
+            .reset_index(drop=True))
+
+
 def mix_table(g: Gathered, st: Settings) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Mean response per scheme and class; utilization per scheme."""
+    """Mean response per scheme and class; the I/O jobs' slowdown against the dedicated I/O job
+    (same seed); utilization and priority inversion per scheme."""
     classes = [c for c, _ in mix_jobs(st)]
-    jobs = g.jobs.copy()
+    ded_runs = g.runs[g.runs["scheme"] == DEDICATED]
+    ded = g.jobs[g.jobs["scheme"] == DEDICATED].set_index("seed")["response_s"]
+    jobs = g.jobs[g.jobs["scheme"] != DEDICATED].copy()
     jobs["pos"] = jobs.groupby("run").cumcount()
     jobs["cls"] = [classes[int(p)] for p in jobs["pos"]]
     resp = (jobs.groupby(["scheme", "cls"], as_index=False)["response_s"].mean()
             .pivot(index="scheme", columns="cls", values="response_s").reset_index())
     resp["all"] = jobs.groupby("scheme")["response_s"].mean().reindex(resp["scheme"]).to_numpy()
-    util = g.runs.groupby("scheme", as_index=False)[["utilization", "makespan_s"]].mean()
-    resp = resp.merge(util, on="scheme")
-    order = list(MIX_SCHEMES)
-    resp["o"] = [order.index(s) for s in resp["scheme"]]
-    resp = resp.sort_values("o").drop(columns="o").reset_index(drop=True)
+    io = jobs[jobs["cls"] == "io"].copy()
+    io["slowdown"] = io["response_s"] / io["seed"].map(ded).astype(float)
+    resp["io_slowdown"] = io.groupby("scheme")["slowdown"].mean().reindex(resp["scheme"]).to_numpy()
+    runs = g.runs[g.runs["scheme"] != DEDICATED]
+    util = runs.groupby("scheme", as_index=False)[
+        ["utilization", "makespan_s", "process_priority_inversion_s"]].mean()
+    resp = _order(resp.merge(util, on="scheme").rename(
+        columns={"process_priority_inversion_s": "prio_inversion_s"}))
     long = jobs.groupby(["scheme", "cls"], as_index=False)["response_s"].mean()
-    return resp[["scheme", *CLASSES, "all", "utilization", "makespan_s"]], long
+    resp.attrs["dedicated_io_s"] = float(ded.mean()) if not ded_runs.empty else float("nan")
+    return resp[["scheme", *CLASSES, "all", "io_slowdown", "prio_inversion_s", "utilization",
+                 "makespan_s"]], long
+
+
+def gangedness_table(g: Gathered, st: Settings) -> pd.DataFrame:
+    """Each job's final online gangedness estimate under FLEX (per seed) and FLEX-DECLARED's
+    declared class, from the runs' ``process.gangedness`` lists."""
+    classes = [c for c, _ in mix_jobs(st)]
+    declared = {a for a in FLEX_DECLARED.split("low=")[1].split(",")[0].split("/")}
+    rows = []
+    for _, r in g.runs[g.runs["scheme"] == "FLEX"].iterrows():
+        cell = r.get("process_gangedness")
+        for e in json.loads(cell) if isinstance(cell, str) else []:
+            rows.append({
+                "seed": int(r["seed"]), "job": int(e["job"]), "cls": classes[int(e["job"])], "app": e["app"],
+                "gang_n": int(e["gang_n"]), "ngn_n": int(e["ngn_n"]), "ngr_n": int(e["ngr_n"]),
+                "gang_msg_mean": e["gang_msg_mean"], "ngn_msg_mean": e["ngn_msg_mean"], "ratio": e["ratio"],
+                "estimated": e["class"], "decided_s": e.get("decided_s"),
+                "declared": "low" if e["app"] in declared else "high",
+            })
+    return pd.DataFrame(rows)
+
+
+def estimator_finding(est: pd.DataFrame) -> Finding:
+    """S003 §5: message statistics identify gangedness; FLEX's online estimate must class the
+    synchronizing jobs high and the embarrassingly parallel jobs low."""
+    claim = ("message statistics identify the gangedness of applications: the synchronization-intensive "
+             "jobs must be ganged, the embarrassingly parallel ones need not (S003 §5, §7)")
+    if est.empty:
+        return Finding(claim, "", "no FLEX estimates", NOT_APPLICABLE)
+    sync = est[est["cls"] == "sync"]["estimated"]
+    emp = est[est["cls"] == "emp"]["estimated"]
+    ok = bool((sync == "high").all() and (emp == "low").all())
+    part = bool((sync == "high").any() or (emp == "low").any())
+    ours = (f"sync jobs: {', '.join(sync)}; emp jobs: {', '.join(emp)} (FLEX's online estimate at the "
+            "end of each run)")
+    return Finding(claim, "every Barrier job classed high and every Emp job classed low by FLEX's online "
+                   "estimator (partly: some)", ours, verdict(ok, part),
+                   "" if ok else "too few non-gang quanta or too small a ratio gap in our runs (see the "
+                   "gangedness table)")
 
 
 def mix_findings(t: pd.DataFrame) -> list[Finding]:
     v = t.set_index("scheme")
     f = []
+    gi, fi = v.loc["GANG", "prio_inversion_s"], v.loc["FLEX", "prio_inversion_s"]
+    f.append(Finding(
+        "gang schedulers cause priority inversion when a compute-bound job holds the CPU while an I/O-bound "
+        "process is ready (S003 §3.1); interrupting reduces it (S003 §3.2)",
+        "priority inversion under GANG above FLEX's",
+        f"GANG {gi:.2f} s, FLEX {fi:.2f} s, FLEX-NOINT {v.loc['FLEX-NOINT', 'prio_inversion_s']:.2f} s, "
+        f"HYBRID {v.loc['HYBRID', 'prio_inversion_s']:.2f} s",
+        verdict(gi > fi), "" if gi > fi else "the I/O interrupts did not lower the inversion in our runs"))
     g_io, f_io, h_io = v.loc["GANG", "io"], v.loc["FLEX", "io"], v.loc["HYBRID", "io"]
     ok = g_io > f_io and g_io > h_io
     f.append(Finding(
@@ -318,18 +392,35 @@ def mix_findings(t: pd.DataFrame) -> list[Finding]:
 
 def _mix(g: Gathered, st: Settings) -> Outcome:
     t, long = mix_table(g, st)
-    f = mix_findings(t)
+    est = gangedness_table(g, st)
+    f = mix_findings(t) + [estimator_finding(est)]
+    classes = ("" if est.empty else "; ".join(
+        f"job {int(r['job'])} ({r['app']}, seed {int(r['seed'])}): **{r['estimated']}** (ratio "
+        f"{'n/a' if pd.isna(r['ratio']) else format(r['ratio'], '.3f')})" for _, r in est.iterrows()))
     report = [
         "# Flexible gang scheduling on a mix of I/O-bound, synchronizing and embarrassingly parallel jobs",
         "",
         f"{'Quick run: ' if st.quick else ''}two jobs of each class, 16 processes each, on `{PLATFORM}`, "
-        f"{st.seeds} seed(s). FLEX = `{FLEX}`; FLEX-NOINT = the same with `io_preempt=false`; "
-        f"GANG = `{GANG}`; HYBRID = fcfs + hybrid (MPL 3); "
+        f"{st.seeds} seed(s). FLEX = `{FLEX}` (the online gangedness estimator decides which jobs are "
+        "of low gangedness: only those get fragments and may be interrupted by I/O); FLEX-DECLARED = the "
+        "same with the low-gangedness applications declared (`low=Emp/io-bound`); FLEX-NOINT = FLEX with "
+        f"`io_preempt=false`; GANG = `{GANG}`; HYBRID = fcfs + hybrid (MPL 3); "
         "BATCH = batch + nls. Mean response (s) per class: io = `io-bound`, sync = `Barrier`, "
-        "emp = `Emp`.", "",
-        "![flexgang_mix](flexgang_mix.png)", "", md_table(t, 3), "", "## Findings", "", findings_md(f),
+        "emp = `Emp`. io_slowdown: the I/O jobs' mean response / the I/O job's response alone on the "
+        f"machine (batch, same seed; mean {t.attrs.get('dedicated_io_s', float('nan')):.3f} s). "
+        "prio_inversion_s: time the I/O jobs' processes, woken by their disk, waited for a CPU while "
+        "their node ran another job's process (all processes, summed).", "",
+        f"FLEX's estimated class per job: {classes}.", "",
+        "![flexgang_mix](flexgang_mix.png)", "", md_table(t, 3), "", "## Findings", "", findings_md(f), "",
+        "## Online gangedness estimate under FLEX", "",
+        "Records per set (gang, non-gang-non-running ngn, non-gang-running ngr), mean messages received "
+        "per record, the ratio ngn / gang, the class (`unknown` below the window; G-S003-5) and when it was "
+        "first decided (`decided_s`); `declared` is FLEX-DECLARED's list. Until a job is classified FLEX "
+        "treats it as of low gangedness (it gets fragments and may be interrupted: the probing that gives it "
+        "non-gang quanta), so FLEX and FLEX-DECLARED differ even when the final classes agree.", "",
+        md_table(est, 3) if not est.empty else "(no estimates)",
     ]
-    files = {"flexgang_mix.csv": csv_writer(t)}
+    files = {"flexgang_mix.csv": csv_writer(t), "flexgang_mix_gangedness.csv": csv_writer(est)}
     files["flexgang_mix.png"] = lambda p: grouped_bars(
         long, p, x="cls", series="scheme", value="response_s",
         title="Mean response per job class", ylabel="response (s)")

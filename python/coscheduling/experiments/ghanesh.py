@@ -40,8 +40,10 @@ GANG_ESTIMATE_PCT = 50.0
 #: S002 §4: "we assume that when a process is blocked for communication it is removed
 #: from the ready queue" -- blocking waits, no spinning.
 NODE_POLICY = "block"
-#: Real gang scheduling, defaults of assumption G-SCH-6 (100 ms quantum, 1 ms switch),
-#: 3 rows: the application and the two loads of a node each get a row.
+#: Real gang scheduling, defaults of assumption G-SCH-6 (100 ms quantum, 1 ms switch), 3 rows
+#: (the MPL of the shared runs). The matrix has one column per CPU, so a dual-CPU node runs two
+#: processes per slot: the benchmark's row holds one load beside a 1-thread benchmark, and a
+#: 2-thread benchmark fills both columns of its nodes.
 GANG_POLICY = "gang[quantum_ms=100,rows=3,switch_us=1000]"
 #: S002 §3.3: the Linux 2.4.7 default slice is 50 ms; the model's slice is
 #: base_ticks x tick_ms with the 10 ms tick of HZ = 100.
@@ -425,9 +427,8 @@ def _fig1_runs(st: Settings) -> list[RunSpec]:
     for seed in range(st.seeds):
         for layout in layouts:
             for b in _benches(st):
-                # Gang places one process per node in each row: only the one-thread layouts fit it.
                 out += _pair("fig1", b, cls, layout, "cpu-load", {"lay": FIG1_LAYOUTS.index(layout)}, seed,
-                             gang=layout.app_per_node == 1)
+                             gang=True)
     return out
 
 
@@ -448,7 +449,7 @@ def _fig1(g: Gathered, st: Settings) -> Outcome:
     f.append(finding_highest_one_thread(tab))
     f.append(finding_cg_mg_increase(tab))
     f.append(_ep_finding(tab))
-    f.append(_gang_finding(tab))
+    f += _gang_finding(tab)
     util = tab[(tab["bench"] != "average") & (tab["layout"] == FIG1_LAYOUTS[0].label)][
         ["bench", "dedicated_s", "cpu_util_pct"]].copy()
     class_b = _cls(st) == "B"  # Table 1 is class B: no paper numbers beside a class A run
@@ -464,7 +465,7 @@ def _fig1(g: Gathered, st: Settings) -> Outcome:
         "50 ms slice), blocking waits. Dedicated: the benchmark alone on exactly the layout's nodes; shared "
         "(independent scheduling): plus `cpu-load` background jobs on the same nodes. Slowdown = (shared - "
         "dedicated) / dedicated x 100. Gang: the paper's estimate (50%) and a simulated gang scheduler "
-        f"(`{GANG_POLICY}`) on the one-thread layouts.",
+        f"(`{GANG_POLICY}`, one matrix column per CPU) on every layout.",
         "",
         "![fig1](fig1.png)",
         "",
@@ -503,23 +504,44 @@ def _ep_finding(tab: pd.DataFrame) -> Finding:
                    "slowdown")
 
 
-def _gang_finding(tab: pd.DataFrame) -> Finding:
+def gang_share(layout_app_per_node: int, loads_per_node: int, cpus: int = CPUS_PER_NODE) -> float:
+    """The share of slots the benchmark's row gets when the matrix places the benchmark first and
+    then the single-process loads, each in the first row with a free column on its node: the rows a
+    node's processes need, ceil((app + loads) / cpus), take turns."""
+    return 1.0 / math.ceil((layout_app_per_node + loads_per_node) / cpus)
+
+
+def _gang_finding(tab: pd.DataFrame) -> list[Finding]:
     claim = ("the paper only estimates gang scheduling (50%, ignoring its overheads) and calls the estimate "
              "optimistic; independent scheduling is competitive with gang scheduling (S002 §2, §4)")
     if "gang_pct" not in tab:
-        return Finding(claim, "", "no gang runs", NOT_APPLICABLE)
+        return [Finding(claim, "", "no gang runs", NOT_APPLICABLE)]
     sub = tab[tab["gang_pct"].notna() & (tab["bench"] != "average")]
     if sub.empty:
-        return Finding(claim, "", "no gang runs", NOT_APPLICABLE)
+        return [Finding(claim, "", "no gang runs", NOT_APPLICABLE)]
     wins = int((sub["independent_pct"] <= sub["gang_pct"]).sum())
     above = int((sub["gang_pct"] >= GANG_ESTIMATE_PCT).sum())
-    ok = wins >= 0.75 * len(sub) and above == len(sub)
-    return Finding(claim, "reproduced if the simulated gang slowdown is at least the 50% estimate in every "
-                   "run (the estimate is optimistic) and independent scheduling is at or below simulated "
-                   "gang in at least 3/4 of the (benchmark, layout) pairs; partly if either holds",
-                   f"simulated gang {sub['gang_pct'].min():.0f}–{sub['gang_pct'].max():.0f}%; independent <= "
-                   f"gang in {wins} of {len(sub)}", verdict(ok, wins >= 0.75 * len(sub) or above == len(sub)),
-                   "" if ok else "see the gang note below the findings")
+    out = [Finding(
+        "independent scheduling is competitive with gang scheduling (S002 §2, §4)",
+        "reproduced if independent scheduling's slowdown is at or below simulated gang's in at least 3/4 "
+        "of the (benchmark, layout) pairs; partly if in at least half",
+        f"independent <= gang in {wins} of {len(sub)}",
+        verdict(wins >= 0.75 * len(sub), wins >= 0.5 * len(sub)),
+        "" if wins >= 0.75 * len(sub) else "see the gang note below the findings")]
+    # Every layout here has 3 processes per dual-CPU node, so the benchmark's row gets 1 slot in 2:
+    # a slowdown of at least ~100% for any benchmark that uses its CPU, whatever it does.
+    share = gang_share(1, 2)
+    out.append(Finding(
+        "the 50% gang estimate is optimistic: real gang scheduling with its overheads does worse (S002 §2, §3)",
+        "reproduced if the simulated gang slowdown is at least the 50% estimate in every run",
+        f"simulated gang {sub['gang_pct'].min():.0f}–{sub['gang_pct'].max():.0f}%, at or above 50% in "
+        f"{above} of {len(sub)} (by construction for a benchmark that keeps its CPU busy, such as EP: with 3 "
+        f"processes per dual-CPU node the matrix needs 2 rows per node, so the benchmark's row runs "
+        f"{share:.0%} of the slots, not the estimate's 2/3; only a benchmark that waits much of its slot "
+        "away can stay below)",
+        verdict(above == len(sub), above >= 0.5 * len(sub)),
+        "" if above == len(sub) else "see the gang note below the findings"))
+    return out
 
 
 def _model_notes() -> str:
@@ -533,11 +555,17 @@ def _model_notes() -> str:
         "other two 0.75, instead of 2/3 each. A compute-bound benchmark thread with two loads is therefore "
         "slowed by 33% or 67% rather than the 50% of a fair share, depending on its place in the pattern; "
         "EP (no communication) shows this directly.",
-        "- Simulated gang scheduling: the process-level gang matrix has one column per node, so in each "
-        "slot a node runs one process and the second CPU of a dual-CPU node stays idle; the benchmark and "
-        "the two loads of a node take the 3 rows, so the benchmark runs 1/3 of the time (plus the 1 ms "
-        "global switch per 100 ms slot). The paper's estimate assumes 2/3. The matrix cannot place two "
-        "ranks of one job on a node, so the 2-thread layouts have no gang run.",
+        "- Simulated gang scheduling: the process-level gang matrix has one column per CPU, so a dual-CPU "
+        "node runs two processes per slot. With 1 app thread + 2 loads the benchmark and one load share "
+        "a row and the other load takes a second row; with 2 app threads + 1 load the benchmark fills "
+        "both columns of its nodes and the load takes a second row. Either way the benchmark's row runs "
+        "every other slot (plus the 1 ms global switch per 100 ms slot, and the second row's free "
+        "column idles without alternate scheduling), so a CPU-bound benchmark's gang slowdown is about "
+        "100% by construction; the paper's estimate assumes each thread gets 2/3 of a CPU, which no "
+        "row-based gang schedule of 3 processes on 2 CPUs gives.",
+        "- The model has no cache term: a process's speed does not depend on what ran before it on the "
+        "CPU or on its footprint below the node's memory, so Fig. 4's cache findings are not applicable "
+        "(reported as such, not as a contrary result).",
         "- Two ranks of a job on one node exchange messages through the node's NIC like ranks on different "
         "nodes (the model has no shared-memory path).",
     ])
@@ -655,36 +683,35 @@ def _fig3(g: Gathered, st: Settings) -> Outcome:
     return Outcome("\n".join(report), files)
 
 
-def finding_cache(tab: pd.DataFrame) -> Finding:
-    """S002 §3.4, Fig. 4: slowdown rises as the loads' memory passes the L2 cache (512 KB point)."""
-    per = tab.pivot_table(index="bench", columns="load_mb", values="independent_pct")
-    small = [c for c in per.columns if c < 0.512]
-    large = [c for c in per.columns if c >= 0.512]
-    rise = [b for b in per.index if small and large and per.loc[b, large].mean() > per.loc[b, small].mean() + 1]
+#: Why Fig. 4's cache findings cannot be checked here.
+NO_CACHE = ("the model has no cache term: a process's speed does not depend on what ran before it on the CPU "
+            "(the optional cache-refill penalty of G-OS-2 is not implemented), so a load's footprint below the "
+            "node's memory cannot change the benchmark's slowdown")
+
+
+def finding_cache() -> Finding:
+    """S002 §3.4, Fig. 4: slowdown rises as the loads' memory passes the L2 cache (512 KB point). The
+    model has no cache term, so the finding is not applicable (never shown as a contrary result)."""
     return Finding(
         "a distinct increase in slowdown across most applications as the loads' memory approaches and "
         "exceeds the 256 KB L2 cache per CPU (the 512 KB point) (S002 §3.4, Fig. 4)",
-        "reproduced if more than half of the benchmarks' mean slowdown at >= 512 KB exceeds their mean below "
-        "512 KB by more than 1 point",
-        f"higher for {len(rise)} of {len(per)}; spread per benchmark "
-        + ", ".join(f"{b} {float(per.loc[b].max() - per.loc[b].min()):.2f}" for b in per.index) + " points",
-        verdict(len(rise) > len(per) / 2, len(rise) > 0),
-        "the model has no cache: a process's speed does not depend on what ran before it on the CPU (the "
-        "optional cache-refill penalty of G-OS-2 is not implemented), so loads of a few hundred KB behave "
-        "like `cpu-load`; Fig. 4's cache effects cannot appear and are not faked",
+        "needs a cache term in the model", "not applicable", NOT_APPLICABLE, NO_CACHE,
     )
 
 
 def _fig4(g: Gathered, st: Settings) -> Outcome:
     tab = _mem_table(g)
     table = tab[["load_mb", "bench", "dedicated_s", "independent_s", "independent_pct"]]
-    f = [finding_cache(tab)]
+    f = [finding_cache()]
     files = {"fig4.csv": csv_writer(table)}
     files["fig4.png"] = lambda p: grouped_bars(tab.assign(load=tab["load_mb"].map(lambda v: f"{v * 1000:g} KB")),
                                                p, x="bench", series="load", value="independent_pct",
                                                title="Fig. 4: slowdown per load memory around the cache size",
                                                ylabel="slowdown (%)")
-    report = [f"Class {_cls(st)} benchmarks, 4 threads on 4 `ghanesh` nodes with 2 `mem-load[mb=N]` threads "
+    report = [f"**Not applicable: {NO_CACHE}.** The runs below only show that the loads' footprint in this "
+              "range leaves the slowdown where a `cpu-load` puts it; they are not a test of S002's cache "
+              "finding.", "",
+              f"Class {_cls(st)} benchmarks, 4 threads on 4 `ghanesh` nodes with 2 `mem-load[mb=N]` threads "
               "per node, N from 64 KB to 2 MB (the 256 KB L2 cache per CPU of S002 §3.4 lies inside).", "",
               "![fig4](fig4.png)", "", md_table(table, 2), "", "## Findings", "", findings_md(f), "",
               _model_notes()]
@@ -750,7 +777,7 @@ def _fig5(g: Gathered, st: Settings) -> Outcome:
     cols = ["nodes_n", "bench", "dedicated_s", "independent_s", "independent_pct", "gang_estimate_pct"] + [
         c for c in ("gang_s", "gang_pct") if c in tab]
     table = tab[cols]
-    f = [finding_scaling(tab), _gang_finding(tab)]
+    f = [finding_scaling(tab), *_gang_finding(tab)]
     files = {"fig5.csv": csv_writer(table)}
     files["fig5.png"] = lambda p: grouped_bars(tab.assign(n=tab["nodes_n"].map(lambda v: f"{v} nodes")), p,
                                                x="bench", series="n", value="independent_pct",

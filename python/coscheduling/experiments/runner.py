@@ -145,7 +145,8 @@ def gather(specs: Sequence[RunSpec], root: Path, executed: list[str] | None = No
             if k != "provenance" and not isinstance(v, dict | list):
                 row[k] = v
         for k, v in (summary.get("process") or {}).items():
-            row[f"process_{k}"] = v
+            # Lists (a gang run's per-job gangedness estimates) stay one JSON cell.
+            row[f"process_{k}"] = json.dumps(v, sort_keys=True) if isinstance(v, list) else v
         # The run's power model (idle B and busy W per node), for energy tables.
         plat = (summary.get("provenance") or {}).get("platform") or {}
         for k in ("idle_watts", "busy_watts"):

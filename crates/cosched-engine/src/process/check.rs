@@ -114,6 +114,7 @@ mod tests {
             timeline,
             end: SimTime(10),
             perturb: None,
+            gangedness: None,
         }
     }
 

@@ -9,21 +9,34 @@
 //! - **I/O interrupts** (S003 §3.1, §3.2: "higher priority jobs can interrupt
 //!   lower priority jobs in order to keep disk utilization high"): with
 //!   `io_preempt`, a process woken by its disk completion takes its node's CPU
-//!   at once from a process of the active row and keeps priority on its node
-//!   until it blocks again (a global slot switch still idles it).
-//! - **Gang bit** (S003 §2: processes "may independently yield their
-//!   time-slices when they have no work to do"; §3.2: "its remaining time
-//!   quantum is donated to the process of the cpu-bound job"): with `gang_bit`,
-//!   a node whose active-row process is blocked runs another row's runnable
-//!   process; the owner takes its slot back when it becomes runnable.
+//!   at once from a process of its node and keeps priority on its node until it
+//!   blocks again (a global slot switch still idles it). The victim is a
+//!   process running outside its own slot (a fragment) if there is one, else a
+//!   process of the active row; when a gangedness source is configured (`low`),
+//!   only one of a low-gangedness job (S003 §3.2: interrupting a job "will only
+//!   be beneficial ... if that job is amenable to scheduling skew"; §7:
+//!   perturbation-friendly jobs are scheduled with loose coordination,
+//!   perturbation-sensitive ones with strict coordination).
+//! - **Gang bit** (S003 §2: "each job is marked with a gang bit that indicates
+//!   to the scheduler whether constituent processes may independently yield
+//!   their time-slices when they have no work to do"; §3.2: "its remaining time
+//!   quantum is donated to the process of the cpu-bound job"): per job, by
+//!   application ([`GangBit`]); a column of the active row whose process, of a
+//!   job with the gang bit, is blocked lends its CPU to another row's runnable
+//!   process; the owner takes it back when it becomes runnable.
 //! - **Filling fragments** (S003 §3.2, §6: "schedule fragmented cpu resources
 //!   intelligently, by selecting jobs with low gangedness"): with `fill`, a
 //!   free CPU fragment (an empty cell with `alternate`, or a yielded slot) goes
-//!   only to processes of low-gangedness jobs (the applications listed in
-//!   `low`), the one that received the least fragment time first, and never to
-//!   a process already `fair` ahead of the least-served process of its own job
-//!   (interprocess fairness, S003 §4: round-robin perturbations keep a job's
-//!   processes balanced).
+//!   only to processes of low-gangedness jobs, the one that received the least
+//!   fragment time first, and never to a process already `fair` ahead of the
+//!   least-served process of its own job (interprocess fairness, S003 §4:
+//!   round-robin perturbations keep a job's processes balanced).
+//! - **Gangedness** ([`LowGang`]): the low-gangedness jobs are either declared
+//!   by application (`low = app/app`) or decided at run time by the online
+//!   estimator ([`super::gangedness`], `low = auto`): a job is low when its
+//!   class is `low`, and also while it is `unknown` (warm-up: the job is probed
+//!   with fragments and interrupts, which give it the non-gang quanta its
+//!   estimate needs; assumption G-S003-5).
 //! - **Two-level hierarchy** (S003 §2: the global component "pre-comput[es] a
 //!   round of several time-slices"): every `round_slots` slots the switch that
 //!   starts a new round also costs `round`, every node idle.
@@ -32,24 +45,65 @@
 //! takes a CPU); the engine ([`Sim`]) acts: it preempts, idles and counts.
 
 use super::gang::Matrix;
+use super::gangedness::{GangClass, GangednessParams};
 use super::{PState, Sim};
 use crate::os::{Pid, Stop, Wake};
 use cosched_des::SimTime;
 
-/// The flexible options of gang scheduling; the default is plain gang.
+/// Which jobs carry the gang bit (may yield their slot when blocked).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum GangBit {
+    /// No job (plain gang).
+    #[default]
+    Off,
+    /// Every job.
+    All,
+    /// The jobs of these applications.
+    Apps(Vec<String>),
+}
+
+impl GangBit {
+    fn of(&self, app: &str) -> bool {
+        match self {
+            GangBit::Off => false,
+            GangBit::All => true,
+            GangBit::Apps(a) => a.iter().any(|x| x == app),
+        }
+    }
+}
+
+/// Where the flexible options learn which jobs are of low gangedness.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum LowGang {
+    /// The jobs of these applications (none: no gangedness source).
+    Declared(Vec<String>),
+    /// The online estimator's class ([`super::gangedness`]).
+    Auto(GangednessParams),
+}
+
+impl Default for LowGang {
+    fn default() -> Self {
+        LowGang::Declared(Vec::new())
+    }
+}
+
+/// The default length of the estimator's processor-quanta (assumption G-S003-5).
+pub const DEFAULT_EST_QUANTUM: SimTime = SimTime::from_ms(10);
+
+/// The flexible options of gang scheduling; the default is plain gang.
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FlexParams {
     /// Per-application quanta: a job whose program is `app` (its name before any
     /// `[`) gets this slot length.
     pub quanta: Vec<(String, SimTime)>,
-    /// A process woken by its disk completion preempts the active row on its node.
+    /// A process woken by its disk completion preempts a process of its node.
     pub io_preempt: bool,
-    /// A blocked process gives its slot to another row's runnable process.
-    pub gang_bit: bool,
+    /// Jobs whose blocked process gives its slot to another row's runnable process.
+    pub gang_bit: GangBit,
     /// Fragments go only to low-gangedness jobs, least-served process first.
     pub fill: bool,
-    /// Applications of low gangedness (used by `fill`).
-    pub low: Vec<String>,
+    /// The low-gangedness jobs (used by `fill` and by the I/O interrupts' victims).
+    pub low: LowGang,
     /// Interprocess fairness bound of `fill` (zero: no bound).
     pub fair: SimTime,
     /// Slots per precomputed round (0 or 1: a round per slot).
@@ -57,6 +111,24 @@ pub struct FlexParams {
     /// Cost of the global round precomputation, added to the switch that
     /// starts each round.
     pub round: SimTime,
+    /// Length of the gangedness estimator's processor-quanta.
+    pub est_quantum: SimTime,
+}
+
+impl Default for FlexParams {
+    fn default() -> Self {
+        Self {
+            quanta: Vec::new(),
+            io_preempt: false,
+            gang_bit: GangBit::Off,
+            fill: false,
+            low: LowGang::default(),
+            fair: SimTime::ZERO,
+            round_slots: 0,
+            round: SimTime::ZERO,
+            est_quantum: DEFAULT_EST_QUANTUM,
+        }
+    }
 }
 
 /// The application of a program name: the text before any `[`.
@@ -69,8 +141,10 @@ pub fn app_of(program: &str) -> &str {
 pub struct FlexState {
     /// Slot quantum of each job (by job index), set at placement.
     job_quantum: Vec<Option<SimTime>>,
-    /// Low gangedness of each job.
+    /// Declared low gangedness of each job.
     job_low: Vec<bool>,
+    /// Gang bit of each job.
+    job_gang_bit: Vec<bool>,
     /// Processes woken by their disk completion, with priority until they block.
     prio: Vec<Pid>,
     /// Fragment CPU time received by each process (by pid), ns.
@@ -85,14 +159,71 @@ impl Matrix {
         let app = app_of(program);
         let f = &self.params.flex;
         let q = f.quanta.iter().find(|(a, _)| a == app).map(|&(_, q)| q);
-        let low = f.low.iter().any(|a| a == app);
+        let low = matches!(&f.low, LowGang::Declared(l) if l.iter().any(|a| a == app));
+        let bit = f.gang_bit.of(app);
         let s = &mut self.flex;
         if s.job_quantum.len() <= job {
             s.job_quantum.resize(job + 1, None);
             s.job_low.resize(job + 1, false);
+            s.job_gang_bit.resize(job + 1, false);
         }
         s.job_quantum[job] = q;
         s.job_low[job] = low;
+        s.job_gang_bit[job] = bit;
+    }
+
+    /// Whether job `job` carries the gang bit.
+    pub fn yields(&self, job: usize) -> bool {
+        self.flex.job_gang_bit.get(job).copied().unwrap_or(false)
+    }
+
+    /// The estimator's class of job `job` under the `auto` parameters (the
+    /// default parameters when the gangedness is declared).
+    pub fn gang_class(&self, job: usize) -> GangClass {
+        self.est.job(job).class(&self.est_params())
+    }
+
+    fn est_params(&self) -> GangednessParams {
+        match &self.params.flex.low {
+            LowGang::Auto(p) => *p,
+            LowGang::Declared(_) => GangednessParams::default(),
+        }
+    }
+
+    /// The slot ends at `now`: the estimator records it and notes the jobs
+    /// classified for the first time.
+    pub fn est_slot_end(&mut self, now: SimTime) {
+        let placed = self.jobs_placed();
+        self.est.slot_end(now, &placed);
+        let p = self.est_params();
+        for (j, _) in &placed {
+            self.est.note_decided(*j, now, &p);
+        }
+    }
+
+    /// The final estimate of every job (`jobs` of them).
+    pub fn gangedness(&self, jobs: usize) -> Vec<super::gangedness::JobEstimate> {
+        self.est.estimates(jobs, &self.est_params())
+    }
+
+    /// Whether job `job` counts as of low gangedness for `fill` and the
+    /// interrupts: declared, or (with `auto`) of estimated class `low` or still
+    /// `unknown`.
+    pub fn is_low(&self, job: usize) -> bool {
+        match &self.params.flex.low {
+            LowGang::Declared(_) => self.flex.job_low.get(job).copied().unwrap_or(false),
+            LowGang::Auto(_) => self.gang_class(job) != GangClass::High,
+        }
+    }
+
+    /// Whether the I/O interrupts may take a CPU from a process of job `job`
+    /// running in its own slot: any job without a gangedness source, else a
+    /// low-gangedness one.
+    fn interruptible(&self, job: usize) -> bool {
+        match &self.params.flex.low {
+            LowGang::Declared(l) if l.is_empty() => true,
+            _ => self.is_low(job),
+        }
     }
 
     /// The length of the active row's slot: the longest quantum of its jobs.
@@ -143,9 +274,10 @@ impl Matrix {
         self.flex.prio.contains(&pid)
     }
 
-    /// `pid` of `job` ran `ran`: time outside its row's slot is fragment time
-    /// (returns whether it was).
-    pub fn flex_ran(&mut self, pid: Pid, job: usize, ran: SimTime) -> bool {
+    /// `pid` of `job` held a CPU for `ran` until `now`: the estimator records it;
+    /// time outside its row's slot is fragment time (returns whether it was).
+    pub fn flex_ran(&mut self, pid: Pid, job: usize, ran: SimTime, now: SimTime) -> bool {
+        self.est.on_held(pid, now - ran, now);
         let outside = self.active.is_some() && self.row_of(job) != self.active;
         if outside {
             let k = pid as usize;
@@ -162,7 +294,7 @@ impl Matrix {
         self.cells.iter().find_map(|row| {
             row.iter()
                 .position(|c| matches!(c, Some((_, p)) if *p == pid))
-                .map(|n| n as u32)
+                .map(|n| (n / self.cpus) as u32)
         })
     }
 
@@ -178,16 +310,41 @@ impl Matrix {
         self.flex.frag_ns.get(pid as usize).copied().unwrap_or(0)
     }
 
-    /// Whether the runnable `woken` should take the CPU from `cur` on `node` at once.
-    pub fn takes_cpu(&self, node: u32, woken: Pid, cur: Pid) -> bool {
-        if self.switching || self.active.is_none() || self.has_prio(cur) {
-            return false;
+    /// The CPU of `node` (index into `curs`, what its CPUs run) that the
+    /// runnable `woken` should take at once, if any: with I/O priority, a CPU
+    /// running a fragment (a process outside the active row's cells of the
+    /// node), else one running an interruptible active-row process; as the owner
+    /// of a lent column (gang bit), a CPU running a fragment. Never a process
+    /// with I/O priority, never while a CPU of the node is idle.
+    pub fn victim(&self, node: u32, woken: Pid, curs: &[Option<Pid>]) -> Option<usize> {
+        if self.switching || curs.iter().any(Option::is_none) {
+            return None;
         }
+        let r = self.active?;
+        let own = self.node_cells(r, node);
+        let owner_job = |p: Pid| own.iter().flatten().find(|&&(_, q)| q == p).map(|&(j, _)| j);
+        let running: Vec<(usize, Pid)> = curs
+            .iter()
+            .enumerate()
+            .filter_map(|(k, c)| c.map(|p| (k, p)))
+            .filter(|&(_, p)| !self.has_prio(p) && p != woken)
+            .collect();
+        let fragment = running
+            .iter()
+            .find(|&&(_, p)| owner_job(p).is_none())
+            .map(|&(k, _)| k);
         if self.has_prio(woken) {
-            return true;
+            return fragment.or_else(|| {
+                running
+                    .iter()
+                    .find(|&&(_, p)| owner_job(p).is_some_and(|j| self.interruptible(j)))
+                    .map(|&(k, _)| k)
+            });
         }
-        let own = self.cells[self.active.expect("active")][node as usize].map(|(_, p)| p);
-        self.params.flex.gang_bit && own == Some(woken) && cur != woken
+        match owner_job(woken) {
+            Some(j) if self.yields(j) => fragment,
+            _ => None,
+        }
     }
 
     /// The flexible part of [`Matrix::choose`]: a runnable I/O-priority process
@@ -210,7 +367,7 @@ impl Matrix {
         }
         cands
             .iter()
-            .filter(|&&(j, _)| self.flex.job_low.get(j).copied().unwrap_or(false))
+            .filter(|&&(j, _)| self.is_low(j))
             .filter(|&&(j, p)| {
                 f.fair == SimTime::ZERO || {
                     let least = self.job_pids(j).map(|q| self.frag(q)).min().unwrap_or(0);
@@ -223,24 +380,18 @@ impl Matrix {
 }
 
 impl Sim<'_> {
-    /// Gang mode: a woken `pid` takes its node's CPU when the matrix says so
-    /// (I/O priority or the owner of a yielded slot). Returns whether it did.
+    /// Gang mode: a woken `pid` takes a CPU of its node when the matrix says so
+    /// (I/O priority or the owner of a lent column). Returns whether it did.
     pub(super) fn flex_preempt(&mut self, pid: Pid, now: SimTime) -> bool {
         let node = self.procs[pid as usize].node;
         let Some(g) = &self.gang else {
             return false;
         };
-        let n = &self.nodes[node as usize];
-        if n.cpus.iter().any(|c| c.cur.is_none()) {
-            return false;
-        }
-        let victim = n.cpus.iter().enumerate().find_map(|(k, c)| {
-            let r = c.cur.expect("all busy");
-            g.takes_cpu(node, pid, r).then_some((k as u32, r))
-        });
-        let Some((cpu, r)) = victim else {
+        let curs: Vec<Option<Pid>> = self.nodes[node as usize].cpus.iter().map(|c| c.cur).collect();
+        let Some(k) = g.victim(node, pid, &curs) else {
             return false;
         };
+        let (cpu, r) = (k as u32, curs[k].expect("a running victim"));
         if g.has_prio(pid) {
             self.counters.gang_io_preemptions += 1;
         }

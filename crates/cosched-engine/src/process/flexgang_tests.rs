@@ -1,7 +1,7 @@
 //! Flexible gang scheduling (seed 003) on tiny scenarios: per-job quanta, I/O
 //! interrupts, the gang bit, fragment filling and the round cost.
 
-use super::flexgang::FlexParams;
+use super::flexgang::{FlexParams, GangBit, LowGang};
 use super::gang::GangParams;
 use super::policy::NodePolicy;
 use super::*;
@@ -131,7 +131,7 @@ fn gang_bit_gives_a_blocked_processs_slot_to_another_row() {
     // Row 0: the I/O job, blocked 1-31 ms of its 50 ms slot; row 1: 40 ms of work.
     let jobs = [io_job(30), compute("cpu", 40)];
     let on = FlexParams {
-        gang_bit: true,
+        gang_bit: GangBit::All,
         ..Default::default()
     };
     let with = run(&jobs, &opts(50, 2, 0, on));
@@ -159,9 +159,9 @@ fn fill_gives_fragments_to_low_gangedness_jobs_only() {
     let jobs = [io_job(30), compute("hi", 100), compute("lo", 100)];
     let fragment_job = |fill: bool| {
         let flex = FlexParams {
-            gang_bit: true,
+            gang_bit: GangBit::All,
             fill,
-            low: vec!["lo".into()],
+            low: LowGang::Declared(vec!["lo".into()]),
             ..Default::default()
         };
         let out = run(&jobs, &opts(50, 3, 0, flex));
@@ -178,7 +178,7 @@ fn fill_gives_fragments_to_low_gangedness_jobs_only() {
     assert_eq!(fragment_job(true), Some(2), "fill: the low-gangedness job");
     // With no low-gangedness job the fragment stays idle.
     let flex = FlexParams {
-        gang_bit: true,
+        gang_bit: GangBit::All,
         fill: true,
         ..Default::default()
     };
@@ -196,24 +196,25 @@ fn fill_keeps_a_jobs_processes_within_the_fairness_bound() {
             alternate: true,
             flex: FlexParams {
                 fill: true,
-                low: vec!["lo".into()],
+                low: LowGang::Declared(vec!["lo".into()]),
                 fair: SimTime::from_ms(5),
                 ..Default::default()
             },
         },
         2,
         1,
+        1,
     );
     m.place(0, 1, &[0, 1], 0);
     m.flex_place(0, "lo");
     m.active = Some(0);
-    assert_eq!(m.choose(0, |_| true), Some(0));
+    assert_eq!(m.choose(0, &[None], |_| true), Some(0));
     // Pid 0 got 6 ms of fragments, pid 1 none: pid 0 is past the bound.
-    assert!(m.flex_ran(0, 0, SimTime::from_ms(6)));
-    assert_eq!(m.choose(0, |_| true), None);
-    assert_eq!(m.choose(1, |_| true), Some(1));
-    assert!(m.flex_ran(1, 0, SimTime::from_ms(2)));
-    assert_eq!(m.choose(0, |_| true), Some(0), "back within 5 ms of pid 1");
+    assert!(m.flex_ran(0, 0, SimTime::from_ms(6), SimTime::from_ms(6)));
+    assert_eq!(m.choose(0, &[None], |_| true), None);
+    assert_eq!(m.choose(1, &[None], |_| true), Some(1));
+    assert!(m.flex_ran(1, 0, SimTime::from_ms(2), SimTime::from_ms(8)));
+    assert_eq!(m.choose(0, &[None], |_| true), Some(0), "back within 5 ms of pid 1");
 }
 
 #[test]
@@ -231,4 +232,104 @@ fn round_precomputation_adds_to_the_switch_starting_each_round() {
     let out = run(&jobs, &opts(10, 1, 1000, rounds));
     // Switches 1, 3, 5, 7 and 9 start a round.
     assert_eq!(ms(out.jobs[0].end), 104.0 + 5.0 * 0.5);
+}
+
+#[test]
+fn gang_bit_is_per_job() {
+    // Row 0: the I/O job; row 1: a compute job. With the gang bit only on the
+    // compute job's application, the I/O job's blocked slot is not lent.
+    let jobs = [io_job(30), compute("cpu", 100)];
+    let lent = |bit: GangBit| {
+        let flex = FlexParams {
+            gang_bit: bit,
+            ..Default::default()
+        };
+        run(&jobs, &opts(50, 2, 0, flex)).counters.gang_fragment_ns
+    };
+    assert!(lent(GangBit::All) > 0);
+    assert!(lent(GangBit::Apps(vec!["io-bound".into()])) > 0);
+    assert_eq!(lent(GangBit::Apps(vec!["cpu".into()])), 0);
+    assert_eq!(lent(GangBit::Off), 0);
+}
+
+#[test]
+fn priority_inversion_counts_a_disk_woken_process_waiting_behind_another_job() {
+    // Row 0: an I/O job whose 60 ms disk request ends at 61 ms, inside row 1's
+    // slot [50, 100): it waits 39 ms while the compute job holds the CPU.
+    let jobs = [io_job(60), compute("cpu", 200)];
+    let inv = |io_preempt: bool| {
+        let flex = FlexParams {
+            io_preempt,
+            ..Default::default()
+        };
+        let out = run(&jobs, &opts(50, 2, 0, flex));
+        out.counters.priority_inversion_ns
+    };
+    assert_eq!(inv(false), 39 * MS);
+    assert_eq!(inv(true), 0, "the I/O interrupt runs it at once");
+    // Time sharing measures it too: under FCFS with MPL 2 on Linux 2.4 the woken
+    // process, with more counter left, preempts the compute job at once.
+    let plat = platform();
+    let fcfs = ProcOptions {
+        mpl: 2,
+        ..Default::default()
+    };
+    let out = simulate_processes(&plat, &jobs, &|| Box::new(Spin), &fcfs).expect("run");
+    let wait_ns = out.counters.priority_inversion_ns;
+    assert_eq!(wait_ns, 0);
+    assert_eq!(ms(out.jobs[0].end), 62.0, "1 ms + 60 ms of I/O + 1 ms");
+}
+
+/// Enum (non-blocking messages), Water (blocking request/reply) and an I/O job
+/// gang scheduled on lee4 with the flexible options and `low=auto`.
+fn auto_mix(low: LowGang) -> ProcOutput {
+    let plat = NodePlatform::preset("lee4").unwrap();
+    let app = |s: &str| cosched_model::apps::build(s, '-', 4).expect("app");
+    let jobs = [
+        ProcJob::new(app("lee-Enum[quanta=2000]"), SimTime::ZERO),
+        ProcJob::new(app("lee-Water[quanta=2000]"), SimTime::ZERO),
+        ProcJob::new(app("io-bound[bursts=100]"), SimTime::ZERO),
+    ];
+    let opts = ProcOptions {
+        mpl: 3,
+        gang: Some(GangParams {
+            quantum: SimTime::from_ms(10),
+            rows: 3,
+            switch: SimTime::ZERO,
+            alternate: false,
+            flex: FlexParams {
+                io_preempt: true,
+                gang_bit: GangBit::Apps(vec!["io-bound".into()]),
+                fill: true,
+                low,
+                est_quantum: SimTime::from_ms(1),
+                ..Default::default()
+            },
+        }),
+        ..Default::default()
+    };
+    simulate_processes(&plat, &jobs, &|| Box::new(Spin), &opts).expect("run")
+}
+
+#[test]
+fn auto_classifies_enum_low_and_water_high_after_warm_up() {
+    use super::gangedness::{GangClass, GangednessParams};
+    let out = auto_mix(LowGang::Auto(GangednessParams::default()));
+    let est = out.gangedness.expect("gang runs export the estimate");
+    let (enum_, water) = (&est[0], &est[1]);
+    assert!(
+        enum_.counts.gang.n >= 32 && enum_.counts.non_gang_non_running.n >= 32,
+        "{enum_:?}"
+    );
+    assert_eq!(enum_.class, GangClass::Low, "{enum_:?}");
+    assert_eq!(water.class, GangClass::High, "{water:?}");
+    assert!(enum_.ratio > 0.15 && water.ratio < 0.15);
+    // Both were classified during the run, before it ended.
+    let end = out.end;
+    for e in [enum_, water] {
+        assert!(e.decided.is_some_and(|t| t < end), "{e:?}");
+    }
+    // Water, once high, gets no more fragments: fewer non-gang-running records
+    // than Enum, which keeps receiving them.
+    assert!(water.counts.non_gang_running.n < enum_.counts.non_gang_running.n);
 }

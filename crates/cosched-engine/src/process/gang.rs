@@ -1,11 +1,13 @@
 //! Gang scheduling at process level (SCore-D like): the Ousterhout matrix and
 //! the slot dispatcher that replaces the native scheduler's choice on each node.
 //!
-//! The matrix has `rows` time slots (rows) and one column per node. A job of P
-//! processes occupies P cells of one row, on P distinct nodes; the number of
-//! rows is the multiprogramming level. A new job takes the first row with P
-//! eligible free cells (PACKING: the first run of consecutive eligible nodes,
-//! else the lowest-numbered; NO PACKING: eligible nodes of that row drawn at
+//! The matrix has `rows` time slots (rows) and one column per CPU of every node
+//! (node-major: node n's CPUs are columns n·C .. n·C + C - 1). A job of P
+//! processes with k ranks per node occupies P cells of one row, k columns on
+//! each of its P / k nodes; the number of rows is the multiprogramming level. A
+//! new job takes the first row with enough eligible nodes that have k free
+//! columns there (PACKING: the first run of consecutive eligible nodes, else
+//! the lowest-numbered; NO PACKING: eligible nodes of that row drawn at
 //! random), otherwise it waits (FCFS: later jobs wait behind it).
 //!
 //! Time is cut into slots: the active row runs for `quantum`; then every CPU of
@@ -13,9 +15,10 @@
 //! `switch` (the global synchronization), after which the next non-empty row
 //! (cyclically) becomes active. Each node then pays its own context switch when
 //! its CPU resumes a different process than it last ran. Inside a slot a node's
-//! CPU runs only the process of the active row on that node; with `alternate`
-//! a node that has no process in the active row may run one of another row's
-//! processes (first runnable one, rows in cyclic order after the active one).
+//! CPUs run only the active row's processes on that node (up to one per
+//! column, so a dual-CPU node runs two); with `alternate` an empty column of
+//! the active row lends its CPU to another row's process on the node (first
+//! runnable one, rows in cyclic order after the active one).
 //! When the active row empties (its jobs finished) the switch happens at once;
 //! when the matrix is empty the cycle stops and restarts, without a switch
 //! cost, at the next admission. Waiting processes spin inside their slot
@@ -27,6 +30,7 @@
 //! it keeps the runnable set and runs exactly the process the engine names.
 
 use super::flexgang::{FlexParams, FlexState};
+use super::gangedness::Estimator;
 use crate::os::{NativeScheduler, Pick, Pid, Stop, Wake};
 use cosched_des::SimTime;
 
@@ -49,8 +53,10 @@ pub struct GangParams {
 #[derive(Clone, Debug)]
 pub struct Matrix {
     pub params: GangParams,
-    /// `cells[row][node]`: the job and pid placed there.
+    /// `cells[row][node * cpus + k]`: the job and pid placed there.
     pub(super) cells: Vec<Vec<Option<(usize, Pid)>>>,
+    /// Columns (CPUs) per node.
+    pub(super) cpus: usize,
     /// Row of each job (by job index), once placed.
     row_of: Vec<Option<usize>>,
     /// The active row, `None` while the cycle is stopped.
@@ -63,39 +69,66 @@ pub struct Matrix {
     pub switches: u64,
     /// State of the flexible options.
     pub flex: FlexState,
+    /// The online gangedness estimator ([`super::gangedness`]).
+    pub est: Estimator,
 }
 
 impl Matrix {
-    pub fn new(params: GangParams, nodes: u32, jobs: usize) -> Self {
+    /// A matrix for `nodes` nodes of `cpus` CPUs each and `jobs` jobs.
+    pub fn new(params: GangParams, nodes: u32, cpus: u32, jobs: usize) -> Self {
         let rows = params.rows as usize;
+        let est = Estimator::new(params.flex.est_quantum);
         Self {
             params,
-            cells: vec![vec![None; nodes as usize]; rows],
+            cells: vec![vec![None; (nodes * cpus) as usize]; rows],
+            cpus: cpus as usize,
             row_of: vec![None; jobs],
             active: None,
             switching: false,
             gen: 0,
             switches: 0,
             flex: FlexState::default(),
+            est,
         }
     }
 
-    /// The first row with at least `size` free cells among nodes accepted by
-    /// `ok`, and those eligible nodes (in node order).
-    pub fn find_row(&self, size: usize, ok: impl Fn(u32) -> bool) -> Option<(usize, Vec<u32>)> {
-        self.cells.iter().enumerate().find_map(|(r, row)| {
-            let free: Vec<u32> = (0..row.len() as u32)
-                .filter(|&n| row[n as usize].is_none() && ok(n))
+    /// The cells of `node` in `row` (one per CPU).
+    pub(super) fn node_cells(&self, row: usize, node: u32) -> &[Option<(usize, Pid)>] {
+        let c = self.cpus;
+        &self.cells[row][node as usize * c..(node as usize + 1) * c]
+    }
+
+    /// The first row with at least `size` nodes accepted by `ok` that have
+    /// `per_node` free columns there, and those eligible nodes (in node order).
+    pub fn find_row(
+        &self,
+        size: usize,
+        per_node: usize,
+        ok: impl Fn(u32) -> bool,
+    ) -> Option<(usize, Vec<u32>)> {
+        let nodes = (self.cells.first().map_or(0, Vec::len) / self.cpus.max(1)) as u32;
+        (0..self.cells.len()).find_map(|r| {
+            let free: Vec<u32> = (0..nodes)
+                .filter(|&n| {
+                    self.node_cells(r, n).iter().filter(|c| c.is_none()).count() >= per_node
+                        && ok(n)
+                })
                 .collect();
             (free.len() >= size).then_some((r, free))
         })
     }
 
-    /// Places job `job`'s processes (`pids[k]` on `nodes[k]`) in `row`.
+    /// Places job `job`'s processes (`pids[k]` on `nodes[k]`, one node per rank)
+    /// in `row`, each rank in the first free column of its node.
     pub fn place(&mut self, job: usize, row: usize, nodes: &[u32], first_pid: Pid) {
+        let c = self.cpus;
         for (k, &n) in nodes.iter().enumerate() {
-            debug_assert!(self.cells[row][n as usize].is_none());
-            self.cells[row][n as usize] = Some((job, first_pid + k as Pid));
+            let cols = &mut self.cells[row][n as usize * c..(n as usize + 1) * c];
+            let free = cols
+                .iter_mut()
+                .find(|x| x.is_none())
+                .expect("find_row found a free column");
+            *free = Some((job, first_pid + k as Pid));
         }
         self.row_of[job] = Some(row);
     }
@@ -111,9 +144,28 @@ impl Matrix {
         }
     }
 
-    /// The job and pid in `row` on `node` (used by the perturbation harness).
+    /// The first job and pid in `row` on `node` (used by the perturbation
+    /// harness, whose targets run one rank per node).
     pub fn cell(&self, row: usize, node: u32) -> Option<(usize, Pid)> {
-        self.cells.get(row)?.get(node as usize).copied().flatten()
+        self.cells.get(row)?;
+        self.node_cells(row, node).iter().copied().flatten().next()
+    }
+
+    /// The jobs in the matrix with their pids (in column order).
+    pub fn jobs_placed(&self) -> Vec<(usize, Vec<Pid>)> {
+        let mut out: Vec<(usize, Vec<Pid>)> = Vec::new();
+        for row in &self.cells {
+            for &(j, p) in row.iter().flatten() {
+                match out.iter_mut().find(|(k, _)| *k == j) {
+                    Some((_, v)) => v.push(p),
+                    None => out.push((j, vec![p])),
+                }
+            }
+        }
+        for (_, v) in &mut out {
+            v.sort_unstable();
+        }
+        out
     }
 
     pub fn row_of(&self, job: usize) -> Option<usize> {
@@ -139,11 +191,20 @@ impl Matrix {
             .find(|&r| !self.row_empty(r))
     }
 
-    /// The process `node`'s CPU should run now, among those `runnable` says may
-    /// run: the active row's process on that node; with alternate scheduling and
-    /// no process of the active row there, the first runnable process of the
-    /// other rows in cyclic order. `None` during a switch or when the cycle stops.
-    pub fn choose(&self, node: u32, runnable: impl Fn(Pid) -> bool) -> Option<Pid> {
+    /// The process an idle CPU of `node` should run now, among those `runnable`
+    /// says may run, given what the node's CPUs run (`curs`): a process with I/O
+    /// priority; else a runnable process of the active row on the node; else, if
+    /// a column of the active row lends its CPU and fewer CPUs than such columns
+    /// already run lent time, a fragment for another row's process (with the
+    /// flexible options' choice). A column lends its CPU when it is empty (with
+    /// `alternate`) or its process, of a job with the gang bit, is neither
+    /// runnable nor running. `None` during a switch or when the cycle stops.
+    pub fn choose(
+        &self,
+        node: u32,
+        curs: &[Option<Pid>],
+        runnable: impl Fn(Pid) -> bool,
+    ) -> Option<Pid> {
         if self.switching {
             return None;
         }
@@ -152,19 +213,29 @@ impl Matrix {
         if let Some(p) = self.choose_prio(node, &runnable) {
             return Some(p);
         }
-        match self.cells[r][node as usize] {
-            // With the gang bit, a blocked owner gives its slot away.
-            Some((_, pid)) if !self.params.flex.gang_bit || runnable(pid) => {
-                return Some(pid);
-            }
-            Some(_) => {}
-            None if !self.params.alternate => return None,
-            None => {}
+        let own = self.node_cells(r, node);
+        if let Some(&(_, p)) = own.iter().flatten().find(|&&(_, p)| runnable(p)) {
+            return Some(p);
+        }
+        let lending = own
+            .iter()
+            .filter(|c| match c {
+                None => self.params.alternate,
+                Some((j, p)) => self.yields(*j) && !curs.contains(&Some(*p)),
+            })
+            .count();
+        let lent = curs
+            .iter()
+            .flatten()
+            .filter(|&&p| !self.has_prio(p) && !own.iter().flatten().any(|&(_, q)| q == p))
+            .count();
+        if lent >= lending {
+            return None;
         }
         let rows = self.cells.len();
         let cands: Vec<(usize, Pid)> = (1..rows)
             .map(|k| (r + k) % rows)
-            .filter_map(|q| self.cells[q][node as usize])
+            .flat_map(|q| self.node_cells(q, node).iter().flatten().copied())
             .filter(|&(_, p)| runnable(p))
             .collect();
         self.choose_fragment(&cands)
@@ -236,16 +307,20 @@ mod unit {
         }
     }
 
+    fn choose(m: &Matrix, node: u32, ok: impl Fn(Pid) -> bool) -> Option<Pid> {
+        m.choose(node, &[None], ok)
+    }
+
     #[test]
     fn first_row_with_room_and_cyclic_next_row() {
-        let mut m = Matrix::new(params(false), 4, 4);
-        let (r, free) = m.find_row(3, |_| true).unwrap();
+        let mut m = Matrix::new(params(false), 4, 1, 4);
+        let (r, free) = m.find_row(3, 1, |_| true).unwrap();
         assert_eq!((r, free.len()), (0, 4));
         m.place(0, 0, &[0, 1, 2], 0);
         // Two more processes do not fit in row 0 (one free cell): row 1.
-        assert_eq!(m.find_row(2, |_| true).unwrap().0, 1);
+        assert_eq!(m.find_row(2, 1, |_| true).unwrap().0, 1);
         // One fits in row 0 on node 3.
-        assert_eq!(m.find_row(1, |_| true).unwrap(), (0, vec![3]));
+        assert_eq!(m.find_row(1, 1, |_| true).unwrap(), (0, vec![3]));
         m.place(1, 2, &[0, 1], 3);
         assert_eq!(m.next_row(), Some(0));
         m.active = Some(0);
@@ -254,24 +329,49 @@ mod unit {
         assert_eq!(m.next_row(), Some(0));
         m.free(0);
         assert_eq!(m.next_row(), Some(2), "only row 2 is left");
-        assert_eq!(m.choose(0, |_| true), Some(3));
-        assert_eq!(m.choose(3, |_| true), None);
+        assert_eq!(choose(&m, 0, |_| true), Some(3));
+        assert_eq!(choose(&m, 3, |_| true), None);
         m.switching = true;
-        assert_eq!(m.choose(0, |_| true), None);
+        assert_eq!(choose(&m, 0, |_| true), None);
     }
 
     #[test]
     fn alternate_runs_another_rows_process_only_on_empty_cells() {
-        let mut m = Matrix::new(params(true), 2, 2);
+        let mut m = Matrix::new(params(true), 2, 1, 2);
         m.place(0, 0, &[0], 0);
         m.place(1, 1, &[0, 1], 1);
         m.active = Some(0);
-        assert_eq!(m.choose(0, |_| true), Some(0), "the active row first");
+        assert_eq!(choose(&m, 0, |_| true), Some(0), "the active row first");
         assert_eq!(
-            m.choose(1, |_| true),
+            choose(&m, 1, |_| true),
             Some(2),
             "node 1 has no row-0 process"
         );
-        assert_eq!(m.choose(1, |_| false), None, "only if runnable");
+        assert_eq!(choose(&m, 1, |_| false), None, "only if runnable");
+    }
+
+    #[test]
+    fn dual_cpu_nodes_have_two_columns_and_run_two_processes_of_a_row() {
+        let mut m = Matrix::new(params(false), 2, 2, 3);
+        // A 4-rank job at 2 ranks per node fills row 0 of both nodes.
+        let (r, nodes) = m.find_row(2, 2, |_| true).unwrap();
+        assert_eq!((r, nodes.clone()), (0, vec![0, 1]));
+        m.place(0, 0, &[0, 0, 1, 1], 0);
+        // Two single-rank jobs: no room in row 0; both fit row 1 on node 0.
+        assert_eq!(m.find_row(1, 1, |_| true).unwrap(), (1, vec![0, 1]));
+        m.place(1, 1, &[0], 4);
+        assert_eq!(m.find_row(1, 1, |_| true).unwrap(), (1, vec![0, 1]));
+        m.place(2, 1, &[0], 5);
+        assert_eq!(m.node_cells(1, 0), &[Some((1, 4)), Some((2, 5))]);
+        assert_eq!(m.find_row(1, 2, |_| true).unwrap(), (1, vec![1]));
+        m.active = Some(0);
+        // Node 0's two CPUs run ranks 0 and 1 of job 0.
+        assert_eq!(m.choose(0, &[None, None], |_| true), Some(0));
+        assert_eq!(m.choose(0, &[Some(0), None], |p| p != 0), Some(1));
+        // Without the gang bit or alternate, a blocked rank's CPU idles.
+        assert_eq!(m.choose(0, &[Some(0), None], |p| p > 1), None);
+        m.active = Some(1);
+        assert_eq!(m.choose(0, &[Some(4), None], |p| p != 4), Some(5));
+        assert_eq!(m.jobs_placed(), vec![(0, vec![0, 1, 2, 3]), (1, vec![4]), (2, vec![5])]);
     }
 }

@@ -296,3 +296,55 @@ fn several_jobs_per_row_share_slots_only_on_distinct_nodes() {
         }
     }
 }
+
+#[test]
+fn dual_cpu_nodes_run_two_processes_of_the_active_row_per_slot() {
+    // Dual-CPU nodes: a 4-rank job at 2 ranks per node fills row 0 of nodes 0-1;
+    // two single-process loads share row 1 of node 0; a third load takes row 1
+    // of node 1 (first row with a free column).
+    let mut plat = platform(2, 0.0);
+    plat.cpus_per_node = 2;
+    let jobs = vec![
+        bsp(4, 10, 10).with_ranks_per_node(2),
+        compute(1, 200),
+        compute(1, 200),
+        compute(1, 200),
+    ];
+    let opts = ProcOptions {
+        mpl: 3,
+        ..gang(50, 0, false)
+    };
+    let out = run(&plat, &jobs, &opts);
+    assert_eq!(out.jobs[0].nodes, vec![0, 0, 1, 1]);
+    assert_eq!(out.jobs[1].nodes, vec![0]);
+    assert_eq!(out.jobs[2].nodes, vec![0]);
+    assert_eq!(out.jobs[3].nodes, vec![1]);
+    let segs = cpu_segments(&out);
+    // In the first slot (row 0) both CPUs of both nodes run the job's ranks.
+    let q = SimTime::from_ms(50);
+    let mut first: Vec<(u32, Option<u32>, usize)> = segs
+        .iter()
+        .filter(|s| s.start < q)
+        .map(|s| (s.node, s.cpu, s.job))
+        .collect();
+    first.sort_unstable();
+    first.dedup();
+    assert_eq!(
+        first,
+        vec![(0, Some(0), 0), (0, Some(1), 0), (1, Some(0), 0), (1, Some(1), 0)]
+    );
+    // In the second slot node 0 runs both loads at once, node 1 one load.
+    let mut second: Vec<(u32, usize)> = segs
+        .iter()
+        .filter(|s| s.start >= q && s.start < q + q)
+        .map(|s| (s.node, s.job))
+        .collect();
+    second.sort_unstable();
+    second.dedup();
+    assert_eq!(second, vec![(0, 1), (0, 2), (1, 3)]);
+    // The job's 100 ms of compute (plus its barriers) runs at full speed in its
+    // row's slots [0, 50), [100, 150), [200, 250): it ends early in the third
+    // (with one CPU per node in a slot it would need twice the slots).
+    let end = out.jobs[0].end.as_secs_f64();
+    assert!((0.200..0.210).contains(&end), "job 0 ends at {end} s");
+}

@@ -55,6 +55,8 @@ pub mod batch;
 pub mod check;
 pub mod flexgang;
 pub mod gang;
+pub mod gangedness;
+mod inversion;
 pub mod perturb;
 pub mod policy;
 pub mod testkit;
@@ -272,6 +274,9 @@ pub struct ProcCounters {
     /// Flexible gang: CPU time processes ran outside their own row's slot
     /// (alternate scheduling, yielded slots, I/O interrupts), ns.
     pub gang_fragment_ns: i64,
+    /// Time processes woken by a disk completion waited for a CPU while a CPU
+    /// of their node ran another job's process ([`inversion`]), ns.
+    pub priority_inversion_ns: i64,
 }
 
 /// Everything a process-level run produces.
@@ -293,6 +298,8 @@ pub struct ProcOutput {
     pub end: SimTime,
     /// What the perturbation harness measured, when [`ProcOptions::perturb`] is set.
     pub perturb: Option<perturb::PerturbOutput>,
+    /// Gang mode: each job's final gangedness estimate ([`gangedness`]).
+    pub gangedness: Option<Vec<gangedness::JobEstimate>>,
 }
 
 #[derive(Debug, Error)]
@@ -584,6 +591,8 @@ struct Sim<'a> {
     gang: Option<gang::Matrix>,
     /// The perturbation harness ([`perturb`]), gang mode only.
     perturb: Option<perturb::Perturber>,
+    /// Priority inversion of disk-woken processes ([`inversion`]).
+    inversion: inversion::Inversion,
     records: Vec<Option<ProcJobRecord>>,
     /// Whether each job has ended (set once, checked: a job ends exactly once).
     ended: Vec<bool>,
@@ -717,10 +726,19 @@ pub fn simulate_processes(
                 ),
             });
         }
-        if rpn > 1 && (opts.gang.is_some() || opts.backfill.is_some()) {
+        if rpn > 1 && opts.backfill.is_some() {
             return Err(ProcError::BadProgram {
                 job: j,
-                msg: "ranks_per_node > 1 needs FCFS admission (not gang or batch)".into(),
+                msg: "ranks_per_node > 1 needs FCFS or gang admission (not batch)".into(),
+            });
+        }
+        if opts.gang.is_some() && rpn > plat.cpus_per_node {
+            return Err(ProcError::BadProgram {
+                job: j,
+                msg: format!(
+                    "gang: ranks_per_node {rpn} exceeds the {} CPU columns of a node",
+                    plat.cpus_per_node
+                ),
             });
         }
         if job.nodes_needed() > plat.nodes {
@@ -794,8 +812,9 @@ pub fn simulate_processes(
         gang: opts
             .gang
             .clone()
-            .map(|g| gang::Matrix::new(g, plat.nodes, jobs.len())),
+            .map(|g| gang::Matrix::new(g, plat.nodes, plat.cpus_per_node, jobs.len())),
         perturb: opts.perturb.clone().map(perturb::Perturber::new),
+        inversion: inversion::Inversion::new(plat.nodes),
         records: vec![None; jobs.len()],
         ended: vec![false; jobs.len()],
         pending: Default::default(),
@@ -854,6 +873,7 @@ pub fn simulate_processes(
         timeline: sim.timeline.unwrap_or_default(),
         end: sim.q.now(),
         perturb: sim.perturb.map(perturb::Perturber::finish),
+        gangedness: sim.gang.map(|g| g.gangedness(jobs.len())),
     })
 }
 
@@ -906,6 +926,9 @@ impl<'a> Sim<'a> {
                     if let Some(pt) = &mut self.perturb {
                         pt.on_message(to);
                     }
+                    if let Some(g) = &mut self.gang {
+                        g.est.on_message(to, now);
+                    }
                     let node = self.procs[to as usize].node;
                     let running = matches!(self.procs[to as usize].state, PState::Running(_));
                     self.with_policy(node, now, Apply::Now, |p, v, out| {
@@ -942,6 +965,7 @@ impl<'a> Sim<'a> {
                     if let Some(g) = &mut self.gang {
                         g.flex_io_done(to);
                     }
+                    self.inversion_io_woken(to, now);
                     self.wake(to, EnqueueReason::IoDone, now);
                 }
                 Ev::GangSwitch { gen } => self.gang_switch(gen, now),
@@ -1349,18 +1373,22 @@ impl<'a> Sim<'a> {
     /// Gang admission: FCFS, each job into the first matrix row with room.
     fn admit_gang(&mut self, now: SimTime) {
         while let Some(&j) = self.pending.front() {
-            let size = self.jobs[j].program.size() as usize;
-            let need = kb(self.jobs[j].program.memory_mb);
+            // `rpn` consecutive ranks per node, each in its own CPU column.
+            let rpn = self.jobs[j].ranks_per_node;
+            let size = self.jobs[j].nodes_needed() as usize;
+            let need = kb(self.jobs[j].program.memory_mb) * i64::from(rpn);
             let capacity = kb(self.plat.job_memory_mb);
             let g = self.gang.as_ref().expect("gang mode");
             let nodes = &self.nodes;
             let aware = self.opts.memory_aware;
-            let Some((row, eligible)) = g.find_row(size, |n| {
+            let Some((row, eligible)) = g.find_row(size, rpn as usize, |n| {
                 !aware || nodes[n as usize].committed_kb + need <= capacity
             }) else {
                 return;
             };
-            let chosen = self.choose_nodes(&eligible, size);
+            let picked = self.choose_nodes(&eligible, size);
+            let ranks = self.jobs[j].program.size() as usize;
+            let chosen: Vec<u32> = (0..ranks).map(|r| picked[r / rpn as usize]).collect();
             self.pending.pop_front();
             let first = self.procs.len() as Pid;
             let g = self.gang.as_mut().expect("gang mode");
@@ -1374,6 +1402,7 @@ impl<'a> Sim<'a> {
                 self.q
                     .schedule(now + quantum, Ev::GangSwitch { gen })
                     .expect("future");
+                g.est.slot_start(now);
                 if let Some(pt) = &mut self.perturb {
                     pt.job_started(j, first, &chosen);
                     pt.slot_start(self.gang.as_ref().expect("gang mode"), now);
@@ -1446,6 +1475,7 @@ impl<'a> Sim<'a> {
         if let Some(pt) = &mut self.perturb {
             pt.slot_end(now);
         }
+        self.gang.as_mut().expect("gang mode").est_slot_end(now);
         self.q
             .schedule(resume, Ev::GangResume { gen })
             .expect("future");
@@ -1463,6 +1493,7 @@ impl<'a> Sim<'a> {
             return;
         }
         let quantum = g.slot_quantum();
+        g.est.slot_start(now);
         self.q
             .schedule(now + quantum, Ev::GangSwitch { gen })
             .expect("future");
@@ -1567,6 +1598,7 @@ impl<'a> Sim<'a> {
         n.procs.retain(|&p| p != pid);
         if let Some(g) = &mut self.gang {
             g.flex_blocked(pid);
+            g.est.on_finished(pid);
         }
         n.load -= 1;
         self.debug_check_memory(node);
@@ -1664,7 +1696,9 @@ impl<'a> Sim<'a> {
                 let procs = &self.procs;
                 let ok =
                     |p: Pid| procs[p as usize].state == PState::Ready && !procs[p as usize].paging;
-                let hint = g.choose(node, ok);
+                let curs: Vec<Option<Pid>> =
+                    self.nodes[node as usize].cpus.iter().map(|c| c.cur).collect();
+                let hint = g.choose(node, &curs, ok);
                 match &self.perturb {
                     Some(pt) => pt.choose(g, node, hint, ok),
                     None => hint,
@@ -1769,6 +1803,7 @@ impl<'a> Sim<'a> {
             self.nodes[node as usize].cpus[cpu as usize].cur.is_none(),
             "a CPU runs one process at a time"
         );
+        self.inversion_dispatch(node, pid, now);
         if pick.followed_hint {
             self.counters.hints_followed += 1;
         }
@@ -1822,6 +1857,9 @@ impl<'a> Sim<'a> {
         self.counters.useful_ns += used;
         if let Some(pt) = &mut self.perturb {
             pt.on_progress(pid, used);
+        }
+        if let Some(g) = &mut self.gang {
+            g.est.on_progress(pid, used, now);
         }
         let spun = elapsed - used;
         p.spin_ns += spun;
@@ -1942,6 +1980,7 @@ impl<'a> Sim<'a> {
     /// The process becomes ready (preempted, expired: the caller queues it again) or
     /// blocked (it sleeps or ends: the caller says why).
     fn release_cpu(&mut self, node: u32, cpu: u32, pid: Pid, why: Stop, now: SimTime) {
+        self.inversion_settle(node, now);
         let c = &mut self.nodes[node as usize].cpus[cpu as usize];
         let ran = now - c.dispatched_at;
         self.procs[pid as usize].last_ran = now;
@@ -1949,7 +1988,7 @@ impl<'a> Sim<'a> {
         self.segs
             .clear((node * self.plat.cpus_per_node + cpu) as usize);
         if let Some(g) = &mut self.gang {
-            if g.flex_ran(pid, self.procs[pid as usize].job, ran) {
+            if g.flex_ran(pid, self.procs[pid as usize].job, ran, now) {
                 self.counters.gang_fragment_ns += ran.as_ns();
             }
         }

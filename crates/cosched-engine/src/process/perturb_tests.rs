@@ -167,10 +167,19 @@ fn taken_away_node_receives_messages_but_its_rank_makes_no_progress() {
     assert_eq!(slots.len(), 8);
     for s in slots {
         let row: Vec<_> = out.quanta.iter().filter(|q| q.slot == s).collect();
-        // Rank 2 ran nothing: the senders' progress seen by rank 2 is everyone's.
-        let total_others: i64 = row.iter().find(|q| q.rank == 2).unwrap().sender_progress_ns;
-        let seen_by_0 = row.iter().find(|q| q.rank == 0).unwrap().sender_progress_ns;
-        assert!(total_others > seen_by_0, "slot {s}");
+        assert_eq!(row.len(), 4, "slot {s}: one record per rank");
+        // Each record holds the total progress minus its own rank's, so the
+        // slot's total is the records' sum / (ranks - 1) and a rank's own
+        // progress is the total minus its record.
+        let sum: i64 = row.iter().map(|q| q.sender_progress_ns).sum();
+        assert_eq!(sum % 3, 0, "slot {s}");
+        let total = sum / 3;
+        let own = |r: u32| total - row.iter().find(|q| q.rank == r).unwrap().sender_progress_ns;
+        assert_eq!(own(2), 0, "slot {s}: the taken-away rank made no progress");
+        assert!(own(0) > 0 && own(1) > 0 && own(3) > 0, "slot {s}: the others ran");
+        let r2 = row.iter().find(|q| q.rank == 2).unwrap();
+        assert_eq!(r2.class, QuantumClass::NonGangNonRunning);
+        assert!(r2.messages > 0, "slot {s}: Enum's non-blocking messages reach rank 2");
     }
 }
 

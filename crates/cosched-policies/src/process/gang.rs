@@ -35,14 +35,21 @@
 //! - `io_preempt` (false): a process woken by its disk completion preempts the
 //!   active row's process on its node and keeps priority until it blocks
 //!   (S003 §3.2: "higher priority jobs can interrupt lower priority jobs");
-//! - `gang_bit` (false): a blocked process yields its slot to another row's
-//!   runnable process (S003 §2, the Fugu gang bit; §3.2 "its remaining time
-//!   quantum is donated");
+//! - `gang_bit` (false): jobs whose blocked process yields its slot to another
+//!   row's runnable process (S003 §2: "each job is marked with a gang bit"; §3.2
+//!   "its remaining time quantum is donated"): `true` (every job), `false`, or
+//!   applications `app/app` (e.g. `Emp/io-bound`);
 //! - `fill` (false), `low` (none), `fair_ms` (= `quantum_ms`): fragments go only
-//!   to processes of the low-gangedness applications listed in `low`
-//!   (`Emp/Workpile`), least-served first, never to a process `fair_ms` of
-//!   fragment time ahead of its job's least-served process (S003 §6, §4;
-//!   assumption G-S003-FLEX of docs/models/seed-parameters.md);
+//!   to processes of low-gangedness jobs, least-served first, never to a process
+//!   `fair_ms` of fragment time ahead of its job's least-served process (S003
+//!   §6, §4; assumption G-S003-FLEX of docs/models/seed-parameters.md). `low`
+//!   names the applications (`Emp/Workpile`) or is `auto`: the online
+//!   gangedness estimator decides at run time (S003 §5; `ratio_threshold`
+//!   (0.15, S003 Table 3's ratio gap) and `window` (32 records per set),
+//!   assumption G-S003-5). With a `low` source, `io_preempt` interrupts only
+//!   processes of low-gangedness jobs (or fragments) (S003 §3.2, §7);
+//! - `est_quantum_ms` (10): length of the estimator's processor-quanta (every
+//!   gang run estimates each job's gangedness; G-S003-5);
 //! - `round_slots` (1), `round_us` (0): two-level hierarchy, the global round
 //!   of `round_slots` slots is precomputed at a cost of `round_us`, added to the
 //!   switch starting each round (S003 §2; magnitude assumption G-S003-FLEX).
@@ -50,7 +57,8 @@
 use super::ProcAdmission;
 use crate::registry::{ParamInfo, PolicyInfo, PolicySpec, RegistryError};
 use cosched_des::SimTime;
-use cosched_engine::process::flexgang::FlexParams;
+use cosched_engine::process::flexgang::{FlexParams, GangBit, LowGang, DEFAULT_EST_QUANTUM};
+use cosched_engine::process::gangedness::{GangednessParams, DEFAULT_RATIO_THRESHOLD, DEFAULT_WINDOW};
 use cosched_engine::process::gang::GangParams;
 
 pub fn info() -> PolicyInfo {
@@ -65,9 +73,12 @@ pub fn info() -> PolicyInfo {
             ParamInfo { name: "alternate", kind: "bool", default: "false", doc: "a node with no process in the active row may run another row's process" },
             ParamInfo { name: "quanta", kind: "string", default: "", doc: "per-job quanta app:ms/app:ms; a row's slot lasts its longest job quantum (seed 003 §3.2)" },
             ParamInfo { name: "io_preempt", kind: "bool", default: "false", doc: "a process woken by its disk completion preempts the active row on its node (seed 003 §3.2)" },
-            ParamInfo { name: "gang_bit", kind: "bool", default: "false", doc: "a blocked process yields its slot to another row's process (seed 003 §2)" },
+            ParamInfo { name: "gang_bit", kind: "string", default: "false", doc: "jobs whose blocked process yields its slot to another row's process: true, false or app/app (seed 003 §2)" },
             ParamInfo { name: "fill", kind: "bool", default: "false", doc: "fragments go only to low-gangedness jobs, least-served process first (seed 003 §6)" },
-            ParamInfo { name: "low", kind: "string", default: "", doc: "low-gangedness applications for fill, app/app" },
+            ParamInfo { name: "low", kind: "string", default: "", doc: "low-gangedness jobs for fill and the I/O interrupts' victims: app/app, or auto (the online estimator, seed 003 §5)" },
+            ParamInfo { name: "ratio_threshold", kind: "float", default: "0.15", doc: "low=auto: a job whose non-gang/gang message ratio is at least this is of low gangedness (seed 003 Table 3; G-S003-5)" },
+            ParamInfo { name: "window", kind: "int", default: "32", doc: "low=auto: gang and non-gang-non-running records a job needs before it is classified (G-S003-5)" },
+            ParamInfo { name: "est_quantum_ms", kind: "float", default: "10", doc: "length of the gangedness estimator's processor-quanta, ms (G-S003-5)" },
             ParamInfo { name: "fair_ms", kind: "float", default: "quantum_ms", doc: "fill: max fragment time a process may lead its job's least-served process, ms (0: unbounded)" },
             ParamInfo { name: "round_slots", kind: "int", default: "1", doc: "slots per globally precomputed round (seed 003 §2)" },
             ParamInfo { name: "round_us", kind: "float", default: "0", doc: "round precomputation cost, added to the switch starting each round, µs" },
@@ -86,6 +97,9 @@ pub fn build(spec: &PolicySpec) -> Result<ProcAdmission, RegistryError> {
         "gang_bit",
         "fill",
         "low",
+        "ratio_threshold",
+        "window",
+        "est_quantum_ms",
         "fair_ms",
         "round_slots",
         "round_us",
@@ -152,6 +166,44 @@ pub fn build(spec: &PolicySpec) -> Result<ProcAdmission, RegistryError> {
     if !(round_us.is_finite() && round_us >= 0.0) {
         return Err(bad("round_us", "must be >= 0"));
     }
+    let gang_bit = match spec.params.get("gang_bit").map(|v| v.trim()) {
+        None | Some("false") => GangBit::Off,
+        Some("true") => GangBit::All,
+        Some(_) => {
+            let apps = list("gang_bit");
+            if apps.is_empty() {
+                return Err(bad("gang_bit", "expected true, false or app/app"));
+            }
+            GangBit::Apps(apps)
+        }
+    };
+    let auto = spec.params.get("low").is_some_and(|v| v.trim() == "auto");
+    for key in ["ratio_threshold", "window"] {
+        if !auto && spec.params.contains_key(key) {
+            return Err(bad(key, "needs low=auto"));
+        }
+    }
+    let low = if auto {
+        let ratio_threshold: f64 = spec.get("ratio_threshold", DEFAULT_RATIO_THRESHOLD)?;
+        if !(ratio_threshold.is_finite() && ratio_threshold > 0.0) {
+            return Err(bad("ratio_threshold", "must be > 0"));
+        }
+        let window: u64 = spec.get("window", DEFAULT_WINDOW)?;
+        if window == 0 {
+            return Err(bad("window", "must be at least 1"));
+        }
+        LowGang::Auto(GangednessParams {
+            ratio_threshold,
+            window,
+        })
+    } else {
+        LowGang::Declared(list("low"))
+    };
+    let est_quantum_ms: f64 = spec.get("est_quantum_ms", DEFAULT_EST_QUANTUM.as_ns() as f64 / 1e6)?;
+    let est_quantum = SimTime::from_secs_f64(est_quantum_ms / 1e3);
+    if !(est_quantum_ms.is_finite() && est_quantum > SimTime::ZERO) {
+        return Err(bad("est_quantum_ms", "must be > 0"));
+    }
     Ok(ProcAdmission::Gang(GangParams {
         quantum,
         rows,
@@ -160,12 +212,13 @@ pub fn build(spec: &PolicySpec) -> Result<ProcAdmission, RegistryError> {
         flex: FlexParams {
             quanta,
             io_preempt: spec.get("io_preempt", false)?,
-            gang_bit: spec.get("gang_bit", false)?,
+            gang_bit,
             fill: spec.get("fill", false)?,
-            low: list("low"),
+            low,
             fair: SimTime::from_secs_f64(fair_ms / 1e3),
             round_slots,
             round: SimTime::from_secs_f64(round_us / 1e6),
+            est_quantum,
         },
     }))
 }

@@ -87,7 +87,8 @@ pub fn build_process(spec: &str) -> Result<ProcAdmission, RegistryError> {
 mod tests {
     use super::*;
     use cosched_des::SimTime;
-    use cosched_engine::process::flexgang::FlexParams;
+    use cosched_engine::process::flexgang::{FlexParams, GangBit, LowGang};
+    use cosched_engine::process::gangedness::GangednessParams;
 
     #[test]
     fn builds_every_scheme_and_rejects_bad_input() {
@@ -144,19 +145,46 @@ mod tests {
                     ("Barrier".into(), SimTime::from_ms(40)),
                 ],
                 io_preempt: true,
-                gang_bit: true,
+                gang_bit: GangBit::All,
                 fill: true,
-                low: vec!["Emp".into(), "Workpile".into()],
+                low: LowGang::Declared(vec!["Emp".into(), "Workpile".into()]),
                 fair: SimTime::from_ms(5),
                 round_slots: 4,
                 round: SimTime::from_us(300),
+                est_quantum: SimTime::from_ms(10),
             }
         );
+        // Per-job gang bit and the online gangedness estimate.
+        let ProcAdmission::Gang(g) = build_process(
+            "gang[gang_bit=Emp/io-bound, fill=true, low=auto, ratio_threshold=0.2, window=8, est_quantum_ms=5]",
+        )
+        .unwrap() else {
+            panic!("gang")
+        };
+        assert_eq!(g.flex.gang_bit, GangBit::Apps(vec!["Emp".into(), "io-bound".into()]));
+        assert_eq!(
+            g.flex.low,
+            LowGang::Auto(GangednessParams {
+                ratio_threshold: 0.2,
+                window: 8
+            })
+        );
+        assert_eq!(g.flex.est_quantum, SimTime::from_ms(5));
+        let ProcAdmission::Gang(g) = build_process("gang[low=auto, gang_bit=false]").unwrap() else {
+            panic!("gang")
+        };
+        assert_eq!(g.flex.gang_bit, GangBit::Off);
+        assert_eq!(g.flex.low, LowGang::Auto(GangednessParams::default()));
+        assert!(err("gang[ratio_threshold=0.2]").contains("needs low=auto"));
+        assert!(err("gang[low=auto,window=0]").contains("must be at least 1"));
+        assert!(err("gang[low=auto,ratio_threshold=-1]").contains("must be > 0"));
+        assert!(err("gang[gang_bit=/]").contains("expected true, false or app/app"));
+        assert!(err("gang[est_quantum_ms=0]").contains("must be > 0"));
         assert!(err("gang[quanta=io-bound]").contains("expected app:ms/app:ms"));
         assert!(err("gang[quanta=io-bound:-1]").contains("expected app:ms/app:ms"));
         assert!(err("gang[round_slots=0]").contains("must be at least 1"));
         assert!(err("gang[round_us=-1]").contains("must be >= 0"));
-        assert!(err("gang[quantum=5]").contains("unknown parameter \"quantum\"; valid parameters: quantum_ms, rows, switch_us, alternate, quanta, io_preempt, gang_bit, fill, low, fair_ms, round_slots, round_us"));
+        assert!(err("gang[quantum=5]").contains("unknown parameter \"quantum\"; valid parameters: quantum_ms, rows, switch_us, alternate, quanta, io_preempt, gang_bit, fill, low, ratio_threshold, window, est_quantum_ms, fair_ms, round_slots, round_us"));
         assert!(err("batch[backfill=conservative]").contains("\"none\" or \"easy\""));
         assert!(err("conservative").contains("valid policies: fcfs, batch, easy, gang"));
         assert!(err("gang-perturb[kind=steal]").contains("\"takeaway\" or \"giveaway\""));
