@@ -98,6 +98,10 @@ pub struct ProcessSummary {
     pub spin_s: f64,
     /// CPU time spent making progress (compute and overheads), all processes, seconds.
     pub useful_s: f64,
+    /// CPU fragmentation (seed 003 §3.2): the share of the machine's CPU time over
+    /// the makespan not spent on useful work (idle, spinning, context and gang
+    /// switches), `1 - useful_s / (CPUs x makespan_s)`; 0 for an empty run.
+    pub cpu_fragmentation: f64,
     /// Recommendations of the node policy that the native schedulers followed.
     pub hints_followed: u64,
     pub page_ins: u64,

@@ -216,6 +216,14 @@ pub fn run_process_config_recording(cfg: &RunConfig, timeline: bool) -> Result<R
         interrupts: c.interrupts,
         spin_s: c.spin_ns as f64 / 1e9,
         useful_s: c.useful_ns as f64 / 1e9,
+        cpu_fragmentation: {
+            let capacity = f64::from(plat.nodes * plat.cpus_per_node) * summary.makespan_s;
+            if capacity > 0.0 {
+                1.0 - c.useful_ns as f64 / 1e9 / capacity
+            } else {
+                0.0
+            }
+        },
         hints_followed: c.hints_followed,
         page_ins: c.page_ins,
         paged_in_mb: c.paged_in_kb as f64 / 1000.0,

@@ -61,5 +61,9 @@ fn scheme_counters_are_exported_in_the_summary() {
     let gang = run("gang", "nls");
     let p = gang.summary.process.as_ref().unwrap();
     assert!(p.gang_switches > 0, "gang switched no slot: {p:?}");
+    // Fragmentation is the CPU capacity over the makespan not spent on useful work.
+    let capacity = 16.0 * gang.summary.makespan_s;
+    assert!((p.cpu_fragmentation - (1.0 - p.useful_s / capacity)).abs() < 1e-12);
+    assert!(p.cpu_fragmentation > 0.0 && p.cpu_fragmentation < 1.0, "{p:?}");
     assert_eq!(p.gang_io_preemptions, 0);
 }

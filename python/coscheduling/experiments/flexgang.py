@@ -15,8 +15,9 @@ scheduler.
 Definitions (assumption G-S003-FLEX of docs/models/seed-parameters.md):
 
 - slowdown = the I/O job's response time / its response time alone on the machine (same seed);
-- CPU fragmentation = the share of the machine's CPU time (32 processors x the run's span) not
-  spent on useful work (compute, message overheads, interrupts) by either job: S003 §3.2 computes it
+- CPU fragmentation = the summary's `cpu_fragmentation`: the share of the machine's CPU time
+  (32 processors x the run's span) not spent on useful work (compute, message overheads, interrupts)
+  by either job: S003 §3.2 computes it
   as "the amount of cpu resources allocated to [the cpu-bound job]" minus its useful work, and its
   simulator allocates every CPU to one job or the other, so the two agree when nothing else costs
   CPU time (the switch cost is 0 here; context switches of the lee32 platform are included).
@@ -128,7 +129,7 @@ def pair_table(g: Gathered) -> pd.DataFrame:
         rows.append({
             "q_io": float(r["q_io"]), "q_cpu": float(r["q_cpu"]), "seed": int(r["seed"]),
             "slowdown": float(io_rt[k]) / ded[int(r["seed"])],
-            "fragmentation_pct": 100.0 * (1.0 - float(r["process_useful_s"]) / (NODES * span)),
+            "fragmentation_pct": 100.0 * float(r["process_cpu_fragmentation"]),
             "spin_pct": 100.0 * float(r["process_spin_s"]) / (NODES * span),
             "compute_ended_first": int(float(cpu_end[k]) < float(io_end[k])),
         })
