@@ -341,47 +341,43 @@ impl Builder {
     }
 }
 
-/// Total compute time of a rank's operations, loops counted with their repetitions;
-/// the body of a [`Op::LoopUntil`] counted once and a [`Op::Burst`] at its mean (the
-/// run decides both: see [`static_compute_ns`]).
-pub fn compute_ns(ops: &[Op]) -> i64 {
+/// Sum of `f` over a rank's operations, loops counted with their repetitions and
+/// the body of a [`Op::LoopUntil`] once.
+fn sum_ops(ops: &[Op], f: &impl Fn(&Op) -> i64) -> i64 {
     let mut total = 0i64;
     let mut i = 0;
     while i < ops.len() {
         match ops[i] {
             Op::Loop { count, len } => {
-                total += count as i64 * compute_ns(&ops[i + 1..i + 1 + len as usize]);
+                total += count as i64 * sum_ops(&ops[i + 1..i + 1 + len as usize], f);
                 i += 1 + len as usize;
             }
-            Op::Compute { ns } | Op::Burst { mean_ns: ns, .. } => {
-                total += ns.max(0);
+            ref op => {
+                total += f(op);
                 i += 1;
             }
-            _ => i += 1,
         }
     }
     total
 }
 
+/// Total compute time of a rank's operations, loops counted with their repetitions;
+/// the body of a [`Op::LoopUntil`] counted once and a [`Op::Burst`] at its mean (the
+/// run decides both: see [`static_compute_ns`]).
+pub fn compute_ns(ops: &[Op]) -> i64 {
+    sum_ops(ops, &|op| match *op {
+        Op::Compute { ns } | Op::Burst { mean_ns: ns, .. } => ns.max(0),
+        _ => 0,
+    })
+}
+
 /// Bytes a rank sends (`Send`, `Isend`, `Reply`), loops counted with their
 /// repetitions; the body of a [`Op::LoopUntil`] counted once.
 pub fn bytes_sent(ops: &[Op]) -> u64 {
-    let mut total = 0u64;
-    let mut i = 0;
-    while i < ops.len() {
-        match ops[i] {
-            Op::Loop { count, len } => {
-                total += count as u64 * bytes_sent(&ops[i + 1..i + 1 + len as usize]);
-                i += 1 + len as usize;
-            }
-            Op::Send { bytes, .. } | Op::Isend { bytes, .. } | Op::Reply { bytes, .. } => {
-                total += bytes;
-                i += 1;
-            }
-            _ => i += 1,
-        }
-    }
-    total
+    sum_ops(ops, &|op| match *op {
+        Op::Send { bytes, .. } | Op::Isend { bytes, .. } | Op::Reply { bytes, .. } => bytes as i64,
+        _ => 0,
+    }) as u64
 }
 
 /// The compute time a rank will ask for whatever happens during the run, or `None`

@@ -760,28 +760,7 @@ pub(crate) fn compute(ns: f64) -> Vec<Op> {
 }
 
 /// Total compute time of a rank's operation list, ns (loops counted, not expanded).
-pub fn compute_ns(ops: &[Op]) -> i64 {
-    fn walk(ops: &[Op]) -> i64 {
-        let mut total = 0i64;
-        let mut i = 0;
-        while i < ops.len() {
-            match ops[i] {
-                Op::Loop { count, len } => {
-                    let end = (i + 1 + len as usize).min(ops.len());
-                    total += count as i64 * walk(&ops[i + 1..end]);
-                    i = end;
-                }
-                Op::Compute { ns } => {
-                    total += ns;
-                    i += 1;
-                }
-                _ => i += 1,
-            }
-        }
-        total
-    }
-    walk(ops)
-}
+pub use crate::program::compute_ns;
 
 /// Tags of the application generators (below [`crate::program::COLLECTIVE_TAG_BASE`]).
 pub(crate) const REDUCE_TAG: u32 = 9_000;
