@@ -26,7 +26,7 @@ import pandas as pd
 
 from . import _core
 from .experiments.runner import RunSpec, run_specs
-from .output import built_here, git_commit, write_atomic
+from .output import git_commit, write_atomic
 
 #: Application standing for each intensity class (seed 000 Table 1).
 REPRESENTATIVES = {"very-low": "EP", "low": "LU", "medium": "MG", "high": "CG"}
@@ -89,7 +89,6 @@ def fit(root: Path, st: Settings, *, workers: int, progress: Callable[[str, int]
         advance: Callable[[], Any] | None = None) -> dict[str, Any]:
     """Runs (or reuses, under ``root/runs``) the calibration runs and returns the table document."""
     all_specs = specs(st)
-    drop_stale(root, [s.key for s in all_specs])
     g = run_specs(all_specs, root, workers=workers, command="cosched calibrate", progress=progress, advance=advance)
     runs = g.runs
     efficiency: dict[str, dict[str, list[float]]] = {}
@@ -128,19 +127,6 @@ def _validate(runs: pd.DataFrame, jobs: pd.DataFrame, st: Settings, scheme: str,
     predicted = json.loads(res.summary_json())["mean_execution_s"]
     measured = float(runs[(runs["part"] == "mix") & (runs["scheme"] == scheme)]["mean_execution_s"].iloc[0])
     return abs(predicted - measured) / measured
-
-
-def drop_stale(root: Path, keys: Sequence[str]) -> list[str]:
-    """Removes the results of cached runs made by another cosched build, so that they run again."""
-    dropped = []
-    for key in keys:
-        summary = root / "runs" / key / "summary.json"
-        if summary.is_file():
-            prov = json.loads(summary.read_text(encoding="utf-8")).get("provenance") or {}
-            if not built_here(prov, _core.__version__):
-                summary.unlink()
-                dropped.append(key)
-    return dropped
 
 
 #: Settings of the committed table (crates/cosched-model/src/interference.json) and of ``--quick``.

@@ -102,18 +102,20 @@ def test_check_tells_a_current_table_from_a_stale_one(quick: tuple[Path, Path, d
 
 
 def test_runs_of_another_build_are_not_reused(quick: tuple[Path, Path, dict], tmp_path: Path) -> None:
+    from coscheduling.experiments.runner import _is_cached
+
     _, work, _ = quick
     import shutil
 
     copy = tmp_path / "runs"
     shutil.copytree(work, copy)
-    some = sorted((copy / "runs").iterdir())[0] / "summary.json"
-    summary = json.loads(some.read_text())
+    folder = sorted((copy / "runs").iterdir())[0]
+    text = (folder / "config.json").read_text()
+    assert _is_cached(folder, text)
+    summary = json.loads((folder / "summary.json").read_text())
     summary["provenance"]["git_commit"] = "0" * 40
-    some.write_text(json.dumps(summary))
-    keys = [p.name for p in (copy / "runs").iterdir()]
-    assert cal.drop_stale(copy, keys) == [some.parent.name]
-    assert not some.exists()
+    (folder / "summary.json").write_text(json.dumps(summary))
+    assert not _is_cached(folder, text)
 
 
 @pytest.mark.slow

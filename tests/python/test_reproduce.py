@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
+import json
 import re
+import shutil
 from pathlib import Path
 
 import pandas as pd
@@ -73,6 +75,22 @@ def test_rerun_reuses_every_run_and_gives_the_same_report(tmp_path: Path) -> Non
     assert f"{n} runs ({n} reused)" in again.stdout
     assert (out / "report.md").read_text() == text
     assert {p.name: p.read_bytes() for p in out.glob("*.csv")} == csvs
+    # A sibling output folder takes the same runs from it instead of running them.
+    sibling = tmp_path / "fig6-again"
+    third = run_cli(["reproduce", "choi-fig6", "--quick", "--out", str(sibling), "-j", "1"])
+    assert third.exit_code == 0, third.stderr
+    assert f"{n} runs ({n} reused)" in third.stdout
+    assert (sibling / "report.md").read_text() == text
+    # A run made by another build is not reused: it runs again, here and in siblings.
+    some = sorted((out / "runs").iterdir())[0] / "summary.json"
+    summary = json.loads(some.read_text())
+    summary["provenance"]["git_commit"] = "0" * 40
+    some.write_text(json.dumps(summary))
+    shutil.rmtree(sibling / "runs" / some.parent.name)
+    fourth = run_cli(["reproduce", "choi-fig6", "--quick", "--out", str(out), "-j", "1"])
+    assert fourth.exit_code == 0, fourth.stderr
+    assert f"{n} runs ({n - 1} reused)" in fourth.stdout
+    assert (out / "report.md").read_text() == text
 
 
 def _frame(resp: dict[str, float]) -> pd.DataFrame:

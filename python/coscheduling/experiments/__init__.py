@@ -87,13 +87,17 @@ def run_experiment(
     progress: Callable[[str, int], Any] | None = None,
     advance: Callable[[], Any] | None = None,
 ) -> tuple[list[Path], Gathered]:
-    """Runs an experiment into ``out``: the runs (cached under ``out/runs``), then the
+    """Runs an experiment into ``out``: the runs (cached under ``out/runs``, or copied from a
+    sibling folder's ``runs`` holding the same configuration from this build), then the
     analysis, whose files and ``report.md`` are written atomically."""
     exp = get(exp_id)
     if settings.seeds < 1:
         raise ValueError("seeds: must be at least 1")
     specs = exp.runs(settings)
     out.mkdir(parents=True, exist_ok=True)
+    # Experiments that analyse the same runs (choi-fig3a and choi-table3, ...) share them
+    # through sibling output folders, e.g. reproduce/choi-fig3a and reproduce/choi-table3.
+    siblings = sorted(d for d in out.resolve().parent.iterdir() if d.is_dir() and d != out.resolve())
     gathered = run_specs(
         specs,
         out,
@@ -101,6 +105,7 @@ def run_experiment(
         command=command,
         progress=progress,
         advance=advance,
+        reuse=siblings,
     )
     outcome = exp.analyze(gathered, settings)
     prov = provenance(

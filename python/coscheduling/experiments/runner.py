@@ -3,8 +3,11 @@
 Every run is a process-level run configuration (docs/formats/config.md) written to
 ``OUT/runs/<key>/config.json`` and executed by :func:`coscheduling.run`; its result
 files (``jobs.csv``, ``jobs.parquet``, ``summary.json``, with provenance) go beside
-it. A run whose folder already holds the same configuration and a ``summary.json``
-is not run again, so an interrupted experiment resumes where it stopped.
+it. A run whose folder already holds the same configuration and results made by this
+cosched build (version and git commit, from the summary's provenance) is not run again,
+so an interrupted experiment resumes where it stopped; results of another build run
+again. Such a run found in another output folder given as ``reuse`` (e.g. a sibling
+experiment's, whose runs it shares) is copied instead of run.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ import concurrent.futures as cf
 import json
 import multiprocessing
 import os
+import shutil
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,7 +24,7 @@ from typing import Any
 
 import pandas as pd
 
-from ..output import canonical_json, write_atomic
+from ..output import built_here, canonical_json, write_atomic
 
 
 @dataclass(frozen=True)
@@ -58,13 +62,19 @@ def _config_text(cfg: Mapping[str, Any]) -> str:
 
 
 def _is_cached(folder: Path, text: str) -> bool:
+    """Whether ``folder`` holds this configuration's results, made by this cosched build."""
     cfg = folder / "config.json"
-    return (
-        cfg.is_file()
-        and cfg.read_text(encoding="utf-8") == text
-        and (folder / "summary.json").is_file()
-        and (folder / "jobs.csv").is_file()
-    )
+    summary = folder / "summary.json"
+    if not (cfg.is_file() and cfg.read_text(encoding="utf-8") == text and summary.is_file()
+            and (folder / "jobs.csv").is_file()):
+        return False
+    from .. import _core
+
+    prov = json.loads(summary.read_text(encoding="utf-8")).get("provenance") or {}
+    return built_here(prov, _core.__version__)
+
+
+RESULT_FILES = ("summary.json", "jobs.csv", "jobs.parquet")
 
 
 def run_specs(
@@ -76,11 +86,13 @@ def run_specs(
     progress: Callable[[str, int], Any] | None = None,
     advance: Callable[[], Any] | None = None,
     execute: Callable[[list[tuple[str, str, str]], Callable[[], Any]], list[str]] | None = None,
+    reuse: Sequence[Path] = (),
 ) -> Gathered:
     """Runs (or reuses) every spec under ``root/runs`` and gathers the results.
 
     ``execute``, if given, runs a batch of ``(config path, output folder, command)`` jobs
     elsewhere (e.g. on a Dask cluster), calling its second argument once per finished job.
+    A spec cached under ``r/runs/<key>`` for an ``r`` in ``reuse`` is copied, not run.
     """
     keys = [s.key for s in specs]
     if len(set(keys)) != len(keys):
@@ -92,8 +104,16 @@ def run_specs(
         if _is_cached(folder, text):
             continue
         folder.mkdir(parents=True, exist_ok=True)
-        for stale in ("summary.json", "jobs.csv", "jobs.parquet"):
+        for stale in RESULT_FILES:
             (folder / stale).unlink(missing_ok=True)
+        source = next((r / "runs" / s.key for r in reuse if _is_cached(r / "runs" / s.key, text)), None)
+        if source is not None:
+            # Results first, the configuration last: a copy cut short is not a cached run.
+            for name in RESULT_FILES:
+                if (source / name).is_file():
+                    shutil.copyfile(source / name, folder / name)
+            write_atomic(folder, {"config.json": lambda p, t=text: p.write_text(t, encoding="utf-8")})
+            continue
         write_atomic(folder, {"config.json": lambda p, t=text: p.write_text(t, encoding="utf-8")})
         todo.append((s, folder))
     if progress is not None:
