@@ -1,0 +1,146 @@
+/*
+ * cosched real-execution protocol, version 1: what the MPI shim (libcosched), the node agent and
+ * the launcher agree on. The Rust side mirrors these layouts in crates/cosched-real/src/proto.rs;
+ * a test compares sizes and offsets (the shim's `cosched-proto-layout` prints them).
+ *
+ * Roles
+ *   launcher  starts each rank with the environment below (cosched run, or the Slurm SPANK plugin).
+ *   shim      LD_PRELOADed into every rank; interposes MPI through PMPI; implements the wait mode the
+ *             node policy asks for; publishes its state and counters in a shared-memory segment; sends
+ *             the events the policy subscribed to over the agent's socket.
+ *   agent     one per (virtual) node; hosts the node policy (the same Rust code as the simulator);
+ *             applies its decisions with Linux mechanisms (cgroup weights, freezer, cpusets).
+ *
+ * Environment of a rank
+ *   COSCHED_AGENT     path of the node agent's Unix socket (SOCK_SEQPACKET). Unset or empty: the shim
+ *                     runs standalone with the wait mode of COSCHED_WAIT.
+ *   COSCHED_RUN       run id, [A-Za-z0-9_-]{1,32}; names the shared memory segments.
+ *   COSCHED_JOB       job id, a decimal int32, unique within the run.
+ *   COSCHED_WAIT      standalone wait mode: "library" (default: call the MPI library's own blocking
+ *                     call untouched), "spin", "block", or "spinblock:<microseconds>".
+ *   COSCHED_REQUIRED  "1": if the agent cannot be reached at MPI_Init, the rank aborts with a clear
+ *                     message naming the socket; otherwise it continues standalone (uncoscheduled).
+ *
+ * Shared memory (one segment per rank)
+ *   Name: "/cosched.<run>.<job>.<rank>" (shm_open; appears as /dev/shm/cosched.<run>.<job>.<rank>),
+ *   size sizeof(struct cosched_rank_shm), created by the shim in MPI_Init (after PMPI_Init) before it
+ *   registers. Ranks of the same job on the same machine open each other's segments by name (a sender
+ *   adds to the receiver's `arrivals` and bumps its `wake_seq`). The agent maps it on REGISTER and
+ *   unlinks it on UNREGISTER, on connection close, and at its next start for segments of dead pids.
+ *   Every field is accessed with atomic loads/stores (C: __atomic_*, Rust: AtomicU32/AtomicU64/AtomicI64).
+ *
+ * Waiting (shim)
+ *   A blocking MPI call becomes its non-blocking form plus a test loop. Mode per wait kind, read from
+ *   `wait_mode[kind]` at the start of each wait (when `agent_gen` != 0, else from COSCHED_WAIT):
+ *     SPIN       test in a loop until complete (sched_yield-free busy wait).
+ *     SPINBLOCK  spin for `spin_ns[kind]` (+ `spin_adjust_ns` read during the spin: > 0 extends,
+ *                < 0 cuts it, INT64_MIN ends the spin at once), then block.
+ *     BLOCK      block at once.
+ *   Blocking: state = BLOCKED, then loop { seq = wake_seq; test; if done break; futex_wait(&wake_seq,
+ *   seq, timeout 1 ms) } (the timeout is the fallback for progress the MPI library makes only when
+ *   called; a peer's send wakes the futex at once). Counters are updated at the end of each wait.
+ *
+ * Socket messages (SOCK_SEQPACKET, one struct cosched_msg per packet, little-endian host order)
+ *   shim -> agent: REGISTER (arg = world size; the agent answers ACK with arg = 0, or arg = errno and the
+ *   shim continues standalone), then events, then UNREGISTER at MPI_Finalize. A closed connection
+ *   without UNREGISTER means the rank died: the agent restores everything it changed for that rank.
+ *   Events are sent only when their bit (1 << type) is set in the rank's `event_mask`.
+ */
+#ifndef COSCHED_PROTO_H
+#define COSCHED_PROTO_H
+
+#include <stdint.h>
+
+#define COSCHED_PROTO_VERSION 1u
+#define COSCHED_SHM_MAGIC 0x4d485343u /* "CSHM" little-endian */
+
+/* Wait kinds: the same order as the node-policy contract's WaitKind. */
+enum cosched_wait_kind {
+    COSCHED_WAIT_RECV = 0,            /* blocking receive (MPI_Recv, MPI_Probe, receive side of collectives) */
+    COSCHED_WAIT_SEND_ACK = 1,        /* blocking send that has not completed (rendezvous / MPI_Ssend) */
+    COSCHED_WAIT_RECV_COMPLETION = 2, /* MPI_Wait* on a set containing a pending receive */
+    COSCHED_WAIT_SEND_COMPLETION = 3, /* MPI_Wait* on sends only */
+    COSCHED_WAIT_KINDS = 4
+};
+
+enum cosched_wait_mode {
+    COSCHED_MODE_SPIN = 0,
+    COSCHED_MODE_SPINBLOCK = 1,
+    COSCHED_MODE_BLOCK = 2,
+    COSCHED_MODE_LIBRARY = 3 /* leave the MPI library's own blocking call untouched */
+};
+
+enum cosched_rank_state {
+    COSCHED_STATE_COMPUTING = 0,
+    COSCHED_STATE_SPINNING = 1,
+    COSCHED_STATE_BLOCKED = 2,
+    COSCHED_STATE_FINISHED = 3
+};
+
+enum cosched_msg_type {
+    COSCHED_MSG_REGISTER = 1,   /* shim -> agent; arg = world size */
+    COSCHED_MSG_ACK = 2,        /* agent -> shim; arg = 0 or errno */
+    COSCHED_MSG_UNREGISTER = 3, /* shim -> agent, at MPI_Finalize */
+    COSCHED_MSG_WAIT_BEGIN = 4, /* arg = wait kind */
+    COSCHED_MSG_WAIT_END = 5,   /* arg = wait kind; a = ns spun; b = ns blocked (0: did not block) */
+    COSCHED_MSG_COLL_ENTER = 6, /* arg = collective id (enum cosched_coll) */
+    COSCHED_MSG_COLL_EXIT = 7,  /* arg = collective id */
+    COSCHED_MSG_MESSAGE = 8     /* a message was sent to `rank` of `job`; arg = source rank; a = bytes */
+};
+
+enum cosched_coll {
+    COSCHED_COLL_BARRIER = 0, COSCHED_COLL_BCAST = 1, COSCHED_COLL_REDUCE = 2, COSCHED_COLL_ALLREDUCE = 3,
+    COSCHED_COLL_ALLTOALL = 4, COSCHED_COLL_ALLGATHER = 5, COSCHED_COLL_GATHER = 6, COSCHED_COLL_SCATTER = 7,
+    COSCHED_COLL_OTHER = 15
+};
+
+struct cosched_msg {          /* 48 bytes */
+    uint32_t type;            /* enum cosched_msg_type */
+    uint32_t version;         /* COSCHED_PROTO_VERSION */
+    int32_t job;
+    int32_t rank;             /* for MESSAGE: the destination rank */
+    int32_t pid;              /* sender's pid */
+    int32_t arg;
+    uint64_t t_ns;            /* CLOCK_MONOTONIC when the event happened */
+    uint64_t a;
+    uint64_t b;
+};
+
+struct cosched_rank_shm {     /* 256 bytes, no padding */
+    /* Written once by the shim at creation. */
+    uint32_t magic;           /* COSCHED_SHM_MAGIC */
+    uint32_t version;         /* COSCHED_PROTO_VERSION */
+    int32_t job;
+    int32_t rank;
+    int32_t size;             /* world size */
+    int32_t pid;
+    /* Written by the agent. */
+    uint32_t wait_mode[COSCHED_WAIT_KINDS]; /* enum cosched_wait_mode per wait kind */
+    uint64_t spin_ns[COSCHED_WAIT_KINDS];   /* spin time of SPINBLOCK per wait kind */
+    int64_t spin_adjust_ns;   /* extend (> 0) or cut (< 0; INT64_MIN = now) the current spin */
+    uint32_t event_mask;      /* bit (1u << enum cosched_msg_type) for each event the agent wants */
+    uint32_t agent_gen;       /* != 0 while an agent serves the rank (0: standalone, COSCHED_WAIT) */
+    /* Futex word: bumped (and FUTEX_WAKE'd) by a peer's send, by the agent to interrupt or end a spin. */
+    uint32_t wake_seq;
+    /* Written by the shim. */
+    uint32_t state;           /* enum cosched_rank_state */
+    uint32_t wait_kind;       /* kind of the current wait (valid while SPINNING or BLOCKED) */
+    uint32_t coll_depth;      /* > 0 inside a collective */
+    uint64_t wait_start_ns;   /* CLOCK_MONOTONIC start of the current wait */
+    /* Counters. `arrivals` is added to by senders (atomic add); the rest by the rank itself. */
+    uint64_t arrivals;        /* messages sent to this rank by its peers */
+    uint64_t consumed;        /* messages this rank has received (arrivals - consumed = unconsumed) */
+    uint64_t msgs_sent;
+    uint64_t bytes_sent;
+    uint64_t msgs_recv;
+    uint64_t bytes_recv;
+    uint64_t waits;           /* completed waits */
+    uint64_t wait_ns;         /* total time in waits */
+    uint64_t spin_ns_total;   /* of which spinning */
+    uint64_t block_ns;        /* of which blocked */
+    uint64_t blocks;          /* waits that blocked */
+    uint64_t collectives;     /* collectives entered */
+    uint64_t reserved[6];      /* zero; room for later fields */
+};
+
+#endif /* COSCHED_PROTO_H */
