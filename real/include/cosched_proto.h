@@ -85,7 +85,9 @@ enum cosched_msg_type {
     COSCHED_MSG_WAIT_END = 5,   /* arg = wait kind; a = ns spun; b = ns blocked (0: did not block) */
     COSCHED_MSG_COLL_ENTER = 6, /* arg = collective id (enum cosched_coll) */
     COSCHED_MSG_COLL_EXIT = 7,  /* arg = collective id */
-    COSCHED_MSG_MESSAGE = 8     /* a message was sent to `rank` of `job`; arg = source rank; a = bytes */
+    COSCHED_MSG_MESSAGE = 8,    /* a message was sent to `rank` of `job`; arg = source rank; a = bytes */
+    COSCHED_MSG_JOB = 9,        /* launcher -> agent: struct cosched_job_msg, declares a job's node policy */
+    COSCHED_MSG_JOB_END = 10    /* launcher -> agent: struct cosched_job_msg (spec empty), the job is over */
 };
 
 enum cosched_coll {
@@ -104,6 +106,23 @@ struct cosched_msg {          /* 48 bytes */
     uint64_t t_ns;            /* CLOCK_MONOTONIC when the event happened */
     uint64_t a;
     uint64_t b;
+};
+
+/* Launcher -> agent (cosched run's controller, the Slurm SPANK plugin): before a job's ranks register,
+ * its launcher declares the job and the node policy spec that hosts it (`name[k=v,...]`, as in the
+ * simulator's registry). The agent answers with a struct cosched_msg of type ACK: arg = 0, EINVAL for an
+ * unknown or invalid spec, EBUSY when the job is declared already. JOB_END (spec empty) ends the job: the
+ * agent restores everything it changed for the job's ranks. A rank whose job was never declared runs
+ * under the agent's default policy (the agent's --default-policy, NLS if not given). Packets are told
+ * apart by their first field and their length. */
+#define COSCHED_SPEC_MAX 120
+#define COSCHED_JOB_OPTIONAL 1u /* flags: if the spec cannot be hosted, run the job uncoscheduled */
+struct cosched_job_msg {      /* 136 bytes */
+    uint32_t type;            /* COSCHED_MSG_JOB or COSCHED_MSG_JOB_END */
+    uint32_t version;         /* COSCHED_PROTO_VERSION */
+    int32_t job;
+    uint32_t flags;           /* COSCHED_JOB_OPTIONAL */
+    char spec[COSCHED_SPEC_MAX]; /* NUL-terminated policy spec */
 };
 
 struct cosched_rank_shm {     /* 256 bytes, no padding */
