@@ -79,3 +79,11 @@ bench: install
 
 clean:
 	rm -rf $(VENV) target python/coscheduling/_core*.so .pytest_cache .ruff_cache .hypothesis cosched-demo
+
+# The Slurm SPANK plugin (needs Debian's libslurm-dev for <slurm/spank.h>).
+SPANK_OUT ?= build/real/cosched_spank.so
+.PHONY: spank
+spank:
+	@test -f /usr/include/slurm/spank.h || { echo "error: /usr/include/slurm/spank.h not found: install the Debian package libslurm-dev" >&2; exit 2; }
+	mkdir -p $(dir $(SPANK_OUT))
+	$(CC) -O2 -Wall -Wextra -Werror -shared -fPIC -o $(SPANK_OUT) real/spank/cosched_spank.c

@@ -111,8 +111,9 @@ struct cosched_msg {          /* 48 bytes */
 /* Launcher -> agent (cosched run's controller, the Slurm SPANK plugin): before a job's ranks register,
  * its launcher declares the job and the node policy spec that hosts it (`name[k=v,...]`, as in the
  * simulator's registry). The agent answers with a struct cosched_msg of type ACK: arg = 0, EINVAL for an
- * unknown or invalid spec, EBUSY when the job is declared already. JOB_END (spec empty) ends the job: the
- * agent restores everything it changed for the job's ranks. A rank whose job was never declared runs
+ * unknown or invalid spec, EBUSY when the job is declared already with another spec. Declaring a job again
+ * with the same spec (several job steps of one Slurm job) is accepted and counted; each JOB_END (spec empty)
+ * takes one back, and the last one ends the job: the agent restores everything it changed for its ranks. A rank whose job was never declared runs
  * under the agent's default policy (the agent's --default-policy, NLS if not given). Packets are told
  * apart by their first field and their length. */
 #define COSCHED_SPEC_MAX 120
