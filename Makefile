@@ -7,6 +7,9 @@
 #                Fails on the first failure.
 #   make stubs   regenerate python/coscheduling/_core.pyi from the Rust sources
 #   make bench   replay whole traces (needs ../shared/data/traces or COSCHED_TRACES)
+#   make real    build the real-execution C parts into build/real/ (the MPI shim and
+#                programs, once per MPI present: Debian mpich libmpich-dev and/or
+#                openmpi-bin libopenmpi-dev; gfortran for the Fortran probe)
 #
 # Needs only Rust (cargo), Python 3.11 and a C toolchain; everything else comes from
 # PyPI (into .venv/) and crates.io (into target/).
@@ -29,10 +32,10 @@ export PATH := $(abspath $(VENV))/bin:$(PATH)
 PY_LIBDIR = $(shell $(PY) -c 'import sysconfig; print(sysconfig.get_config_var("LIBDIR") or "")')
 RUN = env LD_LIBRARY_PATH="$(PY_LIBDIR)$${LD_LIBRARY_PATH:+:$$LD_LIBRARY_PATH}"
 
-.PHONY: help venv install install-test demo test lint rust-test clippy stubs check-stubs pytest bench clean
+.PHONY: help venv install install-test demo test lint rust-test clippy stubs check-stubs pytest bench real clean
 
 help:
-	@sed -n '2,12p' Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '2,15p' Makefile | sed 's/^# \{0,1\}//'
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -53,7 +56,7 @@ install-test: $(PY)
 demo: install
 	$(VENV)/bin/cosched demo
 
-test: install-test lint rust-test clippy check-stubs pytest
+test: install-test real lint rust-test clippy check-stubs pytest
 	@echo "make test: all checks passed"
 
 lint: install-test
@@ -74,11 +77,14 @@ check-stubs: $(PY)
 pytest: install-test
 	$(RUN) $(PY) -m pytest tests/python -q -m "slow or not slow"
 
+real:
+	$(MAKE) -C real OUT=$(abspath build/real)
+
 bench: install
 	$(VENV)/bin/cosched bench
 
 clean:
-	rm -rf $(VENV) target python/coscheduling/_core*.so .pytest_cache .ruff_cache .hypothesis cosched-demo
+	rm -rf $(VENV) target python/coscheduling/_core*.so .pytest_cache .ruff_cache .hypothesis cosched-demo build
 
 # The Slurm SPANK plugin (needs Debian's libslurm-dev for <slurm/spank.h>).
 SPANK_OUT ?= build/real/cosched_spank.so

@@ -14,12 +14,15 @@
  * Environment of a rank
  *   COSCHED_AGENT     path of the node agent's Unix socket (SOCK_SEQPACKET). Unset or empty: the shim
  *                     runs standalone with the wait mode of COSCHED_WAIT.
- *   COSCHED_RUN       run id, [A-Za-z0-9_-]{1,32}; names the shared memory segments.
- *   COSCHED_JOB       job id, a decimal int32, unique within the run.
+ *   COSCHED_RUN       run id, [A-Za-z0-9_-]{1,32}; names the shared memory segments. Unset: every
+ *                     rank takes "p<pid of world rank 0>" (broadcast in MPI_Init).
+ *   COSCHED_JOB       job id, a decimal int32 >= 0, unique within the run (unset: 0).
  *   COSCHED_WAIT      standalone wait mode: "library" (default: call the MPI library's own blocking
  *                     call untouched), "spin", "block", or "spinblock:<microseconds>".
  *   COSCHED_REQUIRED  "1": if the agent cannot be reached at MPI_Init, the rank aborts with a clear
  *                     message naming the socket; otherwise it continues standalone (uncoscheduled).
+ *   COSCHED_LOG       optional file: at MPI_Finalize each rank appends one JSON line with its
+ *                     counters and the number of calls of each wrapped function ([C, Fortran]).
  *
  * Shared memory (one segment per rank)
  *   Name: "/cosched.<run>.<job>.<rank>" (shm_open; appears as /dev/shm/cosched.<run>.<job>.<rank>),
@@ -27,6 +30,9 @@
  *   registers. Ranks of the same job on the same machine open each other's segments by name (a sender
  *   adds to the receiver's `arrivals` and bumps its `wake_seq`). The agent maps it on REGISTER and
  *   unlinks it on UNREGISTER, on connection close, and at its next start for segments of dead pids.
+ *   Order in MPI_Init: create segment, REGISTER/ACK, barrier, map every peer's segment that exists
+ *   on this machine, barrier. A rank no agent serves then unlinks its own segment name at once (the
+ *   mappings stay valid), so a rank's death, even by SIGKILL, leaves nothing in /dev/shm.
  *   Every field is accessed with atomic loads/stores (C: __atomic_*, Rust: AtomicU32/AtomicU64/AtomicI64).
  *
  * Waiting (shim)
@@ -39,6 +45,9 @@
  *   Blocking: state = BLOCKED, then loop { seq = wake_seq; test; if done break; futex_wait(&wake_seq,
  *   seq, timeout 1 ms) } (the timeout is the fallback for progress the MPI library makes only when
  *   called; a peer's send wakes the futex at once). Counters are updated at the end of each wait.
+ *   A call that completes at its first test is not a wait (no events, no counters). The shim only
+ *   reads spin_adjust_ns (during every spin); resetting it to 0 is the agent's business.
+ *   If the agent's socket breaks, the shim stores agent_gen = 0 and continues standalone.
  *
  * Socket messages (SOCK_SEQPACKET, one struct cosched_msg per packet, little-endian host order)
  *   shim -> agent: REGISTER (arg = world size; the agent answers ACK with arg = 0, or arg = errno and the

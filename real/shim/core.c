@@ -1,0 +1,728 @@
+/*
+ * libcosched core: the mechanism layer between an MPI rank and the node agent.
+ *
+ * Set-up (after PMPI_Init, in cs_after_init):
+ *   1. Identity: COSCHED_RUN / COSCHED_JOB (when COSCHED_RUN is unset every rank takes rank 0's
+ *      "p<pid>" broadcast on MPI_COMM_WORLD, job 0), world rank and size.
+ *   2. Agent: when COSCHED_AGENT names a socket, connect (SOCK_SEQPACKET). Unreachable: standalone,
+ *      or abort naming the socket when COSCHED_REQUIRED=1.
+ *   3. Segment "/cosched.<run>.<job>.<rank>" created and filled; REGISTER sent, ACK awaited (5 s).
+ *   4. Barrier; every rank maps the segments of its peers that exist on this machine; barrier.
+ *      Without an agent serving the rank, the segment name is unlinked right away (the mappings
+ *      stay valid), so no rank death, not even SIGKILL, can leave it in /dev/shm.
+ *
+ * Waiting (cs_wait): SPIN tests in a loop; SPINBLOCK spins for spin_ns[kind] (+ spin_adjust_ns),
+ * then blocks; BLOCK blocks at once: state BLOCKED, then { seq = wake_seq; test; futex_wait(seq,
+ * 1 ms) } until complete. A call that completes at its first test is not a wait. LIBRARY leaves the
+ * library's own blocking call untouched (its whole duration counts as wait time).
+ *
+ * Wake-ups: a send to a rank of the same job adds to the receiver's `arrivals` and bumps its
+ * `wake_seq`; FUTEX_WAKE only when the receiver is BLOCKED (state is stored before wake_seq is
+ * read, both sequentially consistent, so no wake-up is lost). Posting or completing a receive
+ * wakes its sender when that sender is blocked in a send wait (rendezvous). Entering and leaving a
+ * collective wakes the members of the communicator blocked in a collective: the library's own
+ * messages inside a collective are invisible to the shim; the 1 ms fallback covers the rest.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/futex.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "shim.h"
+
+#define LD(p) __atomic_load_n((p), __ATOMIC_SEQ_CST)
+#define ST(p, v) __atomic_store_n((p), (v), __ATOMIC_SEQ_CST)
+#define ADD(p, v) __atomic_fetch_add((p), (v), __ATOMIC_SEQ_CST)
+#define RADD(p, v) __atomic_fetch_add((p), (v), __ATOMIC_RELAXED)
+
+int cs_ready = 0;
+__thread int cs_in_fortran = 0;
+
+static struct {
+    char run[40];
+    int job, rank, size, pid;
+    struct cosched_rank_shm *me;         /* own segment (or a private page if none) */
+    int me_shared;                       /* the segment is a named shm segment */
+    int unlinked;
+    char shm_name[96];
+    struct cosched_rank_shm **peers;     /* world rank -> mapped segment or NULL */
+    int sock;                            /* agent socket or -1 */
+    char agent_path[108];
+    uint32_t env_mode;                   /* standalone wait mode (COSCHED_WAIT) */
+    uint64_t env_spin_ns;
+    const char *mode_text;
+    MPI_Group world_group;
+    uint64_t calls[CS_CALLS][2];
+    uint64_t events_dropped;
+} g = {.sock = -1};
+
+static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static const char *call_names[CS_CALLS] = {
+    "init", "finalize", "send", "ssend", "rsend", "recv", "isend", "issend", "irecv", "wait",
+    "waitall", "waitany", "test", "testall", "sendrecv", "probe", "barrier", "bcast", "reduce",
+    "allreduce", "alltoall", "allgather", "gather", "scatter"};
+
+static uint64_t now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+void cs_count_call(enum cs_call c, int fortran) { RADD(&g.calls[c][fortran ? 1 : 0], 1); }
+
+/* ---------------------------------------------------------------- environment */
+
+static int parse_mode(const char *s) {
+    g.env_spin_ns = 0;
+    g.mode_text = s ? s : "library";
+    if (!s || !*s || !strcmp(s, "library")) {
+        g.env_mode = COSCHED_MODE_LIBRARY;
+        g.mode_text = "library";
+    } else if (!strcmp(s, "spin")) {
+        g.env_mode = COSCHED_MODE_SPIN;
+    } else if (!strcmp(s, "block")) {
+        g.env_mode = COSCHED_MODE_BLOCK;
+    } else if (!strncmp(s, "spinblock:", 10)) {
+        char *end;
+        errno = 0;
+        unsigned long long us = strtoull(s + 10, &end, 10);
+        if (errno || end == s + 10 || *end) return -1;
+        g.env_mode = COSCHED_MODE_SPINBLOCK;
+        g.env_spin_ns = us * 1000ull;
+    } else {
+        return -1;
+    }
+    return 0;
+}
+
+static int valid_run_id(const char *s) {
+    size_t n = strlen(s);
+    if (n < 1 || n > 32) return 0;
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+              c == '-'))
+            return 0;
+    }
+    return 1;
+}
+
+static void die(const char *fmt, const char *arg) {
+    fprintf(stderr, "libcosched (rank %d): ", g.rank);
+    fprintf(stderr, fmt, arg);
+    fputc('\n', stderr);
+    fflush(stderr);
+    PMPI_Abort(MPI_COMM_WORLD, 1);
+    _exit(1);
+}
+
+/* ---------------------------------------------------------------- agent socket */
+
+static void send_event(uint32_t type, int32_t rank, int32_t arg, uint64_t a, uint64_t b) {
+    if (g.sock < 0 || !(LD(&g.me->event_mask) & (1u << type))) return;
+    struct cosched_msg m = {.type = type,
+                            .version = COSCHED_PROTO_VERSION,
+                            .job = g.job,
+                            .rank = rank,
+                            .pid = g.pid,
+                            .arg = arg,
+                            .t_ns = now_ns(),
+                            .a = a,
+                            .b = b};
+    ssize_t r = send(g.sock, &m, sizeof m, MSG_DONTWAIT | MSG_NOSIGNAL);
+    if (r == (ssize_t)sizeof m) return;
+    if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
+        RADD(&g.events_dropped, 1);
+        return;
+    }
+    /* The agent is gone: continue standalone. */
+    close(g.sock);
+    g.sock = -1;
+    ST(&g.me->agent_gen, 0u);
+}
+
+static int agent_connect(void) {
+    const char *path = getenv("COSCHED_AGENT");
+    if (!path || !*path) return -1;
+    snprintf(g.agent_path, sizeof g.agent_path, "%s", path);
+    int required = getenv("COSCHED_REQUIRED") && !strcmp(getenv("COSCHED_REQUIRED"), "1");
+    struct sockaddr_un addr = {.sun_family = AF_UNIX};
+    if (strlen(path) >= sizeof addr.sun_path) {
+        if (required) die("COSCHED_AGENT socket path too long: %s", path);
+        return -1;
+    }
+    strcpy(addr.sun_path, path);
+    int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+    if (fd < 0 || connect(fd, (struct sockaddr *)&addr, sizeof addr) < 0) {
+        int e = errno;
+        if (fd >= 0) close(fd);
+        if (required) {
+            char msg[256];
+            snprintf(msg, sizeof msg, "%s (%s)", path, strerror(e));
+            die("COSCHED_REQUIRED=1 but the node agent cannot be reached at %s", msg);
+        }
+        return -1;
+    }
+    return fd;
+}
+
+static void agent_register(void) {
+    struct cosched_msg m = {.type = COSCHED_MSG_REGISTER,
+                            .version = COSCHED_PROTO_VERSION,
+                            .job = g.job,
+                            .rank = g.rank,
+                            .pid = g.pid,
+                            .arg = g.size,
+                            .t_ns = now_ns()};
+    struct timeval tv = {.tv_sec = 5};
+    setsockopt(g.sock, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    int err = 0;
+    if (send(g.sock, &m, sizeof m, MSG_NOSIGNAL) != (ssize_t)sizeof m) {
+        err = errno ? errno : EIO;
+    } else {
+        struct cosched_msg ack;
+        ssize_t r = recv(g.sock, &ack, sizeof ack, 0);
+        if (r != (ssize_t)sizeof ack || ack.type != COSCHED_MSG_ACK)
+            err = r < 0 ? errno : EPROTO;
+        else if (ack.arg != 0)
+            err = ack.arg;
+    }
+    if (err) {
+        close(g.sock);
+        g.sock = -1;
+        if (getenv("COSCHED_REQUIRED") && !strcmp(getenv("COSCHED_REQUIRED"), "1")) {
+            char msg[256];
+            snprintf(msg, sizeof msg, "%s (%s)", g.agent_path, strerror(err));
+            die("COSCHED_REQUIRED=1 but the node agent refused or did not answer the registration at %s",
+                msg);
+        }
+    }
+}
+
+/* ---------------------------------------------------------------- segments */
+
+static void seg_name(char *out, size_t n, int rank) {
+    snprintf(out, n, "/cosched.%s.%d.%d", g.run, g.job, rank);
+}
+
+static struct cosched_rank_shm *seg_create(void) {
+    seg_name(g.shm_name, sizeof g.shm_name, g.rank);
+    int fd = shm_open(g.shm_name, O_CREAT | O_RDWR | O_TRUNC | O_CLOEXEC, 0600);
+    void *p = MAP_FAILED;
+    if (fd >= 0) {
+        if (ftruncate(fd, sizeof(struct cosched_rank_shm)) == 0)
+            p = mmap(NULL, sizeof(struct cosched_rank_shm), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        close(fd);
+        if (p == MAP_FAILED) shm_unlink(g.shm_name);
+    }
+    if (p == MAP_FAILED) {
+        /* No /dev/shm: keep the counters in private memory; peers cannot wake this rank. */
+        fprintf(stderr, "libcosched (rank %d): cannot create %s (%s); continuing without it\n", g.rank,
+                g.shm_name, strerror(errno));
+        p = mmap(NULL, sizeof(struct cosched_rank_shm), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                 -1, 0);
+        if (p == MAP_FAILED) return NULL;
+        g.me_shared = 0;
+    } else {
+        g.me_shared = 1;
+    }
+    struct cosched_rank_shm *s = p;
+    memset(s, 0, sizeof *s);
+    s->version = COSCHED_PROTO_VERSION;
+    s->job = g.job;
+    s->rank = g.rank;
+    s->size = g.size;
+    s->pid = g.pid;
+    for (int k = 0; k < COSCHED_WAIT_KINDS; k++) {
+        s->wait_mode[k] = g.env_mode;
+        s->spin_ns[k] = g.env_spin_ns;
+    }
+    ST(&s->magic, COSCHED_SHM_MAGIC);
+    return s;
+}
+
+static struct cosched_rank_shm *seg_open_peer(int rank) {
+    char name[96];
+    seg_name(name, sizeof name, rank);
+    int fd = shm_open(name, O_RDWR | O_CLOEXEC, 0);
+    if (fd < 0) return NULL;
+    struct stat st;
+    void *p = MAP_FAILED;
+    if (fstat(fd, &st) == 0 && st.st_size >= (off_t)sizeof(struct cosched_rank_shm))
+        p = mmap(NULL, sizeof(struct cosched_rank_shm), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    if (p == MAP_FAILED) return NULL;
+    struct cosched_rank_shm *s = p;
+    if (LD(&s->magic) != COSCHED_SHM_MAGIC || s->rank != rank) {
+        munmap(p, sizeof *s);
+        return NULL;
+    }
+    return s;
+}
+
+static void seg_unlink_once(void) {
+    if (g.me_shared && !g.unlinked) {
+        shm_unlink(g.shm_name);
+        g.unlinked = 1;
+    }
+}
+
+/* ---------------------------------------------------------------- init / finalize */
+
+static void write_log(void);
+
+void cs_after_init(void) {
+    if (cs_ready || g.me) return;
+    int flag = 0;
+    PMPI_Initialized(&flag);
+    if (!flag) return;
+    g.pid = (int)getpid();
+    PMPI_Comm_rank(MPI_COMM_WORLD, &g.rank);
+    PMPI_Comm_size(MPI_COMM_WORLD, &g.size);
+    PMPI_Comm_group(MPI_COMM_WORLD, &g.world_group);
+    if (parse_mode(getenv("COSCHED_WAIT")) != 0) {
+        if (g.rank == 0)
+            fprintf(stderr,
+                    "libcosched: COSCHED_WAIT=%s is not one of library, spin, block, spinblock:<us>; "
+                    "using library\n",
+                    getenv("COSCHED_WAIT"));
+        parse_mode("library");
+    }
+    const char *run = getenv("COSCHED_RUN");
+    const char *job = getenv("COSCHED_JOB");
+    if (run && *run) {
+        if (!valid_run_id(run)) die("COSCHED_RUN=%s is not [A-Za-z0-9_-]{1,32}", run);
+        snprintf(g.run, sizeof g.run, "%s", run);
+    } else {
+        /* Every rank must name the same segments: take rank 0's. */
+        char buf[40] = {0};
+        if (g.rank == 0) snprintf(buf, sizeof buf, "p%d", g.pid);
+        PMPI_Bcast(buf, sizeof buf, MPI_CHAR, 0, MPI_COMM_WORLD);
+        memcpy(g.run, buf, sizeof g.run);
+    }
+    g.job = 0;
+    if (job && *job) {
+        char *end;
+        long v = strtol(job, &end, 10);
+        if (*end || v < 0 || v > INT32_MAX) die("COSCHED_JOB=%s is not a non-negative int32", job);
+        g.job = (int)v;
+    }
+    g.sock = agent_connect();
+    g.me = seg_create();
+    if (!g.me) return; /* no memory at all: stay out of the way */
+    if (g.sock >= 0) agent_register();
+    g.peers = calloc((size_t)g.size, sizeof *g.peers);
+    PMPI_Barrier(MPI_COMM_WORLD);
+    if (g.peers)
+        for (int r = 0; r < g.size; r++) g.peers[r] = r == g.rank ? g.me : seg_open_peer(r);
+    PMPI_Barrier(MPI_COMM_WORLD);
+    if (g.sock < 0) seg_unlink_once();
+    cs_ready = 1;
+}
+
+void cs_before_finalize(void) {
+    if (!cs_ready) return;
+    ST(&g.me->state, (uint32_t)COSCHED_STATE_FINISHED);
+    write_log();
+    cs_ready = 0;
+    if (g.sock >= 0) {
+        struct cosched_msg m = {.type = COSCHED_MSG_UNREGISTER,
+                                .version = COSCHED_PROTO_VERSION,
+                                .job = g.job,
+                                .rank = g.rank,
+                                .pid = g.pid,
+                                .t_ns = now_ns()};
+        send(g.sock, &m, sizeof m, MSG_NOSIGNAL);
+        close(g.sock);
+        g.sock = -1;
+    } else {
+        seg_unlink_once();
+    }
+}
+
+/* One JSON line per rank appended to $COSCHED_LOG (a single write: lines never interleave). */
+static void write_log(void) {
+    const char *path = getenv("COSCHED_LOG");
+    if (!path || !*path) return;
+    struct cosched_rank_shm *s = g.me;
+    char buf[4096];
+    int n = snprintf(buf, sizeof buf,
+                     "{\"run\":\"%s\",\"job\":%d,\"rank\":%d,\"size\":%d,\"pid\":%d,\"mpi\":\"%s\","
+                     "\"wait\":\"%s\",\"agent\":%s,\"msgs_sent\":%llu,\"bytes_sent\":%llu,\"msgs_recv\":%llu,"
+                     "\"bytes_recv\":%llu,\"arrivals\":%llu,\"consumed\":%llu,\"waits\":%llu,\"wait_ns\":%llu,"
+                     "\"spin_ns\":%llu,\"block_ns\":%llu,\"blocks\":%llu,\"collectives\":%llu,"
+                     "\"events_dropped\":%llu,\"calls\":{",
+                     g.run, g.job, g.rank, g.size, g.pid, COSCHED_MPI_NAME, g.mode_text,
+                     LD(&s->agent_gen) ? "true" : "false", (unsigned long long)LD(&s->msgs_sent),
+                     (unsigned long long)LD(&s->bytes_sent), (unsigned long long)LD(&s->msgs_recv),
+                     (unsigned long long)LD(&s->bytes_recv), (unsigned long long)LD(&s->arrivals),
+                     (unsigned long long)LD(&s->consumed), (unsigned long long)LD(&s->waits),
+                     (unsigned long long)LD(&s->wait_ns), (unsigned long long)LD(&s->spin_ns_total),
+                     (unsigned long long)LD(&s->block_ns), (unsigned long long)LD(&s->blocks),
+                     (unsigned long long)LD(&s->collectives), (unsigned long long)g.events_dropped);
+    int first = 1;
+    for (int c = 0; c < CS_CALLS && n < (int)sizeof buf - 200; c++) {
+        if (!g.calls[c][0] && !g.calls[c][1]) continue;
+        n += snprintf(buf + n, sizeof buf - (size_t)n, "%s\"%s\":[%llu,%llu]", first ? "" : ",", call_names[c],
+                      (unsigned long long)g.calls[c][0], (unsigned long long)g.calls[c][1]);
+        first = 0;
+    }
+    n += snprintf(buf + n, sizeof buf - (size_t)n, "}}\n");
+    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        fprintf(stderr, "libcosched (rank %d): cannot open COSCHED_LOG %s: %s\n", g.rank, path, strerror(errno));
+        return;
+    }
+    if (write(fd, buf, (size_t)n) != n)
+        fprintf(stderr, "libcosched (rank %d): short write to %s\n", g.rank, path);
+    close(fd);
+}
+
+/* ---------------------------------------------------------------- communicators */
+
+struct comm_entry {
+    MPI_Comm comm;
+    int size;
+    int *world; /* comm rank -> world rank; NULL for intercommunicators */
+    int used;
+};
+#define COMM_CACHE 64
+static struct comm_entry comm_cache[COMM_CACHE];
+
+static int comm_eq(MPI_Comm a, MPI_Comm b) { return memcmp(&a, &b, sizeof a) == 0; }
+
+/* World rank of `rank` of `comm`, or -1 (intercommunicator, MPI_PROC_NULL, unknown). Caller holds g_lock. */
+static int world_rank(MPI_Comm comm, int rank) {
+    if (rank < 0) return -1;
+    if (comm_eq(comm, MPI_COMM_WORLD)) return rank < g.size ? rank : -1;
+    for (int i = 0; i < COMM_CACHE; i++)
+        if (comm_cache[i].used && comm_eq(comm_cache[i].comm, comm)) {
+            struct comm_entry *e = &comm_cache[i];
+            return e->world && rank < e->size ? e->world[rank] : -1;
+        }
+    int inter = 0, size = 0;
+    PMPI_Comm_test_inter(comm, &inter);
+    struct comm_entry e = {.comm = comm, .used = 1};
+    if (!inter) {
+        PMPI_Comm_size(comm, &size);
+        MPI_Group grp;
+        PMPI_Comm_group(comm, &grp);
+        int *in = malloc(sizeof(int) * (size_t)size), *out = malloc(sizeof(int) * (size_t)size);
+        if (in && out) {
+            for (int i = 0; i < size; i++) in[i] = i;
+            PMPI_Group_translate_ranks(grp, size, in, g.world_group, out);
+            for (int i = 0; i < size; i++)
+                if (out[i] == MPI_UNDEFINED) out[i] = -1;
+            e.world = out;
+            e.size = size;
+            out = NULL;
+        }
+        free(in);
+        free(out);
+        PMPI_Group_free(&grp);
+    }
+    int slot = -1;
+    for (int i = 0; i < COMM_CACHE; i++)
+        if (!comm_cache[i].used) {
+            slot = i;
+            break;
+        }
+    if (slot < 0) { /* full: evict one (round robin) */
+        static int victim;
+        slot = victim++ % COMM_CACHE;
+        free(comm_cache[slot].world);
+    }
+    comm_cache[slot] = e;
+    return e.world && rank < e.size ? e.world[rank] : -1;
+}
+
+void cs_comm_forget(MPI_Comm comm) {
+    pthread_mutex_lock(&g_lock);
+    for (int i = 0; i < COMM_CACHE; i++)
+        if (comm_cache[i].used && comm_eq(comm_cache[i].comm, comm)) {
+            free(comm_cache[i].world);
+            comm_cache[i] = (struct comm_entry){0};
+        }
+    pthread_mutex_unlock(&g_lock);
+}
+
+/* ---------------------------------------------------------------- wake-ups */
+
+static long futex(uint32_t *addr, int op, uint32_t val, const struct timespec *ts) {
+    return syscall(SYS_futex, addr, op, val, ts, NULL, 0);
+}
+
+static void wake(struct cosched_rank_shm *s) {
+    ADD(&s->wake_seq, 1u);
+    if (LD(&s->state) == COSCHED_STATE_BLOCKED) futex(&s->wake_seq, FUTEX_WAKE, 1, NULL);
+}
+
+static struct cosched_rank_shm *peer(int w) {
+    return g.peers && w >= 0 && w < g.size && w != g.rank ? g.peers[w] : NULL;
+}
+
+void cs_on_send(MPI_Comm comm, int dest, int count, MPI_Datatype type) {
+    if (!cs_ready || dest == MPI_PROC_NULL) return;
+    int tsize = 0;
+    PMPI_Type_size(type, &tsize);
+    uint64_t bytes = (uint64_t)(count > 0 ? count : 0) * (uint64_t)(tsize > 0 ? tsize : 0);
+    RADD(&g.me->msgs_sent, 1);
+    RADD(&g.me->bytes_sent, bytes);
+    pthread_mutex_lock(&g_lock);
+    int w = world_rank(comm, dest);
+    pthread_mutex_unlock(&g_lock);
+    if (w < 0) return;
+    struct cosched_rank_shm *p = peer(w);
+    if (p) {
+        ADD(&p->arrivals, 1);
+        wake(p);
+    }
+    send_event(COSCHED_MSG_MESSAGE, w, g.rank, bytes, 0);
+}
+
+static void wake_blocked_sender(int w) {
+    struct cosched_rank_shm *p = peer(w);
+    if (!p || LD(&p->state) != COSCHED_STATE_BLOCKED) return;
+    uint32_t k = LD(&p->wait_kind);
+    if (k == COSCHED_WAIT_SEND_ACK || k == COSCHED_WAIT_SEND_COMPLETION) wake(p);
+}
+
+void cs_on_recv_posted(MPI_Comm comm, int source) {
+    if (!cs_ready || source < 0) return; /* MPI_ANY_SOURCE, MPI_PROC_NULL */
+    pthread_mutex_lock(&g_lock);
+    int w = world_rank(comm, source);
+    pthread_mutex_unlock(&g_lock);
+    wake_blocked_sender(w);
+}
+
+void cs_on_recv_done(MPI_Comm comm, const MPI_Status *st, MPI_Datatype type) {
+    if (!cs_ready || !st || st->MPI_SOURCE == MPI_PROC_NULL || st->MPI_SOURCE < 0) return;
+    int count = 0, tsize = 0;
+    PMPI_Get_count(st, type, &count);
+    PMPI_Type_size(type, &tsize);
+    uint64_t bytes = count == MPI_UNDEFINED || count < 0 ? 0 : (uint64_t)count * (uint64_t)(tsize > 0 ? tsize : 0);
+    RADD(&g.me->msgs_recv, 1);
+    RADD(&g.me->bytes_recv, bytes);
+    RADD(&g.me->consumed, 1);
+    pthread_mutex_lock(&g_lock);
+    int w = world_rank(comm, st->MPI_SOURCE);
+    pthread_mutex_unlock(&g_lock);
+    wake_blocked_sender(w);
+}
+
+/* ---------------------------------------------------------------- pending receives */
+
+struct req_entry {
+    MPI_Request req;
+    MPI_Comm comm;
+    MPI_Datatype type;
+    int used;
+};
+#define REQ_TABLE 4096
+static struct req_entry reqs[REQ_TABLE];
+
+static int req_eq(MPI_Request a, MPI_Request b) { return memcmp(&a, &b, sizeof a) == 0; }
+
+static unsigned req_hash(MPI_Request r) {
+    uint64_t k = 0;
+    memcpy(&k, &r, sizeof r < sizeof k ? sizeof r : sizeof k);
+    k ^= k >> 29;
+    k *= 0xbf58476d1ce4e5b9ull;
+    k ^= k >> 32;
+    return (unsigned)(k % REQ_TABLE);
+}
+
+void cs_req_track_recv(MPI_Request req, MPI_Comm comm, MPI_Datatype type) {
+    if (!cs_ready || req_eq(req, MPI_REQUEST_NULL)) return;
+    pthread_mutex_lock(&g_lock);
+    unsigned h = req_hash(req);
+    for (int i = 0; i < REQ_TABLE; i++) {
+        struct req_entry *e = &reqs[(h + (unsigned)i) % REQ_TABLE];
+        if (!e->used || req_eq(e->req, req)) {
+            *e = (struct req_entry){.req = req, .comm = comm, .type = type, .used = 1};
+            break;
+        }
+    }
+    pthread_mutex_unlock(&g_lock);
+}
+
+/* Linear probing with backward-shift deletion. Caller holds g_lock. */
+static int req_find(MPI_Request req) {
+    unsigned h = req_hash(req);
+    for (int i = 0; i < REQ_TABLE; i++) {
+        unsigned j = (h + (unsigned)i) % REQ_TABLE;
+        if (!reqs[j].used) return -1;
+        if (req_eq(reqs[j].req, req)) return (int)j;
+    }
+    return -1;
+}
+
+static void req_remove(unsigned j) {
+    reqs[j].used = 0;
+    unsigned i = j;
+    for (;;) {
+        i = (i + 1) % REQ_TABLE;
+        if (!reqs[i].used) return;
+        unsigned h = req_hash(reqs[i].req);
+        /* Move back if its home is not in (j, i]. */
+        int in_range = j <= i ? (h > j && h <= i) : (h > j || h <= i);
+        if (!in_range) {
+            reqs[j] = reqs[i];
+            reqs[i].used = 0;
+            j = i;
+        }
+    }
+}
+
+int cs_req_take(MPI_Request req, MPI_Comm *comm, MPI_Datatype *type) {
+    if (req_eq(req, MPI_REQUEST_NULL)) return 0;
+    pthread_mutex_lock(&g_lock);
+    int j = req_find(req);
+    if (j >= 0) {
+        *comm = reqs[j].comm;
+        *type = reqs[j].type;
+        req_remove((unsigned)j);
+    }
+    pthread_mutex_unlock(&g_lock);
+    return j >= 0;
+}
+
+int cs_req_is_recv(MPI_Request req) {
+    if (req_eq(req, MPI_REQUEST_NULL)) return 0;
+    pthread_mutex_lock(&g_lock);
+    int j = req_find(req);
+    pthread_mutex_unlock(&g_lock);
+    return j >= 0;
+}
+
+/* ---------------------------------------------------------------- waiting */
+
+uint32_t cs_mode(int kind) {
+    if (!cs_ready) return COSCHED_MODE_LIBRARY;
+    if (LD(&g.me->agent_gen) != 0) {
+        uint32_t m = LD(&g.me->wait_mode[kind]);
+        return m <= COSCHED_MODE_LIBRARY ? m : COSCHED_MODE_LIBRARY;
+    }
+    return g.env_mode;
+}
+
+int cs_wait(int kind, cs_test_fn test, void *ctx) {
+    struct cosched_rank_shm *s = g.me;
+    int flag = 0;
+    int rc = test(ctx, &flag);
+    if (rc != MPI_SUCCESS || flag) return rc;
+    uint32_t mode = cs_mode(kind);
+    uint64_t t0 = now_ns();
+    ST(&s->wait_kind, (uint32_t)kind);
+    ST(&s->wait_start_ns, t0);
+    send_event(COSCHED_MSG_WAIT_BEGIN, g.rank, kind, 0, 0);
+    uint64_t spun = 0, blocked = 0;
+    if (mode != COSCHED_MODE_BLOCK) {
+        ST(&s->state, (uint32_t)COSCHED_STATE_SPINNING);
+        uint64_t budget = mode == COSCHED_MODE_SPIN ? UINT64_MAX
+                                                    : (LD(&s->agent_gen) ? LD(&s->spin_ns[kind]) : g.env_spin_ns);
+        uint64_t t = t0;
+        for (;;) {
+            rc = test(ctx, &flag);
+            if (rc != MPI_SUCCESS || flag) break;
+            if (mode == COSCHED_MODE_SPIN) continue;
+            int64_t adj = LD(&s->spin_adjust_ns);
+            if (adj == INT64_MIN) break;
+            t = now_ns();
+            int64_t limit = (int64_t)budget + adj;
+            if ((int64_t)(t - t0) >= limit) break;
+        }
+        spun = now_ns() - t0;
+    }
+    if (rc == MPI_SUCCESS && !flag) {
+        uint64_t tb = now_ns();
+        ST(&s->state, (uint32_t)COSCHED_STATE_BLOCKED);
+        for (;;) {
+            uint32_t seq = LD(&s->wake_seq);
+            rc = test(ctx, &flag);
+            if (rc != MPI_SUCCESS || flag) break;
+            struct timespec ts = {.tv_sec = 0, .tv_nsec = 1000000};
+            futex(&s->wake_seq, FUTEX_WAIT, seq, &ts);
+        }
+        blocked = now_ns() - tb;
+        RADD(&s->blocks, 1);
+    }
+    ST(&s->state, (uint32_t)COSCHED_STATE_COMPUTING);
+    uint64_t total = now_ns() - t0;
+    RADD(&s->waits, 1);
+    RADD(&s->wait_ns, total);
+    RADD(&s->spin_ns_total, spun);
+    RADD(&s->block_ns, blocked);
+    send_event(COSCHED_MSG_WAIT_END, g.rank, kind, spun, blocked);
+    return rc;
+}
+
+uint64_t cs_lib_wait_begin(int kind) {
+    if (!cs_ready) return 0;
+    uint64_t t0 = now_ns();
+    ST(&g.me->wait_kind, (uint32_t)kind);
+    ST(&g.me->wait_start_ns, t0);
+    send_event(COSCHED_MSG_WAIT_BEGIN, g.rank, kind, 0, 0);
+    return t0;
+}
+
+void cs_lib_wait_end(int kind, uint64_t t0) {
+    if (!cs_ready || !t0) return;
+    uint64_t d = now_ns() - t0;
+    RADD(&g.me->waits, 1);
+    RADD(&g.me->wait_ns, d);
+    send_event(COSCHED_MSG_WAIT_END, g.rank, kind, 0, 0);
+}
+
+/* ---------------------------------------------------------------- collectives */
+
+/* Wakes the members of `comm` blocked in a collective wait. */
+static void wake_comm_collective(MPI_Comm comm) {
+    if (!g.peers) return;
+    pthread_mutex_lock(&g_lock);
+    int n = 0;
+    if (comm_eq(comm, MPI_COMM_WORLD)) {
+        n = g.size;
+    } else {
+        world_rank(comm, 0);
+        for (int i = 0; i < COMM_CACHE; i++)
+            if (comm_cache[i].used && comm_eq(comm_cache[i].comm, comm)) n = comm_cache[i].world ? comm_cache[i].size : 0;
+    }
+    for (int r = 0; r < n; r++) {
+        int w = comm_eq(comm, MPI_COMM_WORLD) ? r : world_rank(comm, r);
+        struct cosched_rank_shm *p = peer(w);
+        if (p && LD(&p->state) == COSCHED_STATE_BLOCKED && LD(&p->coll_depth) > 0) wake(p);
+    }
+    pthread_mutex_unlock(&g_lock);
+}
+
+void cs_coll_enter(MPI_Comm comm, int coll) {
+    if (!cs_ready) return;
+    RADD(&g.me->collectives, 1);
+    ADD(&g.me->coll_depth, 1u);
+    send_event(COSCHED_MSG_COLL_ENTER, g.rank, coll, 0, 0);
+    wake_comm_collective(comm);
+}
+
+void cs_coll_exit(MPI_Comm comm, int coll) {
+    if (!cs_ready) return;
+    __atomic_fetch_sub(&g.me->coll_depth, 1u, __ATOMIC_SEQ_CST);
+    send_event(COSCHED_MSG_COLL_EXIT, g.rank, coll, 0, 0);
+    wake_comm_collective(comm);
+}

@@ -1,0 +1,57 @@
+/*
+ * libcosched internals shared by the C and Fortran wrappers (see core.c for the mechanism and
+ * real/include/cosched_proto.h for the protocol with the node agent).
+ */
+#ifndef COSCHED_SHIM_H
+#define COSCHED_SHIM_H
+
+#include <mpi.h>
+#include <stdint.h>
+
+#include "cosched_proto.h"
+
+/* Calls counted for the shim log (COSCHED_LOG), C and Fortran entry points separately. */
+enum cs_call {
+    CS_INIT, CS_FINALIZE, CS_SEND, CS_SSEND, CS_RSEND, CS_RECV, CS_ISEND, CS_ISSEND, CS_IRECV,
+    CS_WAIT, CS_WAITALL, CS_WAITANY, CS_TEST, CS_TESTALL, CS_SENDRECV, CS_PROBE, CS_BARRIER,
+    CS_BCAST, CS_REDUCE, CS_ALLREDUCE, CS_ALLTOALL, CS_ALLGATHER, CS_GATHER, CS_SCATTER,
+    CS_CALLS
+};
+
+/* 1 once MPI_Init has returned and the shim is set up, 0 before and after MPI_Finalize. */
+extern int cs_ready;
+/* Set (per thread) while a Fortran wrapper runs: the C wrappers it reaches neither count the call
+ * nor send collective enter/exit (the Fortran wrapper does). */
+extern __thread int cs_in_fortran;
+
+void cs_count_call(enum cs_call c, int fortran);
+void cs_after_init(void);
+void cs_before_finalize(void);
+
+/* The wait mode to use now for a wait of `kind`. */
+uint32_t cs_mode(int kind);
+
+/* Waiting: a test function and its context; cs_wait runs the mode's loop until it completes. */
+typedef int (*cs_test_fn)(void *ctx, int *flag);
+int cs_wait(int kind, cs_test_fn test, void *ctx);
+/* Library mode bookkeeping around a blocking call of the MPI library. */
+uint64_t cs_lib_wait_begin(int kind);
+void cs_lib_wait_end(int kind, uint64_t t0);
+
+/* Message bookkeeping. */
+void cs_on_send(MPI_Comm comm, int dest, int count, MPI_Datatype type);
+void cs_on_recv_posted(MPI_Comm comm, int source);
+void cs_on_recv_done(MPI_Comm comm, const MPI_Status *st, MPI_Datatype type);
+void cs_comm_forget(MPI_Comm comm);
+
+/* Pending receive requests (to tell receive from send completions and count bytes). */
+void cs_req_track_recv(MPI_Request req, MPI_Comm comm, MPI_Datatype type);
+/* Removes `req` if tracked; returns 1 and fills comm/type if it was a receive. */
+int cs_req_take(MPI_Request req, MPI_Comm *comm, MPI_Datatype *type);
+int cs_req_is_recv(MPI_Request req);
+
+/* Collectives. */
+void cs_coll_enter(MPI_Comm comm, int coll);
+void cs_coll_exit(MPI_Comm comm, int coll);
+
+#endif

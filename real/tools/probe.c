@@ -1,0 +1,170 @@
+/*
+ * cosched-probe: small MPI programs that exercise the shim (tests and `cosched bench real`).
+ *
+ *   cosched-probe pingpong ITERS BYTES   ranks 0 and 1 ping-pong; rank 0 prints
+ *                                        {"half_rtt_ns": median half round trip, ...} as JSON
+ *   cosched-probe sleepwait SECONDS      rank 1 sleeps SECONDS then sends; rank 0 waits in MPI_Recv;
+ *                                        rank 0 prints its CPU time (utime+stime) and its time ready
+ *                                        on a run queue (schedstat) over the wait
+ *   cosched-probe calls                  one of each wrapped C call (point to point, waits, collectives)
+ *   cosched-probe crash RANK             rank RANK raises SIGSEGV after MPI_Init; the others wait in a barrier
+ *   cosched-probe exit RANK CODE         rank RANK exits with CODE without MPI_Finalize; the others wait
+ */
+#include <mpi.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+static uint64_t now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t cpu_ns(void) {
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return ((uint64_t)ru.ru_utime.tv_sec + (uint64_t)ru.ru_stime.tv_sec) * 1000000000ull +
+           ((uint64_t)ru.ru_utime.tv_usec + (uint64_t)ru.ru_stime.tv_usec) * 1000ull;
+}
+
+/* Time this thread spent waiting on a run queue (ready but not running), from schedstat. */
+static uint64_t runq_ns(void) {
+    unsigned long long run = 0, wait = 0;
+    FILE *f = fopen("/proc/thread-self/schedstat", "r");
+    if (f) {
+        if (fscanf(f, "%llu %llu", &run, &wait) != 2) wait = 0;
+        fclose(f);
+    }
+    return wait;
+}
+
+static int cmp_u64(const void *a, const void *b) {
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static void usage(void) {
+    fprintf(stderr, "usage: cosched-probe pingpong ITERS BYTES | sleepwait SECONDS | calls | crash RANK | exit RANK CODE\n");
+    MPI_Abort(MPI_COMM_WORLD, 2);
+}
+
+int main(int argc, char **argv) {
+    MPI_Init(&argc, &argv);
+    int rank, size;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    if (argc < 2) usage();
+    const char *cmd = argv[1];
+    if (!strcmp(cmd, "pingpong") && argc == 4) {
+        int iters = atoi(argv[2]);
+        int bytes = atoi(argv[3]);
+        char *buf = calloc((size_t)(bytes > 0 ? bytes : 1), 1);
+        uint64_t *rt = calloc((size_t)iters, sizeof *rt);
+        MPI_Barrier(MPI_COMM_WORLD);
+        for (int i = -10; i < iters; i++) { /* 10 warm-up rounds */
+            uint64_t t0 = now_ns();
+            if (rank == 0) {
+                MPI_Send(buf, bytes, MPI_BYTE, 1, 0, MPI_COMM_WORLD);
+                MPI_Recv(buf, bytes, MPI_BYTE, 1, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            } else if (rank == 1) {
+                MPI_Recv(buf, bytes, MPI_BYTE, 0, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                MPI_Send(buf, bytes, MPI_BYTE, 0, 0, MPI_COMM_WORLD);
+            }
+            if (i >= 0) rt[i] = now_ns() - t0;
+        }
+        if (rank == 0) {
+            qsort(rt, (size_t)iters, sizeof *rt, cmp_u64);
+            printf("{\"iters\": %d, \"bytes\": %d, \"half_rtt_ns\": %llu, \"half_rtt_p10_ns\": %llu, "
+                   "\"half_rtt_p90_ns\": %llu}\n",
+                   iters, bytes, (unsigned long long)rt[iters / 2] / 2, (unsigned long long)rt[iters / 10] / 2,
+                   (unsigned long long)rt[iters * 9 / 10] / 2);
+        }
+        free(buf);
+        free(rt);
+    } else if (!strcmp(cmd, "sleepwait") && argc == 3) {
+        double secs = atof(argv[2]);
+        int v = 0;
+        MPI_Barrier(MPI_COMM_WORLD);
+        if (rank == 0) {
+            uint64_t c0 = cpu_ns(), q0 = runq_ns(), t0 = now_ns();
+            MPI_Recv(&v, 1, MPI_INT, 1, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            uint64_t c1 = cpu_ns(), q1 = runq_ns(), t1 = now_ns();
+            printf("{\"wait_ns\": %llu, \"cpu_ns\": %llu, \"runq_ns\": %llu}\n", (unsigned long long)(t1 - t0),
+                   (unsigned long long)(c1 - c0), (unsigned long long)(q1 - q0));
+        } else if (rank == 1) {
+            struct timespec ts = {(time_t)secs, (long)((secs - (double)(time_t)secs) * 1e9)};
+            nanosleep(&ts, NULL);
+            MPI_Send(&v, 1, MPI_INT, 0, 7, MPI_COMM_WORLD);
+        }
+    } else if (!strcmp(cmd, "calls") && argc == 2) {
+        int peer = rank ^ 1, x = rank, y = 0;
+        double d = 1.0, e = 0.0;
+        MPI_Request r[2];
+        if (peer < size) {
+            if (rank % 2 == 0) {
+                MPI_Send(&x, 1, MPI_INT, peer, 1, MPI_COMM_WORLD);
+                MPI_Recv(&y, 1, MPI_INT, peer, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                MPI_Ssend(&x, 1, MPI_INT, peer, 2, MPI_COMM_WORLD);
+            } else {
+                MPI_Recv(&y, 1, MPI_INT, peer, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                MPI_Send(&x, 1, MPI_INT, peer, 1, MPI_COMM_WORLD);
+                MPI_Recv(&y, 1, MPI_INT, peer, 2, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            }
+            MPI_Irecv(&y, 1, MPI_INT, peer, 3, MPI_COMM_WORLD, &r[0]);
+            MPI_Isend(&x, 1, MPI_INT, peer, 3, MPI_COMM_WORLD, &r[1]);
+            MPI_Status sts[2];
+            MPI_Waitall(2, r, sts);
+            MPI_Irecv(&y, 1, MPI_INT, peer, 4, MPI_COMM_WORLD, &r[0]);
+            MPI_Isend(&x, 1, MPI_INT, peer, 4, MPI_COMM_WORLD, &r[1]);
+            MPI_Wait(&r[0], MPI_STATUS_IGNORE);
+            MPI_Wait(&r[1], MPI_STATUS_IGNORE);
+            MPI_Sendrecv(&x, 1, MPI_INT, peer, 5, &y, 1, MPI_INT, peer, 5, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        }
+        int *all = calloc((size_t)size, sizeof(int)), *all2 = calloc((size_t)size, sizeof(int));
+        MPI_Barrier(MPI_COMM_WORLD);
+        MPI_Bcast(&x, 1, MPI_INT, 0, MPI_COMM_WORLD);
+        MPI_Reduce(&d, &e, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
+        MPI_Allreduce(&d, &e, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+        MPI_Alltoall(all, 1, MPI_INT, all2, 1, MPI_INT, MPI_COMM_WORLD);
+        MPI_Allgather(&x, 1, MPI_INT, all, 1, MPI_INT, MPI_COMM_WORLD);
+        /* A sub-communicator: ranks translate to world ranks. */
+        MPI_Comm half;
+        MPI_Comm_split(MPI_COMM_WORLD, rank % 2, -rank, &half);
+        int hr, hs;
+        MPI_Comm_rank(half, &hr);
+        MPI_Comm_size(half, &hs);
+        if (hs >= 2) {
+            if (hr == 0) MPI_Send(&x, 1, MPI_INT, 1, 6, half);
+            if (hr == 1) MPI_Recv(&y, 1, MPI_INT, 0, 6, half, MPI_STATUS_IGNORE);
+        }
+        MPI_Comm_free(&half);
+        if (rank == 0 && e != (double)size) {
+            fprintf(stderr, "allreduce gave %g, expected %d\n", e, size);
+            MPI_Abort(MPI_COMM_WORLD, 3);
+        }
+        free(all);
+        free(all2);
+    } else if (!strcmp(cmd, "crash") && argc == 3) {
+        if (rank == atoi(argv[2])) {
+            usleep(200000);
+            raise(SIGSEGV);
+        }
+        MPI_Barrier(MPI_COMM_WORLD);
+    } else if (!strcmp(cmd, "exit") && argc == 4) {
+        if (rank == atoi(argv[2])) {
+            usleep(200000);
+            exit(atoi(argv[3]));
+        }
+        MPI_Barrier(MPI_COMM_WORLD);
+    } else {
+        usage();
+    }
+    MPI_Finalize();
+    return 0;
+}
