@@ -1,0 +1,9 @@
+//! Real execution on Linux: the node agent that hosts cosched's node policies
+//! and applies their decisions with Linux mechanisms, and its protocol with the
+//! MPI shim (`real/include/cosched_proto.h`). See docs/real.md.
+
+pub mod cgroup;
+pub mod mech;
+pub mod procfs;
+pub mod proto;
+pub mod state;

@@ -1,0 +1,443 @@
+//! The Linux mechanisms of one (virtual) node: what a node policy's decisions
+//! become on this machine.
+//!
+//! * Each rank gets its own cgroup `cosched.<run>.n<node>/j<job>r<rank>` in the
+//!   cpu hierarchy (all ranks of the node are siblings, so a weight orders a rank
+//!   against the ranks of the other jobs). A boost sets its weight to
+//!   `boost_factor` times the default; unboost restores the default.
+//! * Busy CPU time per rank comes from the same cgroup in the cpuacct hierarchy.
+//! * Gang slots freeze and thaw a job: the v1 freezer cgroup
+//!   `cosched.<run>.n<node>/j<job>` (or, in v2, each rank cgroup of the job);
+//!   without a freezer, SIGSTOP / SIGCONT to each rank.
+//! * The virtual node is the cpuset `cosched.<run>.n<node>`.
+//!
+//! Every change is recorded in the [`State`] file before it is made, and
+//! [`NodeMech::restore`] (also run from `Drop`) undoes all of it.
+
+use crate::cgroup::{CgError, Cgroups, Hierarchy, Version};
+use crate::procfs;
+use crate::state::{Moved, State};
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid as NixPid;
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// Errors of the mechanisms, with the cgroup file or process they concern.
+#[derive(Debug, thiserror::Error)]
+pub enum MechError {
+    #[error("{0}")]
+    Cgroup(#[from] CgError),
+    #[error("{0}")]
+    State(#[from] std::io::Error),
+    #[error("{0}")]
+    Missing(String),
+    #[error("process {0} is not known to this agent")]
+    Unknown(u32),
+}
+
+/// How a job is stopped for a gang slot.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FreezeBy {
+    Freezer,
+    Signals,
+}
+
+struct Rank {
+    job: i32,
+    start: u64,
+    boosted: bool,
+    /// Leaf cgroup in each hierarchy that hosts rank leaves.
+    leaves: Vec<(Hierarchy, PathBuf)>,
+}
+
+/// The mechanisms of one node.
+pub struct NodeMech {
+    pub cg: Cgroups,
+    pub base: String,
+    pub boost_factor: f64,
+    pub freeze_by: FreezeBy,
+    state: Option<State>,
+    ranks: HashMap<u32, Rank>,
+    frozen: HashMap<i32, bool>,
+    created: Vec<(Hierarchy, PathBuf)>,
+}
+
+/// Ranks' leaves live in hierarchies that weigh or account; v1 freezer-only and
+/// cpuset-only hierarchies hold jobs or the node.
+fn leaf_roles(cg: &Cgroups) -> Vec<Hierarchy> {
+    let mut v: Vec<Hierarchy> = vec![];
+    for h in [&cg.cpu, &cg.cpuacct].into_iter().flatten() {
+        if !v.contains(h) {
+            v.push(h.clone());
+        }
+    }
+    v
+}
+
+impl NodeMech {
+    /// Sets up node `node` of run `run` on `cpus` (a cpuset list; `None`: all
+    /// CPUs), after restoring what dead agents left behind. Errors name what is
+    /// missing (a cgroup controller, permission to write it).
+    pub fn new(
+        run: &str,
+        node: u32,
+        cpus: Option<&str>,
+        state_dir: &Path,
+        boost_factor: f64,
+    ) -> Result<NodeMech, MechError> {
+        if run.is_empty()
+            || run.len() > 32
+            || !run
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+        {
+            return Err(MechError::Missing(format!(
+                "run id {run:?} must match [A-Za-z0-9_-]{{1,32}}"
+            )));
+        }
+        let cg = Cgroups::detect();
+        cg.require().map_err(MechError::Missing)?;
+        crate::state::cleanup(state_dir, &cg).map_err(MechError::Missing)?;
+        let base = format!("cosched.{run}.n{node}");
+        let state = State::acquire(state_dir, &base, &cg)?;
+        let freeze_by = if cg.freezer.is_some() {
+            FreezeBy::Freezer
+        } else {
+            FreezeBy::Signals
+        };
+        let mut m = NodeMech {
+            cg,
+            base,
+            boost_factor,
+            freeze_by,
+            state: Some(state),
+            ranks: HashMap::new(),
+            frozen: HashMap::new(),
+            created: vec![],
+        };
+        if let Err(e) = m.setup(cpus) {
+            m.restore();
+            return Err(e);
+        }
+        Ok(m)
+    }
+
+    fn setup(&mut self, cpus: Option<&str>) -> Result<(), MechError> {
+        for h in self.cg.roots() {
+            let d = h.create(&self.base)?;
+            self.created.push((h.clone(), d.clone()));
+            if self.cg.cpuset.as_ref() == Some(&h) {
+                let list = match cpus {
+                    Some(c) => c.to_string(),
+                    None if h.version == Version::V1 => {
+                        crate::cgroup::read(&h.root.join("cpuset.cpus"))?
+                    }
+                    None => continue,
+                };
+                h.set_cpus(&d, &list)?;
+            }
+            if h.version == Version::V2 {
+                // Leaves need the cpu (and cpuset) controllers of their parent.
+                let _ = crate::cgroup::write(&d.join("cgroup.subtree_control"), "+cpu");
+            }
+        }
+        Ok(())
+    }
+
+    fn base_dir(&self, h: &Hierarchy) -> PathBuf {
+        h.path(&self.base)
+    }
+
+    fn job_dir(&self, h: &Hierarchy, job: i32) -> PathBuf {
+        self.base_dir(h).join(format!("j{job}"))
+    }
+
+    /// Takes `pid` (rank `rank` of job `job`) under this node's mechanisms: its
+    /// own cpu/cpuacct cgroup, its job's freezer cgroup, the node's cpuset.
+    pub fn add_rank(&mut self, pid: u32, job: i32, rank: i32) -> Result<(), MechError> {
+        let st = procfs::stat(pid)
+            .ok_or_else(|| MechError::Missing(format!("process {pid} does not exist")))?;
+        let leaf_hs = leaf_roles(&self.cg);
+        let mut targets: Vec<(Hierarchy, PathBuf, bool)> = vec![];
+        for h in self.cg.roots() {
+            let d = if leaf_hs.contains(&h) {
+                (self.base_dir(&h).join(format!("j{job}r{rank}")), true)
+            } else if self.cg.freezer.as_ref() == Some(&h) {
+                (self.job_dir(&h, job), false)
+            } else {
+                (self.base_dir(&h), false)
+            };
+            targets.push((h, d.0, d.1));
+        }
+        // Record the original cgroups before moving anything.
+        let mut original = BTreeMap::new();
+        for (h, _, _) in &targets {
+            let ctrl = match h.version {
+                Version::V2 => None,
+                Version::V1 => Some(self.controller_name(h)),
+            };
+            if let Some(path) = procfs::cgroup_of(pid, ctrl) {
+                original.insert(h.root.to_string_lossy().to_string(), path);
+            }
+        }
+        if let Some(s) = &mut self.state {
+            s.record.moved.retain(|m| m.pid != pid);
+            s.record.moved.push(Moved {
+                pid,
+                start: st.start,
+                original,
+            });
+            s.save()?;
+        }
+        let mut leaves = vec![];
+        for (h, d, leaf) in targets {
+            std::fs::create_dir_all(&d).map_err(|e| CgError {
+                path: d.clone(),
+                what: "cannot create cgroup".into(),
+                err: e,
+            })?;
+            if h.version == Version::V1
+                && self.cg.cpuset.as_ref() == Some(&h)
+                && d != self.base_dir(&h)
+            {
+                let cpus = crate::cgroup::read(&self.base_dir(&h).join("cpuset.cpus"))?;
+                h.set_cpus(&d, &cpus)?;
+            }
+            h.attach(&d, pid)?;
+            if leaf {
+                leaves.push((h, d));
+            }
+        }
+        self.ranks.insert(
+            pid,
+            Rank {
+                job,
+                start: st.start,
+                boosted: false,
+                leaves,
+            },
+        );
+        // A rank joining a frozen job is frozen with it.
+        if self.frozen.get(&job).copied().unwrap_or(false) && self.freeze_by == FreezeBy::Signals {
+            self.signal_rank(pid, true)?;
+        }
+        Ok(())
+    }
+
+    fn controller_name(&self, h: &Hierarchy) -> &'static str {
+        if self.cg.cpu.as_ref() == Some(h) {
+            "cpu"
+        } else if self.cg.cpuacct.as_ref() == Some(h) {
+            "cpuacct"
+        } else if self.cg.freezer.as_ref() == Some(h) {
+            "freezer"
+        } else {
+            "cpuset"
+        }
+    }
+
+    /// The ranks' pids.
+    pub fn pids(&self) -> Vec<u32> {
+        let mut v: Vec<u32> = self.ranks.keys().copied().collect();
+        v.sort();
+        v
+    }
+
+    fn cpu_leaf(&self, pid: u32) -> Result<(Hierarchy, PathBuf), MechError> {
+        let r = self.ranks.get(&pid).ok_or(MechError::Unknown(pid))?;
+        let cpu = self.cg.cpu.as_ref().unwrap();
+        r.leaves
+            .iter()
+            .find(|(h, _)| h == cpu)
+            .cloned()
+            .ok_or(MechError::Unknown(pid))
+    }
+
+    /// Boosts (`true`) or unboosts `pid`: its cgroup's weight.
+    pub fn set_boost(&mut self, pid: u32, on: bool) -> Result<(), MechError> {
+        let (h, d) = self.cpu_leaf(pid)?;
+        let r = self.ranks.get_mut(&pid).unwrap();
+        if r.boosted == on {
+            return Ok(());
+        }
+        h.set_weight(&d, if on { self.boost_factor } else { 1.0 })?;
+        r.boosted = on;
+        Ok(())
+    }
+
+    /// Sets `pid`'s weight to `factor` times the default (tests, benchmarks).
+    pub fn set_weight(&mut self, pid: u32, factor: f64) -> Result<(), MechError> {
+        let (h, d) = self.cpu_leaf(pid)?;
+        Ok(h.set_weight(&d, factor)?)
+    }
+
+    pub fn is_boosted(&self, pid: u32) -> bool {
+        self.ranks.get(&pid).is_some_and(|r| r.boosted)
+    }
+
+    /// Busy CPU time of `pid`'s cgroup, ns.
+    pub fn usage_ns(&self, pid: u32) -> Result<u64, MechError> {
+        let r = self.ranks.get(&pid).ok_or(MechError::Unknown(pid))?;
+        let acct = self.cg.cpuacct.as_ref().unwrap();
+        let (h, d) = r
+            .leaves
+            .iter()
+            .find(|(h, _)| h == acct)
+            .ok_or(MechError::Unknown(pid))?;
+        Ok(h.usage_ns(d)?)
+    }
+
+    fn job_pids(&self, job: i32) -> Vec<u32> {
+        let mut v: Vec<u32> = self
+            .ranks
+            .iter()
+            .filter(|(_, r)| r.job == job)
+            .map(|(&p, _)| p)
+            .collect();
+        v.sort();
+        v
+    }
+
+    fn signal_rank(&mut self, pid: u32, stop: bool) -> Result<(), MechError> {
+        let start = self.ranks.get(&pid).ok_or(MechError::Unknown(pid))?.start;
+        if let Some(s) = &mut self.state {
+            if stop {
+                s.record.stopped.push((pid, start));
+            }
+            s.save()?;
+        }
+        if procfs::alive(pid, start) {
+            let _ = kill(
+                NixPid::from_raw(pid as i32),
+                if stop {
+                    Signal::SIGSTOP
+                } else {
+                    Signal::SIGCONT
+                },
+            );
+        }
+        if !stop {
+            if let Some(s) = &mut self.state {
+                s.record.stopped.retain(|&(p, _)| p != pid);
+                s.save()?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Freezes (`true`) or thaws every rank of `job` on this node, and returns
+    /// when the kernel reports it done.
+    pub fn set_job_frozen(&mut self, job: i32, frozen: bool) -> Result<(), MechError> {
+        self.frozen.insert(job, frozen);
+        match self.freeze_by {
+            FreezeBy::Signals => {
+                for pid in self.job_pids(job) {
+                    self.signal_rank(pid, frozen)?;
+                }
+            }
+            FreezeBy::Freezer => {
+                let h = self.cg.freezer.clone().unwrap();
+                let timeout = Duration::from_secs(2);
+                if leaf_roles(&self.cg).contains(&h) {
+                    for pid in self.job_pids(job) {
+                        let r = &self.ranks[&pid];
+                        if let Some((_, d)) = r.leaves.iter().find(|(x, _)| *x == h) {
+                            h.set_frozen(d, frozen, timeout)?;
+                        }
+                    }
+                } else {
+                    let d = self.job_dir(&h, job);
+                    std::fs::create_dir_all(&d).map_err(|e| CgError {
+                        path: d.clone(),
+                        what: "cannot create cgroup".into(),
+                        err: e,
+                    })?;
+                    h.set_frozen(&d, frozen, timeout)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    pub fn is_job_frozen(&self, job: i32) -> bool {
+        self.frozen.get(&job).copied().unwrap_or(false)
+    }
+
+    /// Releases `pid`: thaws/continues it, restores its weight and moves it back
+    /// to its original cgroups (a rank that ended or unregistered).
+    pub fn remove_rank(&mut self, pid: u32) -> Result<(), MechError> {
+        let Some(r) = self.ranks.remove(&pid) else {
+            return Ok(());
+        };
+        let alive = procfs::alive(pid, r.start);
+        if let Some(s) = &mut self.state {
+            if s.record.stopped.iter().any(|&(p, _)| p == pid) {
+                if alive {
+                    let _ = kill(NixPid::from_raw(pid as i32), Signal::SIGCONT);
+                }
+                s.record.stopped.retain(|&(p, _)| p != pid);
+            }
+            let moved = s
+                .record
+                .moved
+                .iter()
+                .position(|m| m.pid == pid)
+                .map(|i| s.record.moved.remove(i));
+            if alive {
+                if let Some(m) = moved {
+                    for h in self.cg.roots() {
+                        if let Some(orig) = m.original.get(&h.root.to_string_lossy().to_string()) {
+                            let _ = h.attach(&h.root.join(orig.trim_start_matches('/')), pid);
+                        }
+                    }
+                }
+            }
+            s.save()?;
+        }
+        for (h, d) in r.leaves {
+            h.remove_tree(&d)?;
+        }
+        Ok(())
+    }
+
+    /// Restores everything: every rank released, every job thawed, the node's
+    /// cgroups removed, the state file deleted. Idempotent.
+    pub fn restore(&mut self) {
+        let jobs: Vec<i32> = self
+            .frozen
+            .iter()
+            .filter(|(_, &f)| f)
+            .map(|(&j, _)| j)
+            .collect();
+        for j in jobs {
+            if let Err(e) = self.set_job_frozen(j, false) {
+                eprintln!("cosched-agent: thaw job {j}: {e}");
+            }
+        }
+        for pid in self.pids() {
+            if let Err(e) = self.remove_rank(pid) {
+                eprintln!("cosched-agent: release {pid}: {e}");
+            }
+        }
+        for (h, d) in std::mem::take(&mut self.created).into_iter().rev() {
+            if let Err(e) = h.remove_tree(&d) {
+                eprintln!("cosched-agent: {e}");
+            }
+        }
+        if let Some(s) = self.state.take() {
+            s.finish();
+        }
+    }
+
+    /// The node's cgroup in the cpu hierarchy (tests).
+    pub fn cpu_base(&self) -> PathBuf {
+        self.base_dir(self.cg.cpu.as_ref().unwrap())
+    }
+}
+
+impl Drop for NodeMech {
+    fn drop(&mut self) {
+        self.restore();
+    }
+}

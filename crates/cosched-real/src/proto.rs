@@ -1,0 +1,280 @@
+//! The agent/shim protocol of `real/include/cosched_proto.h`, mirrored in Rust.
+//!
+//! The header is the reference: every layout here is `#[repr(C)]` and a test
+//! compares sizes and offsets with what a C compiler makes of the header. The
+//! shared-memory segment's fields are atomics (the shim uses `__atomic_*` on them).
+
+use std::sync::atomic::{AtomicI64, AtomicU32, AtomicU64, Ordering};
+
+pub const PROTO_VERSION: u32 = 1;
+pub const SHM_MAGIC: u32 = 0x4d48_5343;
+pub const WAIT_KINDS: usize = 4;
+pub const SPEC_MAX: usize = 120;
+/// `cosched_job_msg.flags`: run the job uncoscheduled if its spec cannot be hosted.
+pub const JOB_OPTIONAL: u32 = 1;
+
+/// `enum cosched_wait_mode`.
+pub mod mode {
+    pub const SPIN: u32 = 0;
+    pub const SPINBLOCK: u32 = 1;
+    pub const BLOCK: u32 = 2;
+    pub const LIBRARY: u32 = 3;
+}
+
+/// `enum cosched_rank_state`.
+pub mod state {
+    pub const COMPUTING: u32 = 0;
+    pub const SPINNING: u32 = 1;
+    pub const BLOCKED: u32 = 2;
+    pub const FINISHED: u32 = 3;
+}
+
+/// `enum cosched_msg_type`.
+pub mod msg {
+    pub const REGISTER: u32 = 1;
+    pub const ACK: u32 = 2;
+    pub const UNREGISTER: u32 = 3;
+    pub const WAIT_BEGIN: u32 = 4;
+    pub const WAIT_END: u32 = 5;
+    pub const COLL_ENTER: u32 = 6;
+    pub const COLL_EXIT: u32 = 7;
+    pub const MESSAGE: u32 = 8;
+    pub const JOB: u32 = 9;
+    pub const JOB_END: u32 = 10;
+}
+
+/// `struct cosched_msg`: one socket packet.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Msg {
+    pub kind: u32,
+    pub version: u32,
+    pub job: i32,
+    pub rank: i32,
+    pub pid: i32,
+    pub arg: i32,
+    pub t_ns: u64,
+    pub a: u64,
+    pub b: u64,
+}
+
+/// `struct cosched_job_msg`: a launcher declares a job's node policy.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct JobMsg {
+    pub kind: u32,
+    pub version: u32,
+    pub job: i32,
+    pub flags: u32,
+    pub spec: [u8; SPEC_MAX],
+}
+
+/// `struct cosched_rank_shm`: one rank's shared-memory segment.
+#[repr(C)]
+pub struct RankShm {
+    pub magic: AtomicU32,
+    pub version: AtomicU32,
+    pub job: AtomicU32,
+    pub rank: AtomicU32,
+    pub size: AtomicU32,
+    pub pid: AtomicU32,
+    pub wait_mode: [AtomicU32; WAIT_KINDS],
+    pub spin_ns: [AtomicU64; WAIT_KINDS],
+    pub spin_adjust_ns: AtomicI64,
+    pub event_mask: AtomicU32,
+    pub agent_gen: AtomicU32,
+    pub wake_seq: AtomicU32,
+    pub state: AtomicU32,
+    pub wait_kind: AtomicU32,
+    pub coll_depth: AtomicU32,
+    pub wait_start_ns: AtomicU64,
+    pub arrivals: AtomicU64,
+    pub consumed: AtomicU64,
+    pub msgs_sent: AtomicU64,
+    pub bytes_sent: AtomicU64,
+    pub msgs_recv: AtomicU64,
+    pub bytes_recv: AtomicU64,
+    pub waits: AtomicU64,
+    pub wait_ns: AtomicU64,
+    pub spin_ns_total: AtomicU64,
+    pub block_ns: AtomicU64,
+    pub blocks: AtomicU64,
+    pub collectives: AtomicU64,
+    pub reserved: [AtomicU64; 6],
+}
+
+/// Byte view of a plain `#[repr(C)]` packet.
+pub trait Packet: Copy + Sized {
+    fn as_bytes(&self) -> &[u8] {
+        // SAFETY: the packets are repr(C) structs of integers without padding.
+        unsafe { std::slice::from_raw_parts(self as *const Self as *const u8, size_of::<Self>()) }
+    }
+    /// Reads one from a packet of exactly its size.
+    fn from_bytes(b: &[u8]) -> Option<Self> {
+        if b.len() != size_of::<Self>() {
+            return None;
+        }
+        // SAFETY: every bit pattern is valid for these integer structs; read_unaligned
+        // copes with the buffer's alignment.
+        Some(unsafe { std::ptr::read_unaligned(b.as_ptr() as *const Self) })
+    }
+}
+impl Packet for Msg {}
+impl Packet for JobMsg {}
+
+impl Msg {
+    pub fn new(kind: u32, job: i32, rank: i32, arg: i32) -> Msg {
+        Msg {
+            kind,
+            version: PROTO_VERSION,
+            job,
+            rank,
+            pid: std::process::id() as i32,
+            arg,
+            ..Msg::default()
+        }
+    }
+}
+
+impl JobMsg {
+    /// A JOB (or JOB_END) declaration; `None` when the spec does not fit.
+    pub fn new(kind: u32, job: i32, flags: u32, spec: &str) -> Option<JobMsg> {
+        if spec.len() >= SPEC_MAX || spec.as_bytes().contains(&0) {
+            return None;
+        }
+        let mut s = [0u8; SPEC_MAX];
+        s[..spec.len()].copy_from_slice(spec.as_bytes());
+        Some(JobMsg {
+            kind,
+            version: PROTO_VERSION,
+            job,
+            flags,
+            spec: s,
+        })
+    }
+    /// The spec up to its NUL.
+    pub fn spec_str(&self) -> Result<&str, std::str::Utf8Error> {
+        let end = self.spec.iter().position(|&c| c == 0).unwrap_or(SPEC_MAX);
+        std::str::from_utf8(&self.spec[..end])
+    }
+}
+
+impl RankShm {
+    /// Messages that arrived and are not consumed yet.
+    pub fn unconsumed(&self) -> u64 {
+        let a = self.arrivals.load(Ordering::Acquire);
+        a.saturating_sub(self.consumed.load(Ordering::Acquire))
+    }
+}
+
+/// (field, offset, size) of every field of the three layouts, in the header's
+/// order, for the layout test and `cosched-agent --layout`.
+pub fn layout() -> Vec<(&'static str, usize, usize)> {
+    use std::mem::{offset_of, size_of_val};
+    let m = Msg::default();
+    let j = JobMsg::new(msg::JOB, 0, 0, "").unwrap();
+    // SAFETY: an all-zero RankShm is valid (atomics of zero).
+    let r: RankShm = unsafe { std::mem::zeroed() };
+    macro_rules! f {
+        ($v:ident, $t:ty, $c:literal, $f:ident) => {
+            ($c, offset_of!($t, $f), size_of_val(&$v.$f))
+        };
+    }
+    vec![
+        ("cosched_msg", 0, size_of::<Msg>()),
+        f!(m, Msg, "type", kind),
+        f!(m, Msg, "version", version),
+        f!(m, Msg, "job", job),
+        f!(m, Msg, "rank", rank),
+        f!(m, Msg, "pid", pid),
+        f!(m, Msg, "arg", arg),
+        f!(m, Msg, "t_ns", t_ns),
+        f!(m, Msg, "a", a),
+        f!(m, Msg, "b", b),
+        ("cosched_job_msg", 0, size_of::<JobMsg>()),
+        f!(j, JobMsg, "type", kind),
+        f!(j, JobMsg, "version", version),
+        f!(j, JobMsg, "job", job),
+        f!(j, JobMsg, "flags", flags),
+        f!(j, JobMsg, "spec", spec),
+        ("cosched_rank_shm", 0, size_of::<RankShm>()),
+        f!(r, RankShm, "magic", magic),
+        f!(r, RankShm, "version", version),
+        f!(r, RankShm, "job", job),
+        f!(r, RankShm, "rank", rank),
+        f!(r, RankShm, "size", size),
+        f!(r, RankShm, "pid", pid),
+        f!(r, RankShm, "wait_mode", wait_mode),
+        f!(r, RankShm, "spin_ns", spin_ns),
+        f!(r, RankShm, "spin_adjust_ns", spin_adjust_ns),
+        f!(r, RankShm, "event_mask", event_mask),
+        f!(r, RankShm, "agent_gen", agent_gen),
+        f!(r, RankShm, "wake_seq", wake_seq),
+        f!(r, RankShm, "state", state),
+        f!(r, RankShm, "wait_kind", wait_kind),
+        f!(r, RankShm, "coll_depth", coll_depth),
+        f!(r, RankShm, "wait_start_ns", wait_start_ns),
+        f!(r, RankShm, "arrivals", arrivals),
+        f!(r, RankShm, "consumed", consumed),
+        f!(r, RankShm, "msgs_sent", msgs_sent),
+        f!(r, RankShm, "bytes_sent", bytes_sent),
+        f!(r, RankShm, "msgs_recv", msgs_recv),
+        f!(r, RankShm, "bytes_recv", bytes_recv),
+        f!(r, RankShm, "waits", waits),
+        f!(r, RankShm, "wait_ns", wait_ns),
+        f!(r, RankShm, "spin_ns_total", spin_ns_total),
+        f!(r, RankShm, "block_ns", block_ns),
+        f!(r, RankShm, "blocks", blocks),
+        f!(r, RankShm, "collectives", collectives),
+        f!(r, RankShm, "reserved", reserved),
+    ]
+}
+
+/// The layout as text, one `struct.field offset size` line each (a struct's own
+/// line is `struct size`).
+pub fn layout_text() -> String {
+    let mut out = String::new();
+    let mut cur = "";
+    for (name, off, size) in layout() {
+        if name.starts_with("cosched_") {
+            cur = name;
+            out += &format!("{name} {size}\n");
+        } else {
+            out += &format!("{cur}.{name} {off} {size}\n");
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_match_the_header_comments() {
+        assert_eq!(size_of::<Msg>(), 48);
+        assert_eq!(size_of::<JobMsg>(), 136);
+        assert_eq!(size_of::<RankShm>(), 256);
+    }
+
+    #[test]
+    fn packets_round_trip_and_reject_wrong_lengths() {
+        let m = Msg {
+            t_ns: 7,
+            a: 1,
+            b: 2,
+            ..Msg::new(msg::WAIT_END, 3, 1, 2)
+        };
+        assert_eq!(Msg::from_bytes(m.as_bytes()), Some(m));
+        assert_eq!(Msg::from_bytes(&m.as_bytes()[..40]), None);
+        let j = JobMsg::new(msg::JOB, 4, JOB_OPTIONAL, "sb[spin_us=300]").unwrap();
+        assert_eq!(
+            JobMsg::from_bytes(j.as_bytes())
+                .unwrap()
+                .spec_str()
+                .unwrap(),
+            "sb[spin_us=300]"
+        );
+        assert!(JobMsg::new(msg::JOB, 4, 0, &"x".repeat(SPEC_MAX)).is_none());
+    }
+}

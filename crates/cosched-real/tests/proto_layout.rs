@@ -1,0 +1,50 @@
+//! The Rust mirror of `real/include/cosched_proto.h` has the header's layout:
+//! a C program generated from the mirror's field list prints sizes and offsets
+//! as gcc lays the header out, and they must equal the mirror's. When the shim's
+//! `cosched-proto-layout` tool is built (real/build/), its output must agree too.
+
+use cosched_real::proto::{layout, layout_text};
+use std::path::PathBuf;
+use std::process::Command;
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+#[test]
+fn mirror_matches_gcc_layout_of_the_header() {
+    let dir = std::env::temp_dir().join(format!("cosched-layout-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut c = String::from(
+        "#include <stdio.h>\n#include <stddef.h>\n#include \"cosched_proto.h\"\nint main(void){\n",
+    );
+    let mut cur = "";
+    for (name, _, _) in layout() {
+        if name.starts_with("cosched_") {
+            cur = name;
+            c += &format!("printf(\"{name} %zu\\n\", sizeof(struct {name}));\n");
+        } else {
+            c += &format!(
+                "printf(\"{cur}.{name} %zu %zu\\n\", offsetof(struct {cur}, {name}), sizeof(((struct {cur}*)0)->{name}));\n"
+            );
+        }
+    }
+    c += "return 0;}\n";
+    std::fs::write(dir.join("l.c"), c).unwrap();
+    let out = Command::new("gcc")
+        .arg("-I")
+        .arg(repo().join("real/include"))
+        .arg("-o")
+        .arg(dir.join("l"))
+        .arg(dir.join("l.c"))
+        .output()
+        .expect("gcc is needed for the protocol layout test");
+    assert!(
+        out.status.success(),
+        "gcc failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let run = Command::new(dir.join("l")).output().unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(String::from_utf8(run.stdout).unwrap(), layout_text());
+}
