@@ -2,7 +2,9 @@
 //! and applies their decisions with Linux mechanisms, and its protocol with the
 //! MPI shim (`real/include/cosched_proto.h`). See docs/real.md.
 
+pub mod agent;
 pub mod cgroup;
+pub mod client;
 pub mod mech;
 pub mod procfs;
 pub mod proto;

@@ -1,0 +1,968 @@
+//! The node agent: hosts node policies (the simulator's code, unchanged) for the
+//! virtual nodes of this machine and applies their decisions with the
+//! mechanisms of [`crate::mech`].
+//!
+//! One agent process serves every virtual node of the machine: each node has its
+//! own Unix socket (SOCK_SEQPACKET), its own cgroups (`cosched.<run>.n<node>`,
+//! a cpuset of its CPUs) and one instance of each node policy hosting its ranks
+//! (all ranks of jobs declared with the same spec share one instance, as every
+//! process of a node shares the node's policy in the simulator). A rank belongs
+//! to the node whose socket it registered on. Messages between ranks of
+//! different virtual nodes are routed inside the agent.
+//!
+//! The loop sleeps in `epoll_wait` on the sockets, a `signalfd` (SIGTERM,
+//! SIGINT, SIGHUP: restore and exit), a `timerfd` (the policies' periodic ops,
+//! the OS tick op, the check that ends "boost until run") and an `eventfd` (stop
+//! request from an embedding controller). It runs at SCHED_FIFO priority 1 with
+//! SCHED_RESET_ON_FORK when allowed, and never polls.
+
+use crate::mech::{MechError, NodeMech};
+use crate::procfs;
+use crate::proto::{self, msg, JobMsg, Msg, Packet, RankShm};
+use cosched_des::SimTime;
+use cosched_engine::process::policy::{NodeAction, NodePolicy, NodeView, Ops, WaitKind, WaitMode};
+use nix::sys::epoll::{Epoll, EpollCreateFlags, EpollEvent, EpollFlags, EpollTimeout};
+use nix::sys::eventfd::{EfdFlags, EventFd};
+use nix::sys::signal::{SigSet, Signal};
+use nix::sys::signalfd::{SfdFlags, SignalFd};
+use nix::sys::socket::{
+    self as sock, sockopt, AddressFamily, Backlog, MsgFlags, SockFlag, SockType, UnixAddr,
+};
+use nix::sys::time::TimeSpec;
+use nix::sys::timerfd::{ClockId, Expiration, TimerFd, TimerFlags, TimerSetTimeFlags};
+use std::collections::{BTreeMap, HashMap};
+use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::path::PathBuf;
+use std::ptr::NonNull;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Launcher -> agent: a gang slot switch for one job on every node of the
+/// agent (`arg` 1: run, 0: freeze). The agent answers ACK (arg 0 or errno) when
+/// the kernel reports the switch done. Not part of the shim's protocol (the
+/// shim never sees it); `cosched_msg` layout.
+pub const MSG_SLOT: u32 = 64;
+/// Launcher -> agent: take process `pid` (a rank the launcher started that does
+/// not use the shim) under node `arg`'s mechanisms as rank `rank` of `job`. Only a
+/// process of the launcher's own user. ACK as above.
+pub const MSG_ADOPT: u32 = 65;
+
+/// The OS tick period for policies that declare [`Ops::TICK`].
+const TICK: Duration = Duration::from_millis(4);
+/// How often a "boost until run" is checked while one is pending.
+const BOOST_CHECK: Duration = Duration::from_millis(1);
+
+/// One virtual node served by the agent.
+#[derive(Clone, Debug)]
+pub struct NodeSpec {
+    pub node: u32,
+    /// A cpuset list (`0`, `0-1`); `None`: every CPU.
+    pub cpus: Option<String>,
+    pub socket: PathBuf,
+}
+
+/// How the agent runs.
+#[derive(Clone, Debug)]
+pub struct AgentOptions {
+    pub run: String,
+    pub nodes: Vec<NodeSpec>,
+    /// Node policy of ranks whose job was not declared.
+    pub default_policy: String,
+    /// A boost multiplies the rank's cgroup weight by this.
+    pub boost_factor: f64,
+    pub state_dir: PathBuf,
+    /// Run the loop at SCHED_FIFO priority 1 (with SCHED_RESET_ON_FORK).
+    pub realtime: bool,
+}
+
+/// A rank's shared-memory segment, mapped.
+struct Shm {
+    ptr: NonNull<RankShm>,
+    name: String,
+}
+
+impl Shm {
+    fn open(name: &str) -> nix::Result<Shm> {
+        use nix::sys::mman::{mmap, shm_open, MapFlags, ProtFlags};
+        use nix::sys::stat::Mode;
+        let fd = shm_open(name, nix::fcntl::OFlag::O_RDWR, Mode::empty())?;
+        let len = std::num::NonZeroUsize::new(size_of::<RankShm>()).unwrap();
+        // SAFETY: a fresh shared mapping of the segment; RankShm is all atomics.
+        let p = unsafe {
+            mmap(
+                None,
+                len,
+                ProtFlags::PROT_READ | ProtFlags::PROT_WRITE,
+                MapFlags::MAP_SHARED,
+                fd,
+                0,
+            )?
+        };
+        Ok(Shm {
+            ptr: p.cast(),
+            name: name.to_string(),
+        })
+    }
+    fn get(&self) -> &RankShm {
+        // SAFETY: mapped for the lifetime of self.
+        unsafe { self.ptr.as_ref() }
+    }
+    /// Bumps the futex word and wakes every waiter (the shim re-tests its wait).
+    fn wake(&self) {
+        let s = self.get();
+        s.wake_seq.fetch_add(1, Ordering::SeqCst);
+        // SAFETY: FUTEX_WAKE on a shared mapping's aligned u32 (no private flag).
+        unsafe {
+            libc::syscall(
+                libc::SYS_futex,
+                &s.wake_seq as *const _ as *const u32,
+                libc::FUTEX_WAKE,
+                i32::MAX,
+                0,
+                0,
+                0,
+            );
+        }
+    }
+}
+
+impl Drop for Shm {
+    fn drop(&mut self) {
+        self.get().agent_gen.store(0, Ordering::SeqCst);
+        // SAFETY: unmapping our own mapping.
+        unsafe {
+            let _ = nix::sys::mman::munmap(self.ptr.cast(), size_of::<RankShm>());
+        }
+        let _ = nix::sys::mman::shm_unlink(self.name.as_str());
+    }
+}
+
+struct Rank {
+    job: i32,
+    rank: i32,
+    node: usize,
+    spec: String,
+    conn: RawFd,
+    shm: Option<Shm>,
+    /// cgroup CPU time when a "boost until run" was given.
+    boost_until_run: Option<u64>,
+}
+
+struct Hosted {
+    policy: Box<dyn NodePolicy>,
+    pids: Vec<u32>,
+    mask: u32,
+    period: Option<Duration>,
+    next_timer: Option<Instant>,
+    tick: bool,
+    next_tick: Option<Instant>,
+}
+
+struct Node {
+    mech: NodeMech,
+    listener: OwnedFd,
+    hosted: BTreeMap<String, Hosted>,
+}
+
+struct Job {
+    spec: String,
+}
+
+/// Counters of the agent, for the run's provenance and benchmarks.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct AgentStats {
+    pub events: u64,
+    pub actions: u64,
+    pub boosts: u64,
+    pub interrupts: u64,
+    pub slot_switches: u64,
+    /// Total time from a slot request to the kernel reporting it done, ns.
+    pub slot_switch_ns: u64,
+    pub realtime: bool,
+    pub cgroups: String,
+}
+
+/// A handle that asks a running agent to restore everything and stop.
+#[derive(Clone)]
+pub struct Stopper(Arc<EventFd>);
+
+impl Stopper {
+    pub fn stop(&self) {
+        let _ = self.0.write(1);
+    }
+}
+
+/// The agent.
+pub struct Agent {
+    opts: AgentOptions,
+    start: Instant,
+    nodes: Vec<Node>,
+    epoll: Epoll,
+    sigfd: Option<SignalFd>,
+    timer: TimerFd,
+    stop: Arc<EventFd>,
+    conns: HashMap<RawFd, (OwnedFd, usize)>,
+    ranks: HashMap<u32, Rank>,
+    by_job_rank: HashMap<(i32, i32), u32>,
+    jobs: HashMap<i32, Job>,
+    gen: u32,
+    pub stats: AgentStats,
+}
+
+const TOK_SIGNAL: u64 = u64::MAX;
+const TOK_TIMER: u64 = u64::MAX - 1;
+const TOK_STOP: u64 = u64::MAX - 2;
+const TOK_LISTEN: u64 = 1 << 40;
+
+/// The view a hosted policy gets of its node.
+struct View<'a> {
+    now: SimTime,
+    procs: &'a [u32],
+    ranks: &'a HashMap<u32, Rank>,
+}
+
+impl NodeView for View<'_> {
+    fn now(&self) -> SimTime {
+        self.now
+    }
+    fn processes(&self) -> &[u32] {
+        self.procs
+    }
+    fn is_running(&self, p: u32) -> bool {
+        procfs::running(p)
+    }
+    fn unconsumed(&self, p: u32) -> usize {
+        self.ranks
+            .get(&p)
+            .and_then(|r| r.shm.as_ref())
+            .map(|s| s.get().unconsumed() as usize)
+            .unwrap_or(0)
+    }
+}
+
+/// A probe view: one process, not running, one unconsumed message.
+struct Probe;
+impl NodeView for Probe {
+    fn now(&self) -> SimTime {
+        SimTime(0)
+    }
+    fn processes(&self) -> &[u32] {
+        &[1]
+    }
+    fn is_running(&self, _p: u32) -> bool {
+        false
+    }
+    fn unconsumed(&self, _p: u32) -> usize {
+        1
+    }
+}
+
+/// The events a policy needs from the shim: asked of a fresh instance on a probe
+/// view (an op that answers nothing there does not need its event).
+fn event_mask(spec: &str) -> Result<u32, String> {
+    let mut p = cosched_policies::registry::build_node(spec).map_err(|e| e.to_string())?;
+    let mut out = vec![];
+    let mut mask = 0;
+    p.on_message(&Probe, 1, false, &mut out);
+    if !out.is_empty() {
+        mask |= 1 << msg::MESSAGE;
+    }
+    out.clear();
+    p.on_wait_begin(&Probe, 1, WaitKind::Recv, &mut out);
+    if !out.is_empty() {
+        mask |= 1 << msg::WAIT_BEGIN;
+    }
+    out.clear();
+    p.on_collective(&Probe, 1, true, &mut out);
+    p.on_collective(&Probe, 1, false, &mut out);
+    if !out.is_empty() {
+        mask |= (1 << msg::COLL_ENTER) | (1 << msg::COLL_EXIT);
+    }
+    Ok(mask)
+}
+
+fn kind_of(i: usize) -> WaitKind {
+    [
+        WaitKind::Recv,
+        WaitKind::SendAck,
+        WaitKind::RecvCompletion,
+        WaitKind::SendCompletion,
+    ][i]
+}
+
+fn set_realtime() -> bool {
+    let param = libc::sched_param { sched_priority: 1 };
+    // SAFETY: plain syscall on the calling thread.
+    unsafe {
+        libc::sched_setscheduler(0, libc::SCHED_FIFO | libc::SCHED_RESET_ON_FORK, &param) == 0
+    }
+}
+
+fn io_err(e: nix::Error, what: &str) -> MechError {
+    MechError::Missing(format!("{what}: {e}"))
+}
+
+impl Agent {
+    /// Sets the nodes up (cgroups, sockets). On error nothing is left changed.
+    pub fn new(opts: AgentOptions) -> Result<Agent, MechError> {
+        cosched_policies::registry::build_node(&opts.default_policy)
+            .map_err(|e| MechError::Missing(format!("default policy: {e}")))?;
+        let epoll = Epoll::new(EpollCreateFlags::EPOLL_CLOEXEC).map_err(|e| io_err(e, "epoll"))?;
+        let timer = TimerFd::new(
+            ClockId::CLOCK_MONOTONIC,
+            TimerFlags::TFD_CLOEXEC | TimerFlags::TFD_NONBLOCK,
+        )
+        .map_err(|e| io_err(e, "timerfd"))?;
+        let stop = Arc::new(
+            EventFd::from_flags(EfdFlags::EFD_CLOEXEC | EfdFlags::EFD_NONBLOCK)
+                .map_err(|e| io_err(e, "eventfd"))?,
+        );
+        epoll
+            .add(
+                timer.as_fd(),
+                EpollEvent::new(EpollFlags::EPOLLIN, TOK_TIMER),
+            )
+            .map_err(|e| io_err(e, "epoll"))?;
+        epoll
+            .add(stop.as_fd(), EpollEvent::new(EpollFlags::EPOLLIN, TOK_STOP))
+            .map_err(|e| io_err(e, "epoll"))?;
+        let mut nodes = vec![];
+        for (i, n) in opts.nodes.iter().enumerate() {
+            let mech = NodeMech::new(
+                &opts.run,
+                n.node,
+                n.cpus.as_deref(),
+                &opts.state_dir,
+                opts.boost_factor,
+            )?;
+            let _ = std::fs::remove_file(&n.socket);
+            let l = sock::socket(
+                AddressFamily::Unix,
+                SockType::SeqPacket,
+                SockFlag::SOCK_CLOEXEC | SockFlag::SOCK_NONBLOCK,
+                None,
+            )
+            .map_err(|e| io_err(e, "socket"))?;
+            let addr = UnixAddr::new(&n.socket)
+                .map_err(|e| io_err(e, &format!("socket path {}", n.socket.display())))?;
+            sock::bind(l.as_raw_fd(), &addr)
+                .map_err(|e| io_err(e, &format!("bind {}", n.socket.display())))?;
+            sock::listen(&l, Backlog::new(128).unwrap()).map_err(|e| io_err(e, "listen"))?;
+            epoll
+                .add(
+                    l.as_fd(),
+                    EpollEvent::new(EpollFlags::EPOLLIN, TOK_LISTEN + i as u64),
+                )
+                .map_err(|e| io_err(e, "epoll"))?;
+            nodes.push(Node {
+                mech,
+                listener: l,
+                hosted: BTreeMap::new(),
+            });
+        }
+        let cgroups = nodes
+            .first()
+            .map(|n| n.mech.cg.describe())
+            .unwrap_or_default();
+        Ok(Agent {
+            start: Instant::now(),
+            nodes,
+            epoll,
+            sigfd: None,
+            timer,
+            stop,
+            conns: HashMap::new(),
+            ranks: HashMap::new(),
+            by_job_rank: HashMap::new(),
+            jobs: HashMap::new(),
+            gen: std::process::id() | 1,
+            stats: AgentStats {
+                cgroups,
+                ..AgentStats::default()
+            },
+            opts,
+        })
+    }
+
+    /// A handle to stop the loop from another thread.
+    pub fn stopper(&self) -> Stopper {
+        Stopper(self.stop.clone())
+    }
+
+    /// Handles SIGTERM, SIGINT and SIGHUP in the loop (blocks them for the
+    /// calling thread; a standalone agent calls this, an embedded one does not).
+    pub fn handle_signals(&mut self) -> nix::Result<()> {
+        let mut set = SigSet::empty();
+        for s in [Signal::SIGTERM, Signal::SIGINT, Signal::SIGHUP] {
+            set.add(s);
+        }
+        set.thread_block()?;
+        let fd = SignalFd::with_flags(&set, SfdFlags::SFD_CLOEXEC | SfdFlags::SFD_NONBLOCK)?;
+        self.epoll
+            .add(fd.as_fd(), EpollEvent::new(EpollFlags::EPOLLIN, TOK_SIGNAL))?;
+        self.sigfd = Some(fd);
+        Ok(())
+    }
+
+    fn now(&self) -> SimTime {
+        SimTime(self.start.elapsed().as_nanos() as i64)
+    }
+
+    /// Runs until a signal or a stop request, then restores everything.
+    pub fn run(&mut self) -> Result<(), MechError> {
+        if self.opts.realtime {
+            self.stats.realtime = set_realtime();
+        }
+        let mut events = vec![EpollEvent::empty(); 64];
+        'outer: loop {
+            self.arm_timer();
+            let n = match self.epoll.wait(&mut events, EpollTimeout::NONE) {
+                Ok(n) => n,
+                Err(nix::Error::EINTR) => continue,
+                Err(e) => return Err(io_err(e, "epoll_wait")),
+            };
+            for ev in &events[..n] {
+                match ev.data() {
+                    TOK_SIGNAL => {
+                        if let Some(fd) = &self.sigfd {
+                            let _ = fd.read_signal();
+                        }
+                        break 'outer;
+                    }
+                    TOK_STOP => break 'outer,
+                    TOK_TIMER => {
+                        let _ = self.timer.wait();
+                        self.on_timer();
+                    }
+                    t if t >= TOK_LISTEN => self.accept((t - TOK_LISTEN) as usize),
+                    fd => self.on_readable(fd as RawFd),
+                }
+            }
+        }
+        self.restore();
+        Ok(())
+    }
+
+    fn accept(&mut self, node: usize) {
+        while let Ok(fd) = sock::accept4(
+            self.nodes[node].listener.as_raw_fd(),
+            SockFlag::SOCK_CLOEXEC | SockFlag::SOCK_NONBLOCK,
+        ) {
+            // SAFETY: accept4 returned a new descriptor that we own.
+            let owned = unsafe { OwnedFd::from_raw_fd(fd) };
+            if self
+                .epoll
+                .add(
+                    owned.as_fd(),
+                    EpollEvent::new(EpollFlags::EPOLLIN, fd as u64),
+                )
+                .is_ok()
+            {
+                self.conns.insert(fd, (owned, node));
+            }
+        }
+    }
+
+    fn on_readable(&mut self, fd: RawFd) {
+        let mut buf = [0u8; 256];
+        loop {
+            match sock::recv(fd, &mut buf, MsgFlags::MSG_DONTWAIT) {
+                Ok(0) => return self.close(fd),
+                Ok(n) => self.on_packet(fd, &buf[..n]),
+                Err(nix::Error::EAGAIN) => return,
+                Err(nix::Error::EINTR) => continue,
+                Err(_) => return self.close(fd),
+            }
+        }
+    }
+
+    fn reply(&self, fd: RawFd, job: i32, err: i32) {
+        let m = Msg::new(msg::ACK, job, 0, err);
+        let _ = sock::send(
+            fd,
+            m.as_bytes(),
+            MsgFlags::MSG_NOSIGNAL | MsgFlags::MSG_DONTWAIT,
+        );
+    }
+
+    fn on_packet(&mut self, fd: RawFd, b: &[u8]) {
+        if let Some(j) = JobMsg::from_bytes(b) {
+            let err = self.on_job_msg(&j);
+            return self.reply(fd, j.job, err);
+        }
+        let Some(m) = Msg::from_bytes(b) else { return };
+        if m.version != proto::PROTO_VERSION {
+            return self.reply(fd, m.job, libc::EPROTO);
+        }
+        self.stats.events += 1;
+        match m.kind {
+            msg::REGISTER => {
+                let err = self.register(fd, &m);
+                self.reply(fd, m.job, err);
+            }
+            msg::UNREGISTER => self.release(m.pid as u32),
+            msg::WAIT_BEGIN | msg::COLL_ENTER | msg::COLL_EXIT => {
+                let pid = m.pid as u32;
+                if self.ranks.contains_key(&pid) {
+                    let kind = (m.arg as usize).min(proto::WAIT_KINDS - 1);
+                    self.dispatch(pid, |p, v, out| match m.kind {
+                        msg::WAIT_BEGIN => p.on_wait_begin(v, pid, kind_of(kind), out),
+                        k => p.on_collective(v, pid, k == msg::COLL_ENTER, out),
+                    });
+                }
+            }
+            msg::MESSAGE => {
+                if let Some(&dest) = self.by_job_rank.get(&(m.job, m.rank)) {
+                    let running = procfs::running(dest);
+                    self.dispatch(dest, |p, v, out| p.on_message(v, dest, running, out));
+                }
+            }
+            MSG_SLOT => {
+                let t0 = Instant::now();
+                let err = self.slot(m.job, m.arg != 0);
+                self.stats.slot_switches += 1;
+                self.stats.slot_switch_ns += t0.elapsed().as_nanos() as u64;
+                self.reply(fd, m.job, err);
+            }
+            MSG_ADOPT => {
+                let err = self.adopt(fd, &m);
+                self.reply(fd, m.job, err);
+            }
+            _ => {}
+        }
+    }
+
+    fn on_job_msg(&mut self, j: &JobMsg) -> i32 {
+        match j.kind {
+            msg::JOB => {
+                if self.jobs.contains_key(&j.job) {
+                    return libc::EBUSY;
+                }
+                let Ok(spec) = j.spec_str() else {
+                    return libc::EINVAL;
+                };
+                let spec = if event_mask(spec).is_ok() {
+                    spec.to_string()
+                } else if j.flags & proto::JOB_OPTIONAL != 0 {
+                    "nls".to_string()
+                } else {
+                    return libc::EINVAL;
+                };
+                self.jobs.insert(j.job, Job { spec });
+                0
+            }
+            msg::JOB_END => {
+                let pids: Vec<u32> = self
+                    .ranks
+                    .iter()
+                    .filter(|(_, r)| r.job == j.job)
+                    .map(|(&p, _)| p)
+                    .collect();
+                for p in pids {
+                    self.release(p);
+                }
+                for n in &mut self.nodes {
+                    if n.mech.is_job_frozen(j.job) {
+                        let _ = n.mech.set_job_frozen(j.job, false);
+                    }
+                }
+                self.jobs.remove(&j.job);
+                0
+            }
+            _ => libc::EINVAL,
+        }
+    }
+
+    /// The credentials of the peer of `fd`.
+    fn peer(fd: RawFd) -> Option<(u32, u32)> {
+        // SAFETY: fd is a live connection owned by self.conns for this call.
+        let b = unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) };
+        sock::getsockopt(&b, sockopt::PeerCredentials)
+            .ok()
+            .map(|c| (c.pid() as u32, c.uid()))
+    }
+
+    fn host(&mut self, node: usize, spec: &str, pid: u32) -> Result<u32, String> {
+        let n = &mut self.nodes[node];
+        if !n.hosted.contains_key(spec) {
+            let policy = cosched_policies::registry::build_node(spec).map_err(|e| e.to_string())?;
+            let mask = event_mask(spec)?;
+            let period = policy
+                .period()
+                .map(|t| Duration::from_nanos(t.0.max(1) as u64));
+            let tick = policy.ops().contains(Ops::TICK);
+            n.hosted.insert(
+                spec.to_string(),
+                Hosted {
+                    policy,
+                    pids: vec![],
+                    mask,
+                    period,
+                    next_timer: None,
+                    tick,
+                    next_tick: None,
+                },
+            );
+        }
+        let h = n.hosted.get_mut(spec).unwrap();
+        h.pids.push(pid);
+        h.pids.sort();
+        let now = Instant::now();
+        if let (Some(p), None) = (h.period, h.next_timer) {
+            h.next_timer = Some(now + p);
+        }
+        if h.tick && h.next_tick.is_none() {
+            h.next_tick = Some(now + TICK);
+        }
+        Ok(h.mask)
+    }
+
+    fn register(&mut self, fd: RawFd, m: &Msg) -> i32 {
+        let Some(&(_, node)) = self.conns.get(&fd) else {
+            return libc::EINVAL;
+        };
+        let pid = m.pid as u32;
+        // A rank registers itself: the socket's peer must be that process.
+        if Self::peer(fd).map(|c| c.0) != Some(pid) {
+            return libc::EPERM;
+        }
+        if self.ranks.contains_key(&pid) || self.by_job_rank.contains_key(&(m.job, m.rank)) {
+            return libc::EBUSY;
+        }
+        let name = format!("/cosched.{}.{}.{}", self.opts.run, m.job, m.rank);
+        let shm = match Shm::open(&name) {
+            Ok(s) if s.get().magic.load(Ordering::Acquire) == proto::SHM_MAGIC => s,
+            Ok(_) => return libc::EPROTO,
+            Err(e) => return e as i32,
+        };
+        let spec = self
+            .jobs
+            .get(&m.job)
+            .map(|j| j.spec.clone())
+            .unwrap_or_else(|| self.opts.default_policy.clone());
+        let mask = match self.host(node, &spec, pid) {
+            Ok(mk) => mk,
+            Err(_) => return libc::EINVAL,
+        };
+        if let Err(e) = self.nodes[node].mech.add_rank(pid, m.job, m.rank) {
+            eprintln!("cosched-agent: rank {} of job {}: {e}", m.rank, m.job);
+            self.unhost(node, &spec, pid);
+            return libc::EPERM;
+        }
+        let policy = &self.nodes[node].hosted[&spec].policy;
+        let s = shm.get();
+        for k in 0..proto::WAIT_KINDS {
+            let (mode, spin) = match policy.wait_mode(kind_of(k)) {
+                WaitMode::Spin => (proto::mode::SPIN, 0),
+                WaitMode::SpinBlock(t) => (proto::mode::SPINBLOCK, t.0.max(0) as u64),
+                WaitMode::Block => (proto::mode::BLOCK, 0),
+            };
+            s.wait_mode[k].store(mode, Ordering::SeqCst);
+            s.spin_ns[k].store(spin, Ordering::SeqCst);
+        }
+        s.event_mask.store(mask, Ordering::SeqCst);
+        s.agent_gen.store(self.gen, Ordering::SeqCst);
+        self.ranks.insert(
+            pid,
+            Rank {
+                job: m.job,
+                rank: m.rank,
+                node,
+                spec,
+                conn: fd,
+                shm: Some(shm),
+                boost_until_run: None,
+            },
+        );
+        self.by_job_rank.insert((m.job, m.rank), pid);
+        0
+    }
+
+    fn adopt(&mut self, fd: RawFd, m: &Msg) -> i32 {
+        let Some(&(_, conn_node)) = self.conns.get(&fd) else {
+            return libc::EINVAL;
+        };
+        let node = if m.arg >= 0 && (m.arg as usize) < self.nodes.len() {
+            m.arg as usize
+        } else {
+            conn_node
+        };
+        let pid = m.pid as u32;
+        let Some((_, uid)) = Self::peer(fd) else {
+            return libc::EPERM;
+        };
+        let owner = std::fs::metadata(format!("/proc/{pid}"))
+            .map(|md| std::os::unix::fs::MetadataExt::uid(&md));
+        if owner.ok() != Some(uid) {
+            return libc::EPERM;
+        }
+        if self.ranks.contains_key(&pid) {
+            return libc::EBUSY;
+        }
+        let spec = self
+            .jobs
+            .get(&m.job)
+            .map(|j| j.spec.clone())
+            .unwrap_or_else(|| self.opts.default_policy.clone());
+        if let Err(e) = self.nodes[node].mech.add_rank(pid, m.job, m.rank) {
+            eprintln!("cosched-agent: adopt {pid}: {e}");
+            return libc::EPERM;
+        }
+        if self.host(node, &spec, pid).is_err() {
+            return libc::EINVAL;
+        }
+        self.ranks.insert(
+            pid,
+            Rank {
+                job: m.job,
+                rank: m.rank,
+                node,
+                spec,
+                conn: fd,
+                shm: None,
+                boost_until_run: None,
+            },
+        );
+        self.by_job_rank.insert((m.job, m.rank), pid);
+        0
+    }
+
+    fn unhost(&mut self, node: usize, spec: &str, pid: u32) {
+        if let Some(h) = self.nodes[node].hosted.get_mut(spec) {
+            h.pids.retain(|&p| p != pid);
+            if h.pids.is_empty() {
+                // As in the simulator, a timer chain is not re-armed on an empty node.
+                h.next_timer = None;
+                h.next_tick = None;
+            }
+        }
+    }
+
+    /// Ends everything for `pid`: its weight, freeze, cgroups, segment.
+    fn release(&mut self, pid: u32) {
+        let Some(r) = self.ranks.remove(&pid) else {
+            return;
+        };
+        self.by_job_rank.remove(&(r.job, r.rank));
+        self.unhost(r.node, &r.spec, pid);
+        if let Err(e) = self.nodes[r.node].mech.remove_rank(pid) {
+            eprintln!("cosched-agent: release {pid}: {e}");
+        }
+        drop(r.shm);
+    }
+
+    fn close(&mut self, fd: RawFd) {
+        // A closed connection without UNREGISTER: the ranks of it died.
+        let pids: Vec<u32> = self
+            .ranks
+            .iter()
+            .filter(|(_, r)| r.conn == fd)
+            .map(|(&p, _)| p)
+            .collect();
+        for p in pids {
+            self.release(p);
+        }
+        if let Some((owned, _)) = self.conns.remove(&fd) {
+            let _ = self.epoll.delete(owned.as_fd());
+        }
+    }
+
+    fn slot(&mut self, job: i32, run: bool) -> i32 {
+        for n in &mut self.nodes {
+            if let Err(e) = n.mech.set_job_frozen(job, !run) {
+                eprintln!("cosched-agent: slot job {job}: {e}");
+                return libc::EIO;
+            }
+        }
+        0
+    }
+
+    /// Calls one op of the policy hosting `pid` and applies its actions.
+    fn dispatch(
+        &mut self,
+        pid: u32,
+        op: impl FnOnce(&mut dyn NodePolicy, &dyn NodeView, &mut Vec<NodeAction>),
+    ) {
+        let Some(r) = self.ranks.get(&pid) else {
+            return;
+        };
+        let (node, spec) = (r.node, r.spec.clone());
+        let now = self.now();
+        let mut out = vec![];
+        {
+            let h = self.nodes[node].hosted.get_mut(&spec).unwrap();
+            let view = View {
+                now,
+                procs: &h.pids,
+                ranks: &self.ranks,
+            };
+            op(h.policy.as_mut(), &view, &mut out);
+        }
+        self.apply(node, &spec, out);
+    }
+
+    fn apply(&mut self, node: usize, spec: &str, mut out: Vec<NodeAction>) {
+        // The recommendation of a free CPU: Linux gives no dispatch hook to user
+        // space, so a recommended process that is not running is boosted until it runs.
+        {
+            let now = self.now();
+            let h = self.nodes[node].hosted.get_mut(spec).unwrap();
+            let view = View {
+                now,
+                procs: &h.pids,
+                ranks: &self.ranks,
+            };
+            if let Some(p) = h.policy.recommend(&view) {
+                if !procfs::running(p) {
+                    out.push(NodeAction::BoostUntilRun(p));
+                }
+            }
+        }
+        for a in out {
+            self.stats.actions += 1;
+            let res = match a {
+                NodeAction::Boost(p) => {
+                    self.stats.boosts += 1;
+                    if let Some(r) = self.ranks.get_mut(&p) {
+                        r.boost_until_run = None;
+                    }
+                    self.nodes[node].mech.set_boost(p, true)
+                }
+                NodeAction::BoostUntilRun(p) => {
+                    self.stats.boosts += 1;
+                    let used = self.nodes[node].mech.usage_ns(p).unwrap_or(0);
+                    if let Some(r) = self.ranks.get_mut(&p) {
+                        r.boost_until_run = Some(used);
+                    }
+                    self.nodes[node].mech.set_boost(p, true)
+                }
+                NodeAction::Unboost(p) => {
+                    if let Some(r) = self.ranks.get_mut(&p) {
+                        r.boost_until_run = None;
+                    }
+                    self.nodes[node].mech.set_boost(p, false)
+                }
+                NodeAction::Interrupt(p) => {
+                    self.stats.interrupts += 1;
+                    if let Some(s) = self.ranks.get(&p).and_then(|r| r.shm.as_ref()) {
+                        s.wake();
+                    }
+                    Ok(())
+                }
+            };
+            if let Err(e) = res {
+                eprintln!("cosched-agent: {a:?}: {e}");
+            }
+        }
+    }
+
+    fn on_timer(&mut self) {
+        let now = Instant::now();
+        // Boosts until run: a process whose CPU time grew has run.
+        let pending: Vec<(u32, usize, u64)> = self
+            .ranks
+            .iter()
+            .filter_map(|(&p, r)| r.boost_until_run.map(|u| (p, r.node, u)))
+            .collect();
+        for (p, node, used) in pending {
+            let now_used = self.nodes[node].mech.usage_ns(p).unwrap_or(u64::MAX);
+            if now_used > used {
+                self.ranks.get_mut(&p).unwrap().boost_until_run = None;
+                let _ = self.nodes[node].mech.set_boost(p, false);
+            }
+        }
+        for node in 0..self.nodes.len() {
+            let specs: Vec<String> = self.nodes[node].hosted.keys().cloned().collect();
+            for spec in specs {
+                let h = self.nodes[node].hosted.get_mut(&spec).unwrap();
+                let (mut fire_timer, mut fire_tick) = (false, false);
+                if let (Some(t), Some(p)) = (h.next_timer, h.period) {
+                    if t <= now {
+                        fire_timer = true;
+                        h.next_timer = if h.pids.is_empty() { None } else { Some(t + p) };
+                    }
+                }
+                if let Some(t) = h.next_tick {
+                    if t <= now {
+                        fire_tick = true;
+                        h.next_tick = if h.pids.is_empty() {
+                            None
+                        } else {
+                            Some(t + TICK)
+                        };
+                    }
+                }
+                if !(fire_timer || fire_tick) || h.pids.is_empty() {
+                    continue;
+                }
+                let mut out = vec![];
+                let view = View {
+                    now: SimTime(self.start.elapsed().as_nanos() as i64),
+                    procs: &h.pids,
+                    ranks: &self.ranks,
+                };
+                if fire_tick {
+                    h.policy.tick(&view, &mut out);
+                }
+                if fire_timer {
+                    h.policy.on_timer(&view, &mut out);
+                }
+                self.apply(node, &spec, out);
+            }
+        }
+    }
+
+    fn arm_timer(&mut self) {
+        let mut next: Option<Instant> = None;
+        let mut take = |t: Option<Instant>| {
+            if let Some(t) = t {
+                next = Some(next.map_or(t, |n: Instant| n.min(t)));
+            }
+        };
+        for n in &self.nodes {
+            for h in n.hosted.values() {
+                take(h.next_timer);
+                take(h.next_tick);
+            }
+        }
+        if self.ranks.values().any(|r| r.boost_until_run.is_some()) {
+            take(Some(Instant::now() + BOOST_CHECK));
+        }
+        match next {
+            None => {
+                let _ = self.timer.unset();
+            }
+            Some(t) => {
+                let d = t
+                    .saturating_duration_since(Instant::now())
+                    .max(Duration::from_micros(1));
+                let _ = self.timer.set(
+                    Expiration::OneShot(TimeSpec::from_duration(d)),
+                    TimerSetTimeFlags::empty(),
+                );
+            }
+        }
+    }
+
+    /// Releases every rank, thaws every job, removes the cgroups, the sockets and
+    /// the state files. Idempotent.
+    pub fn restore(&mut self) {
+        let pids: Vec<u32> = self.ranks.keys().copied().collect();
+        for p in pids {
+            self.release(p);
+        }
+        for n in &mut self.nodes {
+            n.mech.restore();
+        }
+        for n in &self.opts.nodes {
+            let _ = std::fs::remove_file(&n.socket);
+        }
+    }
+}
+
+impl Drop for Agent {
+    fn drop(&mut self) {
+        self.restore();
+    }
+}

@@ -1,0 +1,104 @@
+//! The launcher's side of the agent socket: declare jobs, switch gang slots,
+//! adopt processes, each answered by an ACK.
+
+use crate::agent::{MSG_ADOPT, MSG_SLOT};
+use crate::proto::{msg, JobMsg, Msg, Packet};
+use nix::sys::socket::{self as sock, AddressFamily, MsgFlags, SockFlag, SockType, UnixAddr};
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::path::Path;
+use std::time::Duration;
+
+/// A connection of a launcher to one node socket of the agent.
+pub struct Client {
+    fd: OwnedFd,
+}
+
+fn err(what: &str, e: impl std::fmt::Display) -> String {
+    format!("node agent {what}: {e}")
+}
+
+impl Client {
+    /// Connects to `socket`, retrying for up to `wait` while the agent starts.
+    pub fn connect(socket: &Path, wait: Duration) -> Result<Client, String> {
+        let addr = UnixAddr::new(socket).map_err(|e| err("socket path", e))?;
+        let t0 = std::time::Instant::now();
+        loop {
+            let fd = sock::socket(
+                AddressFamily::Unix,
+                SockType::SeqPacket,
+                SockFlag::SOCK_CLOEXEC,
+                None,
+            )
+            .map_err(|e| err("socket", e))?;
+            match sock::connect(fd.as_raw_fd(), &addr) {
+                Ok(()) => {
+                    let tv = nix::sys::time::TimeVal::new(10, 0);
+                    let _ = sock::setsockopt(&fd, sock::sockopt::ReceiveTimeout, &tv);
+                    return Ok(Client { fd });
+                }
+                Err(e) if t0.elapsed() >= wait => {
+                    return Err(err(
+                        &format!("cannot be reached at {}", socket.display()),
+                        e,
+                    ))
+                }
+                Err(_) => std::thread::sleep(Duration::from_millis(20)),
+            }
+        }
+    }
+
+    fn ask(&self, bytes: &[u8]) -> Result<i32, String> {
+        sock::send(self.fd.as_raw_fd(), bytes, MsgFlags::MSG_NOSIGNAL)
+            .map_err(|e| err("send", e))?;
+        let mut buf = [0u8; 64];
+        let n = sock::recv(self.fd.as_raw_fd(), &mut buf, MsgFlags::empty())
+            .map_err(|e| err("no answer", e))?;
+        let m = Msg::from_bytes(&buf[..n]).ok_or_else(|| err("answer", "not an ACK"))?;
+        if m.kind != msg::ACK {
+            return Err(err("answer", format!("type {}", m.kind)));
+        }
+        Ok(m.arg)
+    }
+
+    fn ok(&self, bytes: &[u8], what: &str) -> Result<(), String> {
+        match self.ask(bytes)? {
+            0 => Ok(()),
+            e => Err(err(what, nix::Error::from_raw(e))),
+        }
+    }
+
+    /// Declares `job` with its node policy spec.
+    pub fn declare(&self, job: i32, spec: &str, optional: bool) -> Result<(), String> {
+        let flags = if optional {
+            crate::proto::JOB_OPTIONAL
+        } else {
+            0
+        };
+        let m = JobMsg::new(msg::JOB, job, flags, spec).ok_or_else(|| err("spec", "too long"))?;
+        self.ok(
+            m.as_bytes(),
+            &format!("refused job {job} with policy {spec:?}"),
+        )
+    }
+
+    /// Ends `job`: the agent restores everything it changed for its ranks.
+    pub fn end(&self, job: i32) -> Result<(), String> {
+        let m = JobMsg::new(msg::JOB_END, job, 0, "").unwrap();
+        self.ok(m.as_bytes(), &format!("job end {job}"))
+    }
+
+    /// Runs (`true`) or freezes `job` on every node of the agent; returns when done.
+    pub fn slot(&self, job: i32, run: bool) -> Result<(), String> {
+        let m = Msg::new(MSG_SLOT, job, 0, run as i32);
+        self.ok(m.as_bytes(), &format!("slot switch of job {job}"))
+    }
+
+    /// Puts process `pid` (started by the caller) under node `node` as rank `rank` of `job`.
+    pub fn adopt(&self, pid: u32, job: i32, rank: i32, node: i32) -> Result<(), String> {
+        let m = Msg {
+            pid: pid as i32,
+            ..Msg::new(MSG_ADOPT, job, rank, node)
+        };
+        self.ok(m.as_bytes(), &format!("adopt process {pid}"))
+    }
+}

@@ -1,0 +1,283 @@
+//! The agent process: policy hosting through the socket and the shared memory
+//! (a fake rank in Python speaks the protocol), slot switches, and cleanup after
+//! SIGTERM and after SIGKILL (at the next start, and by `cosched-agent cleanup`).
+//! Root and cgroups are needed: without them these tests fail.
+
+use cosched_real::cgroup::Cgroups;
+use cosched_real::client::Client;
+use cosched_real::procfs;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+/// The tests of this file run one at a time: an agent's start cleans up what
+/// another test's killed agent left on purpose.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+struct Proc(Child);
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn spinner() -> Proc {
+    Proc(
+        Command::new("sh")
+            .arg("-c")
+            .arg("while :; do :; done")
+            .spawn()
+            .unwrap(),
+    )
+}
+
+fn sock(name: &str) -> PathBuf {
+    std::env::temp_dir().join(format!("cosched-test-{name}-{}.sock", std::process::id()))
+}
+
+fn agent(run: &str, socket: &Path, policy: &str) -> Proc {
+    let c = Command::new(env!("CARGO_BIN_EXE_cosched-agent"))
+        .args(["serve", "--run", run, "--default-policy", policy, "--node"])
+        .arg(format!("0::{}", socket.display()))
+        .spawn()
+        .unwrap();
+    Proc(c)
+}
+
+/// The run's cgroups in every hierarchy.
+fn leftovers(run: &str) -> Vec<PathBuf> {
+    let prefix = format!("cosched.{run}.");
+    Cgroups::detect()
+        .roots()
+        .iter()
+        .flat_map(|h| h.ours())
+        .filter(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with(&prefix)
+        })
+        .collect()
+}
+
+fn ticks(pid: u32) -> u64 {
+    procfs::stat(pid).unwrap().cpu_ticks
+}
+
+/// Whether `pid` gets CPU time over 300 ms.
+fn runs(pid: u32) -> bool {
+    let t0 = ticks(pid);
+    std::thread::sleep(Duration::from_millis(300));
+    ticks(pid) > t0
+}
+
+fn frozen_leftover(run: &str) -> (Proc, Proc, Option<String>) {
+    let s = sock(run);
+    let a = agent(run, &s, "nls");
+    let sp = spinner();
+    let pid = sp.0.id();
+    let orig = procfs::cgroup_of(pid, Some("freezer"));
+    let c = Client::connect(&s, Duration::from_secs(10)).expect("agent socket");
+    c.declare(7, "nls", false).unwrap();
+    assert!(
+        c.declare(7, "nls", false).is_err(),
+        "a job is declared once"
+    );
+    assert!(
+        c.declare(8, "nosuch", false).is_err(),
+        "an unknown spec is refused"
+    );
+    c.adopt(pid, 7, 0, 0).unwrap();
+    assert!(!leftovers(run).is_empty());
+    c.slot(7, false).unwrap();
+    assert!(!runs(pid), "a frozen slot does not run");
+    c.slot(7, true).unwrap();
+    assert!(runs(pid), "a running slot runs");
+    c.slot(7, false).unwrap();
+    (a, sp, orig)
+}
+
+#[test]
+fn sigterm_restores_everything() {
+    let _g = serial();
+    let run = "t-term";
+    let (a, sp, orig) = frozen_leftover(run);
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(a.0.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    let mut a = a;
+    let st = a.0.wait().unwrap();
+    assert!(st.success(), "agent exit {st:?}");
+    assert!(
+        leftovers(run).is_empty(),
+        "cgroups left: {:?}",
+        leftovers(run)
+    );
+    assert!(runs(sp.0.id()), "nothing left frozen");
+    assert_eq!(procfs::cgroup_of(sp.0.id(), Some("freezer")), orig);
+}
+
+#[test]
+fn sigkill_then_next_start_restores() {
+    let _g = serial();
+    let run = "t-kill-start";
+    let (mut a, sp, orig) = frozen_leftover(run);
+    a.0.kill().unwrap();
+    a.0.wait().unwrap();
+    assert!(!leftovers(run).is_empty(), "a killed agent cannot clean up");
+    assert!(!runs(sp.0.id()), "still frozen after the SIGKILL");
+    // The next start restores what the dead agent left, then serves.
+    let s2 = sock("t-kill-start2");
+    let b = agent("t-kill-start-b", &s2, "nls");
+    Client::connect(&s2, Duration::from_secs(10)).expect("second agent");
+    assert!(
+        leftovers(run).is_empty(),
+        "cgroups left: {:?}",
+        leftovers(run)
+    );
+    assert!(runs(sp.0.id()), "thawed by the next start");
+    assert_eq!(procfs::cgroup_of(sp.0.id(), Some("freezer")), orig);
+    drop(b);
+}
+
+#[test]
+fn sigkill_then_cleanup_command_restores() {
+    let _g = serial();
+    let run = "t-kill-clean";
+    let (mut a, sp, orig) = frozen_leftover(run);
+    a.0.kill().unwrap();
+    a.0.wait().unwrap();
+    assert!(!runs(sp.0.id()));
+    let out = Command::new(env!("CARGO_BIN_EXE_cosched-agent"))
+        .arg("cleanup")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        leftovers(run).is_empty(),
+        "cgroups left: {:?}",
+        leftovers(run)
+    );
+    assert!(runs(sp.0.id()), "thawed by cleanup");
+    assert_eq!(procfs::cgroup_of(sp.0.id(), Some("freezer")), orig);
+}
+
+/// A fake rank: creates its segment, registers, prints the wait modes, spin times
+/// and event mask the agent wrote, then sleeps until killed.
+const FAKE_RANK: &str = r#"
+import mmap, os, socket, struct, sys, time
+run, job, rank, path = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+name = f"/dev/shm/cosched.{run}.{job}.{rank}"
+fd = os.open(name, os.O_CREAT | os.O_RDWR, 0o600)
+os.ftruncate(fd, 256)
+m = mmap.mmap(fd, 256)
+m[0:24] = struct.pack("<IIiiii", 0x4d485343, 1, job, rank, 2, os.getpid())
+s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+s.connect(path)
+s.send(struct.pack("<IIiiiiQQQ", 1, 1, job, rank, os.getpid(), 2, 0, 0, 0))
+ack = struct.unpack("<IIiiiiQQQ", s.recv(64))
+modes = struct.unpack("<4I", m[24:40]); spins = struct.unpack("<4Q", m[40:72])
+mask, gen = struct.unpack("<II", m[80:88])
+print(ack[5], *modes, *spins, mask, gen, flush=True)
+if rank == 0:
+    # tell the agent this rank sent a message to rank 1 of the job
+    s.send(struct.pack("<IIiiiiQQQ", 8, 1, job, 1, os.getpid(), 0, 0, 64, 0))
+time.sleep(60)
+"#;
+
+fn fake_rank(run: &str, job: i32, rank: i32, socket: &Path) -> (Proc, Vec<i64>) {
+    let mut c = Command::new("python3")
+        .args(["-c", FAKE_RANK, run, &job.to_string(), &rank.to_string()])
+        .arg(socket)
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(c.stdout.take().unwrap()),
+        &mut line,
+    )
+    .unwrap();
+    let v = line
+        .split_whitespace()
+        .map(|x| x.parse().unwrap())
+        .collect();
+    (Proc(c), v)
+}
+
+#[test]
+fn hosts_the_declared_policy_wait_modes_events_and_boosts() {
+    let _g = serial();
+    let run = "t-host";
+    let s = sock(run);
+    let _a = agent(run, &s, "nls");
+    let c = Client::connect(&s, Duration::from_secs(10)).unwrap();
+    c.declare(1, "sb[spin_us=300]", false).unwrap();
+    c.declare(2, "dcs", false).unwrap();
+    // SB: spin-then-block for 300 us on the receive side, spin on the send side
+    // (the policy's own wait_mode); no events needed.
+    let (_r, v) = fake_rank(run, 1, 0, &s);
+    assert_eq!(v[0], 0, "ACK");
+    assert_eq!(
+        &v[1..5],
+        &[1, 0, 1, 0],
+        "SPINBLOCK for Recv and RecvCompletion, SPIN for the sends"
+    );
+    assert_eq!(&v[5..9], &[300_000, 0, 300_000, 0], "spin time in ns");
+    assert_eq!(v[9], 0, "SB needs no events");
+    assert_ne!(v[10], 0, "agent_gen set");
+    // An undeclared job runs under the default policy (NLS: spin).
+    let (_u, v) = fake_rank(run, 3, 0, &s);
+    assert_eq!(&v[1..5], &[0, 0, 0, 0]);
+    // DCS: spin; subscribes to messages; a message to a rank that is not running
+    // boosts it until it runs (it sleeps here, so the boost stays).
+    let (r1, v) = fake_rank(run, 2, 1, &s);
+    assert_eq!(v[9], 1 << 8, "DCS needs MESSAGE events");
+    let leaf = Cgroups::detect()
+        .cpu
+        .unwrap()
+        .path(&format!("cosched.{run}.n0/j2r1"));
+    assert_eq!(
+        std::fs::read_to_string(leaf.join("cpu.shares"))
+            .unwrap()
+            .trim(),
+        "1024"
+    );
+    let (_r0, _) = fake_rank(run, 2, 0, &s);
+    let mut shares = String::new();
+    for _ in 0..100 {
+        shares = std::fs::read_to_string(leaf.join("cpu.shares"))
+            .unwrap()
+            .trim()
+            .to_string();
+        if shares != "1024" {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert_eq!(shares, (1024 * 64).to_string(), "the receiver is boosted");
+    // A rank that dies is released: its cgroup goes.
+    drop(r1);
+    for _ in 0..200 {
+        if !leaf.exists() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(!leaf.exists(), "a dead rank's cgroup is removed");
+    assert!(
+        !Path::new(&format!("/dev/shm/cosched.{run}.2.1")).exists(),
+        "and its segment unlinked"
+    );
+}
