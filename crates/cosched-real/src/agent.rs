@@ -127,6 +127,10 @@ impl Shm {
     }
 }
 
+// SAFETY: the mapping is process-wide shared memory of atomics; moving its
+// owner to another thread is fine.
+unsafe impl Send for Shm {}
+
 impl Drop for Shm {
     fn drop(&mut self) {
         self.get().agent_gen.store(0, Ordering::SeqCst);
@@ -183,6 +187,49 @@ pub struct AgentStats {
     pub cgroups: String,
 }
 
+/// One interval of one rank in the sampled timeline (`cosched gantt`'s rows):
+/// `kind` is `useful` or `spin` when the rank used at least half the interval's
+/// CPU time (by the shim's state), else `blocked` (sleeping, frozen or stopped)
+/// or `ready` (runnable, waiting for a CPU).
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Sample {
+    pub node: u32,
+    pub job: i32,
+    pub rank: i32,
+    pub pid: u32,
+    pub start_ns: u64,
+    pub end_ns: u64,
+    pub kind: &'static str,
+}
+
+/// Measured use of one job's ranks (summed at each rank's release).
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct Usage {
+    pub cpu_ns: u64,
+    pub ctx_voluntary: u64,
+    pub ctx_involuntary: u64,
+    pub ranks: u32,
+}
+
+/// What the agent shares with an embedding controller.
+#[derive(Default)]
+pub struct Shared {
+    pub usage: HashMap<i32, Usage>,
+    pub timeline: Vec<Sample>,
+    /// Live ranks: pid -> job.
+    pub pids: HashMap<u32, i32>,
+}
+
+impl Shared {
+    pub fn pids_of(&self, job: i32) -> Vec<u32> {
+        self.pids
+            .iter()
+            .filter(|(_, &j)| j == job)
+            .map(|(&p, _)| p)
+            .collect()
+    }
+}
+
 /// A handle that asks a running agent to restore everything and stop.
 #[derive(Clone)]
 pub struct Stopper(Arc<EventFd>);
@@ -208,6 +255,11 @@ pub struct Agent {
     jobs: HashMap<i32, Job>,
     gen: u32,
     pub stats: AgentStats,
+    shared: Arc<std::sync::Mutex<Shared>>,
+    sample: Option<Duration>,
+    next_sample: Option<Instant>,
+    /// Per rank: (cgroup CPU time, time) at the last sample, and its open row.
+    sampled: HashMap<u32, (u64, u64, Option<usize>)>,
 }
 
 const TOK_SIGNAL: u64 = u64::MAX;
@@ -381,8 +433,78 @@ impl Agent {
                 cgroups,
                 ..AgentStats::default()
             },
+            shared: Arc::default(),
+            sample: None,
+            next_sample: None,
+            sampled: HashMap::new(),
             opts,
         })
+    }
+
+    /// Samples every rank's state into the shared timeline every `period`.
+    pub fn set_sampling(&mut self, period: Duration) {
+        self.sample = Some(period.max(Duration::from_millis(1)));
+        self.next_sample = Some(Instant::now() + period);
+    }
+
+    /// The state shared with an embedding controller.
+    pub fn shared(&self) -> Arc<std::sync::Mutex<Shared>> {
+        self.shared.clone()
+    }
+
+    fn take_sample(&mut self) {
+        let now_ns = self.start.elapsed().as_nanos() as u64;
+        let mut sh = self.shared.lock().unwrap();
+        for (&pid, r) in &self.ranks {
+            let mech = &self.nodes[r.node].mech;
+            let used = mech.usage_ns(pid).unwrap_or(0);
+            let (prev_used, prev_t, open) = self
+                .sampled
+                .get(&pid)
+                .copied()
+                .unwrap_or((used, now_ns, None));
+            if now_ns > prev_t {
+                let on_cpu = (used.saturating_sub(prev_used)) * 2 >= now_ns - prev_t;
+                let shm_state = r
+                    .shm
+                    .as_ref()
+                    .map(|s| s.get().state.load(Ordering::Relaxed));
+                let kind = if on_cpu {
+                    if shm_state == Some(proto::state::SPINNING) {
+                        "spin"
+                    } else {
+                        "useful"
+                    }
+                } else if mech.is_job_frozen(r.job)
+                    || procfs::stat(pid).is_none_or(|s| s.state != 'R')
+                {
+                    "blocked"
+                } else {
+                    "ready"
+                };
+                let row = match open {
+                    Some(i) if sh.timeline[i].kind == kind && sh.timeline[i].end_ns == prev_t => {
+                        sh.timeline[i].end_ns = now_ns;
+                        i
+                    }
+                    _ => {
+                        sh.timeline.push(Sample {
+                            node: self.opts.nodes[r.node].node,
+                            job: r.job,
+                            rank: r.rank,
+                            pid,
+                            start_ns: prev_t,
+                            end_ns: now_ns,
+                            kind,
+                        });
+                        sh.timeline.len() - 1
+                    }
+                };
+                self.sampled.insert(pid, (used, now_ns, Some(row)));
+            } else {
+                self.sampled.insert(pid, (used, now_ns, open));
+            }
+        }
     }
 
     /// A handle to stop the loop from another thread.
@@ -676,6 +798,7 @@ impl Agent {
             },
         );
         self.by_job_rank.insert((m.job, m.rank), pid);
+        self.shared.lock().unwrap().pids.insert(pid, m.job);
         0
     }
 
@@ -725,6 +848,7 @@ impl Agent {
             },
         );
         self.by_job_rank.insert((m.job, m.rank), pid);
+        self.shared.lock().unwrap().pids.insert(pid, m.job);
         0
     }
 
@@ -745,6 +869,19 @@ impl Agent {
             return;
         };
         self.by_job_rank.remove(&(r.job, r.rank));
+        self.sampled.remove(&pid);
+        {
+            // Measured use, read before the rank's cgroup goes.
+            let cpu = self.nodes[r.node].mech.usage_ns(pid).unwrap_or(0);
+            let (v, n) = procfs::context_switches(pid).unwrap_or((0, 0));
+            let mut sh = self.shared.lock().unwrap();
+            sh.pids.remove(&pid);
+            let u = sh.usage.entry(r.job).or_default();
+            u.cpu_ns += cpu;
+            u.ctx_voluntary += v;
+            u.ctx_involuntary += n;
+            u.ranks += 1;
+        }
         self.unhost(r.node, &r.spec, pid);
         if let Err(e) = self.nodes[r.node].mech.remove_rank(pid) {
             eprintln!("cosched-agent: release {pid}: {e}");
@@ -859,6 +996,12 @@ impl Agent {
 
     fn on_timer(&mut self) {
         let now = Instant::now();
+        if let (Some(t), Some(p)) = (self.next_sample, self.sample) {
+            if t <= now {
+                self.next_sample = Some(t + p);
+                self.take_sample();
+            }
+        }
         // Boosts until run: a process whose CPU time grew has run.
         let pending: Vec<(u32, usize, u64)> = self
             .ranks
@@ -926,6 +1069,7 @@ impl Agent {
                 take(h.next_tick);
             }
         }
+        take(self.next_sample);
         if self.ranks.values().any(|r| r.boost_until_run.is_some()) {
             take(Some(Instant::now() + BOOST_CHECK));
         }

@@ -5,6 +5,7 @@
 pub mod agent;
 pub mod cgroup;
 pub mod client;
+pub mod controller;
 pub mod mech;
 pub mod procfs;
 pub mod proto;

@@ -1,0 +1,627 @@
+//! The controller of `cosched run`: admits jobs over the virtual nodes of this
+//! machine with the same cluster policy code as the simulator, launches them with
+//! `mpiexec` under the shim, switches gang slots through the agent, and
+//! measures what the simulator reports.
+//!
+//! * Admission: `fcfs` (MPL `mpl`), `batch` / `easy` (MPL 1) run the job-level
+//!   [`ClusterPolicy`] of `cosched-policies` (`fcfs`, `easy`) over a view whose
+//!   processors are the virtual nodes with room for one more process (and, when
+//!   memory-aware, with room for the job's footprint); a started job is then
+//!   placed on distinct nodes by PACKING (lowest nodes first) or NO PACKING
+//!   (seeded random choice). A job that cannot be placed yet stays first in line.
+//! * Gang: an Ousterhout matrix of `rows` rows and one column per node; a job
+//!   takes the first row with room on enough nodes. Every `quantum_ms` the
+//!   controller freezes every job of the active row (the agent answers when the
+//!   kernel reports them frozen), then thaws the next non-empty row's jobs:
+//!   stop-then-start, so two rows never run at once.
+//! * Each job runs `mpiexec` in its own process group with the parent-death
+//!   signal SIGTERM; a rank's environment names its node's agent socket
+//!   (`COSCHED_AGENT`), the run, the job and `COSCHED_REQUIRED=1`.
+
+use crate::agent::{Agent, AgentOptions, AgentStats, NodeSpec, Sample};
+use crate::client::Client;
+use cosched_des::SimTime;
+use cosched_engine::policy::{ClusterPolicy, ClusterView, Decision, Event};
+use cosched_model::{JobId, JobSpec};
+use std::collections::{HashMap, VecDeque};
+use std::os::unix::process::CommandExt;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// The MPI that launches the jobs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mpi {
+    Mpich,
+    OpenMpi,
+}
+
+impl Mpi {
+    pub fn parse(s: &str) -> Result<Mpi, String> {
+        match s {
+            "mpich" => Ok(Mpi::Mpich),
+            "openmpi" => Ok(Mpi::OpenMpi),
+            _ => Err(format!("unknown MPI {s:?}; valid: mpich, openmpi")),
+        }
+    }
+    pub fn launcher(self) -> &'static str {
+        match self {
+            Mpi::Mpich => "mpiexec.mpich",
+            Mpi::OpenMpi => "mpirun.openmpi",
+        }
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            Mpi::Mpich => "mpich",
+            Mpi::OpenMpi => "openmpi",
+        }
+    }
+}
+
+/// How jobs are admitted and time-sliced.
+#[derive(Clone, Debug, PartialEq, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Scheme {
+    /// FCFS under the MPL.
+    Fcfs,
+    /// MPL 1, FCFS or EASY backfilling.
+    Batch { easy: bool },
+    /// Ousterhout matrix.
+    Gang { rows: u32, quantum_ns: u64 },
+}
+
+/// One job to run.
+#[derive(Clone, Debug, serde::Deserialize)]
+pub struct RealJob {
+    pub id: i64,
+    pub procs: u32,
+    pub submit_ns: u64,
+    /// The program and its arguments (every rank runs the same).
+    pub argv: Vec<String>,
+    pub memory_mb: f64,
+    /// What EASY sees as the job's runtime estimate.
+    pub estimate_ns: u64,
+}
+
+/// A run.
+#[derive(Clone, Debug, serde::Deserialize)]
+pub struct RunSpec {
+    pub run: String,
+    /// Where job logs, the shim's log and the sockets go.
+    pub work_dir: PathBuf,
+    pub mpi: Mpi,
+    /// libcosched for this MPI (LD_PRELOAD).
+    pub shim: PathBuf,
+    /// CPUs of each virtual node (cpuset lists).
+    pub nodes: Vec<String>,
+    pub node_memory_mb: f64,
+    pub scheme: Scheme,
+    pub node_policy: String,
+    pub mpl: u32,
+    pub packing: bool,
+    pub memory_aware: bool,
+    pub seed: u64,
+    pub jobs: Vec<RealJob>,
+    pub time_limit_ns: u64,
+    pub sample_ns: u64,
+    pub boost_factor: f64,
+    pub state_dir: PathBuf,
+}
+
+/// What happened to one job.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct JobOut {
+    pub start_ns: Option<u64>,
+    pub end_ns: Option<u64>,
+    pub nodes: Vec<u32>,
+    pub ok: bool,
+    pub error: Option<String>,
+    pub cpu_ns: u64,
+    pub ctx_voluntary: u64,
+    pub ctx_involuntary: u64,
+    pub ranks_registered: u32,
+    pub gang_row: i64,
+}
+
+/// The result of a run.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct RunOut {
+    pub jobs: Vec<JobOut>,
+    pub timeline: Vec<Sample>,
+    pub agent: AgentStats,
+    pub gang_switch_ns: Vec<u64>,
+    pub makespan_ns: u64,
+    pub mpi_version: String,
+}
+
+/// A progress snapshot for the display: (queued, running, done, failed, elapsed s).
+pub type Progress = (usize, usize, usize, usize, f64);
+
+struct Running {
+    child: Child,
+    nodes: Vec<u32>,
+    row: Option<u32>,
+}
+
+/// The job-level view: processors are the nodes that have room.
+struct SlotView<'a> {
+    now: SimTime,
+    free: u32,
+    total: u32,
+    specs: &'a [JobSpec],
+    starts: &'a HashMap<u32, SimTime>,
+}
+
+impl ClusterView for SlotView<'_> {
+    fn now(&self) -> SimTime {
+        self.now
+    }
+    fn total_procs(&self) -> u32 {
+        self.total
+    }
+    fn free_procs(&self) -> u32 {
+        self.free
+    }
+    fn job(&self, id: JobId) -> &JobSpec {
+        &self.specs[id.0 as usize]
+    }
+    fn start_time(&self, id: JobId) -> Option<SimTime> {
+        self.starts.get(&id.0).copied()
+    }
+}
+
+/// Checks what a run needs on this machine; the error names what is missing.
+pub fn check(spec: &RunSpec) -> Result<(), String> {
+    let which = |p: &str| {
+        std::env::var_os("PATH")
+            .map(|path| std::env::split_paths(&path).any(|d| d.join(p).is_file()))
+            .unwrap_or(false)
+    };
+    if !which(spec.mpi.launcher()) {
+        return Err(format!(
+            "{} not found on PATH: install {} (Debian: apt-get install {})",
+            spec.mpi.launcher(),
+            spec.mpi.name(),
+            match spec.mpi {
+                Mpi::Mpich => "mpich libmpich-dev",
+                Mpi::OpenMpi => "openmpi-bin libopenmpi-dev",
+            }
+        ));
+    }
+    if !spec.shim.is_file() {
+        return Err(format!(
+            "the MPI shim {} is missing (build it: make real)",
+            spec.shim.display()
+        ));
+    }
+    let cg = crate::cgroup::Cgroups::detect();
+    cg.require()?;
+    if spec.nodes.is_empty() {
+        return Err("no virtual node".into());
+    }
+    for (i, j) in spec.jobs.iter().enumerate() {
+        if j.procs as usize > spec.nodes.len() {
+            return Err(format!(
+                "job {i} (id {}) needs {} processes on distinct nodes but the machine has {} virtual nodes",
+                j.id,
+                j.procs,
+                spec.nodes.len()
+            ));
+        }
+        if spec.memory_aware && j.memory_mb > spec.node_memory_mb {
+            return Err(format!(
+                "job {i} needs {} MB per node; a node has {} MB",
+                j.memory_mb, spec.node_memory_mb
+            ));
+        }
+        if j.argv.is_empty() {
+            return Err(format!("job {i} has no program"));
+        }
+    }
+    Ok(())
+}
+
+fn launch(
+    spec: &RunSpec,
+    idx: usize,
+    job: &RealJob,
+    nodes: &[u32],
+    sockets: &[PathBuf],
+) -> std::io::Result<Child> {
+    let mut c = Command::new(spec.mpi.launcher());
+    let log = spec.work_dir.join(format!("job{idx}.log"));
+    let out = std::fs::File::create(&log)?;
+    c.stdin(Stdio::null()).stdout(out.try_clone()?).stderr(out);
+    let set = |k: &str, v: &str| match spec.mpi {
+        Mpi::Mpich => vec!["-env".to_string(), k.to_string(), v.to_string()],
+        Mpi::OpenMpi => vec!["-x".to_string(), format!("{k}={v}")],
+    };
+    if spec.mpi == Mpi::OpenMpi {
+        c.env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+            .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
+        c.args(["--oversubscribe", "--bind-to", "none"]);
+    }
+    for (r, &n) in nodes.iter().enumerate() {
+        if r > 0 {
+            c.arg(":");
+        }
+        c.arg(if spec.mpi == Mpi::Mpich { "-n" } else { "-np" })
+            .arg("1");
+        for (k, v) in [
+            (
+                "COSCHED_AGENT",
+                sockets[n as usize].to_string_lossy().to_string(),
+            ),
+            ("COSCHED_RUN", spec.run.clone()),
+            ("COSCHED_JOB", idx.to_string()),
+            ("COSCHED_REQUIRED", "1".into()),
+            (
+                "COSCHED_LOG",
+                spec.work_dir
+                    .join("shim.jsonl")
+                    .to_string_lossy()
+                    .to_string(),
+            ),
+            ("LD_PRELOAD", spec.shim.to_string_lossy().to_string()),
+        ] {
+            c.args(set(k, &v));
+        }
+        c.args(&job.argv);
+    }
+    // SAFETY: async-signal-safe calls between fork and exec.
+    unsafe {
+        c.pre_exec(|| {
+            libc::setpgid(0, 0);
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
+            Ok(())
+        });
+    }
+    c.spawn()
+}
+
+fn mpi_version(mpi: Mpi) -> String {
+    Command::new(mpi.launcher())
+        .arg("--version")
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .output()
+        .map(|o| {
+            String::from_utf8_lossy(&o.stdout)
+                .lines()
+                .find(|l| !l.trim().is_empty())
+                .unwrap_or("")
+                .trim()
+                .to_string()
+        })
+        .unwrap_or_default()
+}
+
+/// Runs `spec` for real; `progress` is called about twice a second.
+pub fn run(spec: &RunSpec, mut progress: impl FnMut(Progress)) -> Result<RunOut, String> {
+    check(spec)?;
+    std::fs::create_dir_all(&spec.work_dir)
+        .map_err(|e| format!("{}: {e}", spec.work_dir.display()))?;
+    let sockets: Vec<PathBuf> = (0..spec.nodes.len())
+        .map(|i| spec.work_dir.join(format!("agent-n{i}.sock")))
+        .collect();
+    let opts = AgentOptions {
+        run: spec.run.clone(),
+        nodes: spec
+            .nodes
+            .iter()
+            .enumerate()
+            .map(|(i, c)| NodeSpec {
+                node: i as u32,
+                cpus: Some(c.clone()),
+                socket: sockets[i].clone(),
+            })
+            .collect(),
+        default_policy: spec.node_policy.clone(),
+        boost_factor: spec.boost_factor,
+        state_dir: spec.state_dir.clone(),
+        realtime: true,
+    };
+    cosched_policies::registry::build_node(&spec.node_policy)
+        .map_err(|e| format!("scheduler.node_policy: {e}"))?;
+    let mut agent = Agent::new(opts).map_err(|e| e.to_string())?;
+    agent.set_sampling(Duration::from_nanos(spec.sample_ns));
+    let stopper = agent.stopper();
+    let shared = agent.shared();
+    let handle = std::thread::Builder::new()
+        .name("cosched-agent".into())
+        .spawn(move || {
+            let r = agent.run();
+            (r, agent.stats.clone())
+        })
+        .map_err(|e| e.to_string())?;
+    let result = control(spec, &sockets, &shared, &mut progress);
+    stopper.stop();
+    let (r, stats) = handle
+        .join()
+        .map_err(|_| "the agent thread panicked".to_string())?;
+    r.map_err(|e| e.to_string())?;
+    let mut out = result?;
+    out.agent = stats;
+    let sh = shared.lock().unwrap();
+    for (j, o) in out.jobs.iter_mut().enumerate() {
+        if let Some(u) = sh.usage.get(&(j as i32)) {
+            o.cpu_ns = u.cpu_ns;
+            o.ctx_voluntary = u.ctx_voluntary;
+            o.ctx_involuntary = u.ctx_involuntary;
+            o.ranks_registered = u.ranks;
+        }
+    }
+    out.timeline = sh.timeline.clone();
+    out.mpi_version = mpi_version(spec.mpi);
+    Ok(out)
+}
+
+fn control(
+    spec: &RunSpec,
+    sockets: &[PathBuf],
+    shared: &Arc<Mutex<crate::agent::Shared>>,
+    progress: &mut impl FnMut(Progress),
+) -> Result<RunOut, String> {
+    let client = Client::connect(&sockets[0], Duration::from_secs(10))?;
+    let n_nodes = spec.nodes.len() as u32;
+    let (mpl, rows) = match spec.scheme {
+        Scheme::Fcfs => (spec.mpl, 1),
+        Scheme::Batch { .. } => (1, 1),
+        Scheme::Gang { rows, .. } => (1, rows),
+    };
+    let policy_name = match spec.scheme {
+        Scheme::Batch { easy: true } => "easy",
+        _ => "fcfs",
+    };
+    let mut policy: Box<dyn ClusterPolicy> =
+        cosched_policies::registry::build(policy_name).map_err(|e| e.to_string())?;
+    let specs: Vec<JobSpec> = spec
+        .jobs
+        .iter()
+        .map(|j| JobSpec {
+            source_id: j.id,
+            submit: SimTime(j.submit_ns as i64),
+            runtime: SimTime(j.estimate_ns as i64),
+            procs: j.procs,
+            requested: None,
+            estimate: SimTime(j.estimate_ns as i64),
+            kill_after: None,
+        })
+        .collect();
+    let mut order: Vec<usize> = (0..spec.jobs.len()).collect();
+    order.sort_by_key(|&i| spec.jobs[i].submit_ns);
+    let mut to_submit: VecDeque<usize> = order.into();
+    let mut out = RunOut {
+        jobs: vec![
+            JobOut {
+                gang_row: -1,
+                ..JobOut::default()
+            };
+            spec.jobs.len()
+        ],
+        ..RunOut::default()
+    };
+    // Per node and row: processes and memory placed.
+    let mut load = vec![vec![0u32; n_nodes as usize]; rows as usize];
+    let mut mem = vec![0f64; n_nodes as usize];
+    let mut running: HashMap<usize, Running> = HashMap::new();
+    let mut pending: VecDeque<usize> = VecDeque::new();
+    let mut starts: HashMap<u32, SimTime> = HashMap::new();
+    let mut rng = spec
+        .seed
+        .wrapping_mul(6364136223846793005)
+        .wrapping_add(1442695040888963407);
+    let mut active_row = 0u32;
+    let mut next_switch = None;
+    let t0 = Instant::now();
+    let mut last_progress = Instant::now() - Duration::from_secs(1);
+    let (mut done, mut failed) = (0usize, 0usize);
+    loop {
+        let now = t0.elapsed();
+        let mut events = vec![];
+        // Completions.
+        let ids: Vec<usize> = running.keys().copied().collect();
+        for j in ids {
+            let r = running.get_mut(&j).unwrap();
+            let status = match r.child.try_wait() {
+                Ok(Some(s)) => s,
+                Ok(None) => continue,
+                Err(e) => return Err(format!("job {j}: {e}")),
+            };
+            let r = running.remove(&j).unwrap();
+            let _ = client.end(j as i32);
+            let o = &mut out.jobs[j];
+            o.end_ns = Some(t0.elapsed().as_nanos() as u64);
+            o.ok = status.success();
+            if !o.ok {
+                o.error = Some(format!(
+                    "{} exited with {status}; log: {}",
+                    spec.mpi.launcher(),
+                    spec.work_dir.join(format!("job{j}.log")).display()
+                ));
+                failed += 1;
+            } else {
+                done += 1;
+            }
+            for &n in &r.nodes {
+                load[r.row.unwrap_or(0) as usize][n as usize] -= 1;
+                mem[n as usize] -= spec.jobs[j].memory_mb;
+            }
+            events.push(Event::Completed(JobId(j as u32)));
+        }
+        while let Some(&j) = to_submit.front() {
+            if Duration::from_nanos(spec.jobs[j].submit_ns) > now {
+                break;
+            }
+            to_submit.pop_front();
+            events.push(Event::Submitted(JobId(j as u32)));
+        }
+        if !events.is_empty() {
+            // Processors of the view: nodes with room for one more process in some row.
+            let free = (0..n_nodes as usize)
+                .filter(|&n| (0..rows as usize).any(|r| load[r][n] < mpl))
+                .filter(|&n| !spec.memory_aware || mem[n] < spec.node_memory_mb)
+                .count() as u32;
+            let view = SlotView {
+                now: SimTime(now.as_nanos() as i64),
+                free,
+                total: n_nodes,
+                specs: &specs,
+                starts: &starts,
+            };
+            let mut decisions = vec![];
+            policy.on_events(&events, &view, &mut decisions);
+            for d in decisions {
+                match d {
+                    Decision::Start(id) | Decision::StartOn(id, _) => {
+                        pending.push_back(id.0 as usize)
+                    }
+                    Decision::Reject(id) => {
+                        out.jobs[id.0 as usize].error = Some("rejected by the policy".into());
+                        failed += 1;
+                    }
+                    Decision::WakeAt(_) => {}
+                }
+            }
+        }
+        // Place the started jobs in order; one that does not fit yet stays first.
+        while let Some(&j) = pending.front() {
+            let job = &spec.jobs[j];
+            let mut placed = None;
+            for (row, row_load) in load.iter().enumerate() {
+                let mut cand: Vec<u32> = (0..n_nodes)
+                    .filter(|&n| row_load[n as usize] < mpl)
+                    .filter(|&n| {
+                        !spec.memory_aware || mem[n as usize] + job.memory_mb <= spec.node_memory_mb
+                    })
+                    .collect();
+                if cand.len() < job.procs as usize {
+                    continue;
+                }
+                if !spec.packing {
+                    for i in (1..cand.len()).rev() {
+                        rng = rng
+                            .wrapping_mul(6364136223846793005)
+                            .wrapping_add(1442695040888963407);
+                        cand.swap(i, ((rng >> 33) as usize) % (i + 1));
+                    }
+                }
+                cand.truncate(job.procs as usize);
+                cand.sort();
+                placed = Some((row, cand));
+                break;
+            }
+            let Some((row, nodes)) = placed else { break };
+            pending.pop_front();
+            client.declare(j as i32, &spec.node_policy, false)?;
+            let gang = matches!(spec.scheme, Scheme::Gang { .. });
+            if gang && row as u32 != active_row {
+                client.slot(j as i32, false)?;
+            }
+            let child = match launch(spec, j, job, &nodes, sockets) {
+                Ok(c) => c,
+                Err(e) => {
+                    let _ = client.end(j as i32);
+                    out.jobs[j].error = Some(format!("cannot start {}: {e}", spec.mpi.launcher()));
+                    failed += 1;
+                    continue;
+                }
+            };
+            for &n in &nodes {
+                load[row][n as usize] += 1;
+                mem[n as usize] += job.memory_mb;
+            }
+            starts.insert(j as u32, SimTime(now.as_nanos() as i64));
+            let o = &mut out.jobs[j];
+            o.start_ns = Some(now.as_nanos() as u64);
+            o.nodes = nodes.clone();
+            o.gang_row = if gang { row as i64 } else { -1 };
+            running.insert(
+                j,
+                Running {
+                    child,
+                    nodes,
+                    row: gang.then_some(row as u32),
+                },
+            );
+        }
+        // Gang slot switches.
+        if let Scheme::Gang { quantum_ns, .. } = spec.scheme {
+            let quantum = Duration::from_nanos(quantum_ns);
+            let next = *next_switch.get_or_insert(now + quantum);
+            if now >= next {
+                next_switch = Some(now + quantum);
+                let occupied: Vec<u32> = (0..rows)
+                    .filter(|&r| running.values().any(|x| x.row == Some(r)))
+                    .collect();
+                let target = occupied
+                    .iter()
+                    .copied()
+                    .find(|&r| r > active_row)
+                    .or(occupied.first().copied());
+                if let Some(target) = target.filter(|&t| t != active_row) {
+                    let t = Instant::now();
+                    for (&j, r) in &running {
+                        if r.row == Some(active_row) {
+                            client.slot(j as i32, false)?;
+                        }
+                    }
+                    for (&j, r) in &running {
+                        if r.row == Some(target) {
+                            client.slot(j as i32, true)?;
+                        }
+                    }
+                    out.gang_switch_ns.push(t.elapsed().as_nanos() as u64);
+                    active_row = target;
+                }
+            }
+        }
+        let queued = to_submit.len() + pending.len();
+        if last_progress.elapsed() >= Duration::from_millis(500) {
+            progress((queued, running.len(), done, failed, now.as_secs_f64()));
+            last_progress = Instant::now();
+        }
+        if to_submit.is_empty() && pending.is_empty() && running.is_empty() {
+            break;
+        }
+        if now > Duration::from_nanos(spec.time_limit_ns) {
+            let pids: Vec<(usize, Vec<u32>)> = {
+                let sh = shared.lock().unwrap();
+                running.keys().map(|&j| (j, sh.pids_of(j as i32))).collect()
+            };
+            for (j, ps) in pids {
+                let _ = client.end(j as i32);
+                for p in ps {
+                    let _ = nix::sys::signal::kill(
+                        nix::unistd::Pid::from_raw(p as i32),
+                        nix::sys::signal::Signal::SIGKILL,
+                    );
+                }
+                if let Some(mut r) = running.remove(&j) {
+                    let _ = nix::sys::signal::killpg(
+                        nix::unistd::Pid::from_raw(r.child.id() as i32),
+                        nix::sys::signal::Signal::SIGKILL,
+                    );
+                    let _ = r.child.wait();
+                }
+                let o = &mut out.jobs[j];
+                o.end_ns = Some(t0.elapsed().as_nanos() as u64);
+                o.error = Some(format!(
+                    "killed at the time limit ({} s)",
+                    spec.time_limit_ns / 1_000_000_000
+                ));
+                failed += 1;
+            }
+            for j in pending.drain(..).chain(to_submit.drain(..)) {
+                out.jobs[j].error = Some("not started before the time limit".into());
+            }
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    progress((0, 0, done, failed, t0.elapsed().as_secs_f64()));
+    out.makespan_ns = t0.elapsed().as_nanos() as u64;
+    Ok(out)
+}

@@ -1,0 +1,81 @@
+//! The controller on this machine with MPICH and the shim (`make real` builds
+//! them; without them these tests fail). Jobs are the shim's probe program.
+
+use cosched_real::controller::{run, Mpi, RealJob, RunSpec, Scheme};
+use std::path::PathBuf;
+
+fn build() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../build/real")
+}
+
+fn spec(name: &str, scheme: Scheme, policy: &str, argv: &[&str], n: usize) -> RunSpec {
+    let probe = build().join("cosched-probe-mpich");
+    assert!(
+        probe.is_file(),
+        "{} missing: run `make real`",
+        probe.display()
+    );
+    let mut a = vec![probe.to_string_lossy().to_string()];
+    a.extend(argv.iter().map(|s| s.to_string()));
+    RunSpec {
+        run: name.into(),
+        work_dir: std::env::temp_dir().join(format!("cosched-ctl-{name}-{}", std::process::id())),
+        mpi: Mpi::Mpich,
+        shim: build().join("libcosched-mpich.so"),
+        nodes: vec!["0".into(), "1".into()],
+        node_memory_mb: 1000.0,
+        scheme,
+        node_policy: policy.into(),
+        mpl: 2,
+        packing: true,
+        memory_aware: false,
+        seed: 1,
+        jobs: (0..n)
+            .map(|i| RealJob {
+                id: i as i64,
+                procs: 2,
+                submit_ns: 0,
+                argv: a.clone(),
+                memory_mb: 0.0,
+                estimate_ns: 60_000_000_000,
+            })
+            .collect(),
+        time_limit_ns: 120_000_000_000,
+        sample_ns: 50_000_000,
+        boost_factor: 64.0,
+        state_dir: cosched_real::state::default_dir(),
+    }
+}
+
+#[test]
+fn two_jobs_run_and_are_measured() {
+    let s = spec("ctl-two", Scheme::Fcfs, "sb", &["pingpong", "3000", "8"], 2);
+    let out = run(&s, |_| {}).unwrap();
+    for (i, j) in out.jobs.iter().enumerate() {
+        assert!(j.ok, "job {i}: {:?}", j.error);
+        assert_eq!(j.ranks_registered, 2, "job {i}");
+        assert!(j.cpu_ns > 0);
+        assert_eq!(j.nodes, vec![0, 1]);
+    }
+    assert!(!out.timeline.is_empty());
+    let _ = std::fs::remove_dir_all(&s.work_dir);
+}
+
+#[test]
+fn a_crashing_job_fails_alone() {
+    let mut s = spec("ctl-crash", Scheme::Fcfs, "nls", &["crash", "1"], 2);
+    s.jobs[1].argv = s.jobs[0].argv[..1]
+        .iter()
+        .cloned()
+        .chain(["pingpong".into(), "2000".into(), "8".into()])
+        .collect();
+    let out = run(&s, |_| {}).unwrap();
+    assert!(!out.jobs[0].ok);
+    assert!(
+        out.jobs[0].error.as_deref().unwrap().contains("exited"),
+        "{:?}",
+        out.jobs[0].error
+    );
+    assert!(out.jobs[1].ok, "{:?}", out.jobs[1].error);
+    let _ = std::fs::remove_dir_all(&s.work_dir);
+}
