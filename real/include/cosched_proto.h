@@ -28,7 +28,9 @@
  *   Name: "/cosched.<run>.<job>.<rank>" (shm_open; appears as /dev/shm/cosched.<run>.<job>.<rank>),
  *   size sizeof(struct cosched_rank_shm), created by the shim in MPI_Init (after PMPI_Init) before it
  *   registers. Ranks of the same job on the same machine open each other's segments by name (a sender
- *   adds to the receiver's `arrivals` and bumps its `wake_seq`). The agent maps it on REGISTER and
+ *   adds to the receiver's `arrivals` and bumps its `wake_seq`). An agent serves ranks of several runs
+ *   (under Slurm each job step is a run, "s<job>-<step>", named by the SPANK plugin): on REGISTER it maps
+ *   the segment "/cosched.*.<job>.<rank>" whose `pid` field is the registering pid. The agent maps it on REGISTER and
  *   unlinks it on UNREGISTER, on connection close, and at its next start for segments of dead pids.
  *   Order in MPI_Init: create segment, REGISTER/ACK, barrier, map every peer's segment that exists
  *   on this machine, barrier. A rank no agent serves then unlinks its own segment name at once (the
