@@ -15,7 +15,10 @@ pub mod cluster;
 pub mod gang_fluid;
 pub mod metrics;
 pub mod os;
-pub mod policy;
+/// The cluster-policy contract (defined in `cosched-contract`).
+pub mod policy {
+    pub use cosched_contract::cluster::*;
+}
 pub mod process;
 pub mod timeshare_fluid;
 

@@ -17,8 +17,8 @@
 
 use crate::profile::Profile;
 use crate::registry::{ParamInfo, PolicyInfo, PolicySpec, RegistryError};
+use cosched_contract::cluster::{ClusterPolicy, ClusterView, Decision, Event};
 use cosched_des::SimTime;
-use cosched_engine::{ClusterPolicy, ClusterView, Decision, Event};
 use cosched_model::JobId;
 
 pub fn info() -> PolicyInfo {

@@ -18,8 +18,8 @@
 //! Parameters: none.
 
 use crate::registry::{ParamInfo, PolicyInfo, PolicySpec, RegistryError};
+use cosched_contract::cluster::{ClusterPolicy, ClusterView, Decision, Event};
 use cosched_des::SimTime;
-use cosched_engine::{ClusterPolicy, ClusterView, Decision, Event};
 use cosched_model::JobId;
 use std::collections::BTreeSet;
 

@@ -3,8 +3,8 @@
 //! Unknown names and unknown or malformed parameters are errors that list what
 //! is valid; nothing here panics on user input.
 
-use cosched_engine::process::policy::NodePolicy;
-use cosched_engine::ClusterPolicy;
+use cosched_contract::cluster::ClusterPolicy;
+use cosched_contract::node::NodePolicy;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use thiserror::Error;

@@ -19,6 +19,7 @@ pub mod timeshare;
 
 pub mod calibrate;
 
+pub use cosched_contract as contract;
 pub use cosched_des as des;
 pub use cosched_engine as engine;
 pub use cosched_model as model;

@@ -32,8 +32,7 @@ pub mod rr;
 use cosched_des::SimTime;
 pub use cosched_model::node::OsConfig;
 
-/// A process, as the node's scheduler knows it (dense per run).
-pub type Pid = u32;
+pub use cosched_contract::node::{Pid, Stop};
 
 /// Why a process becomes runnable.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -46,17 +45,6 @@ pub enum Wake {
     Preempted,
     /// It was running and used its whole slice.
     Expired,
-}
-
-/// Why a running process stops running.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Stop {
-    /// Preempted by another process (it goes back to the runnable set).
-    Preempted,
-    /// Its slice ran out (it goes back to the runnable set).
-    Expired,
-    /// It blocks (sleeps) until woken.
-    Blocked,
 }
 
 /// A scheduling decision for a free CPU.

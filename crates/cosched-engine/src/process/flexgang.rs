@@ -48,88 +48,8 @@ use super::gang::Matrix;
 use super::gangedness::{GangClass, GangednessParams};
 use super::{PState, Sim};
 use crate::os::{Pid, Stop, Wake};
+pub use cosched_contract::process::{FlexParams, GangBit, LowGang, DEFAULT_EST_QUANTUM};
 use cosched_des::SimTime;
-
-/// Which jobs carry the gang bit (may yield their slot when blocked).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub enum GangBit {
-    /// No job (plain gang).
-    #[default]
-    Off,
-    /// Every job.
-    All,
-    /// The jobs of these applications.
-    Apps(Vec<String>),
-}
-
-impl GangBit {
-    fn of(&self, app: &str) -> bool {
-        match self {
-            GangBit::Off => false,
-            GangBit::All => true,
-            GangBit::Apps(a) => a.iter().any(|x| x == app),
-        }
-    }
-}
-
-/// Where the flexible options learn which jobs are of low gangedness.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum LowGang {
-    /// The jobs of these applications (none: no gangedness source).
-    Declared(Vec<String>),
-    /// The online estimator's class ([`super::gangedness`]).
-    Auto(GangednessParams),
-}
-
-impl Default for LowGang {
-    fn default() -> Self {
-        LowGang::Declared(Vec::new())
-    }
-}
-
-/// The default length of the estimator's processor-quanta (assumption G-S003-5).
-pub const DEFAULT_EST_QUANTUM: SimTime = SimTime::from_ms(10);
-
-/// The flexible options of gang scheduling; the default is plain gang.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct FlexParams {
-    /// Per-application quanta: a job whose program is `app` (its name before any
-    /// `[`) gets this slot length.
-    pub quanta: Vec<(String, SimTime)>,
-    /// A process woken by its disk completion preempts a process of its node.
-    pub io_preempt: bool,
-    /// Jobs whose blocked process gives its slot to another row's runnable process.
-    pub gang_bit: GangBit,
-    /// Fragments go only to low-gangedness jobs, least-served process first.
-    pub fill: bool,
-    /// The low-gangedness jobs (used by `fill` and by the I/O interrupts' victims).
-    pub low: LowGang,
-    /// Interprocess fairness bound of `fill` (zero: no bound).
-    pub fair: SimTime,
-    /// Slots per precomputed round (0 or 1: a round per slot).
-    pub round_slots: u32,
-    /// Cost of the global round precomputation, added to the switch that
-    /// starts each round.
-    pub round: SimTime,
-    /// Length of the gangedness estimator's processor-quanta.
-    pub est_quantum: SimTime,
-}
-
-impl Default for FlexParams {
-    fn default() -> Self {
-        Self {
-            quanta: Vec::new(),
-            io_preempt: false,
-            gang_bit: GangBit::Off,
-            fill: false,
-            low: LowGang::default(),
-            fair: SimTime::ZERO,
-            round_slots: 0,
-            round: SimTime::ZERO,
-            est_quantum: DEFAULT_EST_QUANTUM,
-        }
-    }
-}
 
 /// The application of a program name: the text before any `[`.
 pub fn app_of(program: &str) -> &str {
@@ -322,7 +242,12 @@ impl Matrix {
         }
         let r = self.active?;
         let own = self.node_cells(r, node);
-        let owner_job = |p: Pid| own.iter().flatten().find(|&&(_, q)| q == p).map(|&(j, _)| j);
+        let owner_job = |p: Pid| {
+            own.iter()
+                .flatten()
+                .find(|&&(_, q)| q == p)
+                .map(|&(j, _)| j)
+        };
         let running: Vec<(usize, Pid)> = curs
             .iter()
             .enumerate()
@@ -387,7 +312,11 @@ impl Sim<'_> {
         let Some(g) = &self.gang else {
             return false;
         };
-        let curs: Vec<Option<Pid>> = self.nodes[node as usize].cpus.iter().map(|c| c.cur).collect();
+        let curs: Vec<Option<Pid>> = self.nodes[node as usize]
+            .cpus
+            .iter()
+            .map(|c| c.cur)
+            .collect();
         let Some(k) = g.victim(node, pid, &curs) else {
             return false;
         };

@@ -29,25 +29,11 @@
 //! dispatches. [`Dispatcher`] is the per-node [`NativeScheduler`] of gang mode:
 //! it keeps the runnable set and runs exactly the process the engine names.
 
-use super::flexgang::{FlexParams, FlexState};
+use super::flexgang::FlexState;
 use super::gangedness::Estimator;
 use crate::os::{NativeScheduler, Pick, Pid, Stop, Wake};
+pub use cosched_contract::process::GangParams;
 use cosched_des::SimTime;
-
-/// Parameters of gang scheduling.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct GangParams {
-    /// Length of a time slot.
-    pub quantum: SimTime,
-    /// Rows of the matrix (the multiprogramming level).
-    pub rows: u32,
-    /// Global synchronization cost of a slot switch: every node idle this long.
-    pub switch: SimTime,
-    /// A node with no process in the active row may run another row's process.
-    pub alternate: bool,
-    /// Flexible gang scheduling options (seed 003; [`super::flexgang`]).
-    pub flex: FlexParams,
-}
 
 /// The Ousterhout matrix and the slot state.
 #[derive(Clone, Debug)]
@@ -303,7 +289,7 @@ mod unit {
             rows: 3,
             switch: SimTime::from_ms(1),
             alternate,
-            flex: FlexParams::default(),
+            flex: super::super::flexgang::FlexParams::default(),
         }
     }
 
@@ -372,6 +358,9 @@ mod unit {
         assert_eq!(m.choose(0, &[Some(0), None], |p| p > 1), None);
         m.active = Some(1);
         assert_eq!(m.choose(0, &[Some(4), None], |p| p != 4), Some(5));
-        assert_eq!(m.jobs_placed(), vec![(0, vec![0, 1, 2, 3]), (1, vec![4]), (2, vec![5])]);
+        assert_eq!(
+            m.jobs_placed(),
+            vec![(0, vec![0, 1, 2, 3]), (1, vec![4]), (2, vec![5])]
+        );
     }
 }

@@ -47,39 +47,8 @@
 //! calls "at least a factor of five" apart (S003 §5.2).
 
 use crate::os::Pid;
+pub use cosched_contract::process::{GangednessParams, DEFAULT_RATIO_THRESHOLD, DEFAULT_WINDOW};
 use cosched_des::SimTime;
-
-/// Parameters of the classification.
-#[derive(Clone, Copy, Debug)]
-pub struct GangednessParams {
-    /// A job whose ratio is at least this is of low gangedness.
-    pub ratio_threshold: f64,
-    /// Records of each of the gang and non-gang-non-running sets a job needs
-    /// before it is classified.
-    pub window: u64,
-}
-
-/// The default threshold (geometric middle of S003 Table 3's ratio gap).
-pub const DEFAULT_RATIO_THRESHOLD: f64 = 0.15;
-/// The default window (records per set; assumption G-S003-5).
-pub const DEFAULT_WINDOW: u64 = 32;
-
-impl Default for GangednessParams {
-    fn default() -> Self {
-        Self {
-            ratio_threshold: DEFAULT_RATIO_THRESHOLD,
-            window: DEFAULT_WINDOW,
-        }
-    }
-}
-
-// Compared by bits so that the gang parameters stay `Eq`.
-impl PartialEq for GangednessParams {
-    fn eq(&self, o: &Self) -> bool {
-        self.ratio_threshold.to_bits() == o.ratio_threshold.to_bits() && self.window == o.window
-    }
-}
-impl Eq for GangednessParams {}
 
 /// A job's gangedness class.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -293,7 +262,10 @@ impl Estimator {
                             .sum()
                     })
                 };
-                let ran: Vec<bool> = live.iter().map(|&p| 2 * held(p) >= (b - a).as_ns()).collect();
+                let ran: Vec<bool> = live
+                    .iter()
+                    .map(|&p| 2 * held(p) >= (b - a).as_ns())
+                    .collect();
                 let running = ran.iter().filter(|&&r| r).count();
                 if running == 0 {
                     continue;
@@ -307,9 +279,10 @@ impl Estimator {
                 let counts: Vec<(u64, i64)> = live
                     .iter()
                     .map(|&p| {
-                        let m = self.msgs.get(p as usize).map_or(0, |v| {
-                            v.iter().filter(|&&t| in_q(t)).count() as u64
-                        });
+                        let m = self
+                            .msgs
+                            .get(p as usize)
+                            .map_or(0, |v| v.iter().filter(|&&t| in_q(t)).count() as u64);
                         (m, total - prog(p))
                     })
                     .collect();
@@ -394,7 +367,11 @@ mod unit {
         let g = e.job(0);
         assert_eq!(g.gang.n, 3);
         assert_eq!(g.gang.msgs, 4);
-        assert_eq!(g.gang.progress_ns, 3 * 2_000, "each record: the other two ranks' progress");
+        assert_eq!(
+            g.gang.progress_ns,
+            3 * 2_000,
+            "each record: the other two ranks' progress"
+        );
         assert_eq!(g.non_gang_running.n, 2);
         assert_eq!(g.non_gang_non_running.n, 1);
         assert_eq!(g.non_gang_non_running.msgs, 1);
@@ -436,7 +413,11 @@ mod unit {
         io.non_gang_running = set(1, 0);
         assert_eq!(io.class(&p), GangClass::Low);
         io.non_gang_running.msgs = 1;
-        assert_eq!(io.class(&p), GangClass::Unknown, "it communicates: the window applies");
+        assert_eq!(
+            io.class(&p),
+            GangClass::Unknown,
+            "it communicates: the window applies"
+        );
     }
 
     #[test]

@@ -58,7 +58,10 @@ pub mod gang;
 pub mod gangedness;
 mod inversion;
 pub mod perturb;
-pub mod policy;
+/// The node-policy contract (defined in `cosched-contract`).
+pub mod policy {
+    pub use cosched_contract::node::*;
+}
 pub mod testkit;
 
 #[cfg(test)]
@@ -1696,8 +1699,11 @@ impl<'a> Sim<'a> {
                 let procs = &self.procs;
                 let ok =
                     |p: Pid| procs[p as usize].state == PState::Ready && !procs[p as usize].paging;
-                let curs: Vec<Option<Pid>> =
-                    self.nodes[node as usize].cpus.iter().map(|c| c.cur).collect();
+                let curs: Vec<Option<Pid>> = self.nodes[node as usize]
+                    .cpus
+                    .iter()
+                    .map(|c| c.cur)
+                    .collect();
                 let hint = g.choose(node, &curs, ok);
                 match &self.perturb {
                     Some(pt) => pt.choose(g, node, hint, ok),

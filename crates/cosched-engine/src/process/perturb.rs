@@ -40,36 +40,8 @@
 
 use super::gang::Matrix;
 use crate::os::Pid;
+pub use cosched_contract::process::{Choice, Kind, PerturbParams};
 use cosched_des::{RngStreams, SimTime};
-
-/// Takeaway or giveaway.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Kind {
-    Takeaway,
-    Giveaway,
-}
-
-/// How the perturbed processor is chosen.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Choice {
-    /// Always the node of this rank of the target.
-    Fixed(u32),
-    /// The k-th perturbation on rank k mod P.
-    RoundRobin,
-}
-
-/// Parameters of the perturbation harness.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct PerturbParams {
-    pub kind: Kind,
-    pub choice: Choice,
-    /// Number of perturbations (batches of four; the last batch may be shorter).
-    pub count: u32,
-    /// Batch starts are drawn over the target's first `span` slots.
-    pub span: u32,
-    /// Seed of the batch draw (stream `"perturb"`).
-    pub seed: u64,
-}
 
 /// Perturbations per batch and their spacing in the target's slots (S003 §4).
 pub const BATCH: u32 = 4;

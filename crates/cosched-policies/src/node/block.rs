@@ -9,7 +9,7 @@
 //! Parameters: none.
 
 use crate::registry::{ParamInfo, PolicyInfo, PolicySpec, RegistryError};
-use cosched_engine::process::policy::{NodePolicy, WaitKind, WaitMode};
+use cosched_contract::node::{NodePolicy, WaitKind, WaitMode};
 
 pub fn info() -> PolicyInfo {
     PolicyInfo {

@@ -36,9 +36,9 @@
 //! §5.2), is not a separate policy: see the SB module doc (it is `block`).
 
 use crate::registry::{ParamInfo, PolicyInfo, PolicySpec, RegistryError};
+use cosched_contract::node::Pid;
+use cosched_contract::node::{NodeAction, NodePolicy, NodeView, Ops, WaitKind, WaitMode};
 use cosched_des::SimTime;
-use cosched_engine::os::Pid;
-use cosched_engine::process::policy::{NodeAction, NodePolicy, NodeView, Ops, WaitKind, WaitMode};
 
 pub fn info() -> PolicyInfo {
     PolicyInfo {

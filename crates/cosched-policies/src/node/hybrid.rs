@@ -18,8 +18,8 @@
 //! Parameters: none.
 
 use crate::registry::{ParamInfo, PolicyInfo, PolicySpec, RegistryError};
-use cosched_engine::os::Pid;
-use cosched_engine::process::policy::{NodeAction, NodePolicy, NodeView, WaitKind, WaitMode};
+use cosched_contract::node::Pid;
+use cosched_contract::node::{NodeAction, NodePolicy, NodeView, WaitKind, WaitMode};
 use std::collections::BTreeMap;
 
 pub fn info() -> PolicyInfo {

@@ -19,9 +19,9 @@ pub mod sb;
 /// A hand-set node view for the policies' unit tests.
 #[cfg(test)]
 pub(crate) mod fake {
+    use cosched_contract::node::NodeView;
+    use cosched_contract::node::Pid;
     use cosched_des::SimTime;
-    use cosched_engine::os::Pid;
-    use cosched_engine::process::policy::NodeView;
 
     /// Processes with (running, unconsumed messages).
     pub struct View(pub Vec<(Pid, bool, usize)>, pub Vec<Pid>);

@@ -19,9 +19,9 @@
 //! G-SCH-3 in docs/models/seed-parameters.md).
 
 use crate::registry::{ParamInfo, PolicyInfo, PolicySpec, RegistryError};
+use cosched_contract::node::Pid;
+use cosched_contract::node::{NodeAction, NodePolicy, NodeView, WaitKind, WaitMode};
 use cosched_des::SimTime;
-use cosched_engine::os::Pid;
-use cosched_engine::process::policy::{NodeAction, NodePolicy, NodeView, WaitKind, WaitMode};
 
 pub fn info() -> PolicyInfo {
     PolicyInfo {

@@ -25,8 +25,8 @@
 //! by spinning up to `spin_us` at the receiver and by spinning at the sender.
 
 use crate::registry::{ParamInfo, PolicyInfo, PolicySpec, RegistryError};
+use cosched_contract::node::{NodePolicy, WaitKind, WaitMode};
 use cosched_des::SimTime;
-use cosched_engine::process::policy::{NodePolicy, WaitKind, WaitMode};
 
 pub fn info() -> PolicyInfo {
     PolicyInfo {

@@ -56,10 +56,10 @@
 
 use super::ProcAdmission;
 use crate::registry::{ParamInfo, PolicyInfo, PolicySpec, RegistryError};
+use cosched_contract::process::GangParams;
+use cosched_contract::process::{FlexParams, GangBit, LowGang, DEFAULT_EST_QUANTUM};
+use cosched_contract::process::{GangednessParams, DEFAULT_RATIO_THRESHOLD, DEFAULT_WINDOW};
 use cosched_des::SimTime;
-use cosched_engine::process::flexgang::{FlexParams, GangBit, LowGang, DEFAULT_EST_QUANTUM};
-use cosched_engine::process::gangedness::{GangednessParams, DEFAULT_RATIO_THRESHOLD, DEFAULT_WINDOW};
-use cosched_engine::process::gang::GangParams;
 
 pub fn info() -> PolicyInfo {
     PolicyInfo {
@@ -199,7 +199,8 @@ pub fn build(spec: &PolicySpec) -> Result<ProcAdmission, RegistryError> {
     } else {
         LowGang::Declared(list("low"))
     };
-    let est_quantum_ms: f64 = spec.get("est_quantum_ms", DEFAULT_EST_QUANTUM.as_ns() as f64 / 1e6)?;
+    let est_quantum_ms: f64 =
+        spec.get("est_quantum_ms", DEFAULT_EST_QUANTUM.as_ns() as f64 / 1e6)?;
     let est_quantum = SimTime::from_secs_f64(est_quantum_ms / 1e3);
     if !(est_quantum_ms.is_finite() && est_quantum > SimTime::ZERO) {
         return Err(bad("est_quantum_ms", "must be > 0"));

@@ -14,8 +14,8 @@ pub mod gang;
 pub mod perturb;
 
 use crate::registry::{PolicyInfo, PolicySpec, RegistryError};
-use cosched_engine::process::gang::GangParams;
-use cosched_engine::process::perturb::PerturbParams;
+use cosched_contract::process::GangParams;
+use cosched_contract::process::PerturbParams;
 
 /// How the process engine admits and time-slices jobs.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -86,9 +86,9 @@ pub fn build_process(spec: &str) -> Result<ProcAdmission, RegistryError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use cosched_contract::process::GangednessParams;
+    use cosched_contract::process::{FlexParams, GangBit, LowGang};
     use cosched_des::SimTime;
-    use cosched_engine::process::flexgang::{FlexParams, GangBit, LowGang};
-    use cosched_engine::process::gangedness::GangednessParams;
 
     #[test]
     fn builds_every_scheme_and_rejects_bad_input() {
@@ -161,7 +161,10 @@ mod tests {
         .unwrap() else {
             panic!("gang")
         };
-        assert_eq!(g.flex.gang_bit, GangBit::Apps(vec!["Emp".into(), "io-bound".into()]));
+        assert_eq!(
+            g.flex.gang_bit,
+            GangBit::Apps(vec!["Emp".into(), "io-bound".into()])
+        );
         assert_eq!(
             g.flex.low,
             LowGang::Auto(GangednessParams {
@@ -170,7 +173,8 @@ mod tests {
             })
         );
         assert_eq!(g.flex.est_quantum, SimTime::from_ms(5));
-        let ProcAdmission::Gang(g) = build_process("gang[low=auto, gang_bit=false]").unwrap() else {
+        let ProcAdmission::Gang(g) = build_process("gang[low=auto, gang_bit=false]").unwrap()
+        else {
             panic!("gang")
         };
         assert_eq!(g.flex.gang_bit, GangBit::Off);
@@ -199,12 +203,9 @@ mod tests {
                 assert_eq!(perturb.seed, 3);
                 assert_eq!(
                     perturb.choice,
-                    cosched_engine::process::perturb::Choice::RoundRobin
+                    cosched_contract::process::Choice::RoundRobin
                 );
-                assert_eq!(
-                    perturb.kind,
-                    cosched_engine::process::perturb::Kind::Giveaway
-                );
+                assert_eq!(perturb.kind, cosched_contract::process::Kind::Giveaway);
             }
             other => panic!("{other:?}"),
         }

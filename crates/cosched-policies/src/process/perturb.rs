@@ -29,9 +29,9 @@
 
 use super::ProcAdmission;
 use crate::registry::{ParamInfo, PolicyInfo, PolicySpec, RegistryError};
+use cosched_contract::process::GangParams;
+use cosched_contract::process::{Choice, Kind, PerturbParams};
 use cosched_des::SimTime;
-use cosched_engine::process::gang::GangParams;
-use cosched_engine::process::perturb::{Choice, Kind, PerturbParams};
 
 pub fn info() -> PolicyInfo {
     PolicyInfo {

@@ -3,7 +3,7 @@
 //!
 //! Every op is optional (has a default). The engine calls them at the documented
 //! moments; a policy answers with [`NodeAction`]s or a recommendation, and the
-//! node's native scheduler ([`crate::os`]) keeps the final word: it follows a
+//! node's native scheduler (the engine's OS model) keeps the final word: it follows a
 //! recommendation or honours a boost only as far as its fairness rule allows.
 //! A policy never changes engine state itself.
 //!
@@ -14,7 +14,7 @@
 //! | [`enqueue`](NodePolicy::enqueue) (`runnable`) | a process becomes runnable: admitted, woken by the NIC interrupt, its disk burst or page-in done | actions, deferred |
 //! | [`recommend`](NodePolicy::recommend) (`dispatch`) | a CPU of the node is free and the native scheduler is about to pick | a process, checked by the native scheduler's fairness rule |
 //! | [`running`](NodePolicy::running) (`running`) | a process is dispatched on a CPU | actions, deferred |
-//! | [`tick`](NodePolicy::tick) (`tick`) | the node's OS timer ticks (see [`crate::os::timer_tick`]) while it holds processes | actions, at once |
+//! | [`tick`](NodePolicy::tick) (`tick`) | the node's OS timer ticks (the OS model's timer period) while it holds processes | actions, at once |
 //! | [`on_message`](NodePolicy::on_message) | a message lands in a process's buffer | actions, at once |
 //! | [`on_ack`](NodePolicy::on_ack) | the NIC acknowledgement of a blocking send comes back to its sender | actions, at once |
 //! | [`on_wait_begin`](NodePolicy::on_wait_begin) | a running process starts waiting | actions, at the next scheduling point |
@@ -34,8 +34,8 @@
 //! The runnable set holds the processes that are ready or running (Linux's
 //! runqueue, sched_ext's "runnable"): a process preempted or at the end of its
 //! slice stays in it ([`stopping`](NodePolicy::stopping) with
-//! [`crate::os::Stop::Preempted`] or [`crate::os::Stop::Expired`], no `dequeue`),
-//! one that blocks leaves it (`stopping` with [`crate::os::Stop::Blocked`], then
+//! [`Stop::Preempted`] or [`Stop::Expired`], no `dequeue`),
+//! one that blocks leaves it (`stopping` with [`Stop::Blocked`], then
 //! `dequeue`). Per process: `enqueue` and `dequeue` alternate, starting with
 //! `enqueue(Admitted)` and ending with `dequeue(Finished)` (a background process
 //! stopped by the engine ends with `dequeue(Stopped)` if it was runnable then, and
@@ -47,8 +47,21 @@
 //! implements one of them must declare it), so a policy that does not use them
 //! costs nothing on these paths.
 
-use crate::os::{Pid, Stop};
 use cosched_des::SimTime;
+
+/// A process, as the node's scheduler knows it (dense per run).
+pub type Pid = u32;
+
+/// Why a running process stops running.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stop {
+    /// Preempted by another process (it goes back to the runnable set).
+    Preempted,
+    /// Its slice ran out (it goes back to the runnable set).
+    Expired,
+    /// It blocks (sleeps) until woken.
+    Blocked,
+}
 
 /// What a process is waiting for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -236,7 +249,7 @@ pub trait NodePolicy: Send {
     /// running. Actions are deferred. Only with [`Ops::STOPPING`].
     fn stopping(&mut self, _view: &dyn NodeView, _p: Pid, _why: Stop, _out: &mut Vec<NodeAction>) {}
 
-    /// The node's OS timer interrupt, every [`crate::os::timer_tick`] of the node's
+    /// The node's OS timer interrupt, every timer period of the node's
     /// OS model (on the same boundaries as the Linux 2.4 model's counter
     /// sampling), while the node holds processes. Actions take effect at once. Only
     /// with [`Ops::TICK`].

@@ -1,0 +1,27 @@
+//! The policy contracts of cosched, and nothing else: what a scheduling policy
+//! receives and what it may answer, at every level. A mechanism (the simulator
+//! engine, a real-execution agent) hosts a policy through these traits and
+//! types; a policy (`cosched-policies`) implements them. Neither needs the
+//! other.
+//!
+//! - [`cluster`]: job level. A [`ClusterPolicy`] receives batches of
+//!   [`Event`]s and answers [`Decision`]s, which the mechanism validates
+//!   ([`DecisionError`]).
+//! - [`node`]: node level (the seeds' SchedAsst). A [`NodePolicy`] is called at
+//!   the moments of a process's life on its node and answers [`NodeAction`]s,
+//!   wait modes and recommendations; [`NodeView`] is what it may read.
+//! - [`process`]: process-level cluster scheduling (gang matrix, flexible
+//!   gang, perturbation harness): the parameters of the schemes.
+//!
+//! Dependencies: `cosched-des <- cosched-model <- cosched-contract <-
+//! cosched-policies`; the engine depends on this crate, not on the policies.
+
+pub mod cluster;
+pub mod node;
+pub mod process;
+
+pub use cluster::{ClusterPolicy, ClusterView, Decision, DecisionError, Event};
+pub use node::{
+    DequeueReason, EnqueueReason, NodeAction, NodePolicy, NodeView, Ops, Pid, Stop, WaitKind,
+    WaitMode,
+};
