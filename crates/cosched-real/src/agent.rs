@@ -127,6 +127,18 @@ impl Shm {
     }
 }
 
+impl Shm {
+    /// Unmaps without unlinking the name or touching `agent_gen` (a segment
+    /// that turned out not to be the one sought).
+    fn forget(self) {
+        // SAFETY: unmapping our own mapping; Drop does not run after this.
+        unsafe {
+            let _ = nix::sys::mman::munmap(self.ptr.cast(), size_of::<RankShm>());
+        }
+        std::mem::forget(self);
+    }
+}
+
 // SAFETY: the mapping is process-wide shared memory of atomics; moving its
 // owner to another thread is fine.
 unsafe impl Send for Shm {}
@@ -171,6 +183,8 @@ struct Node {
 
 struct Job {
     spec: String,
+    /// Declarations not ended yet (several job steps declare the same job).
+    count: u32,
 }
 
 /// Counters of the agent, for the run's provenance and benchmarks.
@@ -332,6 +346,30 @@ fn event_mask(spec: &str) -> Result<u32, String> {
         mask |= (1 << msg::COLL_ENTER) | (1 << msg::COLL_EXIT);
     }
     Ok(mask)
+}
+
+/// The segment `/cosched.<any run>.<job>.<rank>` whose `pid` field is `pid`
+/// (an agent serves ranks of several runs: under Slurm each job step is a run).
+fn find_segment(job: i32, rank: i32, pid: u32) -> Option<Shm> {
+    let suffix = format!(".{job}.{rank}");
+    let rd = std::fs::read_dir("/dev/shm").ok()?;
+    for e in rd.flatten() {
+        let name = e.file_name().to_string_lossy().to_string();
+        if !name.starts_with("cosched.") || !name.ends_with(&suffix) {
+            continue;
+        }
+        if let Ok(s) = Shm::open(&format!("/{name}")) {
+            let g = s.get();
+            if g.magic.load(Ordering::Acquire) == proto::SHM_MAGIC
+                && g.pid.load(Ordering::Acquire) == pid
+            {
+                return Some(s);
+            }
+            // Not this rank's: unmap without unlinking.
+            s.forget();
+        }
+    }
+    None
 }
 
 fn kind_of(i: usize) -> WaitKind {
@@ -658,23 +696,38 @@ impl Agent {
     fn on_job_msg(&mut self, j: &JobMsg) -> i32 {
         match j.kind {
             msg::JOB => {
-                if self.jobs.contains_key(&j.job) {
-                    return libc::EBUSY;
-                }
                 let Ok(spec) = j.spec_str() else {
                     return libc::EINVAL;
                 };
-                let spec = if event_mask(spec).is_ok() {
-                    spec.to_string()
-                } else if j.flags & proto::JOB_OPTIONAL != 0 {
-                    "nls".to_string()
-                } else {
+                // The same spec again is one more declaration; another spec is refused.
+                if let Some(old) = self.jobs.get_mut(&j.job) {
+                    if old.spec != spec {
+                        return libc::EBUSY;
+                    }
+                    old.count += 1;
+                    return 0;
+                }
+                // An unknown or invalid spec is refused, optional or not: the
+                // launcher of an optional job then runs it uncoscheduled.
+                if event_mask(spec).is_err() {
                     return libc::EINVAL;
-                };
-                self.jobs.insert(j.job, Job { spec });
+                }
+                self.jobs.insert(
+                    j.job,
+                    Job {
+                        spec: spec.to_string(),
+                        count: 1,
+                    },
+                );
                 0
             }
             msg::JOB_END => {
+                if let Some(old) = self.jobs.get_mut(&j.job) {
+                    old.count -= 1;
+                    if old.count > 0 {
+                        return 0;
+                    }
+                }
                 let pids: Vec<u32> = self
                     .ranks
                     .iter()
@@ -752,11 +805,8 @@ impl Agent {
         if self.ranks.contains_key(&pid) || self.by_job_rank.contains_key(&(m.job, m.rank)) {
             return libc::EBUSY;
         }
-        let name = format!("/cosched.{}.{}.{}", self.opts.run, m.job, m.rank);
-        let shm = match Shm::open(&name) {
-            Ok(s) if s.get().magic.load(Ordering::Acquire) == proto::SHM_MAGIC => s,
-            Ok(_) => return libc::EPROTO,
-            Err(e) => return e as i32,
+        let Some(shm) = find_segment(m.job, m.rank, pid) else {
+            return libc::ENOENT;
         };
         let spec = self
             .jobs

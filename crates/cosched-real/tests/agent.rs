@@ -84,13 +84,16 @@ fn frozen_leftover(run: &str) -> (Proc, Proc, Option<String>) {
     let orig = procfs::cgroup_of(pid, Some("freezer"));
     let c = Client::connect(&s, Duration::from_secs(10)).expect("agent socket");
     c.declare(7, "nls", false).unwrap();
-    assert!(
-        c.declare(7, "nls", false).is_err(),
-        "a job is declared once"
-    );
+    c.declare(7, "nls", false).unwrap();
+    assert!(c.declare(7, "sb", false).is_err(), "a job keeps its spec");
+    c.end(7).unwrap(); // one declaration of two ended: the job goes on
     assert!(
         c.declare(8, "nosuch", false).is_err(),
         "an unknown spec is refused"
+    );
+    assert!(
+        c.declare(8, "nosuch", true).is_err(),
+        "also for an optional job"
     );
     c.adopt(pid, 7, 0, 0).unwrap();
     assert!(!leftovers(run).is_empty());
@@ -178,7 +181,7 @@ fn sigkill_then_cleanup_command_restores() {
 const FAKE_RANK: &str = r#"
 import mmap, os, socket, struct, sys, time
 run, job, rank, path = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
-name = f"/dev/shm/cosched.{run}.{job}.{rank}"
+name = f"/dev/shm/cosched.{run}x.{job}.{rank}"  # another run's name: found by job, rank and pid
 fd = os.open(name, os.O_CREAT | os.O_RDWR, 0o600)
 os.ftruncate(fd, 256)
 m = mmap.mmap(fd, 256)
@@ -277,7 +280,7 @@ fn hosts_the_declared_policy_wait_modes_events_and_boosts() {
     }
     assert!(!leaf.exists(), "a dead rank's cgroup is removed");
     assert!(
-        !Path::new(&format!("/dev/shm/cosched.{run}.2.1")).exists(),
+        !Path::new(&format!("/dev/shm/cosched.{run}x.2.1")).exists(),
         "and its segment unlinked"
     );
 }
