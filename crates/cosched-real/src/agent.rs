@@ -20,7 +20,7 @@ use crate::mech::{MechError, NodeMech};
 use crate::procfs;
 use crate::proto::{self, msg, JobMsg, Msg, Packet, RankShm};
 use cosched_des::SimTime;
-use cosched_engine::process::policy::{NodeAction, NodePolicy, NodeView, Ops, WaitKind, WaitMode};
+use cosched_contract::node::{NodeAction, NodePolicy, NodeView, Ops, WaitKind, WaitMode};
 use nix::sys::epoll::{Epoll, EpollCreateFlags, EpollEvent, EpollFlags, EpollTimeout};
 use nix::sys::eventfd::{EfdFlags, EventFd};
 use nix::sys::signal::{SigSet, Signal};

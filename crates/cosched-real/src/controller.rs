@@ -21,7 +21,7 @@
 use crate::agent::{Agent, AgentOptions, AgentStats, NodeSpec, Sample};
 use crate::client::Client;
 use cosched_des::SimTime;
-use cosched_engine::policy::{ClusterPolicy, ClusterView, Decision, Event};
+use cosched_contract::cluster::{ClusterPolicy, ClusterView, Decision, Event};
 use cosched_model::{JobId, JobSpec};
 use std::collections::{HashMap, VecDeque};
 use std::os::unix::process::CommandExt;
