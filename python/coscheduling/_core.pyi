@@ -26,6 +26,7 @@ __all__ = [
     "version",
 ]
 
+__git_commit__: builtins.str
 __version__: builtins.str
 @typing.final
 class RunResult:
@@ -41,6 +42,17 @@ class RunResult:
         r"""
         Every column of the job table, in table order: name -> list of values
         (times in seconds; NaN for jobs that never started).
+        """
+    def jobs_arrow(self) -> list[tuple[str, str, bytes, bytes | None, bytes | None]]:
+        r"""
+        The job table as Arrow buffers, one entry per column in table order:
+        (name, Arrow type name, values, validity bitmap or None, string offsets or None).
+        NaN floats are null. `coscheduling.api` wraps them into a `pyarrow.Table`.
+        """
+    def write_jobs_csv(self, path: builtins.str | os.PathLike | pathlib.Path) -> None:
+        r"""
+        Writes the job table to `path` as jobs.csv (docs/formats/jobs.md): the bytes
+        pandas `to_csv(index=False, lineterminator="\n", na_rep="")` writes.
         """
     def timeline_columns(self) -> dict:
         r"""

@@ -11,18 +11,20 @@ DataFrame (``jobs``, with a ``platform``), or a run configuration file
 
 from __future__ import annotations
 
+import functools
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-import numpy as np
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from . import _core, pypolicy
 from .output import canonical_json, provenance, sha256_text, write_outputs
+
+if TYPE_CHECKING:
+    import pandas as pd
+    import pyarrow as pa
 
 __all__ = ["Result", "run", "simulate", "policies", "trace_info", "slice_trace", "JOB_COLUMNS"]
 
@@ -47,11 +49,9 @@ JOB_COLUMNS = (
     "node_list",
     "gang_row",
 )
-_INT_COLUMNS = frozenset({"job_id", "procs", "nodes", "gang_row"})
 
 #: Columns of a process-level timeline, in order (see docs/formats/timeline.md).
 TIMELINE_COLUMNS = ("node", "cpu", "job", "rank", "pid", "start_s", "end_s", "kind")
-_STR_COLUMNS = frozenset({"status", "node_list"})
 
 #: Columns a ``jobs`` DataFrame may have; the first three are required.
 INPUT_COLUMNS = ("submit_s", "runtime_s", "procs", "requested_s", "job_id")
@@ -76,8 +76,9 @@ PathLike = str | os.PathLike[str]
 class Result:
     """One finished run."""
 
-    #: The job table, one row per job in submit order (columns: ``JOB_COLUMNS``).
-    jobs: pd.DataFrame
+    #: The job table as a pyarrow Table, one row per job in submit order (columns: ``JOB_COLUMNS``;
+    #: NaN values are null). This is what :meth:`write` writes.
+    table: pa.Table
     #: The summary (the summary.json keys without ``provenance``).
     summary: dict[str, Any]
     #: Warnings produced while building the workload.
@@ -91,28 +92,51 @@ class Result:
     #: The per-node timeline of a process-level run asked for with ``timeline=True``
     #: (columns: ``TIMELINE_COLUMNS``; docs/formats/timeline.md), else None.
     timeline: pd.DataFrame | None = None
+    #: The core's result, which writes jobs.csv from its own table.
+    core: Any = field(default=None, repr=False, compare=False)
+
+    @functools.cached_property
+    def jobs(self) -> pd.DataFrame:
+        """The job table as a pandas DataFrame (int64, float64 with NaN, object strings), made on first use."""
+        return jobs_frame(self.table)
 
     def write(self, out_dir: PathLike) -> list[Path]:
         """Writes ``jobs.csv``, ``jobs.parquet``, ``summary.json`` (and ``timeline.parquet`` if
-        recorded) into ``out_dir`` (atomically)."""
-        return write_outputs(out_dir, self.jobs, self.summary, self.provenance, self.timeline)
+        recorded) into ``out_dir`` as one all-or-nothing set, replacing earlier result files there.
+        The job table written is :attr:`table` (edits of the :attr:`jobs` DataFrame are not written)."""
+        csv = self.core.write_jobs_csv if self.core is not None else None
+        return write_outputs(out_dir, self.table, self.summary, self.provenance, self.timeline, csv)
 
 
-def jobs_frame(columns: Mapping[str, list[Any]]) -> pd.DataFrame:
-    """The job table as a DataFrame with fixed dtypes (int64, float64, str)."""
-    data: dict[str, Any] = {}
-    for name in JOB_COLUMNS:
-        values = columns[name]
-        if name in _STR_COLUMNS:
-            data[name] = pd.Series(values, dtype=object)
-        elif name in _INT_COLUMNS:
-            data[name] = np.asarray(values, dtype=np.int64)
+def arrow_table(columns: Sequence[tuple[str, str, bytes, bytes | None, bytes | None]]) -> pa.Table:
+    """A pyarrow Table from the core's column buffers (``RunResult.jobs_arrow``), without copying them."""
+    import pyarrow as pa
+
+    types = {"int64": pa.int64(), "float64": pa.float64(), "string": pa.string()}
+    arrays, names = [], []
+    for name, kind, data, validity, offsets in columns:
+        valid = pa.py_buffer(validity) if validity is not None else None
+        if offsets is not None:
+            n = len(offsets) // 4 - 1
+            bufs = [valid, pa.py_buffer(offsets), pa.py_buffer(data)]
         else:
-            data[name] = np.asarray(values, dtype=np.float64)
-    return pd.DataFrame(data, columns=list(JOB_COLUMNS))
+            n = len(data) // 8
+            bufs = [valid, pa.py_buffer(data)]
+        arrays.append(pa.Array.from_buffers(types[kind], n, bufs))
+        names.append(name)
+    return pa.Table.from_arrays(arrays, names=names)
+
+
+def jobs_frame(table: pa.Table) -> pd.DataFrame:
+    """The job table as a DataFrame with fixed dtypes (int64, float64 with NaN for null, object strings)."""
+    from .output import frame_of
+
+    return frame_of(table)
 
 
 def _float_column(df: pd.DataFrame, name: str) -> list[float]:
+    import numpy as np
+
     col = df[name]
     try:
         return np.asarray(col, dtype=np.float64).tolist()
@@ -126,6 +150,8 @@ def _float_column(df: pd.DataFrame, name: str) -> list[float]:
 
 
 def _int_column(df: pd.DataFrame, name: str) -> list[int]:
+    import numpy as np
+
     col = df[name]
     if col.dtype.kind in "iu" and not col.isna().any():
         return [int(v) for v in col.tolist()]
@@ -137,6 +163,8 @@ def _int_column(df: pd.DataFrame, name: str) -> list[int]:
 
 
 def _jobs_args(jobs: pd.DataFrame) -> dict[str, Any]:
+    import pandas as pd
+
     if not isinstance(jobs, pd.DataFrame):
         raise ValueError(f"jobs: expected a pandas DataFrame, got {type(jobs).__name__}")
     cols = [str(c) for c in jobs.columns]
@@ -327,18 +355,22 @@ def run(
         command=command_line,
     )
     return Result(
-        jobs=jobs_frame(res.columns()),
+        table=arrow_table(res.jobs_arrow()),
         summary=summary,
         warnings=list(res.warnings),
         timings=dict(res.timings()),
         platform=plat,
         provenance=prov,
         timeline=timeline_frame(res.timeline_columns()) if timeline else None,
+        core=res,
     )
 
 
 def timeline_frame(columns: Mapping[str, list[Any]]) -> pd.DataFrame:
     """The timeline as a DataFrame with fixed dtypes (int64, float64, str)."""
+    import numpy as np
+    import pandas as pd
+
     data: dict[str, Any] = {}
     for name in TIMELINE_COLUMNS:
         if name == "kind":

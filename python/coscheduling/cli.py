@@ -14,9 +14,8 @@ import time
 from collections.abc import Iterator
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
-import pandas as pd
 import typer
 from rich.console import Console
 from rich.markup import escape
@@ -25,6 +24,9 @@ from rich.table import Table
 
 from . import __version__, _core, api
 from .output import command_line, git_commit, write_csv_atomic
+
+if TYPE_CHECKING:
+    pass
 
 app = typer.Typer(
     name="cosched",
@@ -347,6 +349,8 @@ def trace_generate(
     = True,
 ) -> None:
     """Generate a synthetic trace from a workload model."""
+    import pandas as pd
+
     from . import traces
     from .workloads import lublin_jobs
 
@@ -430,10 +434,13 @@ def gantt(
 ) -> None:
     """Draw the per-node Gantt chart of a process-level run (which process ran when; spinning,
     context switches, page-ins and I/O marked)."""
-    from .output import write_atomic
+    import pandas as pd
+
+    from .output import settle, write_atomic
     from .plots import gantt as draw
 
     with user_errors():
+        settle(results)
         path = results / "timeline.parquet"
         if not path.is_file():
             raise ValueError(f"{path}: no timeline; run `cosched simulate CONFIG --timeline --out {results}`")
@@ -570,6 +577,8 @@ def demo(
         for policy, r in results.items():
             r.write(out / policy)
             rows.append(comparison_row(policy, r.summary))
+        import pandas as pd
+
         write_csv_atomic(out / "comparison.csv", pd.DataFrame(rows, columns=list(COMPARISON_COLUMNS)))
 
     t = Table(title=f"{DEMO_TRACE.name}: policy comparison", show_header=True, header_style="bold")
@@ -603,7 +612,10 @@ def bench(
             "process-level: 20 NAS jobs of the seed 000 mix on choi2004 at MPL 3 (process level), ending with a "
             "line `events_per_second: N`; sweep: a "
             "100-point sweep in 2 local processes vs a 2-worker Dask LocalCluster (overhead per run); "
-            "python-policy: the cost of one call of a cluster policy written in Python.",
+            "python-policy: the cost of one call of a cluster policy written in Python; "
+            "simulate: the whole `cosched simulate --trace T --policy P --out DIR` command in fresh processes "
+            "(median of --repeat runs) with its phases (import, parse, simulate, metrics, crossing to Python, "
+            "writing the result files), and `cosched --help`.",
         ),
     ] = "traces",
     seed: Annotated[int, typer.Option(min=0, help="Seed of the process-level job mix.")] = 1,
@@ -623,6 +635,7 @@ def bench(
     ] = None,
     max_jobs: Annotated[int | None, typer.Option(min=0, help="Replay only the first N jobs.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the measurements as JSON.")] = False,
+    repeat: Annotated[int, typer.Option(min=1, help="simulate: runs per measurement (the median is shown).")] = 5,
 ) -> None:
     """Benchmarks: whole-trace replays (parse + simulate + metrics), or the process-level engine."""
     if what == "process-level":
@@ -648,13 +661,15 @@ def bench(
     if what == "gang":
         _bench_gang(trace, policy, max_jobs, as_json)
         return
-    if what != "traces":
-        raise fail(f"unknown benchmark {what!r}; valid: traces, gang, process-level, sweep, python-policy", 2)
+    if what not in ("traces", "simulate"):
+        raise fail(
+            f"unknown benchmark {what!r}; valid: traces, gang, process-level, sweep, python-policy, simulate", 2
+        )
     if trace:
         traces = list(trace)
     else:
         d = traces_dir()
-        traces = [d / name for name in BENCH_TRACES]
+        traces = [d / name for name in (BENCH_TRACES[:1] if what == "simulate" else BENCH_TRACES)]
         missing = [str(t) for t in traces if not t.is_file()]
         if missing:
             raise fail(
@@ -662,6 +677,9 @@ def bench(
                 "shared traces or pass --trace FILE",
                 2,
             )
+    if what == "simulate":
+        _bench_simulate(traces, policy or ["easy"], max_jobs, repeat, as_json)
+        return
     policies_ = policy or ["easy", "conservative"]
     rows = []
     with user_errors():
@@ -763,6 +781,72 @@ def _bench_python_policy(as_json: bool) -> None:
         return
     console().print(f"demo trace, {calls:,} policy calls: Rust fcfs {best['fcfs'] * 1e3:.1f} ms, Python fcfs "
                     f"{best[py_name] * 1e3:.1f} ms (simulate phase, best of 5); {per_call_us:.1f} us per Python call")
+
+
+#: Run in a fresh interpreter by `cosched bench simulate`: the phases of one `cosched simulate --out` run.
+_SIMULATE_CHILD = """
+import json, sys, time
+t0 = time.perf_counter()
+from coscheduling import api
+t1 = time.perf_counter()
+r = api.run(sys.argv[1], policy=sys.argv[2], max_jobs=None if sys.argv[4] == "-" else int(sys.argv[4]))
+t2 = time.perf_counter()
+r.write(sys.argv[3])
+t3 = time.perf_counter()
+core = sum(r.timings.values())
+print(json.dumps({"jobs": r.summary["jobs_total"], "import_s": t1 - t0, **r.timings,
+                  "to_python_s": t2 - t1 - core, "write_s": t3 - t2}))
+"""
+
+
+def _bench_simulate(traces: list[Path], policies_: list[str], max_jobs: int | None, repeat: int,
+                    as_json: bool) -> None:
+    """`cosched bench simulate`: medians over ``repeat`` fresh processes of the whole command and of its phases."""
+    import statistics
+    import subprocess
+    import tempfile
+
+    exe = Path(sys.executable).parent / "cosched"
+    cmd = [str(exe)] if exe.is_file() else [sys.executable, "-m", "coscheduling"]
+
+    def timed(args: list[str]) -> float:
+        t0 = time.perf_counter()
+        subprocess.run(args, check=True, capture_output=True)
+        return time.perf_counter() - t0
+
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="cosched-bench-") as tmp:
+        for t in traces:
+            for p in policies_:
+                limit = ["--max-jobs", str(max_jobs)] if max_jobs is not None else []
+                walls, phases = [], []
+                for i in range(repeat):
+                    out = Path(tmp) / f"run{i}"
+                    walls.append(timed([*cmd, "simulate", "--trace", str(t), "--policy", p, "--out", str(out),
+                                        *limit]))
+                    child = subprocess.run(
+                        [sys.executable, "-c", _SIMULATE_CHILD, str(t), p, str(out / "phases"),
+                         "-" if max_jobs is None else str(max_jobs)],
+                        check=True, capture_output=True, text=True,
+                    )
+                    phases.append(json.loads(child.stdout))
+                row: dict[str, Any] = {"trace": t.name, "policy": p, "jobs": phases[0]["jobs"], "repeat": repeat}
+                for k in ("import_s", "parse_s", "simulate_s", "metrics_s", "to_python_s", "write_s"):
+                    row[k] = statistics.median(ph[k] for ph in phases)
+                row["command_s"] = statistics.median(walls)
+                rows.append(row)
+                if not as_json:
+                    console(True).print(f"{escape(t.name)} / {escape(p)}: {row['command_s']:.2f} s")
+        helps = [timed([*cmd, "--help"]) for _ in range(repeat)]
+    help_s = statistics.median(helps)
+    if as_json:
+        console().print_json(json.dumps({"simulate": rows, "help_s": help_s}))
+        return
+    _bench_rows(f"cosched simulate --out (median of {repeat} fresh processes)", rows,
+                [("import s", "import_s", 3), ("parse s", "parse_s", 3), ("simulate s", "simulate_s", 3),
+                 ("metrics s", "metrics_s", 3), ("to Python s", "to_python_s", 3), ("write s", "write_s", 3),
+                 ("command wall s", "command_s", 3)], False)
+    console().print(f"cosched --help: {help_s:.3f} s (median of {repeat})")
 
 
 def _bench_sweep(as_json: bool) -> None:

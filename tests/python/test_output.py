@@ -10,6 +10,7 @@ import pytest
 
 import coscheduling
 from coscheduling import output
+from coscheduling.api import JOB_COLUMNS
 from coscheduling.output import OUTPUT_FILES, canonical_json, summary_text, write_outputs
 
 JOBS = pd.DataFrame({"submit_s": [0.0, 1.0], "runtime_s": [3.0, 4.0], "procs": [1, 2]})
@@ -69,3 +70,138 @@ def test_write_outputs_creates_folder(result, tmp_path):
     paths = write_outputs(tmp_path / "x" / "y", result.jobs, result.summary, result.provenance)
     assert [p.name for p in paths] == list(OUTPUT_FILES)
     assert not [p for p in (tmp_path / "x" / "y").iterdir() if p.name.startswith(".")]
+
+
+# ---------------------------------------------------------------------------
+# The job table from Rust: Arrow buffers, jobs.csv written by the core
+
+
+def _tricky_result():
+    """Values whose text needs every branch of the float format: 1 ns and 10 us run times (exponent
+    form), fractions, a huge slowdown, rejected jobs (NaN, empty node lists) and multi-node lists."""
+    jobs = pd.DataFrame({
+        "submit_s": [0.0, 0.1, 123456.789, 5.0, 6.0, 7.0, 2e5, 2e5, 2e5],
+        "runtime_s": [1e-9, 1e-5, 3.25, 86400.0, 2.0, 0.0, 100.0, 100.0, 100.0],
+        "procs": [1, 3, 8, 99, 2, 1, 1, 3, 3],
+        "requested_s": [1.0, float("nan"), 1e6, 5.0, -1.0, 0.0, 100.0, 100.0, 100.0],
+    })
+    return coscheduling.run(jobs=jobs, policy="fcfs", platform={"nodes": 4, "procs_per_node": 2},
+                            placement="random", seed=3)
+
+
+def test_core_csv_is_the_pandas_encoding(tmp_path):
+    r = _tricky_result()
+    assert r.jobs["status"].tolist().count("rejected") == 1
+    r.core.write_jobs_csv(tmp_path / "core.csv")
+    output._write_csv(r.jobs, tmp_path / "pandas.csv")
+    text = (tmp_path / "core.csv").read_text()
+    assert text == (tmp_path / "pandas.csv").read_text()
+    assert ",1e-09," in text and ",1e-05," in text  # exponent forms were exercised
+    assert '"' in text  # a quoted multi-node list
+
+
+def test_arrow_table_matches_the_dataframe_and_parquet_bytes(tmp_path):
+    import pyarrow as pa
+
+    r = _tricky_result()
+    assert r.table.column_names == list(JOB_COLUMNS)
+    # NaN crosses as null, and reads back as NaN in pandas.
+    assert r.table.column("start_s").null_count == 1
+    assert r.jobs["start_s"].isna().sum() == 1
+    assert r.jobs["status"].dtype == object and r.jobs["node_list"].dtype == object
+    assert pa.Table.from_pandas(r.jobs, preserve_index=False).equals(r.table)
+    output._write_parquet(r.table, tmp_path / "arrow.parquet")
+    output._write_parquet(r.jobs, tmp_path / "pandas.parquet")
+    assert (tmp_path / "arrow.parquet").read_bytes() == (tmp_path / "pandas.parquet").read_bytes()
+
+
+def test_rerun_removes_a_stale_timeline(result, tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "timeline.parquet").write_bytes(b"an older run's timeline")
+    (out / "notes.txt").write_text("not a result file")
+    result.write(out)
+    assert sorted(p.name for p in out.iterdir()) == sorted([*OUTPUT_FILES, "notes.txt"])
+
+
+def _staging(out, name, files, committed):
+    """A staging folder as a writer killed at that point leaves it (no live lock)."""
+    d = out / f".cosched-{name}.tmp"
+    d.mkdir(parents=True)
+    (d / ".lock").touch()
+    for f, data in files.items():
+        (d / f).write_bytes(data)
+    if committed:
+        (d / "COMMIT").write_text(json.dumps({"files": list(files), "remove": ["timeline.parquet"]}))
+    return d
+
+
+def test_settle_rolls_a_committed_set_forward_and_drops_an_uncommitted_one(tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "jobs.csv").write_bytes(b"old")
+    (out / "timeline.parquet").write_bytes(b"old")
+    # Killed after its commit point, with jobs.csv already moved: the rest must follow.
+    _staging(out, "1-a", {"summary.json": b"new"}, committed=True)
+    (out / "jobs.csv").write_bytes(b"new")
+    # Killed before its commit point: discarded.
+    _staging(out, "2-b", {"jobs.csv": b"never", "summary.json": b"never"}, committed=False)
+    output.settle(out)
+    assert sorted(p.name for p in out.iterdir()) == ["jobs.csv", "summary.json"]
+    assert (out / "jobs.csv").read_bytes() == b"new" and (out / "summary.json").read_bytes() == b"new"
+
+
+def test_settle_leaves_a_live_writer_alone(tmp_path):
+    import fcntl
+    import os
+
+    out = tmp_path / "out"
+    d = _staging(out, "3-c", {"jobs.csv": b"x"}, committed=False)
+    fd = os.open(d / ".lock", os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        output.settle(out)
+        assert d.is_dir()
+    finally:
+        os.close(fd)
+    output.settle(out)
+    assert not d.exists()
+
+
+_SLOW_WRITER = """
+import sys, time
+from pathlib import Path
+from coscheduling import output
+def slow(p):
+    p.write_bytes(b"partial")
+    Path(sys.argv[2]).touch()
+    time.sleep(60)
+output.write_atomic(sys.argv[1], {"jobs.csv": slow, "summary.json": lambda p: p.write_text("x")})
+"""
+
+
+@pytest.mark.parametrize("sig", ["SIGTERM", "SIGKILL"])
+def test_interrupted_write_leaves_no_temporaries(tmp_path, sig):
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    out, started = tmp_path / "out", tmp_path / "started"
+    out.mkdir()
+    (out / "jobs.csv").write_bytes(b"previous")
+    p = subprocess.Popen([sys.executable, "-c", _SLOW_WRITER, str(out), str(started)])
+    try:
+        deadline = time.monotonic() + 120
+        while not started.exists():
+            assert p.poll() is None and time.monotonic() < deadline
+            time.sleep(0.05)
+        p.send_signal(getattr(signal, sig))
+        assert p.wait(timeout=60) == -getattr(signal, sig)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    if sig == "SIGKILL":
+        output.settle(out)  # what the next run into the folder does first
+    assert [p.name for p in out.iterdir()] == ["jobs.csv"]
+    assert (out / "jobs.csv").read_bytes() == b"previous"

@@ -7,6 +7,7 @@
 //! `RuntimeError` for failures of the engine itself.
 
 mod pypolicy;
+mod table;
 
 use cosched::des::SimTime;
 use cosched::model::swf;
@@ -176,6 +177,23 @@ impl RunResult {
         };
         d.set_item("gang_row", PyList::new(py, &rows)?)?;
         Ok(d)
+    }
+
+    /// The job table as Arrow buffers, one entry per column in table order:
+    /// (name, Arrow type name, values, validity bitmap or None, string offsets or None).
+    /// NaN floats are null. `coscheduling.api` wraps them into a `pyarrow.Table`.
+    #[gen_stub(override_return_type(
+        type_repr = "list[tuple[str, str, bytes, bytes | None, bytes | None]]"
+    ))]
+    fn jobs_arrow<'py>(&self, py: Python<'py>) -> PyResult<Vec<table::ArrowColumn<'py>>> {
+        table::arrow_buffers(py, &table::job_columns(&self.inner.table))
+    }
+
+    /// Writes the job table to `path` as jobs.csv (docs/formats/jobs.md): the bytes
+    /// pandas `to_csv(index=False, lineterminator="\n", na_rep="")` writes.
+    fn write_jobs_csv(&self, py: Python<'_>, path: PathBuf) -> PyResult<()> {
+        let t = &self.inner.table;
+        py.detach(|| table::write_file(&path, &table::csv_text(&table::job_columns(t))))
     }
 
     /// The per-node timeline of a process-level run recorded with `timeline=True`,
@@ -682,6 +700,7 @@ fn nas_mix(
 }
 
 pyo3_stub_gen::module_variable!("coscheduling._core", "__version__", String);
+pyo3_stub_gen::module_variable!("coscheduling._core", "__git_commit__", String);
 pyo3_stub_gen::module_doc!(
     "coscheduling._core",
     "The Rust core of coscheduling (private: use the `coscheduling` package)."
@@ -694,6 +713,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
         "The Rust core of coscheduling (private: use the `coscheduling` package).",
     )?;
     m.add("__version__", cosched::VERSION)?;
+    m.add("__git_commit__", env!("COSCHED_GIT_COMMIT"))?;
     m.add_class::<RunResult>()?;
     m.add_function(wrap_pyfunction!(version, m)?)?;
     m.add_function(wrap_pyfunction!(run_trace, m)?)?;
