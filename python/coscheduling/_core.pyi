@@ -11,6 +11,8 @@ import typing
 __all__ = [
     "RunResult",
     "apps",
+    "apps_dedicated",
+    "apps_export",
     "apps_validate",
     "apps_validate_seed002",
     "bench_process_level",
@@ -83,6 +85,25 @@ def apps() -> builtins.str:
     r"""
     Every application preset (NAS kernels, sPPM, BlockSolve95) with its classes,
     process counts, memory per process at 16 processes and source, as JSON text.
+    """
+
+def apps_dedicated(name: builtins.str, class_: builtins.str, procs: builtins.int, scale: builtins.float, platform: builtins.str, policy: builtins.str = 'nls', speed: builtins.float = 1.0) -> builtins.str:
+    r"""
+    Simulated dedicated run of preset `name` (class, procs) scaled by `scale` as
+    `apps_export` scales it, alone (MPL 1, one process per node) on `platform` (a
+    node-platform preset name or its JSON object) under node policy `policy`, with
+    compute divided by `speed` (CPU time asked per wall time obtained of the real
+    machine). Returns JSON text: time_ns, compute_ns (mean per rank), cpu_ns,
+    messages, bytes_sent.
+    """
+
+def apps_export(name: builtins.str, class_: builtins.str, procs: builtins.int, scale: builtins.float, collectives: builtins.str = 'library') -> builtins.str:
+    r"""
+    The per-rank programs of application preset `name` (class, procs) as the text
+    read by the real-execution program `cosched-ir-run` (docs/formats/program.md):
+    every amount (compute, I/O, message bytes, memory) multiplied by `scale`;
+    `collectives` is `library` (one line per collective, run by the MPI library) or
+    `p2p` (the IR's point-to-point rounds).
     """
 
 def apps_validate() -> builtins.str:

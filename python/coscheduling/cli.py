@@ -615,7 +615,8 @@ def bench(
             "python-policy: the cost of one call of a cluster policy written in Python; "
             "simulate: the whole `cosched simulate --trace T --policy P --out DIR` command in fresh processes "
             "(median of --repeat runs) with its phases (import, parse, simulate, metrics, crossing to Python, "
-            "writing the result files), and `cosched --help`.",
+            "writing the result files), and `cosched --help`; "
+            "real: the latency the MPI shim adds per message in each wait mode (needs `make real`).",
         ),
     ] = "traces",
     seed: Annotated[int, typer.Option(min=0, help="Seed of the process-level job mix.")] = 1,
@@ -658,12 +659,16 @@ def bench(
     if what == "python-policy":
         _bench_python_policy(as_json)
         return
+    if what == "real":
+        _bench_real(as_json)
+        return
     if what == "gang":
         _bench_gang(trace, policy, max_jobs, as_json)
         return
     if what not in ("traces", "simulate"):
         raise fail(
-            f"unknown benchmark {what!r}; valid: traces, gang, process-level, sweep, python-policy, simulate", 2
+            f"unknown benchmark {what!r}; valid: traces, gang, process-level, sweep, python-policy, simulate, real",
+            2,
         )
     if trace:
         traces = list(trace)
@@ -706,6 +711,24 @@ def bench(
     _bench_rows("end-to-end replay", rows, [("parse s", "parse_s", 3), ("simulate s", "simulate_s", 3),
                                             ("jobs/s (simulate)", "jobs_per_s", 0), ("total wall s", "total_s", 3)],
                 as_json)
+
+
+def _bench_real(as_json: bool) -> None:
+    """`cosched bench real`: the shim's added latency per message (half round trip) per MPI and wait mode."""
+    from . import real_bench
+
+    with user_errors(), console(True).status("ping-pong with and without the shim, per MPI and wait mode"):
+        rows = real_bench.shim_latency()
+    if as_json:
+        console().print_json(json.dumps(rows))
+        return
+    tb = Table(title="shim latency: half round trip of an 8-byte ping-pong (2 ranks, this machine; median)",
+               show_header=True, header_style="bold")
+    for h in ("MPI", "wait mode", "half RTT us", "p10 us", "p90 us", "added us"):
+        tb.add_column(h, justify="left" if h in ("MPI", "wait mode") else "right")
+    for r in rows:
+        tb.add_row(r["mpi"], r["mode"], fmt(r["half_rtt_us"]), fmt(r["p10_us"]), fmt(r["p90_us"]), fmt(r["added_us"]))
+    console().print(tb)
 
 
 def _bench_rows(title: str, rows: list[dict[str, Any]], columns: list[tuple[str, str, int]], as_json: bool) -> None:
@@ -1030,6 +1053,46 @@ def _print_validation002(rows: list[dict]) -> None:
         "factor 1.5, CPU within 15 points); the known deviations and their reasons: "
         "docs/models/seed-parameters.md §2.4"
     )
+
+
+class CollectiveForm(StrEnum):
+    library = "library"
+    p2p = "p2p"
+
+
+@apps_app.command("export")
+def apps_export(
+    name: Annotated[str, typer.Argument(help="Application preset (see `cosched apps`), e.g. CG, Workpile[unit=2.4].")],
+    out: Annotated[Path, typer.Option("-o", "--output", help="File to write (atomically).")],
+    klass: Annotated[
+        str, typer.Option("--class", help="Problem class (one letter; '-' for parameterized apps).")
+    ] = "A",
+    procs: Annotated[int, typer.Option("--procs", min=1, help="Number of processes (ranks).")] = 4,
+    scale: Annotated[
+        float, typer.Option("--scale", help="Multiplies every amount: compute, I/O, message bytes, memory.")
+    ] = 1.0,
+    collectives: Annotated[
+        CollectiveForm,
+        typer.Option("--collectives", help="library: run collectives with the MPI library's own algorithms; "
+                     "p2p: keep the simulator's point-to-point rounds."),
+    ] = CollectiveForm.library,
+) -> None:
+    """Export one job's per-rank programs for the real-execution program cosched-ir-run.
+
+    The text format is docs/formats/program.md. Run it with, e.g.,
+    `mpiexec.mpich -n 4 build/real/cosched-ir-run-mpich FILE` (after `make real`).
+    """
+    with user_errors():
+        text = _core.apps_export(name, klass, procs, scale, collectives.value)
+        _write_text_atomic(out, text)
+    lines = text.count("\n")
+    console(True).print(f"wrote {out} ({procs} ranks, {lines} lines, scale {scale:g})")
+
+
+def _write_text_atomic(path: Path, text: str) -> None:
+    from .output import write_atomic
+
+    write_atomic(path.parent if str(path.parent) else Path("."), {path.name: lambda t: t.write_text(text)})
 
 
 # ---------------------------------------------------------------------------

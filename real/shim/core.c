@@ -123,11 +123,19 @@ static int valid_run_id(const char *s) {
     return 1;
 }
 
+/* One write(2) of the whole message, then abort the job. */
 static void die(const char *fmt, const char *arg) {
-    fprintf(stderr, "libcosched (rank %d): ", g.rank);
-    fprintf(stderr, fmt, arg);
-    fputc('\n', stderr);
-    fflush(stderr);
+    char msg[768];
+    int n = snprintf(msg, sizeof msg, "libcosched (rank %d): ", g.rank);
+    if (n > 0 && n < (int)sizeof msg) n += snprintf(msg + n, sizeof msg - (size_t)n, fmt, arg);
+    if (n > (int)sizeof msg - 2) n = (int)sizeof msg - 2;
+    msg[n++] = '\n';
+    if (write(2, msg, (size_t)n) < 0) { /* nothing more to do */
+    }
+    /* Let the launcher forward the message before the abort tears the job down (MPICH's hydra
+     * may otherwise drop it). */
+    struct timespec ts = {.tv_sec = 0, .tv_nsec = 300000000};
+    nanosleep(&ts, NULL);
     PMPI_Abort(MPI_COMM_WORLD, 1);
     _exit(1);
 }
@@ -287,6 +295,17 @@ static void seg_unlink_once(void) {
 
 static void write_log(void);
 
+/* A rank that exits between MPI_Init and MPI_Finalize says so (the launcher may only give a code). */
+static void exit_report(int status, void *arg) {
+    (void)arg;
+    if (!cs_ready) return;
+    char msg[160];
+    int n = snprintf(msg, sizeof msg, "libcosched: rank %d (pid %d) of job %d exits with status %d before MPI_Finalize\n",
+                     g.rank, g.pid, g.job, status);
+    if (n > 0 && write(2, msg, (size_t)n) < 0) { /* nothing more to do */
+    }
+}
+
 void cs_after_init(void) {
     if (cs_ready || g.me) return;
     int flag = 0;
@@ -333,6 +352,7 @@ void cs_after_init(void) {
         for (int r = 0; r < g.size; r++) g.peers[r] = r == g.rank ? g.me : seg_open_peer(r);
     PMPI_Barrier(MPI_COMM_WORLD);
     if (g.sock < 0) seg_unlink_once();
+    on_exit(exit_report, NULL);
     cs_ready = 1;
 }
 

@@ -6,6 +6,7 @@
 
 pub mod apps;
 pub mod config;
+pub mod export;
 pub mod interference;
 pub mod job;
 pub mod node;

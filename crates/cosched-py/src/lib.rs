@@ -6,6 +6,7 @@
 //! `ValueError` for bad input (trace, configuration, options, policy names),
 //! `RuntimeError` for failures of the engine itself.
 
+mod apps_export;
 mod pypolicy;
 mod table;
 
@@ -725,6 +726,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(policies, m)?)?;
     m.add_function(wrap_pyfunction!(apps, m)?)?;
     m.add_function(wrap_pyfunction!(apps_validate, m)?)?;
+    m.add_function(wrap_pyfunction!(apps_export::apps_export, m)?)?;
+    m.add_function(wrap_pyfunction!(apps_export::apps_dedicated, m)?)?;
     m.add_function(wrap_pyfunction!(apps_validate_seed002, m)?)?;
     m.add_function(wrap_pyfunction!(bench_process_level, m)?)?;
     m.add_function(wrap_pyfunction!(nas_mix, m)?)?;

@@ -1,0 +1,75 @@
+"""Benchmarks of real execution (`cosched bench real`).
+
+`shim_latency`: the latency the MPI shim adds per message, as the half round trip of an 8-byte
+ping-pong between two ranks on this machine (median of ITERS round trips, `cosched-probe pingpong`),
+without the shim and with it in each wait mode, per MPI present. Needs `make real` (the shims and
+probes in build/real, or $COSCHED_REAL_BUILD).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+#: Wait modes measured with the shim (`None`: the shim is not loaded).
+MODES: tuple[str | None, ...] = (None, "library", "spin", "spinblock:50", "block")
+
+
+def build_dir() -> Path:
+    """Where `make real` put the shims and programs."""
+    env = os.environ.get("COSCHED_REAL_BUILD")
+    return Path(env) if env else Path(__file__).resolve().parents[2] / "build" / "real"
+
+
+def mpis_present() -> list[str]:
+    """The MPIs whose launcher and shim are both available."""
+    launch = {"mpich": "mpiexec.mpich", "openmpi": "mpirun.openmpi"}
+    return [m for m, exe in launch.items() if shutil.which(exe) and (build_dir() / f"libcosched-{m}.so").exists()]
+
+
+def mpi_command(mpi: str, n: int, argv: list[str], wait: str | None) -> tuple[list[str], dict[str, str]]:
+    """The launch command of an `n`-rank job of `argv` with the shim in wait mode `wait` (None: no shim)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("COSCHED_")}
+    shim = str(build_dir() / f"libcosched-{mpi}.so")
+    if wait is not None:
+        env["COSCHED_WAIT"] = wait
+    if mpi == "mpich":
+        cmd = ["mpiexec.mpich", "-n", str(n)] + (["-genv", "LD_PRELOAD", shim] if wait is not None else [])
+    else:
+        env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+        cmd = ["mpirun.openmpi", "--oversubscribe", "-n", str(n)]
+        if wait is not None:
+            cmd += ["-x", f"LD_PRELOAD={shim}", "-x", "COSCHED_WAIT"]
+    return cmd + argv, env
+
+
+def shim_latency(iters: int = 20000, mpis: list[str] | None = None) -> list[dict]:
+    """One row per (MPI, mode): median, 10th and 90th percentile half round trip (us), and the median
+    added over the run without the shim."""
+    mpis = mpis if mpis is not None else mpis_present()
+    if not mpis:
+        raise RuntimeError(
+            f"no MPI with a built shim in {build_dir()}: run `make real` (Debian packages mpich libmpich-dev "
+            "and/or openmpi-bin libopenmpi-dev)"
+        )
+    rows = []
+    for mpi in mpis:
+        base = None
+        for mode in MODES:
+            probe = str(build_dir() / f"cosched-probe-{mpi}")
+            cmd, env = mpi_command(mpi, 2, [probe, "pingpong", str(iters), "8"], mode)
+            r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
+            if r.returncode != 0:
+                raise RuntimeError(f"{' '.join(cmd)} failed ({r.returncode}): {r.stderr.strip()[-500:]}")
+            d = json.loads(r.stdout.strip().splitlines()[-1])
+            us = d["half_rtt_ns"] / 1e3
+            if mode is None:
+                base = us
+            rows.append({
+                "mpi": mpi, "mode": mode or "no shim", "half_rtt_us": us, "p10_us": d["half_rtt_p10_ns"] / 1e3,
+                "p90_us": d["half_rtt_p90_ns"] / 1e3, "added_us": None if base is None else us - base,
+            })
+    return rows
