@@ -4,8 +4,10 @@
 //! 1. Start queue heads (submission order) while they fit in the free processors.
 //! 2. If a head remains, give it a reservation: walk the running jobs by estimated
 //!    end (start + estimate), adding their processors to the free count, until
-//!    the head fits. That instant is the *shadow time*; the processors left over
-//!    at the shadow time beyond the head's need are the *extra* processors.
+//!    the head fits. That instant is the *shadow time*; the processors free at
+//!    the shadow time (counting every job whose estimated end is at or before
+//!    it, including ties ending at the shadow time itself) beyond the head's
+//!    need are the *extra* processors.
 //! 3. Backfill: scan the rest of the queue in order and start any job that fits
 //!    in the free processors now and either ends (by its estimate) no later than
 //!    the shadow time, or uses no more than the extra processors (which are then
@@ -109,17 +111,22 @@ impl ClusterPolicy for Easy {
         // 2. Shadow time and extra processors for the head.
         let h = self.queue[0];
         let need = view.job(h).procs;
+        // Every job ending by the shadow time counts, including those that end
+        // at the shadow time itself after the one that made the head fit.
         let mut avail = free;
-        let mut shadow = SimTime::MAX;
-        let mut extra = 0;
+        let mut shadow: Option<SimTime> = None;
         for &(end, j) in &self.running {
-            avail += view.job(j).procs;
-            if avail >= need {
-                shadow = end.max(now);
-                extra = avail - need;
+            let end = end.max(now);
+            if shadow.is_some_and(|s| end > s) {
                 break;
             }
+            avail += view.job(j).procs;
+            if shadow.is_none() && avail >= need {
+                shadow = Some(end);
+            }
         }
+        let mut extra = if shadow.is_some() { avail - need } else { 0 };
+        let shadow = shadow.unwrap_or(SimTime::MAX);
         if let Some(log) = &mut self.log {
             log.push((h, now, shadow));
         }

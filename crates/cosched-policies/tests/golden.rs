@@ -128,3 +128,38 @@ fn oversized_jobs_are_rejected() {
     assert_eq!(out.records[0].status, cosched_engine::JobStatus::Rejected);
     assert_eq!(spans(&out), vec![(-1, -1), (0, 1)]);
 }
+
+/// Running jobs that end at the same instant all count at the shadow time.
+/// Machine of 10 processors. A: t=0, 4 procs, 10 s.  B: t=0, 4 procs, 10 s.
+/// H: t=1, 5 procs, 10 s.  D: t=2, 2 procs, 30 s.
+///
+/// EASY at t=1: H needs 5 with 2 free; A's end at 10 makes it fit, and B ends at 10
+/// too, so 2 + 4 + 4 = 10 are free at the shadow time 10 and the extra processors
+/// are 10 - 5 = 5 (not 6 - 5 = 1, which counting A alone would give). At t=2, D
+/// (2 procs, ends at 32 > 10) fits in the 2 free processors and the 5 extra ones:
+/// it starts at 2. H runs [10,20) on 8 free processors.
+/// Conservative: the profile has 2 free on [2,10), 5 on [10,20) (H's reservation)
+/// and 10 after, so D's earliest slot is [2,32) too.
+#[test]
+fn jobs_ending_together_all_count_at_the_shadow_time() {
+    let w = workload(vec![
+        job(1, 0, 4, 10, Some(10), false),
+        job(2, 0, 4, 10, Some(10), false),
+        job(3, 1, 5, 10, Some(10), false),
+        job(4, 2, 2, 30, Some(30), false),
+    ]);
+    let want = vec![(0, 10), (0, 10), (10, 20), (2, 32)];
+    assert_eq!(sched("easy", &w, 10), want);
+    assert_eq!(sched("conservative", &w, 10), want);
+    // Without B the extra processors are 6 - 5 = 1 < 2 and D waits for H's start.
+    let w = workload(vec![
+        job(1, 0, 4, 10, Some(10), false),
+        job(2, 0, 4, 10, Some(20), false),
+        job(3, 1, 5, 10, Some(10), false),
+        job(4, 2, 2, 30, Some(30), false),
+    ]);
+    assert_eq!(
+        sched("easy", &w, 10),
+        vec![(0, 10), (0, 10), (10, 20), (10, 40)]
+    );
+}

@@ -4,8 +4,8 @@
 //! whole (one process per node). The queue is FCFS; when the head job does not
 //! fit, it gets a reservation at the *shadow time*, the earliest time at which
 //! enough nodes are free counting the running jobs' estimated ends (start +
-//! estimate), and the *extra* nodes, those free at the shadow time beyond what
-//! the head needs. A later job is started now (backfilled) if it fits in the
+//! estimate), and the *extra* nodes, those free at the shadow time (every job
+//! ending at or before it counted) beyond what the head needs. A later job is started now (backfilled) if it fits in the
 //! free nodes and either ends, by its estimate, no later than the shadow time or
 //! uses no more than the extra nodes (which then shrink). Estimates are given
 //! by the caller (the facade uses each job's dedicated runtime: "perfect
@@ -53,13 +53,17 @@ pub fn easy_starts(
     };
     // Shadow time and extra nodes of the head job.
     running.sort_by_key(|r| r.end);
+    // Every job ending by the shadow time counts, ties at the shadow time included.
     let mut avail = free;
     let mut shadow = SimTime::MAX;
     for r in &running {
-        avail += r.size;
-        if avail >= head.size {
-            shadow = r.end.max(now);
+        let end = r.end.max(now);
+        if shadow != SimTime::MAX && end > shadow {
             break;
+        }
+        avail += r.size;
+        if shadow == SimTime::MAX && avail >= head.size {
+            shadow = end;
         }
     }
     let mut extra = avail.saturating_sub(head.size);
@@ -105,6 +109,23 @@ mod unit {
         // Head needs 2: shadow 10 with 4 free then, extra 2: job 1 may use an extra node.
         let queue = [q(0, 2, 5), q(1, 1, 20)];
         assert_eq!(easy_starts(s(0), 1, &running, &queue), vec![1]);
+        // Two jobs end at the shadow time 10: both count. 1 free + 3 + 3 = 7 at 10,
+        // head needs 4 -> extra 3 (the first tied job alone would give 0 extra), so a
+        // 1-node job ending at 20 backfills.
+        let tied = [
+            Running {
+                end: s(10),
+                size: 3,
+            },
+            Running {
+                end: s(10),
+                size: 3,
+            },
+        ];
+        assert_eq!(
+            easy_starts(s(0), 1, &tied, &[q(0, 4, 5), q(1, 1, 20)]),
+            vec![1]
+        );
         // Heads that fit start in order.
         assert_eq!(
             easy_starts(s(0), 4, &[], &[q(0, 2, 1), q(1, 2, 1), q(2, 1, 1)]),
