@@ -46,7 +46,7 @@ def mpi_command(mpi: str, n: int, argv: list[str], wait: str | None) -> tuple[li
     return cmd + argv, env
 
 
-def shim_latency(iters: int = 20000, mpis: list[str] | None = None) -> list[dict]:
+def shim_latency(iters: int = 2000, mpis: list[str] | None = None) -> list[dict]:
     """One row per (MPI, mode): median, 10th and 90th percentile half round trip (us), and the median
     added over the run without the shim."""
     mpis = mpis if mpis is not None else mpis_present()

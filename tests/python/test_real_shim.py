@@ -9,9 +9,13 @@ the machine is shared.
 from __future__ import annotations
 
 import json
+import mmap
 import os
+import socket
 import statistics
+import struct
 import subprocess
+import threading
 import uuid
 from pathlib import Path
 
@@ -294,3 +298,96 @@ def test_dedicated_runtime_matches_the_simulator(real_build: Path, tmp_path: Pat
           f"error {100 * err:+.1f}% (speeds {', '.join(f'{x:.3f}' for x in speeds)}; "
           f"latency {lat:.2f} us, bandwidth {bw:.0f} MB/s)")
     assert abs(err) < 0.5, (real, predicted, speeds)
+
+
+# ---------------------------------------------------------------------------------------------
+# Registration and events, against a minimal agent written here (the protocol of cosched_proto.h)
+
+MSG = struct.Struct("<IIiiiiQQQ")  # struct cosched_msg, 48 bytes
+REGISTER, ACK, UNREGISTER, WAIT_BEGIN, WAIT_END, COLL_ENTER, COLL_EXIT, MESSAGE = range(1, 9)
+OFF_WAIT_MODE, OFF_EVENT_MASK, OFF_AGENT_GEN = 24, 80, 84
+MODE_BLOCK = 2
+
+
+class FakeAgent:
+    """Accepts ranks on a SOCK_SEQPACKET socket; on REGISTER maps the rank's segment, asks for BLOCK
+    waits and every event, marks it served, answers ACK; records every message."""
+
+    def __init__(self, path: Path, run: str) -> None:
+        self.path, self.run = path, run
+        self.msgs: list[tuple] = []
+        self.lock = threading.Lock()
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self.sock.bind(str(path))
+        self.sock.listen(16)
+        self.threads = [threading.Thread(target=self._accept, daemon=True)]
+        self.threads[0].start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            t = threading.Thread(target=self._serve, args=(conn,), daemon=True)
+            t.start()
+            self.threads.append(t)
+
+    def _serve(self, conn: socket.socket) -> None:
+        with conn:
+            while data := conn.recv(64):
+                m = MSG.unpack(data[: MSG.size])
+                with self.lock:
+                    self.msgs.append(m)
+                if m[0] == REGISTER:
+                    job, rank = m[2], m[3]
+                    fd = os.open(f"/dev/shm/cosched.{self.run}.{job}.{rank}", os.O_RDWR)
+                    with mmap.mmap(fd, 256) as seg:
+                        seg[OFF_WAIT_MODE:OFF_WAIT_MODE + 16] = struct.pack("<4I", *[MODE_BLOCK] * 4)
+                        mask = sum(1 << t for t in (WAIT_BEGIN, WAIT_END, COLL_ENTER, COLL_EXIT, MESSAGE))
+                        seg[OFF_EVENT_MASK:OFF_AGENT_GEN + 4] = struct.pack("<II", mask, 1)
+                    os.close(fd)
+                    conn.send(MSG.pack(ACK, 1, job, rank, os.getpid(), 0, 0, 0, 0))
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+@pytest.mark.parametrize("mpi", MPIS)
+def test_shim_registers_with_an_agent_and_sends_the_events_asked_for(real_build: Path, tmp_path: Path,
+                                                                     mpi: str) -> None:
+    run = "t" + uuid.uuid4().hex[:12]
+    log = tmp_path / "shim.log"
+    agent = FakeAgent(tmp_path / "agent.sock", run)
+    try:
+        r = mpirun(mpi, 4, [str(real_build / f"cosched-probe-{mpi}"), "calls"],
+                   env={"COSCHED_AGENT": str(agent.path), "COSCHED_RUN": run, "COSCHED_JOB": "7",
+                        "COSCHED_REQUIRED": "1", "COSCHED_LOG": str(log)})
+        assert r.returncode == 0, r.stdout + r.stderr
+        # Served by an agent, the shim leaves its segment for the agent to unlink.
+        assert segments(run) == [f"cosched.{run}.7.{r}" for r in range(4)]
+    finally:
+        agent.close()
+        for name in segments(run):
+            os.unlink(f"/dev/shm/{name}")
+    msgs = agent.msgs
+    for rank in range(4):
+        mine = [m for m in msgs if m[3] == rank and m[0] in (REGISTER, UNREGISTER)]
+        assert [m[0] for m in mine] == [REGISTER, UNREGISTER], mine
+        assert mine[0][1] == 1 and mine[0][2] == 7 and mine[0][5] == 4  # version, job, arg = world size
+    by_type = {t: [m for m in msgs if m[0] == t] for t in (WAIT_BEGIN, WAIT_END, COLL_ENTER, COLL_EXIT, MESSAGE)}
+    # 6 collectives per rank (barrier, bcast, reduce, allreduce, alltoall, allgather), entered and left.
+    assert len(by_type[COLL_ENTER]) == len(by_type[COLL_EXIT]) == 24
+    assert {m[5] for m in by_type[COLL_ENTER]} == {0, 1, 2, 3, 4, 5}
+    # Every send: MESSAGE to the destination's world rank (field rank), source rank in arg, bytes in a.
+    # Ranks 0-1 and 2-3 exchange on MPI_COMM_WORLD; 2 -> 0 and 3 -> 1 are sends on a sub-communicator
+    # (rank 1 to rank 0 of it), translated to world ranks.
+    pairs = [(m[5], m[3]) for m in by_type[MESSAGE]]
+    assert all(m[7] == 4 for m in by_type[MESSAGE]), by_type[MESSAGE]
+    assert set(pairs) == {(0, 1), (1, 0), (2, 3), (3, 2), (2, 0), (3, 1)}, pairs
+    assert pairs.count((2, 0)) == pairs.count((3, 1)) == 1
+    assert len(by_type[WAIT_BEGIN]) == len(by_type[WAIT_END]) >= 1
+    ranks = log_lines(log)
+    assert all(d["agent"] is True for d in ranks)
+    # The agent asked for BLOCK waits: every wait blocked, none spun.
+    assert all(d["spin_ns"] == 0 and d["blocks"] == d["waits"] for d in ranks), ranks
