@@ -5,11 +5,13 @@
  * them, but the Fortran wrappers below take precedence either way and count them as Fortran).
  *
  * Point to point and waits: handles converted with MPI_*_f2c/c2f, then the C wrappers run (all
- * wait modes). Collectives, MPI_Init and MPI_Finalize: the library's own Fortran binding is called
- * (found with dlsym(RTLD_NEXT)), so Fortran-only sentinels (MPI_IN_PLACE, MPI_BOTTOM) keep working;
- * the wrapper adds the collective enter/exit events and counters. Under MPICH that binding reaches
- * the C wrapper, which then applies the wait mode; under Open MPI it calls PMPI_* and the library
- * waits in its own way. The Fortran 2008 bindings (`use mpi_f08`) are not wrapped.
+ * wait modes). Collectives: under Open MPI, whose Fortran sentinels MPI_IN_PLACE and MPI_BOTTOM are
+ * the exported common blocks mpi_fortran_in_place_ / mpi_fortran_bottom_ (found with dlsym), the
+ * arguments are converted and the C wrappers run (all wait modes); elsewhere the library's own
+ * Fortran binding is called (dlsym(RTLD_NEXT)) so its sentinels keep working, and the wrapper adds
+ * the enter/exit events and counters (MPICH's binding reaches the C wrappers, which apply the wait
+ * mode). MPI_Init and MPI_Finalize always call the library's binding. The Fortran 2008 bindings
+ * (`use mpi_f08`) are not wrapped.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -56,6 +58,28 @@ static void *next_fortran(const char *lower) {
     static type var;                  \
     if (!var) var = (type)next_fortran(name);
 
+/* Open MPI's Fortran MPI_IN_PLACE and MPI_BOTTOM (NULL elsewhere). */
+static void *f_in_place, *f_bottom;
+static int f_sentinels = -1;
+
+static int ompi_sentinels(void) {
+    if (f_sentinels < 0) {
+        f_in_place = dlsym(RTLD_DEFAULT, "mpi_fortran_in_place_");
+        f_bottom = dlsym(RTLD_DEFAULT, "mpi_fortran_bottom_");
+        f_sentinels = f_in_place && f_bottom;
+    }
+    return f_sentinels;
+}
+
+/* A Fortran buffer argument as C sees it. */
+static void *fbuf(void *p) {
+    if (ompi_sentinels()) {
+        if (p == f_in_place) return MPI_IN_PLACE;
+        if (p == f_bottom) return MPI_BOTTOM;
+    }
+    return p;
+}
+
 static void status_out(const MPI_Status *c, F *f) {
     if (f != MPI_F_STATUS_IGNORE) MPI_Status_c2f(c, f);
 }
@@ -97,7 +121,7 @@ ALIASES(cs_f_finalize, mpi_finalize, MPI_FINALIZE)
 void cs_f_send(void *buf, F *count, F *type, F *dest, F *tag, F *comm, F *ierr) {
     cs_count_call(CS_SEND, 1);
     cs_in_fortran = 1;
-    *ierr = MPI_Send(buf, *count, MPI_Type_f2c(*type), *dest, *tag, MPI_Comm_f2c(*comm));
+    *ierr = MPI_Send(fbuf(buf), *count, MPI_Type_f2c(*type), *dest, *tag, MPI_Comm_f2c(*comm));
     cs_in_fortran = 0;
 }
 ALIASES(cs_f_send, mpi_send, MPI_SEND)
@@ -105,7 +129,7 @@ ALIASES(cs_f_send, mpi_send, MPI_SEND)
 void cs_f_ssend(void *buf, F *count, F *type, F *dest, F *tag, F *comm, F *ierr) {
     cs_count_call(CS_SSEND, 1);
     cs_in_fortran = 1;
-    *ierr = MPI_Ssend(buf, *count, MPI_Type_f2c(*type), *dest, *tag, MPI_Comm_f2c(*comm));
+    *ierr = MPI_Ssend(fbuf(buf), *count, MPI_Type_f2c(*type), *dest, *tag, MPI_Comm_f2c(*comm));
     cs_in_fortran = 0;
 }
 ALIASES(cs_f_ssend, mpi_ssend, MPI_SSEND)
@@ -114,7 +138,7 @@ void cs_f_recv(void *buf, F *count, F *type, F *source, F *tag, F *comm, F *stat
     cs_count_call(CS_RECV, 1);
     MPI_Status st;
     cs_in_fortran = 1;
-    *ierr = MPI_Recv(buf, *count, MPI_Type_f2c(*type), *source, *tag, MPI_Comm_f2c(*comm), &st);
+    *ierr = MPI_Recv(fbuf(buf), *count, MPI_Type_f2c(*type), *source, *tag, MPI_Comm_f2c(*comm), &st);
     cs_in_fortran = 0;
     if (*ierr == MPI_SUCCESS) status_out(&st, status);
 }
@@ -124,7 +148,7 @@ void cs_f_isend(void *buf, F *count, F *type, F *dest, F *tag, F *comm, F *req, 
     cs_count_call(CS_ISEND, 1);
     MPI_Request r;
     cs_in_fortran = 1;
-    *ierr = MPI_Isend(buf, *count, MPI_Type_f2c(*type), *dest, *tag, MPI_Comm_f2c(*comm), &r);
+    *ierr = MPI_Isend(fbuf(buf), *count, MPI_Type_f2c(*type), *dest, *tag, MPI_Comm_f2c(*comm), &r);
     cs_in_fortran = 0;
     if (*ierr == MPI_SUCCESS) *req = MPI_Request_c2f(r);
 }
@@ -134,7 +158,7 @@ void cs_f_irecv(void *buf, F *count, F *type, F *source, F *tag, F *comm, F *req
     cs_count_call(CS_IRECV, 1);
     MPI_Request r;
     cs_in_fortran = 1;
-    *ierr = MPI_Irecv(buf, *count, MPI_Type_f2c(*type), *source, *tag, MPI_Comm_f2c(*comm), &r);
+    *ierr = MPI_Irecv(fbuf(buf), *count, MPI_Type_f2c(*type), *source, *tag, MPI_Comm_f2c(*comm), &r);
     cs_in_fortran = 0;
     if (*ierr == MPI_SUCCESS) *req = MPI_Request_c2f(r);
 }
@@ -145,7 +169,7 @@ void cs_f_sendrecv(void *sbuf, F *scount, F *stype, F *dest, F *stag, void *rbuf
     cs_count_call(CS_SENDRECV, 1);
     MPI_Status st;
     cs_in_fortran = 1;
-    *ierr = MPI_Sendrecv(sbuf, *scount, MPI_Type_f2c(*stype), *dest, *stag, rbuf, *rcount, MPI_Type_f2c(*rtype),
+    *ierr = MPI_Sendrecv(fbuf(sbuf), *scount, MPI_Type_f2c(*stype), *dest, *stag, fbuf(rbuf), *rcount, MPI_Type_f2c(*rtype),
                          *source, *rtag, MPI_Comm_f2c(*comm), &st);
     cs_in_fortran = 0;
     if (*ierr == MPI_SUCCESS) status_out(&st, status);
@@ -202,50 +226,63 @@ typedef void (*t_next_allreduce)(void *, void *, F *, F *, F *, F *, F *);
 typedef void (*t_next_alltoall)(void *, F *, F *, void *, F *, F *, F *, F *);
 typedef void (*t_next_allgather)(void *, F *, F *, void *, F *, F *, F *, F *);
 
-#define FCOLL(CALL, COLL, CALLNEXT)              \
+/* Open MPI: convert and run the C wrapper (NATIVE); elsewhere: the library's binding (CALLNEXT). */
+#define FCOLL(CALL, COLL, NATIVE, CALLNEXT)      \
     do {                                         \
         cs_count_call(CALL, 1);                  \
         MPI_Comm c = MPI_Comm_f2c(*comm);        \
         cs_coll_enter(c, COLL);                  \
         cs_in_fortran = 1;                       \
-        CALLNEXT;                                \
+        if (ompi_sentinels()) {                  \
+            *ierr = NATIVE;                      \
+        } else {                                 \
+            CALLNEXT;                            \
+        }                                        \
         cs_in_fortran = 0;                       \
         cs_coll_exit(c, COLL);                   \
     } while (0)
 
 void cs_f_barrier(F *comm, F *ierr) {
     NEXT(next_barrier, t_next_barrier, "mpi_barrier")
-    FCOLL(CS_BARRIER, COSCHED_COLL_BARRIER, next_barrier(comm, ierr));
+    FCOLL(CS_BARRIER, COSCHED_COLL_BARRIER, MPI_Barrier(c), next_barrier(comm, ierr));
 }
 ALIASES(cs_f_barrier, mpi_barrier, MPI_BARRIER)
 
 void cs_f_bcast(void *buf, F *count, F *type, F *root, F *comm, F *ierr) {
     NEXT(next_bcast, t_next_bcast, "mpi_bcast")
-    FCOLL(CS_BCAST, COSCHED_COLL_BCAST, next_bcast(buf, count, type, root, comm, ierr));
+    FCOLL(CS_BCAST, COSCHED_COLL_BCAST, MPI_Bcast(fbuf(buf), *count, MPI_Type_f2c(*type), *root, c),
+          next_bcast(buf, count, type, root, comm, ierr));
 }
 ALIASES(cs_f_bcast, mpi_bcast, MPI_BCAST)
 
 void cs_f_reduce(void *sbuf, void *rbuf, F *count, F *type, F *op, F *root, F *comm, F *ierr) {
     NEXT(next_reduce, t_next_reduce, "mpi_reduce")
-    FCOLL(CS_REDUCE, COSCHED_COLL_REDUCE, next_reduce(sbuf, rbuf, count, type, op, root, comm, ierr));
+    FCOLL(CS_REDUCE, COSCHED_COLL_REDUCE,
+          MPI_Reduce(fbuf(sbuf), fbuf(rbuf), *count, MPI_Type_f2c(*type), MPI_Op_f2c(*op), *root, c),
+          next_reduce(sbuf, rbuf, count, type, op, root, comm, ierr));
 }
 ALIASES(cs_f_reduce, mpi_reduce, MPI_REDUCE)
 
 void cs_f_allreduce(void *sbuf, void *rbuf, F *count, F *type, F *op, F *comm, F *ierr) {
     NEXT(next_allreduce, t_next_allreduce, "mpi_allreduce")
-    FCOLL(CS_ALLREDUCE, COSCHED_COLL_ALLREDUCE, next_allreduce(sbuf, rbuf, count, type, op, comm, ierr));
+    FCOLL(CS_ALLREDUCE, COSCHED_COLL_ALLREDUCE,
+          MPI_Allreduce(fbuf(sbuf), fbuf(rbuf), *count, MPI_Type_f2c(*type), MPI_Op_f2c(*op), c),
+          next_allreduce(sbuf, rbuf, count, type, op, comm, ierr));
 }
 ALIASES(cs_f_allreduce, mpi_allreduce, MPI_ALLREDUCE)
 
 void cs_f_alltoall(void *sbuf, F *scount, F *stype, void *rbuf, F *rcount, F *rtype, F *comm, F *ierr) {
     NEXT(next_alltoall, t_next_alltoall, "mpi_alltoall")
-    FCOLL(CS_ALLTOALL, COSCHED_COLL_ALLTOALL, next_alltoall(sbuf, scount, stype, rbuf, rcount, rtype, comm, ierr));
+    FCOLL(CS_ALLTOALL, COSCHED_COLL_ALLTOALL,
+          MPI_Alltoall(fbuf(sbuf), *scount, MPI_Type_f2c(*stype), fbuf(rbuf), *rcount, MPI_Type_f2c(*rtype), c),
+          next_alltoall(sbuf, scount, stype, rbuf, rcount, rtype, comm, ierr));
 }
 ALIASES(cs_f_alltoall, mpi_alltoall, MPI_ALLTOALL)
 
 void cs_f_allgather(void *sbuf, F *scount, F *stype, void *rbuf, F *rcount, F *rtype, F *comm, F *ierr) {
     NEXT(next_allgather, t_next_allgather, "mpi_allgather")
     FCOLL(CS_ALLGATHER, COSCHED_COLL_ALLGATHER,
+          MPI_Allgather(fbuf(sbuf), *scount, MPI_Type_f2c(*stype), fbuf(rbuf), *rcount, MPI_Type_f2c(*rtype), c),
           next_allgather(sbuf, scount, stype, rbuf, rcount, rtype, comm, ierr));
 }
 ALIASES(cs_f_allgather, mpi_allgather, MPI_ALLGATHER)
