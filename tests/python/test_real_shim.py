@@ -16,6 +16,7 @@ import statistics
 import struct
 import subprocess
 import threading
+import time
 import uuid
 from pathlib import Path
 
@@ -391,3 +392,40 @@ def test_shim_registers_with_an_agent_and_sends_the_events_asked_for(real_build:
     assert all(d["agent"] is True for d in ranks)
     # The agent asked for BLOCK waits: every wait blocked, none spun.
     assert all(d["spin_ns"] == 0 and d["blocks"] == d["waits"] for d in ranks), ranks
+
+
+def test_shim_under_the_real_node_agent(real_build: Path, tmp_path: Path) -> None:
+    """The shim and the node agent (`cosched-agent`, built by cargo in target/debug) together: the agent
+    hosts SB for an undeclared job, so a rank waiting ~1 s for a sleeping peer spins then blocks (little
+    CPU), and the agent unlinks the segments when the ranks unregister."""
+    exe = ROOT / "target" / "debug" / "cosched-agent"
+    if not exe.exists():
+        b = subprocess.run(["cargo", "build", "-q", "-p", "cosched-real", "--bin", "cosched-agent"], cwd=ROOT,
+                           capture_output=True, text=True, timeout=1200)
+        assert b.returncode == 0, f"cannot build the node agent:\n{b.stderr}"
+    run = "t" + uuid.uuid4().hex[:12]
+    sock = tmp_path / "agent.sock"
+    log = tmp_path / "shim.log"
+    agent = subprocess.Popen([str(exe), "serve", "--run", run, "--default-policy", "sb", "--node", f"0::{sock}",
+                              "--state-dir", str(tmp_path / "state"), "--no-realtime"],
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        for _ in range(200):
+            if sock.exists() or agent.poll() is not None:
+                break
+            time.sleep(0.05)
+        assert sock.exists(), f"the agent did not start: {agent.stdout.read() if agent.poll() is not None else ''}"
+        r = mpirun("mpich", 2, [str(real_build / "cosched-probe-mpich"), "sleepwait", "1.0"],
+                   env={"COSCHED_AGENT": str(sock), "COSCHED_REQUIRED": "1", "COSCHED_RUN": run, "COSCHED_JOB": "1",
+                        "COSCHED_LOG": str(log)})
+        assert r.returncode == 0, r.stdout + r.stderr
+        waited = json.loads(r.stdout.strip().splitlines()[-1])
+    finally:
+        agent.terminate()
+        out, _ = agent.communicate(timeout=30)
+    assert agent.returncode == 0, out
+    rank0 = log_lines(log)[0]
+    assert rank0["agent"] is True
+    assert rank0["spin_ns"] > 0 and rank0["block_ns"] > 0.5e9, rank0
+    assert waited["cpu_ns"] < 0.25 * waited["wait_ns"], waited
+    assert segments(run) == []
