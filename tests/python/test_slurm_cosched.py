@@ -39,16 +39,23 @@ def cluster(tmp_path_factory):
              "--plugin", str(BUILD / "cosched_spank.so"), "--shim", str(BUILD / "libcosched-mpich.so")])
     assert r.returncode == 0, r.stdout + r.stderr
     env = dict(os.environ, SLURM_CONF=str(d / "slurm.conf"))
+    testbed = json.loads((d / "testbed.json").read_text())
+    # This test cluster's own names: its cpusets, its agents' runs (cgroups cosched.<run>.*) and the runs of
+    # the steps it ran (segments /dev/shm/cosched.<run>.*).
+    agent_runs = [x["cmd"].split("--run ")[1].split()[0] for x in testbed["daemons"] if x["name"].startswith("agent")]
+    step_runs: list[str] = []
     try:
-        yield env, d
+        yield env, d, step_runs
     finally:
         r = run([str(TESTBED), "down", "--dir", str(d)])
         assert r.returncode == 0, r.stderr
         assert not d.exists()
         roots = [Path("/sys/fs/cgroup") / r for r in ("cpu", "cpuset", "freezer", "cpuacct")]
-        left = [p for root in roots for p in root.glob("cosched.*")]
+        left = [p for root in roots for run_id in agent_runs for p in root.glob(f"cosched.{run_id}.*")]
+        left += [Path(c["path"]) for c in testbed["cgroups"] if Path(c["path"]).exists()]
         assert not left, left
-        assert not list(Path("/dev/shm").glob("cosched.*"))
+        segs = [p for run_id in step_runs for p in Path("/dev/shm").glob(f"cosched.{run_id}.*")]
+        assert not segs, segs
 
 
 def shim_lines(path: Path) -> list[dict]:
@@ -56,7 +63,7 @@ def shim_lines(path: Path) -> list[dict]:
 
 
 def test_a_two_node_job_runs_with_the_shim_registered_on_both_agents(cluster, tmp_path):
-    env, _ = cluster
+    env, _, step_runs = cluster
     log = tmp_path / "shim.jsonl"
     r = run(["srun", "-N2", "-n2", "--mpi=pmi2", "--cosched=sb", str(PROBE), "pingpong", "2000", "8"],
             env=dict(env, COSCHED_LOG=str(log)))
@@ -65,11 +72,12 @@ def test_a_two_node_job_runs_with_the_shim_registered_on_both_agents(cluster, tm
     assert [x["rank"] for x in lines] == [0, 1]
     assert all(x["agent"] for x in lines), lines  # both ranks were registered and served to the end
     assert lines[0]["run"] == lines[1]["run"] and lines[0]["run"].startswith("s")
+    step_runs.append(lines[0]["run"])
     assert all(x["msgs_sent"] >= 2000 for x in lines)
 
 
 def test_a_job_without_the_option_gets_no_shim(cluster, tmp_path):
-    env, _ = cluster
+    env, _, _ = cluster
     log = tmp_path / "shim.jsonl"
     r = run(["srun", "-N2", "-n2", "--mpi=pmi2", str(PROBE), "pingpong", "200", "8"],
             env=dict(env, COSCHED_LOG=str(log)))
@@ -78,7 +86,7 @@ def test_a_job_without_the_option_gets_no_shim(cluster, tmp_path):
 
 
 def test_slurm_suspend_and_resume_still_work_on_a_coscheduled_job(cluster, tmp_path):
-    env, _ = cluster
+    env, _, _ = cluster
     out = tmp_path / "out.txt"
     r = run(["sbatch", "-N2", "-n2", "-o", str(out), "--wrap",
              f"srun --mpi=pmi2 --cosched=hybrid {PROBE} sleepwait 3"], env=env)
@@ -101,30 +109,35 @@ def test_slurm_suspend_and_resume_still_work_on_a_coscheduled_job(cluster, tmp_p
     assert state() == "COMPLETED", out.read_text() if out.exists() else ""
 
 
-def test_killing_an_agent_mid_run_leaves_the_job_running_and_its_weights_restored(cluster, tmp_path):
-    env, d = cluster
+def test_an_agent_killed_mid_run_leaves_the_job_running_and_its_next_start_restores_the_ranks(cluster, tmp_path):
+    env, d, step_runs = cluster
     testbed = json.loads((d / "testbed.json").read_text())
     agent = next(x for x in testbed["daemons"] if x["name"] == "agent cn1")
+    run_id = agent["cmd"].split("--run ")[1].split()[0]
+    cpu = Path("/sys/fs/cgroup/cpu")
     log = tmp_path / "shim.jsonl"
+    # Rank 1 (on cn1) sleeps 6 s, then sends; rank 0 waits for it.
     job = subprocess.Popen(
-        ["srun", "-N2", "-n2", "--mpi=pmi2", "--cosched=dcs", str(PROBE), "pingpong", "400000", "8"],
+        ["srun", "-N2", "-n2", "--mpi=pmi2", "--cosched=dcs", str(PROBE), "sleepwait", "6"],
         env=dict(env, COSCHED_LOG=str(log)), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
     try:
         deadline = time.monotonic() + 30
-        run_cgroups = list(Path("/sys/fs/cgroup/cpu").glob("cosched.tb*cn1*"))
-        while not run_cgroups and time.monotonic() < deadline:
+        leaves: list[Path] = []
+        while not leaves and time.monotonic() < deadline:
             time.sleep(0.1)
-            run_cgroups = list(Path("/sys/fs/cgroup/cpu").glob("cosched.tb*cn1*"))
-        assert run_cgroups, "the agent of cn1 never placed a rank"
-        time.sleep(0.5)
+            leaves = list(cpu.glob(f"cosched.{run_id}.*/j*r*"))
+        assert leaves, "the agent of cn1 never placed its rank in a cgroup of its own"
         os.kill(agent["pid"], signal.SIGKILL)
+        # The next start of an agent with that state (here its cleanup command) restores what the killed one
+        # left, while the job still runs: the rank leaves the agent's cgroups (weights back to the default).
+        r = run([agent["bin"], "cleanup", "--state-dir", agent["state_dir"]])
+        assert r.returncode == 0, r.stderr
+        assert job.poll() is None, "the job ended before the agent's leftovers could be checked"
+        assert not list(cpu.glob(f"cosched.{run_id}.*")), list(cpu.glob(f"cosched.{run_id}.*"))
         _, err = job.communicate(timeout=180)
     finally:
         if job.poll() is None:
             job.kill()
     assert job.returncode == 0, err
-    # The next start of an agent (here: its cleanup command) restores what the killed one left.
-    r = run([agent["bin"], "cleanup", "--state-dir", agent["state_dir"]])
-    assert r.returncode == 0, r.stderr
-    assert not list(Path("/sys/fs/cgroup/cpu").glob("cosched.tb*cn1*"))
+    step_runs.extend({x["run"] for x in shim_lines(log)})

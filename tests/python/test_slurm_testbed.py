@@ -8,6 +8,7 @@ libslurm-dev), which .ci/run installs: they fail, not skip, where these are miss
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import struct
@@ -77,6 +78,7 @@ def cluster(tmp_path_factory):
     r = run([str(TESTBED), "up", "--nodes", "2", "--dir", str(d), "--plugstack", str(plug)], timeout=120)
     assert r.returncode == 0, r.stdout + r.stderr
     env = dict(os.environ, SLURM_CONF=str(d / "slurm.conf"))
+    cgroups = [Path(c["path"]) for c in json.loads((d / "testbed.json").read_text())["cgroups"]]
     agents = {n: StandInAgent(sockdir / f"agent-{n}.sock") for n in ("cn0", "cn1")}
     try:
         yield env, agents, d
@@ -86,7 +88,7 @@ def cluster(tmp_path_factory):
         r = run([str(TESTBED), "down", "--dir", str(d)], timeout=120)
         assert r.returncode == 0, r.stderr
         assert not d.exists()
-        assert not list(Path("/sys/fs/cgroup/cpuset").glob("cosched.testbed*"))
+        assert not [c for c in cgroups if c.exists()]
 
 
 ENV_LINE = "echo $SLURMD_NODENAME ${LD_PRELOAD:-none} ${COSCHED_RUN:-none} ${COSCHED_JOB:-none} ${COSCHED_AGENT:-none}"
@@ -168,6 +170,28 @@ def test_an_unreachable_agent_fails_the_step_unless_optional(cluster):
         agents["cn1"] = StandInAgent(path)
 
 
-def test_bad_usage_is_named():
-    r = run([str(TESTBED), "up", "--gang", "--timeslice", "1", "--dir", "/tmp/cosched-testbed-unused"])
+def test_bad_usage_is_named(tmp_path):
+    r = run([str(TESTBED), "up", "--gang", "--timeslice", "1", "--dir", str(tmp_path / "unused")])
     assert r.returncode == 2 and "minimum SchedulerTimeSlice is 5 s" in r.stderr
+    r = run([str(TESTBED), "up", "--plugin", "x.so", "--dir", str(tmp_path / "unused")])
+    assert r.returncode == 2 and "--plugin and --shim go together" in r.stderr
+
+
+def test_a_folder_that_holds_no_test_cluster_is_never_deleted(tmp_path):
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "keep.txt").write_text("x")
+    r = run([str(TESTBED), "up", "--dir", str(mine)])
+    assert r.returncode == 2 and "holds no test cluster" in r.stderr
+    r = run([str(TESTBED), "down", "--dir", str(mine)])
+    assert r.returncode == 0 and (mine / "keep.txt").exists()
+
+
+def test_the_daemons_listen_on_loopback_only(cluster):
+    _, _, d = cluster
+    pids = {x["pid"] for x in json.loads((d / "testbed.json").read_text())["daemons"]}
+    r = run(["ss", "-Hltnp"])
+    mine = [line for line in r.stdout.splitlines() if any(f"pid={p}," in line for p in pids)]
+    assert len(mine) >= 3, r.stdout  # slurmctld and two slurmd
+    for line in mine:
+        assert line.split()[3].startswith("127.0.0.1:"), line
