@@ -19,6 +19,7 @@ __all__ = [
     "load_config",
     "nas_mix",
     "policies",
+    "real_run",
     "run_config",
     "run_jobs",
     "run_timeshare_jobs",
@@ -149,6 +150,18 @@ def policies() -> builtins.str:
     Every registered policy with its level, summary and parameters: cluster and node
     policies, the job-level time-sharing models (`gang`, `timeshare`) and the
     process-level schemes (`fcfs`, `batch`, `easy`, `gang` at process fidelity), as JSON text.
+    """
+
+def real_run(spec_json: builtins.str, platform_json: builtins.str, policy: builtins.str, progress: typing.Optional[typing.Any] = None) -> builtins.str:
+    r"""
+    Runs jobs for real: `spec_json` is the controller's run specification
+    (`cosched_real::controller::RunSpec` as JSON), `platform_json` the platform whose
+    power model prices the measured busy time, `policy` the summary's policy name.
+    `progress(queued, running, done, failed, elapsed_s)` is called about twice a
+    second. Returns JSON text: `jobs` (the job table's columns), `summary` (the
+    summary.json keys) and `real` (per-job measurements, the sampled timeline,
+    the agent's counters, gang switch times). A job whose program fails has status
+    `killed` and its error in `real.jobs[i].error`.
     """
 
 def run_config(path: builtins.str | os.PathLike | pathlib.Path, timeline: builtins.bool = False, policy_object: typing.Optional[typing.Any] = None) -> RunResult:

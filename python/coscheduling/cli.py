@@ -1311,6 +1311,12 @@ def reproduce(
         console().print(f"  {escape(str(p))}")
 
 
+# Real execution: `cosched run CONFIG` (python/coscheduling/real.py).
+from .real import register_cli as _register_real  # noqa: E402
+
+_register_real(app, console, user_errors)
+
+
 def main() -> None:  # pragma: no cover
     app()
 

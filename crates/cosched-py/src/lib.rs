@@ -8,6 +8,7 @@
 
 mod apps_export;
 mod pypolicy;
+mod real;
 mod table;
 
 use cosched::des::SimTime;
@@ -732,6 +733,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(bench_process_level, m)?)?;
     m.add_function(wrap_pyfunction!(nas_mix, m)?)?;
     m.add_function(wrap_pyfunction!(run_timeshare_jobs, m)?)?;
+    m.add_function(wrap_pyfunction!(real::real_run, m)?)?;
     Ok(())
 }
 

@@ -19,8 +19,8 @@
 use crate::mech::{MechError, NodeMech};
 use crate::procfs;
 use crate::proto::{self, msg, JobMsg, Msg, Packet, RankShm};
-use cosched_des::SimTime;
 use cosched_contract::node::{NodeAction, NodePolicy, NodeView, Ops, WaitKind, WaitMode};
+use cosched_des::SimTime;
 use nix::sys::epoll::{Epoll, EpollCreateFlags, EpollEvent, EpollFlags, EpollTimeout};
 use nix::sys::eventfd::{EfdFlags, EventFd};
 use nix::sys::signal::{SigSet, Signal};
@@ -201,10 +201,11 @@ pub struct AgentStats {
     pub cgroups: String,
 }
 
-/// One interval of one rank in the sampled timeline (`cosched gantt`'s rows):
-/// `kind` is `useful` or `spin` when the rank used at least half the interval's
-/// CPU time (by the shim's state), else `blocked` (sleeping, frozen or stopped)
-/// or `ready` (runnable, waiting for a CPU).
+/// One sampling interval of one rank: the CPU time it used in the interval
+/// (from its cgroup), what it was doing on the CPU at the sample (`on`: `spin`
+/// if the shim says it is spinning, else `useful`) and off it (`off`:
+/// `blocked` if sleeping, frozen or stopped, else `ready`). The Python side
+/// lays the intervals out as timeline rows.
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct Sample {
     pub node: u32,
@@ -213,7 +214,9 @@ pub struct Sample {
     pub pid: u32,
     pub start_ns: u64,
     pub end_ns: u64,
-    pub kind: &'static str,
+    pub cpu_ns: u64,
+    pub on: &'static str,
+    pub off: &'static str,
 }
 
 /// Measured use of one job's ranks (summed at each rank's release).
@@ -272,8 +275,8 @@ pub struct Agent {
     shared: Arc<std::sync::Mutex<Shared>>,
     sample: Option<Duration>,
     next_sample: Option<Instant>,
-    /// Per rank: (cgroup CPU time, time) at the last sample, and its open row.
-    sampled: HashMap<u32, (u64, u64, Option<usize>)>,
+    /// Per rank: (cgroup CPU time, time) at the last sample.
+    sampled: HashMap<u32, (u64, u64)>,
 }
 
 const TOK_SIGNAL: u64 = u64::MAX;
@@ -496,52 +499,33 @@ impl Agent {
         for (&pid, r) in &self.ranks {
             let mech = &self.nodes[r.node].mech;
             let used = mech.usage_ns(pid).unwrap_or(0);
-            let (prev_used, prev_t, open) = self
-                .sampled
-                .get(&pid)
-                .copied()
-                .unwrap_or((used, now_ns, None));
-            if now_ns > prev_t {
-                let on_cpu = (used.saturating_sub(prev_used)) * 2 >= now_ns - prev_t;
-                let shm_state = r
-                    .shm
-                    .as_ref()
-                    .map(|s| s.get().state.load(Ordering::Relaxed));
-                let kind = if on_cpu {
-                    if shm_state == Some(proto::state::SPINNING) {
-                        "spin"
-                    } else {
-                        "useful"
-                    }
-                } else if mech.is_job_frozen(r.job)
-                    || procfs::stat(pid).is_none_or(|s| s.state != 'R')
-                {
+            let (prev_used, prev_t) = self.sampled.get(&pid).copied().unwrap_or((used, now_ns));
+            self.sampled.insert(pid, (used, now_ns));
+            if now_ns <= prev_t {
+                continue;
+            }
+            let spinning = r
+                .shm
+                .as_ref()
+                .map(|s| s.get().state.load(Ordering::Relaxed))
+                == Some(proto::state::SPINNING);
+            let off =
+                if mech.is_job_frozen(r.job) || procfs::stat(pid).is_none_or(|s| s.state != 'R') {
                     "blocked"
                 } else {
                     "ready"
                 };
-                let row = match open {
-                    Some(i) if sh.timeline[i].kind == kind && sh.timeline[i].end_ns == prev_t => {
-                        sh.timeline[i].end_ns = now_ns;
-                        i
-                    }
-                    _ => {
-                        sh.timeline.push(Sample {
-                            node: self.opts.nodes[r.node].node,
-                            job: r.job,
-                            rank: r.rank,
-                            pid,
-                            start_ns: prev_t,
-                            end_ns: now_ns,
-                            kind,
-                        });
-                        sh.timeline.len() - 1
-                    }
-                };
-                self.sampled.insert(pid, (used, now_ns, Some(row)));
-            } else {
-                self.sampled.insert(pid, (used, now_ns, open));
-            }
+            sh.timeline.push(Sample {
+                node: self.opts.nodes[r.node].node,
+                job: r.job,
+                rank: r.rank,
+                pid,
+                start_ns: prev_t,
+                end_ns: now_ns,
+                cpu_ns: used.saturating_sub(prev_used).min(now_ns - prev_t),
+                on: if spinning { "spin" } else { "useful" },
+                off,
+            });
         }
     }
 

@@ -5,8 +5,8 @@
 //!
 //! * Admission: `fcfs` (MPL `mpl`), `batch` / `easy` (MPL 1) run the job-level
 //!   [`ClusterPolicy`] of `cosched-policies` (`fcfs`, `easy`) over a view whose
-//!   processors are the virtual nodes with room for one more process (and, when
-//!   memory-aware, with room for the job's footprint); a started job is then
+//!   processors are the process slots: `mpl` per virtual node (times the rows
+//!   under gang; memory-aware: only on nodes with memory left); a started job is then
 //!   placed on distinct nodes by PACKING (lowest nodes first) or NO PACKING
 //!   (seeded random choice). A job that cannot be placed yet stays first in line.
 //! * Gang: an Ousterhout matrix of `rows` rows and one column per node; a job
@@ -20,8 +20,8 @@
 
 use crate::agent::{Agent, AgentOptions, AgentStats, NodeSpec, Sample};
 use crate::client::Client;
-use cosched_des::SimTime;
 use cosched_contract::cluster::{ClusterPolicy, ClusterView, Decision, Event};
+use cosched_des::SimTime;
 use cosched_model::{JobId, JobSpec};
 use std::collections::{HashMap, VecDeque};
 use std::os::unix::process::CommandExt;
@@ -288,12 +288,14 @@ fn mpi_version(mpi: Mpi) -> String {
         .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
         .output()
         .map(|o| {
-            String::from_utf8_lossy(&o.stdout)
+            let text = String::from_utf8_lossy(&o.stdout).to_string();
+            let line = text
                 .lines()
-                .find(|l| !l.trim().is_empty())
-                .unwrap_or("")
-                .trim()
-                .to_string()
+                .find(|l| l.contains("Version:") || l.contains("Open MPI"));
+            line.unwrap_or("")
+                .split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" ")
         })
         .unwrap_or_default()
 }
@@ -459,15 +461,16 @@ fn control(
             events.push(Event::Submitted(JobId(j as u32)));
         }
         if !events.is_empty() {
-            // Processors of the view: nodes with room for one more process in some row.
+            // Processors of the view: the free process slots (MPL x rows per node)
+            // of the nodes with memory left.
             let free = (0..n_nodes as usize)
-                .filter(|&n| (0..rows as usize).any(|r| load[r][n] < mpl))
                 .filter(|&n| !spec.memory_aware || mem[n] < spec.node_memory_mb)
-                .count() as u32;
+                .map(|n| (0..rows as usize).map(|r| mpl - load[r][n]).sum::<u32>())
+                .sum::<u32>();
             let view = SlotView {
                 now: SimTime(now.as_nanos() as i64),
                 free,
-                total: n_nodes,
+                total: n_nodes * mpl * rows,
                 specs: &specs,
                 starts: &starts,
             };

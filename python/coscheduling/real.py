@@ -1,0 +1,346 @@
+"""Real execution: ``cosched run CONFIG`` runs a process-level configuration on this machine.
+
+The jobs are real MPI programs (the application presets as programs of the simulator's IR,
+run by ``cosched-ir-run``, or a user's binary), launched with ``mpiexec`` under the shim
+``libcosched``; the node policies are hosted by the node agent (Rust, ``cosched-real``), the
+admission and gang rows by the controller (docs/real.md). The outputs have the simulator's
+shape: ``jobs.csv`` / ``jobs.parquet`` / ``summary.json`` / ``timeline.parquet``.
+
+The configuration is the simulator's (docs/formats/config.md) plus a ``[real]`` table:
+
+``mpi``             ``"mpich"`` (``mpiexec.mpich``) or ``"openmpi"`` (``mpirun.openmpi``); required
+``nodes``           virtual nodes (default: the machine's CPUs / ``cpus_per_node``)
+``cpus_per_node``   CPUs of each virtual node, a cpuset of consecutive CPUs (default 1)
+``node_memory_mb``  memory of a virtual node for memory-aware admission (default: MemTotal / nodes)
+``scale``           problem scale of the application presets' programs (default 1.0)
+``programs``        table: application name -> command line (a list; relative paths are resolved
+                    against the configuration's folder) replacing the preset's IR program
+``time_limit_s``    jobs still running then are killed and reported (default 600)
+``estimate_s``      the runtime estimate EASY sees for every job (default: ``time_limit_s``)
+``sample_ms``       timeline sampling period (default 50)
+``boost_factor``    a policy's boost multiplies the rank's CPU weight by this (default 64)
+``idle_watts``, ``busy_watts``   power model of a virtual node (defaults: the platform defaults)
+``build_dir``       where ``make real`` put the shim and ``cosched-ir-run`` (default: build/real of the
+                    source tree, or ``$COSCHED_REAL_BUILD``)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import statistics
+import tempfile
+import tomllib
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Annotated, Any
+
+import pandas as pd
+import typer
+
+from . import _core
+from .api import TIMELINE_COLUMNS, jobs_frame
+from .output import provenance, write_outputs
+
+REAL_KEYS = {
+    "mpi", "nodes", "cpus_per_node", "node_memory_mb", "scale", "programs", "time_limit_s", "estimate_s",
+    "sample_ms", "boost_factor", "idle_watts", "busy_watts", "build_dir",
+}
+#: Process-level policies and the parameters real mode carries out.
+REAL_POLICY_PARAMS = {"fcfs": set(), "batch": {"backfill"}, "easy": set(), "gang": {"quantum_ms", "rows"}}
+#: Job keys of the simulator that real mode cannot honour, with the reason.
+SIM_ONLY_JOB_KEYS = {
+    "noise_cv": "the noise model draws compute bursts; real bursts vary by themselves",
+    "nice": "nice values are not carried out (a boost is a cgroup weight)",
+    "ranks_per_node": "one rank per virtual node only",
+    "background": "background loads are not launched",
+}
+
+
+def _err(path: Path, msg: str) -> ValueError:
+    return ValueError(f"{path}: {msg}")
+
+
+def _read(path: Path) -> dict[str, Any]:
+    text = path.read_text(encoding="utf-8")
+    if path.suffix == ".json" or (path.suffix != ".toml" and text.lstrip().startswith("{")):
+        return dict(json.loads(text))
+    return tomllib.loads(text)
+
+
+def default_build_dir() -> Path:
+    env = os.environ.get("COSCHED_REAL_BUILD")
+    if env:
+        return Path(env)
+    return Path(__file__).resolve().parents[2] / "build" / "real"
+
+
+def _policy(path: Path, spec: str) -> dict[str, Any]:
+    m = re.fullmatch(r"\s*([A-Za-z0-9_-]+)\s*(?:\[(.*)\])?\s*", spec)
+    if not m:
+        raise _err(path, f"field `scheduler.policy`: cannot parse {spec!r}")
+    name, params = m.group(1), m.group(2) or ""
+    if name not in REAL_POLICY_PARAMS:
+        raise _err(path, f"field `scheduler.policy`: {name!r} is simulator-only; real mode runs "
+                   f"{', '.join(REAL_POLICY_PARAMS)}")
+    kv = dict(p.split("=", 1) for p in params.split(",") if p.strip()) if params else {}
+    kv = {k.strip(): v.strip() for k, v in kv.items()}
+    for k in kv:
+        if k not in REAL_POLICY_PARAMS[name]:
+            raise _err(path, f"field `scheduler.policy`: parameter {k!r} of {name} is simulator-only "
+                       f"(real mode takes {sorted(REAL_POLICY_PARAMS[name]) or 'none'})")
+    if name == "gang":
+        return {"gang": {"rows": int(kv.get("rows", 3)), "quantum_ns": int(float(kv.get("quantum_ms", 100)) * 1e6)}}
+    if name == "easy" or (name == "batch" and kv.get("backfill", "none") == "easy"):
+        return {"batch": {"easy": True}}
+    if name == "batch":
+        return {"batch": {"easy": False}}
+    return "fcfs"  # type: ignore[return-value]
+
+
+def _mem_total_mb() -> float:
+    for line in Path("/proc/meminfo").read_text().splitlines():
+        if line.startswith("MemTotal:"):
+            return int(line.split()[1]) / 1024
+    return 1024.0
+
+
+def plan(config: str | os.PathLike[str], work_dir: Path) -> tuple[dict[str, Any], dict[str, Any], str, dict[str, Any]]:
+    """Checks ``config`` for real mode and writes the jobs' programs into ``work_dir``.
+
+    Returns the controller's run specification, the platform of the power model, the summary's
+    policy name and the effective options (hashed into the provenance). Errors name the file and
+    the field, or what is missing on this machine.
+    """
+    path = Path(config)
+    raw = _read(path)
+    real = dict(raw.pop("real", None) or {})
+    if not real:
+        raise _err(path, "no [real] table: real mode needs at least `real.mpi` (\"mpich\" or \"openmpi\")")
+    for k in real:
+        if k not in REAL_KEYS:
+            raise _err(path, f"unknown key `real.{k}` (valid: {', '.join(sorted(REAL_KEYS))})")
+    if raw.get("fidelity") != "process":
+        raise _err(path, "real mode runs process-level configurations: set fidelity = \"process\"")
+    nplat = raw.get("node_platform") or {}
+    for k, why in (("os", "the OS model: Linux's own scheduler runs here"),
+                   ("cpu_speed", "the CPU speed: the programs run at this machine's speed")):
+        if k in nplat:
+            raise _err(path, f"field `node_platform.{k}` is simulator-only ({why})")
+    for i, job in enumerate((raw.get("workload") or {}).get("jobs") or []):
+        for k, why in SIM_ONLY_JOB_KEYS.items():
+            if k in job and job[k] not in (0, 0.0, False, 1 if k == "ranks_per_node" else None):
+                raise _err(path, f"field `workload.jobs[{i}].{k}` is simulator-only in real mode ({why})")
+    # The simulator's own loader checks the rest (and fills defaults).
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+        json.dump(raw, f)
+    try:
+        cfg = json.loads(_core.load_config(f.name))
+    except ValueError as e:
+        raise ValueError(str(e).replace(f.name, str(path))) from None
+    finally:
+        os.unlink(f.name)
+    mpi = real.get("mpi")
+    if mpi not in ("mpich", "openmpi"):
+        raise _err(path, f"field `real.mpi`: unknown MPI {mpi!r}; valid: \"mpich\", \"openmpi\"")
+    cpn = int(real.get("cpus_per_node", 1))
+    ncpu = os.cpu_count() or 1
+    nodes = int(real.get("nodes", max(1, ncpu // cpn)))
+    if cpn < 1 or nodes < 1 or nodes * cpn > ncpu:
+        raise _err(path, f"fields `real.nodes` x `real.cpus_per_node` = {nodes} x {cpn}: this machine has {ncpu} CPUs")
+    build = Path(real.get("build_dir", default_build_dir()))
+    shim = build / f"libcosched-{mpi}.so"
+    if not shim.is_file():
+        raise ValueError(f"the MPI shim {shim} is missing: build it with `make real` (needs the {mpi} compiler)")
+    scale = float(real.get("scale", 1.0))
+    programs = real.get("programs") or {}
+    time_limit = float(real.get("time_limit_s", 600))
+    estimate = float(real.get("estimate_s", time_limit))
+    sched = cfg["scheduler"]
+    jobs = []
+    for i, job in enumerate(cfg["workload"]["jobs"]):
+        app, procs = job["app"], int(job["procs"])
+        if procs > nodes:
+            raise _err(path, f"field `workload.jobs[{i}].procs`: {procs} ranks need {procs} virtual nodes; "
+                       f"real mode has {nodes} (`real.nodes`)")
+        mem = 0.0
+        if app in programs:
+            argv = [str(x) for x in programs[app]]
+            if not argv:
+                raise _err(path, f"field `real.programs.{app}`: empty command")
+            first = Path(argv[0])
+            if not first.is_absolute() and (path.parent / first).exists():
+                argv[0] = str((path.parent / first).resolve())
+        else:
+            runner = build / f"cosched-ir-run-{mpi}"
+            export = getattr(_core, "apps_export", None)
+            if export is None or not runner.is_file():
+                raise ValueError(f"workload.jobs[{i}] ({app}): running an application preset needs "
+                                 f"{runner} (`make real`) and `cosched apps export`; or give its command "
+                                 f"in `real.programs`")
+            text = export(app, job.get("class", "-"), procs, scale, "library")
+            prog = work_dir / f"job{i}.ir"
+            prog.write_text(text)
+            mems = [float(x) for x in re.findall(r"^\s*memory_mb\s+([0-9.eE+-]+)", text, re.M)]
+            mem = max(mems, default=0.0)
+            argv = [str(runner), str(prog)]
+        jobs.append({"id": i, "procs": procs, "submit_ns": int(job.get("submit_s", 0) * 1e9), "argv": argv,
+                     "memory_mb": mem, "estimate_ns": int(estimate * 1e9)})
+    run_id = f"r{os.getpid()}"
+    spec = {
+        "run": run_id,
+        "work_dir": str(work_dir),
+        "mpi": mpi,
+        "shim": str(shim),
+        "nodes": [f"{n * cpn}" if cpn == 1 else f"{n * cpn}-{n * cpn + cpn - 1}" for n in range(nodes)],
+        "node_memory_mb": float(real.get("node_memory_mb", _mem_total_mb() / nodes)),
+        "scheme": _policy(path, sched["policy"]),
+        "node_policy": sched["node_policy"],
+        "mpl": int(sched["mpl"]),
+        "packing": sched["placement"] == "packing",
+        "memory_aware": bool(sched["memory_aware"]),
+        "seed": int(cfg["seed"]),
+        "jobs": jobs,
+        "time_limit_ns": int(time_limit * 1e9),
+        "sample_ns": int(float(real.get("sample_ms", 50)) * 1e6),
+        "boost_factor": float(real.get("boost_factor", 64.0)),
+        "state_dir": os.environ.get("COSCHED_STATE_DIR", "/run/cosched"),
+    }
+    platform = {"nodes": nodes, "procs_per_node": cpn}
+    for k in ("idle_watts", "busy_watts"):
+        if k in real:
+            platform[k] = float(real[k])
+    options = {"config": cfg, "real": {k: v for k, v in real.items() if k != "build_dir"}}
+    return spec, platform, f"{sched['policy']}+{sched['node_policy']}", options
+
+
+def timeline_frame(samples: list[Mapping[str, Any]], cpus_per_node: int = 1) -> pd.DataFrame:
+    """The sampled timeline in the simulator's columns (docs/formats/timeline.md).
+
+    Each sampling interval of each rank becomes its CPU time there (``useful`` or ``spin``) laid
+    out on its node's CPU lanes one rank after the other (so a lane never overlaps itself), and
+    the rest of the interval off the CPU (``ready`` or ``blocked``, ``cpu = -2``). Contiguous rows
+    of one process and kind on one lane are merged. ``pid`` is the OS pid. The order inside an
+    interval is not measured: the rows show how much each rank ran, not exactly when.
+    """
+    rows: list[tuple[int, int, int, int, int, float, float, str]] = []
+    groups: dict[tuple[int, int, int], list[Mapping[str, Any]]] = {}
+    for smp in samples:
+        groups.setdefault((int(smp["node"]), int(smp["start_ns"]), int(smp["end_ns"])), []).append(smp)
+    for (node, t0, t1), group in sorted(groups.items()):
+        lane_t = [t0] * cpus_per_node
+        for smp in sorted(group, key=lambda x: (x["job"], x["rank"])):
+            used = int(smp["cpu_ns"])
+            lane = min(range(cpus_per_node), key=lambda i: lane_t[i])
+            start = lane_t[lane]
+            used = min(used, t1 - start)
+            ident = (node, 0, int(smp["job"]), int(smp["rank"]), int(smp["pid"]))
+            if used > 0:
+                rows.append((*ident[:1], lane, *ident[2:], start / 1e9, (start + used) / 1e9, smp["on"]))
+                lane_t[lane] = start + used
+            if t1 - t0 - used > 0:
+                rows.append((node, -2, *ident[2:], (t0 + used) / 1e9, t1 / 1e9, smp["off"]))
+    rows.sort(key=lambda r: (r[0], r[1], r[4], r[5]))
+    merged: list[list[Any]] = []
+    last: dict[tuple[int, int], int] = {}
+    for r in rows:
+        key = (r[4], r[1])
+        i = last.get(key)
+        if i is not None and merged[i][7] == r[7] and abs(merged[i][6] - r[5]) < 1e-9:
+            merged[i][6] = r[6]
+            continue
+        last[key] = len(merged)
+        merged.append(list(r))
+    df = pd.DataFrame(merged, columns=list(TIMELINE_COLUMNS))
+    df = df.astype({c: "int64" for c in ("node", "cpu", "job", "rank", "pid")})
+    df = df.astype({"start_s": "float64", "end_s": "float64"})
+    return df.sort_values(["node", "cpu", "start_s", "pid"], kind="stable").reset_index(drop=True)
+
+
+def run(
+    config: str | os.PathLike[str],
+    out_dir: str | os.PathLike[str],
+    progress: Callable[[int, int, int, int, float], None] | None = None,
+) -> dict[str, Any]:
+    """Runs ``config`` for real and writes the outputs into ``out_dir``; returns the summary.
+
+    Job logs (the MPI launcher's output, the shim's per-rank counters ``shim.jsonl``) are copied
+    into ``out_dir/logs``.
+    """
+    work = Path(tempfile.mkdtemp(prefix="cosched-run-"))
+    try:
+        spec, platform, policy, options = plan(config, work)
+        doc = json.loads(_core.real_run(json.dumps(spec), json.dumps(platform), policy, progress))
+        real = doc["real"]
+        summary = doc["summary"]
+        jobs = jobs_frame(doc["jobs"])
+        switches = real["gang_switch_ns"]
+        summary["real"] = {
+            "mpi": spec["mpi"],
+            "mpi_version": real["mpi_version"],
+            "cgroups": real["agent"]["cgroups"],
+            "agent_realtime": real["agent"]["realtime"],
+            "virtual_nodes": len(spec["nodes"]),
+            "cpus": spec["nodes"],
+            "jobs_failed": sum(1 for j in real["jobs"] if not j["ok"]),
+            "errors": {str(i): j["error"] for i, j in enumerate(real["jobs"]) if j["error"]},
+            "cpu_s": [j["cpu_ns"] / 1e9 for j in real["jobs"]],
+            "context_switches_voluntary": sum(j["ctx_voluntary"] for j in real["jobs"]),
+            "context_switches_involuntary": sum(j["ctx_involuntary"] for j in real["jobs"]),
+            "agent_events": real["agent"]["events"],
+            "agent_boosts": real["agent"]["boosts"],
+            "agent_interrupts": real["agent"]["interrupts"],
+            "gang_switches": len(switches),
+            "gang_switch_ms_median": statistics.median(switches) / 1e6 if switches else None,
+            "wall_s": real["makespan_ns"] / 1e9,
+        }
+        prov = provenance(version=_core.__version__, seed=int(spec["seed"]), policy=policy, options=options,
+                          trace=None, platform=platform)
+        prov["real"] = {"cgroups": real["agent"]["cgroups"], "mpi": spec["mpi"], "mpi_version": real["mpi_version"]}
+        write_outputs(out_dir, jobs, summary, prov,
+                      timeline_frame(real["timeline"], int(platform["procs_per_node"])))
+        logs = Path(out_dir) / "logs"
+        logs.mkdir(exist_ok=True)
+        for f in work.iterdir():
+            if f.suffix in (".log", ".jsonl"):
+                shutil.copy(f, logs / f.name)
+        return summary
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def register_cli(app: Any, console: Callable[..., Any], user_errors: Callable[[], Any]) -> None:
+    """Adds ``cosched run`` to the command-line application."""
+    from rich.progress import Progress, TextColumn, TimeElapsedColumn
+
+    @app.command("run")
+    def run_cmd(
+        config: Annotated[Path, typer.Argument(help="A process-level configuration with a [real] table.",
+                                               show_default=False)],
+        out: Annotated[Path | None, typer.Option("--out", "-o", help="Output folder. (default: "
+                                                 "results/<config stem>-real)", show_default=False)] = None,
+    ) -> None:
+        """Run a process-level configuration for real on this machine: MPI jobs under the shim,
+        node policies in the node agent, admission and gang rows in the controller (docs/real.md).
+        Needs root, cgroups, an MPI and `make real`; restores every cgroup, weight and freeze on exit."""
+        dest = out if out is not None else Path("results") / f"{config.stem}-real"
+        with user_errors():
+            with Progress(TextColumn("{task.description}"), TimeElapsedColumn(), console=console(True),
+                          transient=True) as bar:
+                task = bar.add_task("starting")
+
+                def show(queued: int, running: int, done: int, failed: int, elapsed: float) -> None:
+                    bar.update(task, description=f"jobs: [cyan]{queued} queued[/] [yellow]{running} running[/] "
+                               f"[green]{done} done[/] [red]{failed} failed[/]")
+
+                summary = run(config, dest, show)
+        info = summary["real"]
+        c = console()
+        c.print(f"wrote {dest} ({summary['jobs_completed']} jobs completed, {info['jobs_failed']} failed; "
+                f"makespan {summary['makespan_s']:.2f} s; cgroups {info['cgroups']}; {info['mpi_version']})")
+        for job, err in info["errors"].items():
+            c.print(f"[red]job {job}:[/] {err}")
+        if info["jobs_failed"]:
+            raise typer.Exit(1)
