@@ -38,10 +38,11 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import pandas as pd
+import pyarrow as pa
 import typer
 
 from . import _core
-from .api import TIMELINE_COLUMNS, jobs_frame
+from .api import JOB_COLUMNS, TIMELINE_COLUMNS, jobs_frame
 from .output import provenance, write_outputs
 
 REAL_KEYS = {
@@ -216,6 +217,13 @@ def plan(config: str | os.PathLike[str], work_dir: Path) -> tuple[dict[str, Any]
     return spec, platform, f"{sched['policy']}+{sched['node_policy']}", options
 
 
+def _jobs_table(columns: Mapping[str, list[Any]]) -> pa.Table:
+    """The job table's columns (JSON: NaN as null) as an Arrow table of the job table's types."""
+    types = {"status": pa.string(), "node_list": pa.string(), "job_id": pa.int64(), "procs": pa.int64(),
+             "nodes": pa.int64(), "gang_row": pa.int64()}
+    return pa.table({c: pa.array(columns[c], type=types.get(c, pa.float64())) for c in JOB_COLUMNS})
+
+
 def timeline_frame(samples: list[Mapping[str, Any]], cpus_per_node: int = 1) -> pd.DataFrame:
     """The sampled timeline in the simulator's columns (docs/formats/timeline.md).
 
@@ -275,7 +283,7 @@ def run(
         doc = json.loads(_core.real_run(json.dumps(spec), json.dumps(platform), policy, progress))
         real = doc["real"]
         summary = doc["summary"]
-        jobs = jobs_frame(doc["jobs"])
+        jobs = jobs_frame(_jobs_table(doc["jobs"]))
         switches = real["gang_switch_ns"]
         summary["real"] = {
             "mpi": spec["mpi"],
