@@ -22,6 +22,6 @@ pub mod process;
 
 pub use cluster::{ClusterPolicy, ClusterView, Decision, DecisionError, Event};
 pub use node::{
-    DequeueReason, EnqueueReason, NodeAction, NodePolicy, NodeView, Ops, Pid, Stop, WaitKind,
-    WaitMode,
+    ActionError, DequeueReason, EnqueueReason, NodeAction, NodePolicy, NodeView, Ops, Pid, Stop,
+    WaitEnd, WaitEndCause, WaitKind, WaitMode,
 };

@@ -17,7 +17,9 @@
 //! | [`tick`](NodePolicy::tick) (`tick`) | the node's OS timer ticks (the OS model's timer period) while it holds processes | actions, at once |
 //! | [`on_message`](NodePolicy::on_message) | a message lands in a process's buffer | actions, at once |
 //! | [`on_ack`](NodePolicy::on_ack) | the NIC acknowledgement of a blocking send comes back to its sender | actions, at once |
-//! | [`on_wait_begin`](NodePolicy::on_wait_begin) | a running process starts waiting | actions, at the next scheduling point |
+//! | [`wait_mode`](NodePolicy::wait_mode) | a running process starts waiting | how it waits (spin, spin then block, block) |
+//! | [`on_wait_begin`](NodePolicy::on_wait_begin) | a running process starts waiting, right after `wait_mode` | actions, at the next scheduling point |
+//! | [`on_wait_end`](NodePolicy::on_wait_end) | a wait told to `on_wait_begin` ends: its message, acknowledgement or completion is there | actions, at the next scheduling point (deferred when the process notices it as it is dispatched) |
 //! | [`on_collective`](NodePolicy::on_collective) | a running process enters or leaves a collective | actions, at the next scheduling point |
 //! | [`stopping`](NodePolicy::stopping) (`stopping`) | a process is taken off its CPU, with the reason | actions, deferred |
 //! | [`dequeue`](NodePolicy::dequeue) (`quiescent`) | a process leaves the runnable set: it blocks, starts a disk burst, waits for a page-in, ends | actions, deferred |
@@ -42,12 +44,22 @@
 //! with its last `dequeue` if it was blocked); `running` and `stopping` alternate
 //! between them.
 //!
-//! Cost: `enqueue`, `dequeue`, `running`, `stopping`, `tick` and `on_ack` are called
-//! only when the policy declares them in [`NodePolicy::ops`] (a policy that
-//! implements one of them must declare it), so a policy that does not use them
-//! costs nothing on these paths.
+//! Cost: `enqueue`, `dequeue`, `running`, `stopping`, `tick`, `on_ack` and
+//! `on_wait_end` are called only when the policy declares them in
+//! [`NodePolicy::ops`], so a policy that does not use them costs nothing on
+//! these paths. A policy must declare exactly the ops among them that it
+//! implements: [`undeclared_ops`] finds the others, and the registry's tests
+//! run it on every registered policy.
+//!
+//! Actions that cannot apply (a process of another node, one that has ended,
+//! a spin change for a process that is not spinning in a wait) are answered
+//! with an [`ActionError`]: the mechanism counts them by kind and reports them
+//! (the process-level summary's `policy_action_errors`); it never drops one
+//! silently.
 
 use cosched_des::SimTime;
+use std::cell::Cell;
+use thiserror::Error;
 
 /// A process, as the node's scheduler knows it (dense per run).
 pub type Pid = u32;
@@ -129,8 +141,19 @@ impl Ops {
     pub const STOPPING: Ops = Ops(1 << 3);
     pub const TICK: Ops = Ops(1 << 4);
     pub const ON_ACK: Ops = Ops(1 << 5);
+    pub const WAIT_END: Ops = Ops(1 << 6);
     /// Every op above.
-    pub const ALL: Ops = Ops(0b11_1111);
+    pub const ALL: Ops = Ops(0b111_1111);
+    /// Each op above with its name, in declaration order.
+    pub const NAMED: [(Ops, &'static str); 7] = [
+        (Ops::ENQUEUE, "enqueue"),
+        (Ops::DEQUEUE, "dequeue"),
+        (Ops::RUNNING, "running"),
+        (Ops::STOPPING, "stopping"),
+        (Ops::TICK, "tick"),
+        (Ops::ON_ACK, "on_ack"),
+        (Ops::WAIT_END, "on_wait_end"),
+    ];
 
     /// Whether every op of `other` is in this set.
     pub fn contains(self, other: Ops) -> bool {
@@ -179,6 +202,91 @@ pub enum NodeAction {
     /// wakes the process from blocking, the wake-up's interrupt is this one: it is
     /// charged and counted once, as a wake-up. Ignored for a running process.
     Interrupt(Pid),
+    /// Sets how much longer a process spinning in a wait spins before it blocks:
+    /// it spins until now + the given time, then blocks (zero: it blocks at once,
+    /// cutting the spin; more than its wait mode allowed: the spin is extended; a
+    /// process that waits in [`WaitMode::Spin`] becomes spin-then-block). Applies
+    /// to a process that waits (told to
+    /// [`on_wait_begin`](NodePolicy::on_wait_begin)) and is not blocked; the
+    /// change holds until the wait ends. Otherwise it is an
+    /// [`ActionError::NotSpinning`]. Implicit coscheduling's conditional spin.
+    SpinFor(Pid, SimTime),
+}
+
+impl NodeAction {
+    /// The process the action is aimed at.
+    pub fn pid(self) -> Pid {
+        match self {
+            NodeAction::Boost(p)
+            | NodeAction::BoostUntilRun(p)
+            | NodeAction::Unboost(p)
+            | NodeAction::Interrupt(p)
+            | NodeAction::SpinFor(p, _) => p,
+        }
+    }
+}
+
+/// Why a mechanism refused a [`NodeAction`].
+#[derive(Clone, Copy, Debug, Error, PartialEq, Eq)]
+pub enum ActionError {
+    /// The process is not on the policy's node (or does not exist).
+    #[error("process {0} is not on this node")]
+    NotOnNode(Pid),
+    /// The process has ended.
+    #[error("process {0} has ended")]
+    Finished(Pid),
+    /// [`NodeAction::SpinFor`] for a process that is not spinning in a wait.
+    #[error("process {0} is not spinning in a wait")]
+    NotSpinning(Pid),
+}
+
+/// Refused actions by kind ([`ActionError`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ActionErrorCounts {
+    pub not_on_node: u64,
+    pub finished: u64,
+    pub not_spinning: u64,
+}
+
+impl ActionErrorCounts {
+    /// Counts one refused action.
+    pub fn add(&mut self, e: ActionError) {
+        match e {
+            ActionError::NotOnNode(_) => self.not_on_node += 1,
+            ActionError::Finished(_) => self.finished += 1,
+            ActionError::NotSpinning(_) => self.not_spinning += 1,
+        }
+    }
+    /// Every refused action.
+    pub fn total(&self) -> u64 {
+        self.not_on_node + self.finished + self.not_spinning
+    }
+}
+
+/// What ended a wait ([`WaitEnd::by`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WaitEndCause {
+    /// The awaited message, acknowledgement or completion arrived while the
+    /// process spun on a CPU.
+    Spinning,
+    /// It arrived while the process was blocked: the NIC interrupt woke it.
+    Woken,
+    /// It arrived while the process was runnable but off its CPU (preempted
+    /// while spinning); the process noticed when it was dispatched again.
+    Dispatched,
+}
+
+/// How a wait went ([`NodePolicy::on_wait_end`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WaitEnd {
+    pub kind: WaitKind,
+    /// From the wait's start to now.
+    pub waited: SimTime,
+    /// CPU time the process spent spinning in this wait.
+    pub spun: SimTime,
+    /// Whether it blocked during the wait.
+    pub blocked: bool,
+    pub by: WaitEndCause,
 }
 
 /// What a policy may read about its node.
@@ -190,6 +298,20 @@ pub trait NodeView {
     fn is_running(&self, p: Pid) -> bool;
     /// Messages that arrived for `p` and are not consumed yet.
     fn unconsumed(&self, p: Pid) -> usize;
+    /// The job `p` belongs to (the mechanism's job index), if the host knows it.
+    fn job_of(&self, _p: Pid) -> Option<u32> {
+        None
+    }
+    /// How long `p` has been in its current wait (one told to
+    /// [`on_wait_begin`](NodePolicy::on_wait_begin)); `None` when it does not
+    /// wait or the host cannot tell.
+    fn waited(&self, _p: Pid) -> Option<SimTime> {
+        None
+    }
+    /// CPU time `p` has used so far (computing and spinning), if the host can tell.
+    fn cpu_time(&self, _p: Pid) -> Option<SimTime> {
+        None
+    }
 }
 
 /// A node-level scheduling policy. One instance per node.
@@ -197,15 +319,17 @@ pub trait NodePolicy: Send {
     /// Canonical name with parameters.
     fn name(&self) -> String;
 
-    /// The ops among `enqueue`, `dequeue`, `running`, `stopping`, `tick` and
-    /// `on_ack` that this policy implements: the engine calls only those (read
-    /// once, when the run starts). Default: none.
+    /// The ops among `enqueue`, `dequeue`, `running`, `stopping`, `tick`,
+    /// `on_ack` and `on_wait_end` that this policy implements: the engine calls
+    /// only those (read once, when the run starts). Default: none.
     fn ops(&self) -> Ops {
         Ops::NONE
     }
 
-    /// How a process of this node waits for `kind`. Default: spin (NLS).
-    fn wait_mode(&self, _kind: WaitKind) -> WaitMode {
+    /// How `p`, running on this node, waits for `kind` (asked at the start of
+    /// each wait, before [`on_wait_begin`](NodePolicy::on_wait_begin); an
+    /// adaptive policy may answer from what it learnt). Default: spin (NLS).
+    fn wait_mode(&mut self, _view: &dyn NodeView, _p: Pid, _kind: WaitKind) -> WaitMode {
         WaitMode::Spin
     }
 
@@ -226,6 +350,7 @@ pub trait NodePolicy: Send {
         _why: EnqueueReason,
         _out: &mut Vec<NodeAction>,
     ) {
+        default_op();
     }
 
     /// `p` leaves the runnable set for `why` (after [`NodePolicy::stopping`] if it
@@ -237,23 +362,30 @@ pub trait NodePolicy: Send {
         _why: DequeueReason,
         _out: &mut Vec<NodeAction>,
     ) {
+        default_op();
     }
 
     /// `p` was just dispatched on a CPU of the node (the view shows it running).
     /// Actions are deferred. Only with [`Ops::RUNNING`].
-    fn running(&mut self, _view: &dyn NodeView, _p: Pid, _out: &mut Vec<NodeAction>) {}
+    fn running(&mut self, _view: &dyn NodeView, _p: Pid, _out: &mut Vec<NodeAction>) {
+        default_op();
+    }
 
     /// `p` was just taken off its CPU: preempted, at the end of its slice, or
     /// because it blocks or ends (`Stop::Blocked`, followed by
     /// [`NodePolicy::dequeue`] with the precise reason). The view no longer shows it
     /// running. Actions are deferred. Only with [`Ops::STOPPING`].
-    fn stopping(&mut self, _view: &dyn NodeView, _p: Pid, _why: Stop, _out: &mut Vec<NodeAction>) {}
+    fn stopping(&mut self, _view: &dyn NodeView, _p: Pid, _why: Stop, _out: &mut Vec<NodeAction>) {
+        default_op();
+    }
 
     /// The node's OS timer interrupt, every timer period of the node's
     /// OS model (on the same boundaries as the Linux 2.4 model's counter
     /// sampling), while the node holds processes. Actions take effect at once. Only
     /// with [`Ops::TICK`].
-    fn tick(&mut self, _view: &dyn NodeView, _out: &mut Vec<NodeAction>) {}
+    fn tick(&mut self, _view: &dyn NodeView, _out: &mut Vec<NodeAction>) {
+        default_op();
+    }
 
     /// A message arrived in `p`'s buffer; `running` tells whether `p` is on a CPU.
     /// Actions take effect at once.
@@ -278,6 +410,7 @@ pub trait NodePolicy: Send {
         _running: bool,
         _out: &mut Vec<NodeAction>,
     ) {
+        default_op();
     }
 
     /// `p` starts waiting for `kind`.
@@ -288,6 +421,20 @@ pub trait NodePolicy: Send {
         _kind: WaitKind,
         _out: &mut Vec<NodeAction>,
     ) {
+    }
+
+    /// A wait of `p` told to [`on_wait_begin`](NodePolicy::on_wait_begin) ended
+    /// (its condition holds; `end` says how it went). Actions at the next
+    /// scheduling point, deferred when `end.by` is
+    /// [`WaitEndCause::Dispatched`]. Only with [`Ops::WAIT_END`].
+    fn on_wait_end(
+        &mut self,
+        _view: &dyn NodeView,
+        _p: Pid,
+        _end: &WaitEnd,
+        _out: &mut Vec<NodeAction>,
+    ) {
+        default_op();
     }
 
     /// `p` enters (`enter == true`) or leaves a collective operation.
@@ -316,5 +463,115 @@ pub trait NodePolicy: Send {
     /// (empty: nothing to report).
     fn dump(&self) -> String {
         String::new()
+    }
+}
+
+thread_local! {
+    /// Set by the default body of an op gated by [`Ops`] ([`undeclared_ops`]).
+    static DEFAULT_OP: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Marks that the default (empty) body of a gated op ran.
+fn default_op() {
+    DEFAULT_OP.with(|c| c.set(true));
+}
+
+/// The gated ops ([`Ops`]) whose declaration in [`NodePolicy::ops`] disagrees
+/// with what `policy` implements: `(name, implemented)` for an op implemented
+/// but not declared (`true`: the engine would never call it) or declared but
+/// not implemented (`false`: a cost for nothing). Calls every gated op once on
+/// `view` with process `p` (a conformance check for tests and hosts, on a
+/// fresh instance: the calls may change the policy's state).
+pub fn undeclared_ops(
+    policy: &mut dyn NodePolicy,
+    view: &dyn NodeView,
+    p: Pid,
+) -> Vec<(&'static str, bool)> {
+    let declared = policy.ops();
+    let mut out = Vec::new();
+    let kind = WaitKind::Recv;
+    let end = WaitEnd {
+        kind,
+        waited: SimTime::ZERO,
+        spun: SimTime::ZERO,
+        blocked: false,
+        by: WaitEndCause::Spinning,
+    };
+    for (op, name) in Ops::NAMED {
+        let mut acts = Vec::new();
+        DEFAULT_OP.with(|c| c.set(false));
+        match name {
+            "enqueue" => policy.enqueue(view, p, EnqueueReason::Woken, &mut acts),
+            "dequeue" => policy.dequeue(view, p, DequeueReason::Blocked(kind), &mut acts),
+            "running" => policy.running(view, p, &mut acts),
+            "stopping" => policy.stopping(view, p, Stop::Preempted, &mut acts),
+            "tick" => policy.tick(view, &mut acts),
+            "on_ack" => policy.on_ack(view, p, false, &mut acts),
+            _ => policy.on_wait_end(view, p, &end, &mut acts),
+        }
+        let implemented = !DEFAULT_OP.with(|c| c.replace(false));
+        if implemented != declared.contains(op) {
+            out.push((name, implemented));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct OneProcess;
+    impl NodeView for OneProcess {
+        fn now(&self) -> SimTime {
+            SimTime::ZERO
+        }
+        fn processes(&self) -> &[Pid] {
+            &[0]
+        }
+        fn is_running(&self, _p: Pid) -> bool {
+            false
+        }
+        fn unconsumed(&self, _p: Pid) -> usize {
+            1
+        }
+    }
+
+    /// Implements `running` and `on_wait_end`, declares `on_wait_end` and `tick`.
+    struct Mismatched;
+    impl NodePolicy for Mismatched {
+        fn name(&self) -> String {
+            "mismatched".into()
+        }
+        fn ops(&self) -> Ops {
+            Ops::WAIT_END | Ops::TICK
+        }
+        fn running(&mut self, _v: &dyn NodeView, _p: Pid, _o: &mut Vec<NodeAction>) {}
+        fn on_wait_end(&mut self, _v: &dyn NodeView, _p: Pid, _e: &WaitEnd, _o: &mut Vec<NodeAction>) {}
+    }
+
+    #[test]
+    fn undeclared_and_unimplemented_ops_are_found() {
+        assert_eq!(
+            undeclared_ops(&mut Mismatched, &OneProcess, 0),
+            [("running", true), ("tick", false)]
+        );
+        struct Plain;
+        impl NodePolicy for Plain {
+            fn name(&self) -> String {
+                "plain".into()
+            }
+        }
+        assert!(undeclared_ops(&mut Plain, &OneProcess, 0).is_empty());
+    }
+
+    #[test]
+    fn every_op_has_a_name_and_all_holds_them() {
+        let mut all = Ops::NONE;
+        for (op, _) in Ops::NAMED {
+            assert!(!all.contains(op) || op == Ops::NONE);
+            all = all | op;
+        }
+        assert_eq!(all, Ops::ALL);
     }
 }

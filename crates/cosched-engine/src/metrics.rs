@@ -126,6 +126,10 @@ pub struct ProcessSummary {
     /// Time processes woken by a disk completion waited for a CPU while a CPU
     /// of their node ran another job's process, seconds (docs/formats/summary.md).
     pub priority_inversion_s: f64,
+    /// Node-policy actions the engine refused because they could not apply (a
+    /// process of another node or one that has ended, a spin change for a process
+    /// that is not spinning in a wait).
+    pub policy_action_errors: u64,
     /// Gang runs: each job's final online gangedness estimate (seed 003 §5).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub gangedness: Option<Vec<GangednessSummary>>,

@@ -161,6 +161,8 @@ fn node_entries() -> Vec<(PolicyInfo, NodeBuilder)> {
         (crate::node::pb::info(), crate::node::pb::build),
         (crate::node::cc::info(), crate::node::cc::build),
         (crate::node::hybrid::info(), crate::node::hybrid::build),
+        (crate::node::ics::info(), crate::node::ics::build),
+        (crate::node::fcs::info(), crate::node::fcs::build),
     ]
 }
 
@@ -171,6 +173,11 @@ pub fn catalog() -> Vec<PolicyInfo> {
         .map(|(i, _)| i)
         .chain(node_entries().into_iter().map(|(i, _)| i))
         .collect()
+}
+
+/// Documentation of every registered node-level policy, in registry order.
+pub fn node_catalog() -> Vec<PolicyInfo> {
+    node_entries().into_iter().map(|(i, _)| i).collect()
 }
 
 /// Finds `spec`'s policy among `all` and builds it; an unknown name lists the valid ones.
@@ -248,12 +255,25 @@ mod tests {
         }
     }
 
+    /// Every node policy declares in `ops()` exactly the gated ops it implements
+    /// (an undeclared op would never be called).
+    #[test]
+    fn every_node_policy_declares_the_ops_it_implements() {
+        use crate::node::fake::View;
+        for info in node_catalog() {
+            let mut p = build_node(info.name).unwrap();
+            let v = View::new(&[(0, false, 1), (1, true, 0)]);
+            let wrong = cosched_contract::node::undeclared_ops(p.as_mut(), &v, 0);
+            assert!(wrong.is_empty(), "{}: (op, implemented) {wrong:?}", info.name);
+        }
+    }
+
     #[test]
     fn node_and_cluster_names_are_separate() {
         assert!(build_node("nls").is_ok());
         assert_eq!(
             build_node("easy").err().unwrap().to_string(),
-            "unknown policy \"easy\"; valid policies: nls, block, dcs, sb, pb, cc, hybrid"
+            "unknown policy \"easy\"; valid policies: nls, block, dcs, sb, pb, cc, hybrid, ics, fcs"
         );
         assert!(build("nls").is_err());
     }

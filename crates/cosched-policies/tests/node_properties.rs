@@ -1,5 +1,5 @@
-//! Property tests of the process-level engine driven by the registry's node
-//! schemes (nls, block, dcs, sb, pb, cc, hybrid) on random small workloads: every
+//! Property tests of the process-level engine driven by every node scheme of the
+//! registry on random small workloads: every
 //! run completes with the engine's end-of-run invariants (work conserved, every
 //! message consumed once, every job ended once, memory returned; debug builds also
 //! check memory accounting after every change and that time never goes back), its
@@ -12,19 +12,32 @@ use cosched_engine::process::check::check_timeline;
 use cosched_engine::process::testkit::{os_model, spmd, Phase};
 use cosched_engine::process::{simulate_processes, ProcJob, ProcOptions};
 use cosched_model::node::{NodePlatform, OsConfig};
-use cosched_policies::build_node;
+use cosched_policies::{build_node, node_catalog};
 use proptest::prelude::*;
 
-/// The schemes, with short periods so that PB's and CC's timers act on small runs.
-const SCHEMES: [&str; 7] = [
-    "nls",
-    "block",
-    "dcs",
-    "sb[spin_us=200]",
-    "pb[period_us=2000]",
-    "cc[spin_us=200,period_us=3000]",
-    "hybrid",
-];
+/// Every registered node scheme, its timer period and spin time shortened (when
+/// it has them) so that its timers and spin-block waits act on small runs.
+fn schemes() -> Vec<String> {
+    node_catalog()
+        .iter()
+        .map(|i| {
+            let short: Vec<&str> = i
+                .params
+                .iter()
+                .filter_map(|p| match p.name {
+                    "period_us" => Some("period_us=2000"),
+                    "spin_us" => Some("spin_us=200"),
+                    _ => None,
+                })
+                .collect();
+            if short.is_empty() {
+                i.name.to_string()
+            } else {
+                format!("{}[{}]", i.name, short.join(","))
+            }
+        })
+        .collect()
+}
 
 fn phase() -> impl Strategy<Value = Phase> {
     prop_oneof![
@@ -78,7 +91,8 @@ proptest! {
             })
             .collect();
         pj.sort_by_key(|j| j.submit);
-        for spec in SCHEMES {
+        for spec in schemes() {
+            let spec = spec.as_str();
             let make = || build_node(spec).unwrap();
             let opts = ProcOptions { mpl, seed, record_timeline: true, ..Default::default() };
             let out = simulate_processes(&plat, &pj, &make, &opts)

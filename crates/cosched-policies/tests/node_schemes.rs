@@ -1,5 +1,6 @@
 //! Each node scheme's defining behaviour on a tiny process-level scenario, run by
-//! the engine with the policy built from the registry.
+//! the engine with the policy built from the registry (the adaptive schemes `ics`
+//! and `fcs` at the end).
 
 use cosched_des::SimTime;
 use cosched_engine::os::Pid;
@@ -201,8 +202,8 @@ impl NodePolicy for Recorder {
     fn name(&self) -> String {
         self.inner.name()
     }
-    fn wait_mode(&self, kind: WaitKind) -> WaitMode {
-        self.inner.wait_mode(kind)
+    fn wait_mode(&mut self, v: &dyn NodeView, p: Pid, kind: WaitKind) -> WaitMode {
+        self.inner.wait_mode(v, p, kind)
     }
     fn on_message(&mut self, v: &dyn NodeView, p: Pid, running: bool, out: &mut Vec<NodeAction>) {
         self.inner.on_message(v, p, running, out);
@@ -472,8 +473,8 @@ impl NodePolicy for NoAck {
     fn name(&self) -> String {
         self.0.name()
     }
-    fn wait_mode(&self, kind: WaitKind) -> WaitMode {
-        self.0.wait_mode(kind)
+    fn wait_mode(&mut self, v: &dyn NodeView, p: Pid, kind: WaitKind) -> WaitMode {
+        self.0.wait_mode(v, p, kind)
     }
     fn recommend(&mut self, v: &dyn NodeView) -> Option<Pid> {
         self.0.recommend(v)
@@ -537,4 +538,109 @@ fn cc_interrupts_and_boosts_a_sender_blocked_on_the_acknowledgement() {
         "{}",
         plain.proc_end[0]
     );
+}
+
+/// One job of `program` alone on the 2-node platform under `spec`.
+fn run_one(spec: &str, program: &cosched_model::program::Program) -> ProcOutput {
+    run(spec, &platform(2), &[ProcJob::new(program.clone(), SimTime::ZERO)], 1)
+}
+
+/// Rank 0 waits for tag 1; rank 1 first sends three tag-2 messages `gap_us`
+/// apart (computing in between), then the tag-1 message; rank 0 then takes the
+/// tag-2 messages, already buffered.
+fn chatty_sender(gap_us: i64) -> cosched_model::program::Program {
+    let mut b = Builder::new(2);
+    b.each(|r| {
+        let send = |tag| Op::Isend {
+            to: 0,
+            bytes: 8,
+            tag,
+        };
+        let recv = |tag| Op::Recv {
+            from: Some(1),
+            tag,
+        };
+        if r == 0 {
+            vec![recv(1), recv(2), recv(2), recv(2)]
+        } else {
+            let gap = Op::Compute { ns: gap_us * 1000 };
+            vec![send(2), gap, send(2), gap, send(2), gap, send(1)]
+        }
+    });
+    b.build("chatty", 1.0)
+}
+
+/// Baseline spin 18 us (rtt 18 us, no switch cost). A tag-2 message lands 8.04
+/// us after its send starts (1 us overhead, 7 us latency, 40 ns on the wire),
+/// the next ones every `gap + 1` us.
+/// - ICS, gap 10 us: each arrival while rank 0 spins extends its spin by 18 us,
+///   and the next comes 11 us later: it spins until the tag-1 message, never
+///   blocks, no wake-up interrupt.
+/// - SB with the same 18 us spin: it blocks at 18 us and the tag-1 message wakes
+///   it: one interrupt.
+/// - ICS, gap 30 us: the first arrival (8.04 us) extends the spin to 26.04 us,
+///   the next comes at 39.04 us: it blocks at 26.04 us; one interrupt.
+#[test]
+fn ics_keeps_spinning_while_messages_keep_arriving() {
+    let fast = chatty_sender(10);
+    let ics = run_one("ics[rtt_us=18,switch_us=0]", &fast);
+    assert_eq!(ics.counters.interrupts, 0);
+    assert!(ics.proc_spin_ns[0] > 30_000, "{}", ics.proc_spin_ns[0]);
+    let sb = run_one("sb[spin_us=18]", &fast);
+    assert_eq!(sb.counters.interrupts, 1);
+    assert_eq!(sb.proc_spin_ns[0], 18_000);
+    let slow = run_one("ics[rtt_us=18,switch_us=0]", &chatty_sender(30));
+    assert_eq!(slow.counters.interrupts, 1);
+    assert_eq!(slow.proc_spin_ns[0], 26_040);
+    for out in [&ics, &sb, &slow] {
+        assert_eq!(out.counters.action_errors.total(), 0);
+    }
+}
+
+/// A coarse-grained exchange, 4 rounds: rank 0 computes 20 ms, sends to rank 1
+/// and waits for its answer; rank 1 waits, computes 20 ms, answers. Every wait
+/// lasts about 20 ms. Each process waits 4 times; under FCS with a window of 2
+/// its first two waits are CS (spin 300 us, then block); then:
+/// - `gran_ms=10`: 20 ms between waits is coarse: DC, it blocks at once;
+/// - `gran_ms=1000`: fine-grained with 20 ms waits: F, it spins 29.4 us;
+/// - a window longer than the run: it stays CS and spins 300 us every time.
+#[test]
+fn fcs_classes_follow_granularity_and_wait_time() {
+    let mut b = Builder::new(2);
+    b.each(|r| {
+        let compute = Op::Compute { ns: 20_000_000 };
+        let one = if r == 0 {
+            vec![
+                compute,
+                Op::Isend {
+                    to: 1,
+                    bytes: 8,
+                    tag: 1,
+                },
+                Op::Recv {
+                    from: Some(1),
+                    tag: 1,
+                },
+            ]
+        } else {
+            vec![
+                Op::Recv {
+                    from: Some(0),
+                    tag: 1,
+                },
+                compute,
+                Op::Isend {
+                    to: 0,
+                    bytes: 8,
+                    tag: 1,
+                },
+            ]
+        };
+        one.iter().cycle().take(4 * one.len()).copied().collect()
+    });
+    let program = b.build("coarse", 1.0);
+    let spin = |spec| run_one(spec, &program).proc_spin_ns.iter().sum::<i64>();
+    assert_eq!(spin("fcs[window=1000]"), 2 * 4 * 300_000);
+    assert_eq!(spin("fcs[window=2,gran_ms=1000]"), 2 * (2 * 300_000 + 2 * 29_400));
+    assert_eq!(spin("fcs[window=2]"), 2 * 2 * 300_000);
 }

@@ -806,10 +806,16 @@ impl Agent {
             self.unhost(node, &spec, pid);
             return libc::EPERM;
         }
-        let policy = &self.nodes[node].hosted[&spec].policy;
+        let now = self.now();
+        let h = self.nodes[node].hosted.get_mut(&spec).unwrap();
+        let view = View {
+            now,
+            procs: &h.pids,
+            ranks: &self.ranks,
+        };
         let s = shm.get();
         for k in 0..proto::WAIT_KINDS {
-            let (mode, spin) = match policy.wait_mode(kind_of(k)) {
+            let (mode, spin) = match h.policy.wait_mode(&view, pid, kind_of(k)) {
                 WaitMode::Spin => (proto::mode::SPIN, 0),
                 WaitMode::SpinBlock(t) => (proto::mode::SPINBLOCK, t.0.max(0) as u64),
                 WaitMode::Block => (proto::mode::BLOCK, 0),
@@ -1019,6 +1025,11 @@ impl Agent {
                     if let Some(s) = self.ranks.get(&p).and_then(|r| r.shm.as_ref()) {
                         s.wake();
                     }
+                    Ok(())
+                }
+                NodeAction::SpinFor(..) => {
+                    // The shim reads its spin limits per wait kind at registration.
+                    eprintln!("cosched-agent: {a:?}: spin changes are not supported yet");
                     Ok(())
                 }
             };

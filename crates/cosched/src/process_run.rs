@@ -235,6 +235,7 @@ pub fn run_process_config_recording(cfg: &RunConfig, timeline: bool) -> Result<R
         gang_io_preemptions: c.gang_io_preemptions,
         gang_fragment_s: c.gang_fragment_ns as f64 / 1e9,
         priority_inversion_s: c.priority_inversion_ns as f64 / 1e9,
+        policy_action_errors: c.action_errors.total(),
         gangedness: out.gangedness.as_ref().map(|est| {
             est.iter()
                 .map(|e| gangedness_summary(e, &jobs[e.job].program.name))

@@ -72,6 +72,8 @@ mod gang_tests;
 mod perturb_tests;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod contract_tests;
 
 use crate::os::{self, NativeScheduler, Pick, Pid, Stop, Wake};
 use cosched_des::{EventQueue, RngStream, RngStreams, SimTime, TimerSlots};
@@ -79,7 +81,8 @@ use cosched_model::node::NodePlatform;
 use cosched_model::program::{Op, Program, Rank};
 use cosched_model::Placement;
 use policy::{
-    DequeueReason, EnqueueReason, NodeAction, NodePolicy, NodeView, Ops, WaitKind, WaitMode,
+    ActionError, ActionErrorCounts, DequeueReason, EnqueueReason, NodeAction, NodePolicy,
+    NodeView, Ops, WaitEnd, WaitEndCause, WaitKind, WaitMode,
 };
 use rand::seq::SliceRandom;
 use thiserror::Error;
@@ -280,6 +283,8 @@ pub struct ProcCounters {
     /// Time processes woken by a disk completion waited for a CPU while a CPU
     /// of their node ran another job's process ([`inversion`]), ns.
     pub priority_inversion_ns: i64,
+    /// Node-policy actions refused because they could not apply ([`ActionError`]).
+    pub action_errors: ActionErrorCounts,
 }
 
 /// Everything a process-level run produces.
@@ -380,6 +385,11 @@ struct Waiting {
     kind: Option<WaitKind>,
     mode: WaitMode,
     since: SimTime,
+    /// The process's spin time when the wait began (its spin in this wait is the
+    /// difference).
+    spin_at: i64,
+    /// Whether it blocked during the wait.
+    blocked: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -573,6 +583,24 @@ impl NodeView for View<'_, '_> {
     }
     fn unconsumed(&self, p: Pid) -> usize {
         self.procs[p as usize].mailbox.len()
+    }
+    fn job_of(&self, p: Pid) -> Option<u32> {
+        self.procs.get(p as usize).map(|q| q.job as u32)
+    }
+    fn waited(&self, p: Pid) -> Option<SimTime> {
+        let w = self.procs.get(p as usize)?.wait?;
+        w.kind.map(|_| self.now - w.since)
+    }
+    fn cpu_time(&self, p: Pid) -> Option<SimTime> {
+        let q = self.procs.get(p as usize)?;
+        // A running process is accounted lazily: add what it ran since.
+        let since = match q.state {
+            PState::Running(cpu) if self.node.procs.contains(&p) => {
+                (self.now - self.node.cpus[cpu as usize].since).as_ns().max(0)
+            }
+            _ => 0,
+        };
+        Some(SimTime(q.cpu_ns + since))
     }
 }
 
@@ -1268,13 +1296,16 @@ impl<'a> Sim<'a> {
         }
         let mut resched = false;
         for a in out.drain(..) {
-            let (NodeAction::Boost(p)
-            | NodeAction::BoostUntilRun(p)
-            | NodeAction::Unboost(p)
-            | NodeAction::Interrupt(p)) = a;
-            let pr = &self.procs[p as usize];
-            if pr.node != node || pr.state == PState::Done {
-                continue; // not this node's, or already gone: nothing to act on
+            let p = a.pid();
+            let refused = match self.procs.get(p as usize) {
+                Some(pr) if pr.node != node => Some(ActionError::NotOnNode(p)),
+                None => Some(ActionError::NotOnNode(p)),
+                Some(pr) if pr.state == PState::Done => Some(ActionError::Finished(p)),
+                Some(_) => None,
+            };
+            if let Some(e) = refused {
+                self.counters.action_errors.add(e);
+                continue;
             }
             match a {
                 NodeAction::Boost(_) | NodeAction::BoostUntilRun(_) => {
@@ -1296,12 +1327,60 @@ impl<'a> Sim<'a> {
                     self.nodes[node as usize].sched.unboost(p);
                 }
                 NodeAction::Interrupt(_) => self.policy_interrupt(p),
+                NodeAction::SpinFor(_, d) => {
+                    if let Err(e) = self.spin_for(p, d, apply, now) {
+                        self.counters.action_errors.add(e);
+                    }
+                }
             }
         }
         self.actions = out;
         if resched {
             self.schedule(node, now);
         }
+    }
+
+    /// [`NodeAction::SpinFor`]: `p`, spinning in a wait, spins until `now + d`.
+    /// A running process's CPU is re-planned at once, except in a deferred op
+    /// (its CPU is being handed over and is planned right after).
+    fn spin_for(&mut self, p: Pid, d: SimTime, apply: Apply, now: SimTime) -> Result<(), ActionError> {
+        let pr = &mut self.procs[p as usize];
+        let blocked = pr.state == PState::Blocked;
+        let Some(w) = pr.wait.as_mut().filter(|w| w.kind.is_some() && !blocked) else {
+            return Err(ActionError::NotSpinning(p));
+        };
+        w.mode = WaitMode::SpinBlock((now + d.max(SimTime::ZERO)) - w.since);
+        if let (PState::Running(cpu), true) = (pr.state, apply != Apply::Deferred) {
+            let node = pr.node;
+            self.account(node, cpu, now);
+            self.plan(node, cpu, now);
+        }
+        Ok(())
+    }
+
+    /// Tells the policy of `pid`'s node that the wait `w` ended (only with
+    /// [`Ops::WAIT_END`]; not for a disk burst).
+    fn hook_wait_end(&mut self, pid: Pid, w: Waiting, by: WaitEndCause, now: SimTime) {
+        let node = self.procs[pid as usize].node;
+        let Some(kind) = w.kind else { return };
+        if !self.nodes[node as usize].ops.contains(Ops::WAIT_END) {
+            return;
+        }
+        let end = WaitEnd {
+            kind,
+            waited: now - w.since,
+            spun: SimTime(self.procs[pid as usize].spin_ns - w.spin_at),
+            blocked: w.blocked,
+            by,
+        };
+        let apply = if by == WaitEndCause::Dispatched {
+            Apply::Deferred
+        } else {
+            Apply::NextPoint
+        };
+        self.with_policy(node, now, apply, |pol, v, out| {
+            pol.on_wait_end(v, pid, &end, out)
+        });
     }
 
     /// A policy's NIC interrupt for `p` (see [`NodeAction::Interrupt`]).
@@ -1839,6 +1918,7 @@ impl<'a> Sim<'a> {
             if w.cond != Cond::Io && self.satisfied(pid, w.cond) {
                 self.procs[pid as usize].wait = None;
                 self.resume_after_wait(pid, w.cond);
+                self.hook_wait_end(pid, w, WaitEndCause::Dispatched, now);
             }
         }
         if unpinned {
@@ -2223,6 +2303,8 @@ impl<'a> Sim<'a> {
                         kind: None,
                         mode: WaitMode::Block,
                         since: now,
+                        spin_at: 0,
+                        blocked: false,
                     });
                     self.q
                         .schedule(done, Ev::IoDone { to: pid })
@@ -2413,12 +2495,21 @@ impl<'a> Sim<'a> {
 
     fn begin_wait(&mut self, pid: Pid, cond: Cond, kind: WaitKind, now: SimTime) {
         let node = self.procs[pid as usize].node;
-        let mode = self.policies[node as usize].wait_mode(kind);
+        let mode = {
+            let view = View {
+                now,
+                node: &self.nodes[node as usize],
+                procs: &self.procs,
+            };
+            self.policies[node as usize].wait_mode(&view, pid, kind)
+        };
         self.procs[pid as usize].wait = Some(Waiting {
             cond,
             kind: Some(kind),
             mode,
             since: now,
+            spin_at: self.procs[pid as usize].spin_ns,
+            blocked: false,
         });
         self.with_policy(node, now, Apply::NextPoint, |pol, v, out| {
             pol.on_wait_begin(v, pid, kind, out)
@@ -2441,6 +2532,9 @@ impl<'a> Sim<'a> {
         }
         let p = &mut self.procs[pid as usize];
         p.blocked_at = now;
+        if let Some(w) = &mut p.wait {
+            w.blocked = true;
+        }
         let why = match p.wait {
             Some(Waiting {
                 kind: Some(kind), ..
@@ -2513,11 +2607,13 @@ impl<'a> Sim<'a> {
                 self.procs[pid as usize].wait = None;
                 self.resume_after_wait(pid, w.cond);
                 self.plan(node, cpu, now);
+                self.hook_wait_end(pid, w, WaitEndCause::Spinning, now);
             }
             PState::Blocked => {
                 self.procs[pid as usize].wait = None;
                 self.resume_after_wait(pid, w.cond);
                 self.wake(pid, EnqueueReason::Woken, now);
+                self.hook_wait_end(pid, w, WaitEndCause::Woken, now);
             }
             // Queued while spinning: it notices when it runs again.
             PState::Ready | PState::Done => {}

@@ -21,7 +21,7 @@ impl NodePolicy for Block {
     fn name(&self) -> String {
         "block".into()
     }
-    fn wait_mode(&self, _k: WaitKind) -> WaitMode {
+    fn wait_mode(&mut self, _v: &dyn NodeView, _p: Pid, _k: WaitKind) -> WaitMode {
         WaitMode::Block
     }
 }
@@ -47,7 +47,7 @@ impl NodePolicy for Booster {
     fn ops(&self) -> Ops {
         Ops::ALL
     }
-    fn wait_mode(&self, _k: WaitKind) -> WaitMode {
+    fn wait_mode(&mut self, _v: &dyn NodeView, _p: Pid, _k: WaitKind) -> WaitMode {
         WaitMode::SpinBlock(SimTime::from_us(300))
     }
     fn recommend(&mut self, _v: &dyn NodeView) -> Option<Pid> {
@@ -118,7 +118,7 @@ impl NodePolicy for Booster {
     }
 }
 
-fn platform(nodes: u32, os: OsConfig) -> NodePlatform {
+pub(super) fn platform(nodes: u32, os: OsConfig) -> NodePlatform {
     NodePlatform {
         nodes,
         cpus_per_node: 1,
@@ -137,7 +137,7 @@ fn platform(nodes: u32, os: OsConfig) -> NodePlatform {
     }
 }
 
-fn linux() -> OsConfig {
+pub(super) fn linux() -> OsConfig {
     OsConfig::default()
 }
 
@@ -163,7 +163,7 @@ fn run(plat: &NodePlatform, jobs: &[ProcJob], block: bool, mpl: u32) -> ProcOutp
 
 /// Work conservation: the useful CPU time equals the programs' compute plus every
 /// message overhead and interrupt the run paid.
-fn check_work(plat: &NodePlatform, jobs: &[ProcJob], out: &ProcOutput) {
+pub(super) fn check_work(plat: &NodePlatform, jobs: &[ProcJob], out: &ProcOutput) {
     let compute: i64 = jobs
         .iter()
         .flat_map(|j| j.program.ranks.iter())
@@ -192,7 +192,7 @@ fn check_timeline(out: &ProcOutput) {
     }
 }
 
-fn job(p: Program) -> ProcJob {
+pub(super) fn job(p: Program) -> ProcJob {
     ProcJob::new(p, SimTime::ZERO)
 }
 
@@ -535,7 +535,7 @@ impl NodePolicy for SpinBlock {
     fn name(&self) -> String {
         "spin-block".into()
     }
-    fn wait_mode(&self, _k: WaitKind) -> WaitMode {
+    fn wait_mode(&mut self, _v: &dyn NodeView, _p: Pid, _k: WaitKind) -> WaitMode {
         WaitMode::SpinBlock(self.0)
     }
 }
@@ -969,7 +969,7 @@ impl NodePolicy for BlockInterrupt {
     fn name(&self) -> String {
         "block-interrupt".into()
     }
-    fn wait_mode(&self, _k: WaitKind) -> WaitMode {
+    fn wait_mode(&mut self, _v: &dyn NodeView, _p: Pid, _k: WaitKind) -> WaitMode {
         WaitMode::Block
     }
     fn on_message(&mut self, _v: &dyn NodeView, p: Pid, running: bool, out: &mut Vec<NodeAction>) {
@@ -1101,7 +1101,7 @@ impl NodePolicy for Recorder {
     fn ops(&self) -> Ops {
         Ops::ALL
     }
-    fn wait_mode(&self, _k: WaitKind) -> WaitMode {
+    fn wait_mode(&mut self, _v: &dyn NodeView, _p: Pid, _k: WaitKind) -> WaitMode {
         WaitMode::SpinBlock(SimTime::from_us(100))
     }
     fn enqueue(&mut self, v: &dyn NodeView, p: Pid, w: EnqueueReason, _o: &mut Vec<NodeAction>) {
@@ -1350,7 +1350,7 @@ impl NodePolicy for Periodic {
     fn name(&self) -> String {
         "periodic".into()
     }
-    fn wait_mode(&self, _k: WaitKind) -> WaitMode {
+    fn wait_mode(&mut self, _v: &dyn NodeView, _p: Pid, _k: WaitKind) -> WaitMode {
         WaitMode::Block
     }
     fn period(&self) -> Option<SimTime> {

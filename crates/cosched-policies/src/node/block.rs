@@ -9,7 +9,7 @@
 //! Parameters: none.
 
 use crate::registry::{ParamInfo, PolicyInfo, PolicySpec, RegistryError};
-use cosched_contract::node::{NodePolicy, WaitKind, WaitMode};
+use cosched_contract::node::{NodePolicy, NodeView, Pid, WaitKind, WaitMode};
 
 pub fn info() -> PolicyInfo {
     PolicyInfo {
@@ -31,7 +31,7 @@ impl NodePolicy for Block {
     fn name(&self) -> String {
         "block".into()
     }
-    fn wait_mode(&self, _kind: WaitKind) -> WaitMode {
+    fn wait_mode(&mut self, _view: &dyn NodeView, _p: Pid, _kind: WaitKind) -> WaitMode {
         WaitMode::Block
     }
 }

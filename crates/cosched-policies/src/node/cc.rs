@@ -89,7 +89,7 @@ impl NodePolicy for Cc {
     fn ops(&self) -> Ops {
         Ops::ON_ACK
     }
-    fn wait_mode(&self, _kind: WaitKind) -> WaitMode {
+    fn wait_mode(&mut self, _view: &dyn NodeView, _p: Pid, _kind: WaitKind) -> WaitMode {
         WaitMode::SpinBlock(self.spin)
     }
     fn on_ack(&mut self, _view: &dyn NodeView, p: Pid, running: bool, out: &mut Vec<NodeAction>) {
@@ -169,7 +169,7 @@ mod tests {
             WaitKind::RecvCompletion,
             WaitKind::SendCompletion,
         ] {
-            assert_eq!(cc.wait_mode(k), WaitMode::SpinBlock(SimTime::from_us(100)));
+            assert_eq!(crate::node::fake::wait_mode(cc.as_mut(), k), WaitMode::SpinBlock(SimTime::from_us(100)));
         }
         let v = View::new(&[(0, false, 1), (1, true, 1)]);
         let mut out = Vec::new();

@@ -38,7 +38,7 @@ impl NodePolicy for Dcs {
     fn name(&self) -> String {
         "dcs".into()
     }
-    fn wait_mode(&self, _kind: WaitKind) -> WaitMode {
+    fn wait_mode(&mut self, _view: &dyn NodeView, _p: Pid, _kind: WaitKind) -> WaitMode {
         WaitMode::Spin
     }
     fn on_message(

@@ -46,7 +46,7 @@ impl NodePolicy for Hybrid {
     fn name(&self) -> String {
         "hybrid".into()
     }
-    fn wait_mode(&self, _kind: WaitKind) -> WaitMode {
+    fn wait_mode(&mut self, _view: &dyn NodeView, _p: Pid, _kind: WaitKind) -> WaitMode {
         WaitMode::Block
     }
     fn on_collective(
@@ -93,7 +93,7 @@ mod tests {
         assert_eq!(step(true), []);
         assert_eq!(step(false), []);
         assert_eq!(step(false), [NodeAction::Unboost(2)]);
-        assert_eq!(h.wait_mode(WaitKind::Recv), WaitMode::Block);
-        assert_eq!(h.wait_mode(WaitKind::SendAck), WaitMode::Block);
+        assert_eq!(crate::node::fake::wait_mode(&mut h, WaitKind::Recv), WaitMode::Block);
+        assert_eq!(crate::node::fake::wait_mode(&mut h, WaitKind::SendAck), WaitMode::Block);
     }
 }

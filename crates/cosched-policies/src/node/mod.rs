@@ -7,31 +7,66 @@
 //! - [`pb`]: periodic boost (spin; periodic round-robin boost).
 //! - [`cc`]: co-ordinated coscheduling (spin-block; boost; most-messages recommendation).
 //! - [`hybrid`]: immediate blocking; boost inside collectives.
+//! - [`ics`]: implicit coscheduling (two-phase spin-block, conditional spin).
+//! - [`fcs`]: flexible coscheduling (per-process CS / F / DC classification).
 
 pub mod block;
 pub mod cc;
 pub mod dcs;
+pub mod fcs;
 pub mod hybrid;
+pub mod ics;
 pub mod nls;
 pub mod pb;
 pub mod sb;
 
+/// A time in microseconds, as policy names print their parameters.
+pub(crate) fn as_us(t: cosched_des::SimTime) -> f64 {
+    t.as_ns() as f64 / 1000.0
+}
+
 /// A hand-set node view for the policies' unit tests.
 #[cfg(test)]
 pub(crate) mod fake {
-    use cosched_contract::node::NodeView;
+    use cosched_contract::node::{NodePolicy, NodeView, WaitKind, WaitMode};
+
+    /// The wait mode `p` answers for process 0 (running, nothing buffered).
+    pub fn wait_mode(p: &mut dyn NodePolicy, kind: WaitKind) -> WaitMode {
+        p.wait_mode(&View::new(&[(0, true, 0)]), 0, kind)
+    }
     use cosched_contract::node::Pid;
     use cosched_des::SimTime;
 
-    /// Processes with (running, unconsumed messages).
-    pub struct View(pub Vec<(Pid, bool, usize)>, pub Vec<Pid>);
+    /// Processes with (running, unconsumed messages), and optionally how long
+    /// some have waited and their CPU time.
+    pub struct View {
+        procs: Vec<(Pid, bool, usize)>,
+        pids: Vec<Pid>,
+        waited: Vec<(Pid, SimTime)>,
+        cpu: Vec<(Pid, SimTime)>,
+    }
 
     impl View {
         pub fn new(procs: &[(Pid, bool, usize)]) -> Self {
-            Self(procs.to_vec(), procs.iter().map(|p| p.0).collect())
+            Self {
+                procs: procs.to_vec(),
+                pids: procs.iter().map(|p| p.0).collect(),
+                waited: Vec::new(),
+                cpu: Vec::new(),
+            }
+        }
+        /// `p` has been waiting for `t`.
+        pub fn waiting(mut self, p: Pid, t: SimTime) -> Self {
+            self.waited.push((p, t));
+            self
+        }
+        /// `p` has used `t` of CPU.
+        pub fn cpu(mut self, p: Pid, t: SimTime) -> Self {
+            self.cpu.push((p, t));
+            self
         }
         fn get(&self, p: Pid) -> (Pid, bool, usize) {
-            *self.0.iter().find(|q| q.0 == p).expect("known pid")
+            *self.procs.iter().find(|q| q.0 == p).expect("known pid")
         }
     }
 
@@ -40,13 +75,22 @@ pub(crate) mod fake {
             SimTime::ZERO
         }
         fn processes(&self) -> &[Pid] {
-            &self.1
+            &self.pids
         }
         fn is_running(&self, p: Pid) -> bool {
             self.get(p).1
         }
         fn unconsumed(&self, p: Pid) -> usize {
             self.get(p).2
+        }
+        fn job_of(&self, _p: Pid) -> Option<u32> {
+            Some(0)
+        }
+        fn waited(&self, p: Pid) -> Option<SimTime> {
+            self.waited.iter().find(|w| w.0 == p).map(|w| w.1)
+        }
+        fn cpu_time(&self, p: Pid) -> Option<SimTime> {
+            self.cpu.iter().find(|w| w.0 == p).map(|w| w.1)
         }
     }
 }

@@ -8,7 +8,7 @@
 //! Parameters: none.
 
 use crate::registry::{ParamInfo, PolicyInfo, PolicySpec, RegistryError};
-use cosched_contract::node::{NodePolicy, WaitKind, WaitMode};
+use cosched_contract::node::{NodePolicy, NodeView, Pid, WaitKind, WaitMode};
 
 pub fn info() -> PolicyInfo {
     PolicyInfo {
@@ -30,7 +30,7 @@ impl NodePolicy for Nls {
     fn name(&self) -> String {
         "nls".into()
     }
-    fn wait_mode(&self, _kind: WaitKind) -> WaitMode {
+    fn wait_mode(&mut self, _view: &dyn NodeView, _p: Pid, _kind: WaitKind) -> WaitMode {
         WaitMode::Spin
     }
 }

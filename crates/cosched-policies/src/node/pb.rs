@@ -69,7 +69,7 @@ impl NodePolicy for Pb {
     fn name(&self) -> String {
         format!("pb[period_us={}]", self.period.as_ns() as f64 / 1000.0)
     }
-    fn wait_mode(&self, _kind: WaitKind) -> WaitMode {
+    fn wait_mode(&mut self, _view: &dyn NodeView, _p: Pid, _kind: WaitKind) -> WaitMode {
         WaitMode::Spin
     }
     fn period(&self) -> Option<SimTime> {

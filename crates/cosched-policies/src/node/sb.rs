@@ -25,7 +25,7 @@
 //! by spinning up to `spin_us` at the receiver and by spinning at the sender.
 
 use crate::registry::{ParamInfo, PolicyInfo, PolicySpec, RegistryError};
-use cosched_contract::node::{NodePolicy, WaitKind, WaitMode};
+use cosched_contract::node::{NodePolicy, NodeView, Pid, WaitKind, WaitMode};
 use cosched_des::SimTime;
 
 pub fn info() -> PolicyInfo {
@@ -71,7 +71,7 @@ impl NodePolicy for Sb {
     fn name(&self) -> String {
         format!("sb[spin_us={}]", self.spin.as_ns() as f64 / 1000.0)
     }
-    fn wait_mode(&self, kind: WaitKind) -> WaitMode {
+    fn wait_mode(&mut self, _view: &dyn NodeView, _p: Pid, kind: WaitKind) -> WaitMode {
         if kind.is_receive() {
             WaitMode::SpinBlock(self.spin)
         } else {
@@ -87,11 +87,11 @@ mod tests {
 
     #[test]
     fn spin_block_only_on_the_receive_side() {
-        let sb = build_node("sb[spin_us=50]").unwrap();
+        let mut sb = build_node("sb[spin_us=50]").unwrap();
         let sb_wait = WaitMode::SpinBlock(SimTime::from_us(50));
-        assert_eq!(sb.wait_mode(WaitKind::Recv), sb_wait);
-        assert_eq!(sb.wait_mode(WaitKind::RecvCompletion), sb_wait);
-        assert_eq!(sb.wait_mode(WaitKind::SendAck), WaitMode::Spin);
-        assert_eq!(sb.wait_mode(WaitKind::SendCompletion), WaitMode::Spin);
+        assert_eq!(crate::node::fake::wait_mode(sb.as_mut(), WaitKind::Recv), sb_wait);
+        assert_eq!(crate::node::fake::wait_mode(sb.as_mut(), WaitKind::RecvCompletion), sb_wait);
+        assert_eq!(crate::node::fake::wait_mode(sb.as_mut(), WaitKind::SendAck), WaitMode::Spin);
+        assert_eq!(crate::node::fake::wait_mode(sb.as_mut(), WaitKind::SendCompletion), WaitMode::Spin);
     }
 }
