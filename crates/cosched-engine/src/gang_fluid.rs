@@ -76,6 +76,8 @@ pub struct GangOutput {
 }
 
 /// Runs `workload` on `platform` under fluid gang scheduling.
+// Longer than the function-length cap (clippy.toml): the fluid gang event loop; to be split into setup, loop and records.
+#[allow(clippy::too_many_lines)]
 pub fn simulate_gang(
     workload: &Workload,
     platform: &Platform,
