@@ -186,12 +186,13 @@ def run_timeshare_jobs(submit_s: typing.Sequence[builtins.float], runtime_s: typ
     interference tables against process-level runs.
     """
 
-def run_trace(trace: builtins.str | os.PathLike | pathlib.Path, policy: builtins.str, *, estimates: builtins.str = 'requested', overrun: builtins.str = 'extend', machine_size: typing.Optional[builtins.int] = None, machine_size_from_nodes: builtins.bool = False, max_jobs: typing.Optional[builtins.int] = None, platform: typing.Optional[dict] = None, placement: builtins.str = 'packing', seed: builtins.int = 0, bsld_threshold_s: builtins.float = 10.0, policy_object: typing.Optional[typing.Any] = None) -> RunResult:
+def run_trace(trace: builtins.str | os.PathLike | pathlib.Path, policy: builtins.str, *, estimates: builtins.str = 'requested', overrun: builtins.str = 'extend', machine_size: typing.Optional[builtins.int] = None, machine_size_from_nodes: builtins.bool = False, max_jobs: typing.Optional[builtins.int] = None, platform: typing.Optional[dict] = None, placement: builtins.str = 'packing', seed: builtins.int = 0, bsld_threshold_s: builtins.float = 10.0, policy_object: typing.Optional[typing.Any] = None, event_order: builtins.str = 'per-instant') -> RunResult:
     r"""
     Reads an SWF trace and simulates it under a policy (job-level model).
     
     `platform` (keys nodes, procs_per_node, idle_watts, busy_watts) overrides the
-    platform derived from the trace header.
+    platform derived from the trace header. `event_order` is `"per-instant"` (one
+    policy call per instant) or `"per-event"` (one per event, submissions first).
     """
 
 def slice_trace(src: builtins.str | os.PathLike | pathlib.Path, dst: builtins.str | os.PathLike | pathlib.Path, first: builtins.int) -> None:

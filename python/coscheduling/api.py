@@ -62,6 +62,7 @@ _DEFAULTS: dict[str, Any] = {
     "estimates": "requested",
     "overrun": "extend",
     "placement": "packing",
+    "event_order": "per-instant",
     "seed": 0,
     "bsld_threshold_s": 10.0,
     "machine_size": None,
@@ -209,6 +210,8 @@ def _trace_options(trace: PathLike, o: Mapping[str, Any]) -> dict[str, Any]:
         "scheduler": {
             "policy": o["policy"],
             "placement": o["placement"],
+            # Written only when not the default, as in a configuration's own dump.
+            **({"event_order": o["event_order"]} if o["event_order"] != "per-instant" else {}),
             "node_policy": "nls",
             "mpl": 1,
             "memory_aware": False,
@@ -234,6 +237,7 @@ def run(
     max_jobs: int | None = None,
     command_line: str | None = None,
     timeline: bool = False,
+    event_order: str = "per-instant",
 ) -> Result:
     """Runs one simulation and returns its :class:`Result`.
 
@@ -249,6 +253,8 @@ def run(
     - ``estimates``: ``"requested"`` (the user's requested time) or ``"exact"``;
     - ``overrun``: ``"extend"`` (a job outliving its request runs on) or ``"kill"``;
     - ``placement``: ``"packing"`` or ``"random"``;
+    - ``event_order`` (traces): ``"per-instant"`` (one policy call per instant) or
+      ``"per-event"`` (one call per event, submissions before completions);
     - ``machine_size`` / ``machine_size_from_nodes`` / ``max_jobs``: trace options;
     - ``command_line``: recorded in the provenance (default: ``sys.argv``);
     - ``timeline``: record the per-node timeline of a process-level configuration
@@ -270,6 +276,7 @@ def run(
         "estimates": estimates,
         "overrun": overrun,
         "placement": placement,
+        "event_order": event_order,
         "seed": seed,
         "bsld_threshold_s": bsld_threshold_s,
         "machine_size": machine_size,
@@ -312,11 +319,12 @@ def run(
             seed=seed,
             bsld_threshold_s=bsld_threshold_s,
             policy_object=pypolicy.load(policy) if pypolicy.is_python_policy(policy) else None,
+            event_order=event_order,
         )
     else:
         if platform is None:
             raise ValueError("platform: required with jobs= (e.g. platform={'nodes': 16})")
-        for k in ("machine_size", "machine_size_from_nodes", "max_jobs"):
+        for k in ("machine_size", "machine_size_from_nodes", "max_jobs", "event_order"):
             if opts[k] != _DEFAULTS[k]:
                 raise ValueError(f"{k}: applies to traces only, not to jobs=")
         assert jobs is not None

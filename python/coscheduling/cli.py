@@ -72,6 +72,11 @@ class PlacementChoice(StrEnum):
     random = "random"
 
 
+class EventOrderChoice(StrEnum):
+    per_instant = "per-instant"
+    per_event = "per-event"
+
+
 # ---------------------------------------------------------------------------
 # Helpers
 
@@ -203,6 +208,12 @@ def simulate(
         PlacementChoice | None,
         typer.Option(help="Node placement: packing (contiguous) or random. (default: packing)"),
     ] = None,
+    event_order: Annotated[
+        EventOrderChoice | None,
+        typer.Option(help="When the policy is called: once per instant with all its events (per-instant), or "
+                     "after each event, submissions before completions (per-event, as pyss). "
+                     "(default: per-instant)"),
+    ] = None,
     machine_size: Annotated[
         int | None,
         typer.Option(min=1, help="Machine size in processors, overriding the trace header.", show_default=False),
@@ -231,6 +242,7 @@ def simulate(
         "--estimates": estimates,
         "--overrun": overrun,
         "--placement": placement,
+        "--event-order": event_order,
         "--machine-size": machine_size,
         "--machine-size-from-nodes": machine_size_from_nodes or None,
         "--max-jobs": max_jobs,
@@ -259,6 +271,7 @@ def simulate(
                 estimates=(estimates or Estimates.requested).value,
                 overrun=(overrun or Overrun.extend).value,
                 placement=(placement or PlacementChoice.packing).value,
+                event_order=(event_order or EventOrderChoice.per_instant).value,
                 machine_size=machine_size,
                 machine_size_from_nodes=machine_size_from_nodes,
                 max_jobs=max_jobs,

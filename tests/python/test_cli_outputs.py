@@ -245,3 +245,29 @@ def test_example_configs_run(example, tmp_path):
     r = run_cli(["simulate", REPO / "examples" / example, "--out", tmp_path / "o"])
     assert r.exit_code == 0, r.stderr
     assert sorted(p.name for p in (tmp_path / "o").iterdir()) == sorted(OUTPUT_FILES)
+
+
+def test_event_order_per_event_changes_the_hand_worked_schedule(tmp_path):
+    """Machine of 10. A: t=0, 6 procs, runs 10 s, requests 50 s; H: t=1, 10 procs, 10 s;
+    B: t=10, 4 procs, 30 s. Per instant, A's end and B's arrival are seen together at 10:
+    H starts at 10 and B at 20. Per event, B's arrival comes first (A still holds 6
+    processors, H's shadow time is A's estimated end 50): B is backfilled at 10 and H
+    waits for it until 40. The option enters the configuration hash only when not the default."""
+    swf = tmp_path / "t.swf"
+    rows = [(1, 0, 10, 6, 50), (2, 1, 10, 10, 10), (3, 10, 30, 4, 30)]
+    lines = ["; MaxProcs: 10"]
+    for job, submit, run, procs, req in rows:
+        f = [job, submit, -1, run, procs, -1, -1, procs, req] + [-1] * 9
+        lines.append(" ".join(str(v) for v in f))
+    swf.write_text("\n".join(lines) + "\n")
+    starts, hashes = {}, {}
+    for order in ("default", "per-instant", "per-event"):
+        out = tmp_path / order
+        flag = [] if order == "default" else ["--event-order", order]
+        r = run_cli(["simulate", "--trace", swf, "--policy", "easy", *flag, "--out", out])
+        assert r.exit_code == 0, r.stderr
+        starts[order] = pd.read_csv(out / "jobs.csv")["start_s"].tolist()
+        hashes[order] = json.loads((out / "summary.json").read_text())["provenance"]["config_hash"]
+    assert starts == {"default": [0.0, 10.0, 20.0], "per-instant": [0.0, 10.0, 20.0],
+                      "per-event": [0.0, 40.0, 10.0]}
+    assert hashes["default"] == hashes["per-instant"] != hashes["per-event"]

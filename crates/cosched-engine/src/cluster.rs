@@ -7,13 +7,19 @@
 //! submission and never reach the policy. The policy is then called once with
 //! all of the instant's events and its decisions are validated and applied.
 //!
+//! With [`EventOrder::PerEvent`] (opt-in, for comparison with simulators that
+//! schedule after every event, such as pyss) the policy is instead called once
+//! per event, each call's decisions applied before the next event: first the
+//! instant's submissions, then its completions (a completed job's processors are
+//! freed only when its completion is delivered), then the timer.
+//!
 //! When no event remains but jobs are still waiting, the policy has stalled:
 //! the run stops with [`EngineError::Stalled`] and the policy's `dump()`.
 
 use crate::alloc::{node_count, Allocator, Range};
 use crate::policy::{ClusterPolicy, ClusterView, Decision, DecisionError, Event};
 use cosched_des::{EventQueue, RngStreams, SimTime};
-use cosched_model::{JobId, JobSpec, Placement, Platform, Workload};
+use cosched_model::{EventOrder, JobId, JobSpec, Placement, Platform, Workload};
 use thiserror::Error;
 
 /// Engine options.
@@ -21,6 +27,8 @@ use thiserror::Error;
 pub struct SimOptions {
     pub placement: Placement,
     pub seed: u64,
+    /// One policy call per instant (default) or per event.
+    pub event_order: EventOrder,
 }
 
 /// How a job ended.
@@ -228,16 +236,17 @@ pub fn simulate(
         };
         queue.advance_to(now).expect("instants are increasing");
         events.clear();
+        let per_event = opts.event_order == EventOrder::PerEvent;
         let mut timer_fired = false;
+        let mut ended = 0usize;
         while let Some(ev) = queue.pop_at(now) {
             match ev.event {
                 Internal::End(j) => {
-                    let rec = &mut records[j.idx()];
-                    alloc.release(&rec.alloc);
-                    running -= 1;
-                    rec.end = Some(now);
-                    state[j.idx()] = State::Done;
-                    events.push(if rec.status == JobStatus::Killed {
+                    if !per_event {
+                        finish(j, now, &mut alloc, &mut records, &mut state, &mut running);
+                    }
+                    ended += 1;
+                    events.push(if records[j.idx()].status == JobStatus::Killed {
                         Event::Killed(j)
                     } else {
                         Event::Completed(j)
@@ -257,6 +266,10 @@ pub fn simulate(
             waiting += 1;
             events.push(Event::Submitted(j));
         }
+        if per_event {
+            // Submissions before completions.
+            events.rotate_left(ended);
+        }
         if timer_fired {
             timer = None;
             events.push(Event::Timer);
@@ -264,109 +277,121 @@ pub fn simulate(
         if events.is_empty() {
             continue;
         }
-        stats.policy_calls += 1;
-        stats.events += events.len() as u64;
-        decisions.clear();
-        {
-            let view = View {
-                jobs,
-                records: &records,
-                now,
-                total,
-                free: alloc.free_count(),
+        let calls = if per_event { events.len() } else { 1 };
+        for call in 0..calls {
+            let batch = if per_event {
+                let e = &events[call..call + 1];
+                if let Event::Completed(j) | Event::Killed(j) = e[0] {
+                    finish(j, now, &mut alloc, &mut records, &mut state, &mut running);
+                }
+                e
+            } else {
+                &events[..]
             };
-            policy.on_events(&events, &view, &mut decisions);
-        }
-        for d in decisions.drain(..) {
-            let invalid = |source: DecisionError, d: &Decision| EngineError::InvalidDecision {
-                time: now,
-                policy: policy_name.clone(),
-                decision: format!("{d:?}"),
-                source,
-            };
-            let queued = |j: JobId| -> Result<&JobSpec, DecisionError> {
-                let spec = jobs.get(j.idx()).ok_or(DecisionError::UnknownJob(j.0))?;
-                match state[j.idx()] {
-                    State::Queued => Ok(spec),
-                    s => Err(DecisionError::NotQueued {
-                        job: spec.source_id,
-                        state: s.as_str(),
-                    }),
-                }
-            };
-            match &d {
-                Decision::Start(j) | Decision::StartOn(j, _) => {
-                    let j = *j;
-                    let spec = queued(j).map_err(|e| invalid(e, &d))?;
-                    let ranges = match &d {
-                        Decision::StartOn(_, procs) => {
-                            check_exact(spec, procs, &alloc).map_err(|e| invalid(e, &d))?;
-                            alloc.allocate_exact(procs)
-                        }
-                        _ => {
-                            if spec.procs > alloc.free_count() {
-                                let e = DecisionError::InsufficientProcessors {
-                                    job: spec.source_id,
-                                    need: spec.procs,
-                                    free: alloc.free_count(),
-                                };
-                                return Err(invalid(e, &d));
-                            }
-                            alloc.allocate(spec.procs)
-                        }
-                    };
-                    let run = spec.effective_runtime();
-                    let rec = &mut records[j.idx()];
-                    rec.start = Some(now);
-                    rec.status = if run < spec.runtime {
-                        JobStatus::Killed
-                    } else {
-                        JobStatus::Completed
-                    };
-                    rec.nodes = node_count(&ranges, ppn);
-                    rec.alloc = ranges;
-                    state[j.idx()] = State::Running;
-                    waiting -= 1;
-                    running += 1;
-                    idle_calls = 0;
-                    queue
-                        .schedule(now + run, Internal::End(j))
-                        .expect("runtime >= 0");
-                }
-                Decision::Reject(j) => {
-                    queued(*j).map_err(|e| invalid(e, &d))?;
-                    state[j.idx()] = State::Done;
-                    waiting -= 1;
-                    idle_calls = 0;
-                }
-                Decision::WakeAt(t) => {
-                    if *t < now {
-                        return Err(invalid(DecisionError::WakeInPast { at: *t, now }, &d));
-                    }
-                    // One pending timer at a time: the earliest request wins.
-                    if timer.is_none_or(|(cur, _)| *t < cur) {
-                        if let Some((_, old)) = timer.take() {
-                            queue.cancel(old);
-                        }
-                        timer = Some((
-                            *t,
-                            queue.schedule(*t, Internal::Timer).expect("checked above"),
-                        ));
-                    }
-                }
+            stats.policy_calls += 1;
+            stats.events += batch.len() as u64;
+            decisions.clear();
+            {
+                let view = View {
+                    jobs,
+                    records: &records,
+                    now,
+                    total,
+                    free: alloc.free_count(),
+                };
+                policy.on_events(batch, &view, &mut decisions);
             }
-            stats.decisions += 1;
-        }
-        if waiting > 0 && running == 0 {
-            idle_calls += 1;
-            if idle_calls > NO_PROGRESS_LIMIT {
-                return Err(EngineError::NoProgress {
+            for d in decisions.drain(..) {
+                let invalid = |source: DecisionError, d: &Decision| EngineError::InvalidDecision {
                     time: now,
-                    policy: policy_name,
-                    calls: idle_calls,
-                    waiting,
-                    dump: policy.dump(),
-                });
+                    policy: policy_name.clone(),
+                    decision: format!("{d:?}"),
+                    source,
+                };
+                let queued = |j: JobId| -> Result<&JobSpec, DecisionError> {
+                    let spec = jobs.get(j.idx()).ok_or(DecisionError::UnknownJob(j.0))?;
+                    match state[j.idx()] {
+                        State::Queued => Ok(spec),
+                        s => Err(DecisionError::NotQueued {
+                            job: spec.source_id,
+                            state: s.as_str(),
+                        }),
+                    }
+                };
+                match &d {
+                    Decision::Start(j) | Decision::StartOn(j, _) => {
+                        let j = *j;
+                        let spec = queued(j).map_err(|e| invalid(e, &d))?;
+                        let ranges = match &d {
+                            Decision::StartOn(_, procs) => {
+                                check_exact(spec, procs, &alloc).map_err(|e| invalid(e, &d))?;
+                                alloc.allocate_exact(procs)
+                            }
+                            _ => {
+                                if spec.procs > alloc.free_count() {
+                                    let e = DecisionError::InsufficientProcessors {
+                                        job: spec.source_id,
+                                        need: spec.procs,
+                                        free: alloc.free_count(),
+                                    };
+                                    return Err(invalid(e, &d));
+                                }
+                                alloc.allocate(spec.procs)
+                            }
+                        };
+                        let run = spec.effective_runtime();
+                        let rec = &mut records[j.idx()];
+                        rec.start = Some(now);
+                        rec.status = if run < spec.runtime {
+                            JobStatus::Killed
+                        } else {
+                            JobStatus::Completed
+                        };
+                        rec.nodes = node_count(&ranges, ppn);
+                        rec.alloc = ranges;
+                        state[j.idx()] = State::Running;
+                        waiting -= 1;
+                        running += 1;
+                        idle_calls = 0;
+                        queue
+                            .schedule(now + run, Internal::End(j))
+                            .expect("runtime >= 0");
+                    }
+                    Decision::Reject(j) => {
+                        queued(*j).map_err(|e| invalid(e, &d))?;
+                        state[j.idx()] = State::Done;
+                        waiting -= 1;
+                        idle_calls = 0;
+                    }
+                    Decision::WakeAt(t) => {
+                        if *t < now {
+                            return Err(invalid(DecisionError::WakeInPast { at: *t, now }, &d));
+                        }
+                        // One pending timer at a time: the earliest request wins.
+                        if timer.is_none_or(|(cur, _)| *t < cur) {
+                            if let Some((_, old)) = timer.take() {
+                                queue.cancel(old);
+                            }
+                            timer = Some((
+                                *t,
+                                queue.schedule(*t, Internal::Timer).expect("checked above"),
+                            ));
+                        }
+                    }
+                }
+                stats.decisions += 1;
+            }
+            if waiting > 0 && running == 0 {
+                idle_calls += 1;
+                if idle_calls > NO_PROGRESS_LIMIT {
+                    return Err(EngineError::NoProgress {
+                        time: now,
+                        policy: policy_name,
+                        calls: idle_calls,
+                        waiting,
+                        dump: policy.dump(),
+                    });
+                }
             }
         }
         if waiting > 0 && next_submit == jobs.len() && queue.is_empty() {
@@ -383,6 +408,22 @@ pub fn simulate(
         stats,
         policy: policy_name,
     })
+}
+
+/// Book-keeping of a job's end: frees its processors and records the instant.
+fn finish(
+    j: JobId,
+    now: SimTime,
+    alloc: &mut Allocator,
+    records: &mut [JobRecord],
+    state: &mut [State],
+    running: &mut usize,
+) {
+    let rec = &mut records[j.idx()];
+    alloc.release(&rec.alloc);
+    *running -= 1;
+    rec.end = Some(now);
+    state[j.idx()] = State::Done;
 }
 
 fn check_exact(spec: &JobSpec, procs: &[u32], alloc: &Allocator) -> Result<(), DecisionError> {

@@ -55,6 +55,7 @@ fn summary_of_a_hand_checked_run() {
         &SimOptions {
             placement: Placement::Packing,
             seed: 0,
+            ..Default::default()
         },
     )
     .unwrap();
@@ -95,6 +96,7 @@ fn random_placement_is_seeded() {
             &SimOptions {
                 placement: Placement::Random,
                 seed,
+                ..Default::default()
             },
         )
         .unwrap();

@@ -41,6 +41,27 @@ pub enum Placement {
     Random,
 }
 
+/// When the job-level engine calls the cluster policy (`scheduler.event_order`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum EventOrder {
+    /// One scheduling pass per instant with all of its events (completions, then
+    /// submissions, then the timer).
+    #[default]
+    PerInstant,
+    /// One scheduling pass after each event; at one instant submissions come first
+    /// (workload order), then completions (in the order their ends were scheduled),
+    /// then the timer, and a completion's processors are freed only when it is
+    /// delivered (the order of simulators such as pyss).
+    PerEvent,
+}
+
+impl EventOrder {
+    pub fn is_default(&self) -> bool {
+        *self == EventOrder::PerInstant
+    }
+}
+
 /// How `workload.load_scale` changes a trace's offered load (the rule of
 /// `cosched trace scale-load`; [`crate::swf::scale_load`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
@@ -217,6 +238,10 @@ pub struct SchedulerConfig {
     pub policy: String,
     #[serde(default)]
     pub placement: Placement,
+    /// When the job-level engine calls the policy: `"per-instant"` (default) or
+    /// `"per-event"` (job fidelity).
+    #[serde(default, skip_serializing_if = "EventOrder::is_default")]
+    pub event_order: EventOrder,
     /// Node-level policy (process fidelity), e.g. `"nls"`.
     #[serde(default = "default_node_policy")]
     pub node_policy: String,
@@ -413,6 +438,13 @@ impl RunConfig {
                         "not supported at fidelity \"process\"; list `jobs`".into(),
                     );
                 }
+                if !self.scheduler.event_order.is_default() {
+                    return bad(
+                        "scheduler.event_order",
+                        "only at fidelity \"job\" (the process-level engine has its own event order)"
+                            .into(),
+                    );
+                }
                 if self.workload.jobs.is_empty() {
                     return bad(
                         "workload.jobs",
@@ -548,6 +580,38 @@ placement = "random"
         assert_eq!(c.workload.options().estimates, EstimateSource::Exact);
         assert_eq!(c.scheduler.placement, Placement::Random);
         assert_eq!(c.metrics.bounded_slowdown_threshold_s, 10.0);
+    }
+
+    #[test]
+    fn event_order_defaults_per_instant_and_stays_out_of_the_canonical_form() {
+        let c = RunConfig::from_str_with(GOOD, "x.toml", None).unwrap();
+        assert_eq!(c.scheduler.event_order, EventOrder::PerInstant);
+        let json = serde_json::to_string(&c).unwrap();
+        assert!(!json.contains("event_order"), "{json}");
+        let with = GOOD.replace(
+            "placement = \"random\"",
+            "placement = \"random\"\nevent_order = \"per-event\"",
+        );
+        let c = RunConfig::from_str_with(&with, "x.toml", None).unwrap();
+        assert_eq!(c.scheduler.event_order, EventOrder::PerEvent);
+        let json = serde_json::to_string(&c).unwrap();
+        assert!(json.contains("\"event_order\":\"per-event\""), "{json}");
+        let bad = GOOD.replace(
+            "placement = \"random\"",
+            "placement = \"random\"\nevent_order = \"each\"",
+        );
+        let e = RunConfig::from_str_with(&bad, "x.toml", None)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("per-instant") && e.contains("per-event"), "{e}");
+        let e = RunConfig::from_str_with(
+            &PROCESS.replace("mpl = 3", "mpl = 3\nevent_order = \"per-event\""),
+            "p.toml",
+            None,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("scheduler.event_order"), "{e}");
     }
 
     #[test]
@@ -718,14 +782,23 @@ mpl = 3
             c.node_platform.unwrap().platform().unwrap().cpu_speed,
             crate::node::GHANESH_CPU_SPEED
         );
-        let text = PROCESS.replace("preset = \"choi2004\"", "preset = \"choi2004\"\ncpu_speed = 2.0");
+        let text = PROCESS.replace(
+            "preset = \"choi2004\"",
+            "preset = \"choi2004\"\ncpu_speed = 2.0",
+        );
         let c = RunConfig::from_str_with(&text, "p.toml", None).unwrap();
         assert_eq!(c.node_platform.unwrap().platform().unwrap().cpu_speed, 2.0);
-        let text = PROCESS.replace("preset = \"choi2004\"", "preset = \"choi2004\"\ncpu_speed = 0.0");
+        let text = PROCESS.replace(
+            "preset = \"choi2004\"",
+            "preset = \"choi2004\"\ncpu_speed = 0.0",
+        );
         let e = RunConfig::from_str_with(&text, "p.toml", None)
             .unwrap_err()
             .to_string();
-        assert!(e.contains("cpu_speed: must be a finite number > 0, got 0"), "{e}");
+        assert!(
+            e.contains("cpu_speed: must be a finite number > 0, got 0"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -16,7 +16,8 @@ pub mod swf;
 pub mod write;
 
 pub use config::{
-    ConfigError, EstimateSource, LoadScaleBy, OverrunPolicy, Placement, RunConfig, WorkloadOptions,
+    ConfigError, EstimateSource, EventOrder, LoadScaleBy, OverrunPolicy, Placement, RunConfig,
+    WorkloadOptions,
 };
 pub use job::{JobId, JobSpec, Workload};
 pub use platform::{Platform, PlatformError};

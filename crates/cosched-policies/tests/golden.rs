@@ -163,3 +163,55 @@ fn jobs_ending_together_all_count_at_the_shadow_time() {
         vec![(0, 10), (0, 10), (10, 20), (10, 40)]
     );
 }
+
+/// The opt-in per-event order: one policy call per event, submissions before
+/// completions at the same instant, a completion's processors freed when it is delivered.
+/// Machine of 10. A: t=0, 6 procs, runs 10 s, requested 50 s.  H: t=1, 10 procs, 10 s.
+/// B: t=10, 4 procs, 30 s.
+///
+/// Per instant (default), at t=10 the policy sees A's end and B's arrival together:
+/// 10 free, H starts [10,20) and B waits for it: [20,50).
+/// Per event, B's arrival comes first, while A still holds 6 processors: H does not
+/// fit, its shadow time is A's estimated end 50, and B (ends at 40 <= 50) is
+/// backfilled into the 4 free processors at 10. A's end then leaves 6 free: H waits
+/// for B's end and runs [40,50).
+/// FCFS never starts B before H, so both orders give it the same schedule.
+#[test]
+fn per_event_order_delivers_submissions_before_completions() {
+    use cosched_engine::{check::check_schedule, simulate, SimOptions};
+    use cosched_model::{EventOrder, Platform};
+    let w = workload(vec![
+        job(1, 0, 6, 10, Some(50), false),
+        job(2, 1, 10, 10, Some(10), false),
+        job(3, 10, 4, 30, Some(30), false),
+    ]);
+    let run = |policy: &str, order: EventOrder| {
+        let p = Platform::new(10, 1);
+        let mut pol = build(policy).unwrap();
+        let opts = SimOptions {
+            event_order: order,
+            ..Default::default()
+        };
+        let out = simulate(&w, &p, pol.as_mut(), &opts).unwrap();
+        check_schedule(&w, &p, &out).unwrap();
+        (spans(&out), out.stats.policy_calls)
+    };
+    // Instants with events: 0, 1, 10 (A's end and B's arrival), 20 or 40, 50.
+    assert_eq!(
+        run("easy", EventOrder::PerInstant),
+        (vec![(0, 10), (10, 20), (20, 50)], 5)
+    );
+    // One more call at t=10 (two events there).
+    assert_eq!(
+        run("easy", EventOrder::PerEvent),
+        (vec![(0, 10), (40, 50), (10, 40)], 6)
+    );
+    assert_eq!(
+        run("fcfs", EventOrder::PerInstant).0,
+        vec![(0, 10), (10, 20), (20, 50)]
+    );
+    assert_eq!(
+        run("fcfs", EventOrder::PerEvent).0,
+        vec![(0, 10), (10, 20), (20, 50)]
+    );
+}

@@ -13,7 +13,9 @@ mod table;
 
 use cosched::des::SimTime;
 use cosched::model::swf;
-use cosched::model::{EstimateSource, OverrunPolicy, Placement, Platform, WorkloadOptions};
+use cosched::model::{
+    EstimateSource, EventOrder, OverrunPolicy, Placement, Platform, WorkloadOptions,
+};
 use cosched::model::{JobSpec, Workload};
 use cosched::{engine::EngineError, Error, TraceRun};
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
@@ -305,13 +307,14 @@ fn version() -> &'static str {
 /// Reads an SWF trace and simulates it under a policy (job-level model).
 ///
 /// `platform` (keys nodes, procs_per_node, idle_watts, busy_watts) overrides the
-/// platform derived from the trace header.
+/// platform derived from the trace header. `event_order` is `"per-instant"` (one
+/// policy call per instant) or `"per-event"` (one per event, submissions first).
 #[gen_stub_pyfunction]
 #[pyfunction]
 #[pyo3(signature = (
     trace, policy, *, estimates = "requested", overrun = "extend", machine_size = None,
     machine_size_from_nodes = false, max_jobs = None, platform = None, placement = "packing",
-    seed = 0, bsld_threshold_s = 10.0, policy_object = None
+    seed = 0, bsld_threshold_s = 10.0, policy_object = None, event_order = "per-instant"
 ))]
 #[allow(clippy::too_many_arguments)]
 fn run_trace(
@@ -328,8 +331,10 @@ fn run_trace(
     seed: i128,
     bsld_threshold_s: f64,
     policy_object: Option<Py<PyAny>>,
+    event_order: &str,
 ) -> PyResult<RunResult> {
     let mut run = TraceRun::new(trace, policy);
+    run.event_order = enum_arg::<EventOrder>("event_order", event_order)?;
     run.options = workload_options(estimates, overrun, machine_size, machine_size_from_nodes)?;
     run.max_jobs = max_jobs.map(|n| count_arg("max_jobs", n)).transpose()?;
     run.platform = platform.as_ref().map(platform_arg).transpose()?;

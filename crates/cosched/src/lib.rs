@@ -8,7 +8,7 @@ use cosched_engine::metrics::{summarize, JobTable, Summary};
 use cosched_engine::{simulate, ClusterPolicy, EngineError, SimOptions};
 use cosched_model::swf::{self, MachineSize, SwfError};
 use cosched_model::{
-    ConfigError, LoadScaleBy, Placement, Platform, RunConfig, Workload, WorkloadOptions,
+    ConfigError, EventOrder, LoadScaleBy, Placement, Platform, RunConfig, Workload, WorkloadOptions,
 };
 use std::path::PathBuf;
 use std::time::Instant;
@@ -52,6 +52,8 @@ pub struct TraceRun {
     /// Overrides the platform derived from the trace header.
     pub platform: Option<Platform>,
     pub placement: Placement,
+    /// When the engine calls the policy (`scheduler.event_order`).
+    pub event_order: EventOrder,
     pub seed: u64,
     pub bsld_threshold_s: f64,
     /// Scale the trace's offered load before building the workload
@@ -68,6 +70,7 @@ impl TraceRun {
             max_jobs: None,
             platform: None,
             placement: Placement::Packing,
+            event_order: EventOrder::PerInstant,
             seed: 0,
             bsld_threshold_s: 10.0,
             load_scale: None,
@@ -84,6 +87,7 @@ impl From<&RunConfig> for TraceRun {
             max_jobs: c.workload.max_jobs,
             platform: c.platform.clone(),
             placement: c.scheduler.placement,
+            event_order: c.scheduler.event_order,
             seed: c.seed,
             bsld_threshold_s: c.metrics.bounded_slowdown_threshold_s,
             load_scale: c.workload.load_scaling(),
@@ -149,23 +153,27 @@ pub fn run_trace_with(
         .platform
         .clone()
         .unwrap_or_else(|| platform_of(&machine));
+    let sim = SimOptions {
+        placement: run.placement,
+        seed: run.seed,
+        event_order: run.event_order,
+    };
     let mut r = match policy {
-        Some(p) => run_workload_with(
-            &workload,
-            &platform,
-            p,
-            run.placement,
-            run.seed,
-            run.bsld_threshold_s,
-        )?,
-        None => run_workload(
-            &workload,
-            &platform,
-            &run.policy,
-            run.placement,
-            run.seed,
-            run.bsld_threshold_s,
-        )?,
+        Some(p) => run_simulation(&workload, &platform, p, &sim, run.bsld_threshold_s)?,
+        None => {
+            if let Some(model) = timeshare::model_of(&run.policy, run.placement, run.seed)? {
+                if !run.event_order.is_default() {
+                    return Err(Error::Invalid(format!(
+                        "event order per-event: only for cluster policies run by the job-level engine, not for {}",
+                        run.policy
+                    )));
+                }
+                timeshare::run_model(&workload, &platform, &model, run.bsld_threshold_s)?
+            } else {
+                let mut p = cosched_policies::build(&run.policy)?;
+                run_simulation(&workload, &platform, p.as_mut(), &sim, run.bsld_threshold_s)?
+            }
+        }
     };
     r.timings.parse_s = parse_s;
     Ok(r)
@@ -270,13 +278,34 @@ pub fn run_workload_with(
     seed: u64,
     bsld_threshold_s: f64,
 ) -> Result<RunResult, Error> {
+    run_simulation(
+        workload,
+        platform,
+        policy,
+        &SimOptions {
+            placement,
+            seed,
+            ..Default::default()
+        },
+        bsld_threshold_s,
+    )
+}
+
+/// Runs an in-memory workload under a policy object with the engine's options.
+pub fn run_simulation(
+    workload: &Workload,
+    platform: &Platform,
+    policy: &mut dyn ClusterPolicy,
+    opts: &SimOptions,
+    bsld_threshold_s: f64,
+) -> Result<RunResult, Error> {
     if !(bsld_threshold_s.is_finite() && bsld_threshold_s > 0.0) {
         return Err(Error::Invalid(format!(
             "bounded slowdown threshold must be > 0, got {bsld_threshold_s}"
         )));
     }
     let t1 = Instant::now();
-    let out = simulate(workload, platform, policy, &SimOptions { placement, seed })?;
+    let out = simulate(workload, platform, policy, opts)?;
     let simulate_s = t1.elapsed().as_secs_f64();
     let t2 = Instant::now();
     let (table, summary) = summarize(workload, platform, &out, bsld_threshold_s);
