@@ -742,6 +742,18 @@ def _bench_real(as_json: bool) -> None:
     for r in rows:
         tb.add_row(r["mpi"], r["mode"], fmt(r["half_rtt_us"]), fmt(r["p10_us"]), fmt(r["p90_us"]), fmt(r["added_us"]))
     console().print(tb)
+    with user_errors(), console(True).status("node agent: CPU use and gang slot switches under cosched run"):
+        agent = real_bench.agent_costs()
+    tb = Table(title="node agent (cosched run, MPICH, 2 jobs x 2 ranks on 2 virtual nodes; this machine)",
+               show_header=True, header_style="bold")
+    for h in ("scheme", "wall s", "agent CPU %", "events", "quantum ms", "switches", "switch ms (median)",
+              "switch % of quantum"):
+        tb.add_column(h, justify="left" if h == "scheme" else "right")
+    for r in agent:
+        tb.add_row(r["scheme"], fmt(r["wall_s"]), fmt(r["agent_cpu_pct"], 3), fmt(r["agent_events"]),
+                   fmt(r["quantum_ms"]), fmt(r["switches"]), fmt(r["switch_ms_median"]),
+                   fmt(r["switch_pct_of_quantum"]))
+    console().print(tb)
 
 
 def _bench_rows(title: str, rows: list[dict[str, Any]], columns: list[tuple[str, str, int]], as_json: bool) -> None:

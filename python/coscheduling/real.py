@@ -298,6 +298,7 @@ def run(
             "context_switches_voluntary": sum(j["ctx_voluntary"] for j in real["jobs"]),
             "context_switches_involuntary": sum(j["ctx_involuntary"] for j in real["jobs"]),
             "agent_events": real["agent"]["events"],
+            "agent_cpu_s": real["agent"]["cpu_ns"] / 1e9,
             "agent_boosts": real["agent"]["boosts"],
             "agent_interrupts": real["agent"]["interrupts"],
             "gang_switches": len(switches),

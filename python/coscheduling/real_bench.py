@@ -73,3 +73,52 @@ def shim_latency(iters: int = 2000, mpis: list[str] | None = None) -> list[dict]
                 "p90_us": d["half_rtt_p90_ns"] / 1e3, "added_us": None if base is None else us - base,
             })
     return rows
+
+
+def agent_costs(quanta_ms: tuple[float, ...] = (20.0, 100.0), seconds: float = 1.0) -> list[dict]:
+    """The node agent's costs under `cosched run` (MPICH): for each gang quantum, two jobs of two
+    ranks (a 200 us compute / ring-exchange program) gang scheduled on two virtual nodes, then the
+    same jobs under CC (whose periodic op and message events keep the agent busy). Reports the
+    agent's CPU time as a share of the run's wall time, and the slot switch time (freeze every job
+    of the active row, acknowledged, then thaw the next row's) against the quantum."""
+    import tempfile
+
+    from . import real
+
+    iters = max(1, int(seconds / 0.0004))
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="cosched-bench-real-") as tmp:
+        exe = Path(tmp) / "finegrain"
+        src = Path(__file__).resolve().parents[2] / "tests" / "python" / "data" / "real_finegrain.c"
+        subprocess.run(["mpicc.mpich", "-O2", "-o", str(exe), str(src)], check=True)
+        cases = [(f"gang[quantum_ms={q:g},rows=2]", "nls", q) for q in quanta_ms] + [("fcfs", "cc", None)]
+        for policy, node_policy, q in cases:
+            cfg = Path(tmp) / "bench.toml"
+            cfg.write_text(f"""fidelity = "process"
+[node_platform]
+preset = "choi2004"
+[workload]
+jobs = [{{ app = "Msg[pattern=ring]", procs = 2 }}, {{ app = "Msg[pattern=ring]", procs = 2 }}]
+[scheduler]
+policy = "{policy}"
+node_policy = "{node_policy}"
+mpl = 2
+[real]
+mpi = "mpich"
+nodes = 2
+build_dir = "{build_dir()}"
+programs = {{ "Msg[pattern=ring]" = ["{exe}", "{iters}", "200"] }}
+""")
+            s = real.run(cfg, Path(tmp) / "out")["real"]
+            rows.append({
+                "scheme": f"{policy}+{node_policy}",
+                "wall_s": s["wall_s"],
+                "agent_cpu_pct": 100.0 * s["agent_cpu_s"] / s["wall_s"],
+                "agent_events": s["agent_events"],
+                "quantum_ms": q,
+                "switches": s["gang_switches"],
+                "switch_ms_median": s["gang_switch_ms_median"],
+                "switch_pct_of_quantum": None if q is None or s["gang_switch_ms_median"] is None
+                else 100.0 * s["gang_switch_ms_median"] / q,
+            })
+    return rows

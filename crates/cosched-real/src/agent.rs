@@ -199,6 +199,8 @@ pub struct AgentStats {
     pub slot_switch_ns: u64,
     pub realtime: bool,
     pub cgroups: String,
+    /// CPU time of the agent's loop thread, ns (set when the loop ends).
+    pub cpu_ns: u64,
 }
 
 /// One sampling interval of one rank: the CPU time it used in the interval
@@ -584,6 +586,9 @@ impl Agent {
                 }
             }
         }
+        self.stats.cpu_ns = nix::time::clock_gettime(nix::time::ClockId::CLOCK_THREAD_CPUTIME_ID)
+            .map(|t| t.tv_sec() as u64 * 1_000_000_000 + t.tv_nsec() as u64)
+            .unwrap_or(0);
         self.restore();
         Ok(())
     }

@@ -307,7 +307,7 @@ impl Hierarchy {
                 ));
             }
             std::thread::sleep(pause);
-            pause = (pause * 2).min(Duration::from_millis(5));
+            pause = (pause * 2).min(Duration::from_millis(1));
         }
     }
 
