@@ -23,6 +23,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from . import __version__, _core, api
+from .demo import DEMO_POLICIES, DEMO_TRACE
 from .output import command_line, git_commit, write_csv_atomic
 
 if TYPE_CHECKING:
@@ -47,10 +48,6 @@ def console(stderr: bool = False) -> Console:
     wide = not stream.isatty() and "COLUMNS" not in os.environ
     return Console(stderr=stderr, highlight=False, width=160 if wide else None)
 
-DATA_DIR = Path(__file__).resolve().parent / "data"
-#: The demo's trace: the first 3,000 records of KTH-SP2-1996-2.1-cln (header kept).
-DEMO_TRACE = DATA_DIR / "KTH-SP2-1996-2.1-cln-first3000.swf.gz"
-DEMO_POLICIES = ("fcfs", "easy", "conservative")
 BENCH_TRACES = ("HPC2N-2002-2.2-cln.swf.gz", "CEA-Curie-2011-2.1-cln.swf.gz")
 #: The whole-trace time-sharing benchmark (`cosched bench gang`): trace and models.
 BENCH_GANG_TRACE = "SDSC-BLUE-2000-4.2-cln.swf.gz"
@@ -556,18 +553,23 @@ def comparison_row(policy: str, s: dict[str, Any]) -> dict[str, Any]:
 @app.command()
 def demo(
     out: Annotated[
-        Path, typer.Option("--out", "-o", help="Folder for each policy's outputs and comparison.csv.")
+        Path, typer.Option("--out", "-o", help="Folder for the comparison's runs, table, plot and HTML report.")
     ] = Path("cosched-demo"),
+    replay: Annotated[
+        bool, typer.Option("--replay/--no-replay", help="Also replay the KTH trace excerpt (part 2).")
+    ] = True,
 ) -> None:
-    """Compare fcfs, easy and conservative backfilling on a built-in excerpt of a real trace.
+    """What coscheduling changes, on built-in data (under a minute on two cores).
 
-    The trace is the first 3,000 jobs of the KTH SP2 log (Parallel Workloads
-    Archive, KTH-SP2-1996-2.1-cln, 100 processors). Each policy's jobs.csv,
-    jobs.parquet and summary.json go to OUT/<policy>/, the comparison to
-    OUT/comparison.csv.
+    Part 1: 16 NAS-like jobs (classes A and B) on the 16-node choi2004 cluster of seed 000 at process level,
+    under batch (space sharing), gang scheduling, native local scheduling (NLS), spin-block (SB), coscheduling
+    by communication (CC) and HYBRID: a table here, OUT/coscheduling/comparison.{csv,png} and the HTML report
+    OUT/report.html. Part 2: FCFS, EASY and conservative backfilling on the first 3,000 jobs of the KTH SP2 log
+    (Parallel Workloads Archive, KTH-SP2-1996-2.1-cln, 100 processors), to OUT/trace-replay/.
     """
-    rows = []
-    results = {}
+    from . import demo as d
+    from .experiments.runner import default_workers
+
     with user_errors():
         err = console(True)
         progress = Progress(
@@ -579,22 +581,47 @@ def demo(
             disable=not err.is_terminal,
         )
         with progress:
-            task = progress.add_task("simulating", total=len(DEMO_POLICIES))
-            for policy in DEMO_POLICIES:
-                progress.update(task, description=f"simulating {policy}")
-                results[policy] = api.run(DEMO_TRACE, policy=policy)
-                progress.advance(task)
-            progress.update(task, description="done")
+            task = progress.add_task("coscheduling schemes", total=len(d.DEMO_SCHEMES))
+
+            def start(desc: str, total: int) -> None:
+                progress.update(task, description=f"coscheduling schemes: {desc}", total=total)
+
+            part1 = d.coscheduling_comparison(out, workers=default_workers(), command=command_line(),
+                                              progress=start, advance=lambda: progress.advance(task))
+    t = Table(title=escape(f"Coscheduling: {d.DEMO_JOBS} NAS-like jobs (classes {', '.join(d.DEMO_CLASSES)}) on "
+                           "the 16-node choi2004 cluster, MPL 3, process level"),
+              show_header=True, header_style="bold")
+    headers = ("scheme", "jobs", "mean wait (s)", "mean execution (s)", "mean response (s)", "makespan (s)",
+               "utilization", "energy (MJ)")
+    for i, h in enumerate(headers):
+        t.add_column(h, justify="left" if i == 0 else "right")
+    for r in part1.table.to_dict("records"):
+        t.add_row(r["scheme"], fmt(int(r["jobs"])), fmt(r["mean_wait_s"], 1), fmt(r["mean_execution_s"], 1),
+                  fmt(r["mean_response_s"], 1), fmt(r["makespan_s"], 0), fmt(r["utilization"], 3),
+                  fmt(r["energy_mj"], 2))
+    console().print(t)
+    best = part1.table.loc[part1.table["mean_response_s"].idxmin(), "scheme"]
+    console().print(f"lowest mean response: {best}")
+    if replay:
+        _demo_replay(out / "trace-replay")
+    console().print(f"[bold]Look at {escape(str(part1.report))}[/] (report of the coscheduling runs; plot "
+                    f"{escape(str(part1.png))}, runs under {escape(str(part1.folder / 'runs'))})")
+
+
+def _demo_replay(out: Path) -> None:
+    """Part 2 of the demo: the batch policies on the KTH excerpt, each run's files in OUT/<policy>/."""
+    import pandas as pd
+
+    rows = []
+    with user_errors():
+        results = {policy: api.run(DEMO_TRACE, policy=policy) for policy in DEMO_POLICIES}
         for w in results[DEMO_POLICIES[0]].warnings:
             warn(w)
         for policy, r in results.items():
             r.write(out / policy)
             rows.append(comparison_row(policy, r.summary))
-        import pandas as pd
-
         write_csv_atomic(out / "comparison.csv", pd.DataFrame(rows, columns=list(COMPARISON_COLUMNS)))
-
-    t = Table(title=f"{DEMO_TRACE.name}: policy comparison", show_header=True, header_style="bold")
+    t = Table(title=f"Trace replay: {DEMO_TRACE.name}, batch policies", show_header=True, header_style="bold")
     headers = (
         "policy", "jobs", "mean wait (s)", "p90 wait (s)", "mean response (s)",
         "mean bounded slowdown", "utilization", "makespan (s)", "energy (MJ)",

@@ -33,6 +33,20 @@ def test_list_names_every_experiment() -> None:
     assert sorted(listed) == sorted(IDS + OTHER_IDS)
 
 
+def test_titles_name_the_workload_that_runs() -> None:
+    # A title that counts jobs ("30 mixed NAS jobs", "8 class B jobs", "quick: 30 jobs") counts what each run has.
+    counted = 0
+    for exp in experiments.experiments():
+        for st in (experiments.Settings(quick=True), experiments.Settings()):
+            m = re.search(r"(\d+) (?:mixed NAS |long-running |class [A-C] )?jobs", exp.title_for(st))
+            if m is None:
+                continue
+            sizes = {len(s.config["workload"]["jobs"]) for s in exp.runs(st)}
+            assert sizes == {int(m.group(1))}, (exp.id, st, sizes)
+            counted += 1
+    assert counted == 13
+
+
 def test_unknown_experiment_is_a_usage_error(tmp_path: Path) -> None:
     r = run_cli(["reproduce", "choi-fig99", "--out", str(tmp_path / "o")])
     assert r.exit_code == 2

@@ -46,6 +46,12 @@ class Experiment:
     source: str
     runs: Callable[[Settings], list[RunSpec]]
     analyze: Callable[[Gathered, Settings], Outcome]
+    #: The title of the quick version when it runs a different workload than ``title`` names.
+    quick_title: str = ""
+
+    def title_for(self, settings: Settings) -> str:
+        """The title of what ``settings`` runs."""
+        return self.quick_title if settings.quick and self.quick_title else self.title
 
 
 _REGISTRY: dict[str, Experiment] = {}
@@ -119,7 +125,7 @@ def run_experiment(
         command=command,
     )
     header = (
-        f"# {exp.id}: {exp.title}\n\n"
+        f"# {exp.id}: {exp.title_for(settings)}\n\n"
         f"Reproduces {exp.source}. Version {prov['version']}, commit `{prov['git_commit']}`, "
         f"{'quick' if settings.quick else 'full'} version, {settings.seeds} seed(s), {len(specs)} runs "
         f"(configurations and per-run results under `runs/`; every run's summary.json holds its provenance).\n\n"

@@ -580,6 +580,7 @@ def _cost_section(g: Gathered, by: Sequence[str], occ: pd.DataFrame | None = Non
 
 
 def _fig_response(g: Gathered, st: Settings, title: str, heavy: bool, name: str) -> Outcome:
+    title = title.format(n=int(g.runs["jobs_total"].iloc[0]))
     agg = per_scheme(g.runs, ["placement", "scheme"])
     table = agg[["placement", "scheme", "wait_s", "execution_s", "response_s", "response_sd", "seeds"]]
     files = {f"{name}.csv": csv_writer(table)}
@@ -613,12 +614,14 @@ def _fig_response(g: Gathered, st: Settings, title: str, heavy: bool, name: str)
 register(Experiment(
     "choi-fig3a", "100 mixed NAS jobs, heavy load (mean inter-arrival 100 s)", "seed 000 Figure 3(a)",
     fig3_runs(100.0),
-    lambda g, st: _fig_response(g, st, "Fig. 3(a): 100 NAS jobs, inter-arrival 100 s, MPL 3", True, "fig3a"),
+    lambda g, st: _fig_response(g, st, "Fig. 3(a): {n} NAS jobs, inter-arrival 100 s, MPL 3", True, "fig3a"),
+    quick_title="30 mixed NAS jobs, heavy load (mean inter-arrival 100 s)",
 ))
 register(Experiment(
     "choi-fig3b", "100 mixed NAS jobs, light load (mean inter-arrival 250 s)", "seed 000 Figure 3(b)",
     fig3_runs(250.0),
-    lambda g, st: _fig_response(g, st, "Fig. 3(b): 100 NAS jobs, inter-arrival 250 s, MPL 3", False, "fig3b"),
+    lambda g, st: _fig_response(g, st, "Fig. 3(b): {n} NAS jobs, inter-arrival 250 s, MPL 3", False, "fig3b"),
+    quick_title="30 mixed NAS jobs, light load (mean inter-arrival 250 s)",
 ))
 
 
@@ -831,6 +834,7 @@ def _table3(g: Gathered, st: Settings) -> Outcome:
 register(Experiment(
     "choi-table3", "Energy, utilization and running time of the Figure 3(a) runs", "seed 000 Table 3",
     fig3_runs(100.0), _table3,
+    quick_title="Energy, utilization and running time of the Figure 3(a) runs (quick: 30 jobs)",
 ))
 
 
@@ -889,7 +893,7 @@ def _fig4(g: Gathered, st: Settings) -> Outcome:
 
 
 register(Experiment("choi-fig4", "20 long-running jobs (sPPM, BlockSolve95, LU)", "seed 000 Figure 4",
-                    _fig4_runs, _fig4))
+                    _fig4_runs, _fig4, quick_title="8 long-running jobs (sPPM, BlockSolve95, LU)"))
 
 
 # ----- Figures 5 and 8: problem size ------------------------------------------------------------
@@ -962,7 +966,8 @@ def _fig5(g: Gathered, st: Settings) -> Outcome:
     f = fig5_findings(agg, g.runs)
     files = {"fig5.csv": csv_writer(table)}
     files["fig5.png"] = lambda p: grouped_bars(agg, p, x="class", series="scheme", value="response_s",
-                                               title="Fig. 5: mean response per class (20 jobs)",
+                                               title=f"Fig. 5: mean response per class "
+                                               f"({int(g.runs['jobs_total'].iloc[0])} jobs)",
                                                ylabel="mean response time (s)")
     report = ["Workload per class: NAS jobs of that class only, mean inter-arrival 100 s (the paper does not "
               "state it; assumed as Fig. 3(a)), MPL 3, PACKING.", "", "![fig5](fig5.png)", "", md_table(table, 0),
@@ -998,15 +1003,18 @@ def _fig8(g: Gathered, st: Settings) -> Outcome:
     show = _energy_columns(t, ["class", "scheme"], None, None)
     files = {"fig8.csv": csv_writer(show)}
     files["fig8.png"] = lambda p: grouped_bars(t, p, x="class", series="scheme", value="total_MJ",
-                                               title="Fig. 8: energy per class (20 jobs)", ylabel="MJ")
+                                               title=f"Fig. 8: energy per class "
+                                               f"({int(g.runs['jobs_total'].iloc[0])} jobs)", ylabel="MJ")
     report = [f"Energy of the choi-fig5 workloads (same runs), exact integration split as seed 000 Table 3 "
               f"(idle = B x N x T, busy = X x busy node-seconds) beside the seed's estimate; {power_model(g.runs)}.",
               "", "![fig8](fig8.png)", "", md_table(show, 2), "", "## Findings", "", findings_md(f)]
     return Outcome("\n".join(report), files)
 
 
-register(Experiment("choi-fig5", "20 jobs per class A, B, C: response time", "seed 000 Figure 5", _fig5_runs, _fig5))
-register(Experiment("choi-fig8", "20 jobs per class A, B, C: energy", "seed 000 Figure 8", _fig5_runs, _fig8))
+register(Experiment("choi-fig5", "20 jobs per class A, B, C: response time", "seed 000 Figure 5", _fig5_runs, _fig5,
+                    quick_title="8 jobs per class A, B, C: response time"))
+register(Experiment("choi-fig8", "20 jobs per class A, B, C: energy", "seed 000 Figure 8", _fig5_runs, _fig8,
+                    quick_title="8 jobs per class A, B, C: energy"))
 
 
 # ----- Figure 6: three identical programs ------------------------------------------------------
@@ -1090,7 +1098,8 @@ def _fig6(g: Gathered, st: Settings) -> Outcome:
 
 
 register(Experiment("choi-fig6", "Three identical class C programs on all 16 nodes, per application",
-                    "seed 000 Figure 6", _fig6_runs, _fig6))
+                    "seed 000 Figure 6", _fig6_runs, _fig6,
+                    quick_title="Three identical class A programs on all 16 nodes, for CG, MG and LU"))
 
 
 # ----- Figure 7 and Table 4: memory-aware allocation --------------------------------------------
@@ -1240,7 +1249,8 @@ def _fig7(g: Gathered, st: Settings) -> Outcome:
     files["fig7.png"] = lambda p: stacked_bars(
         agg.assign(alloc=agg["memory_aware"].map({True: "memory-aware", False: "no memory-aware"})), p,
         group="alloc", label="scheme", parts=[("wait_s", "wait"), ("execution_s", "execution")],
-        title="Fig. 7(a): memory-aware allocation (20 class C jobs)", ylabel="mean response time (s)")
+        title=f"Fig. 7(a): memory-aware allocation ({int(g.runs['jobs_total'].iloc[0])} class "
+        f"{g.runs['class'].iloc[0]} jobs)", ylabel="mean response time (s)")
     cls = str(g.runs["class"].iloc[0])
     report = [f"Workload: {int(g.runs['jobs_total'].iloc[0])} class {cls} jobs drawn uniformly from seed 000 "
               "Table 2's configurations, mean inter-arrival 100 s, MPL 3 (batch: 1), PACKING; memory-aware "
@@ -1288,7 +1298,8 @@ def _table4(g: Gathered, st: Settings) -> Outcome:
 
 
 register(Experiment("choi-fig7", "Memory-aware vs no memory-aware allocation, 20 class C jobs",
-                    "seed 000 Figure 7", _fig7_runs, _fig7))
+                    "seed 000 Figure 7", _fig7_runs, _fig7,
+                    quick_title="Memory-aware vs no memory-aware allocation, 8 class B jobs"))
 register(Experiment("choi-table4", "Energy of the memory-aware allocation experiment", "seed 000 Table 4",
                     _fig7_runs, _table4))
 
