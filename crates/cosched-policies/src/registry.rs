@@ -166,12 +166,15 @@ fn node_entries() -> Vec<(PolicyInfo, NodeBuilder)> {
     ]
 }
 
-/// Documentation of every registered policy, cluster-level first, in registry order.
+/// Documentation of every registered policy, by level (`cluster`, then `node`, then
+/// `process`: the process-level cluster schemes of [`crate::process`]), each level in
+/// registry order.
 pub fn catalog() -> Vec<PolicyInfo> {
     entries()
         .into_iter()
         .map(|(i, _)| i)
         .chain(node_entries().into_iter().map(|(i, _)| i))
+        .chain(crate::process::process_catalog())
         .collect()
 }
 
@@ -249,7 +252,12 @@ mod tests {
         for info in catalog() {
             let name = match info.level {
                 "cluster" => build(info.name).unwrap().name(),
-                _ => build_node(info.name).unwrap().name(),
+                "node" => build_node(info.name).unwrap().name(),
+                "process" => {
+                    crate::process::build_process(info.name).unwrap();
+                    info.name.to_string()
+                }
+                other => panic!("{}: unknown level {other}", info.name),
             };
             assert!(name.starts_with(info.name));
         }
