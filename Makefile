@@ -6,6 +6,9 @@
 #                the type-stub drift check and pytest (whole-trace runs included).
 #                Fails on the first failure.
 #   make stubs   regenerate python/coscheduling/_core.pyi from the Rust sources
+#   make bless   rewrite the golden results (tests/golden/: small scenarios at both
+#                fidelities, the verdicts of every quick reproduction) from this
+#                build; review the diff before committing it
 #   make bench   replay whole traces (needs ../shared/data/traces or COSCHED_TRACES)
 #   make real    build the real-execution C parts into build/real/ (the MPI shim and
 #                programs, once per MPI present: Debian mpich libmpich-dev and/or
@@ -35,7 +38,7 @@ RUN = env LD_LIBRARY_PATH="$(PY_LIBDIR)$${LD_LIBRARY_PATH:+:$$LD_LIBRARY_PATH}"
 .PHONY: help venv install install-test demo test lint rust-test clippy stubs check-stubs pytest bench real clean
 
 help:
-	@sed -n '2,15p' Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '2,18p' Makefile | sed 's/^# \{0,1\}//'
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -79,6 +82,16 @@ pytest: install-test
 
 real:
 	$(MAKE) -C real OUT=$(abspath build/real)
+
+# The tests that compare with tests/golden/ (the quick reproductions write their verdicts there).
+GOLDEN_TESTS := tests/python/test_golden.py tests/python/test_reproduce.py::test_quick_version_writes_report_tables_and_plots \
+	tests/python/test_reproduce_flexgang.py::test_quick_version_writes_report_with_verdicts \
+	tests/python/test_reproduce_ghanesh.py::test_quick_version_writes_report_tables_and_plots \
+	tests/python/test_reproduce_lee.py::test_quick_version_writes_report_tables_and_plots
+
+bless: install-test
+	COSCHED_BLESS=1 $(RUN) $(PY) -m pytest -q $(GOLDEN_TESTS)
+	git status --short tests/golden
 
 bench: install
 	$(VENV)/bin/cosched bench

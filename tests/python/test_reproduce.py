@@ -15,6 +15,7 @@ from coscheduling import experiments
 from coscheduling.experiments import choi, report
 
 from conftest import run_cli
+from golden import check_verdicts
 
 IDS = ["choi-fig3a", "choi-fig3b", "choi-table3", "choi-fig4", "choi-fig5", "choi-fig8", "choi-fig6", "choi-fig7",
        "choi-table4"]
@@ -68,6 +69,7 @@ def test_quick_version_writes_report_tables_and_plots(exp_id: str, tmp_path: Pat
     assert "## Findings" in text
     verdicts = _verdicts(text)
     assert verdicts and set(verdicts) <= VERDICTS, verdicts
+    check_verdicts(exp_id, text)
     runs = pd.read_csv(out / "runs.csv")
     assert len(runs) == len(list((out / "runs").iterdir()))
     assert (runs["jobs_completed"] == runs["jobs_total"]).all()

@@ -12,6 +12,7 @@ import pytest
 from coscheduling.experiments import flexgang, report
 
 from conftest import run_cli
+from golden import check_verdicts
 
 IDS = ["lee-fig2", "lee-fig3", "flexgang-mix"]
 VERDICTS = {report.REPRODUCED, report.PARTLY, report.NOT_REPRODUCED, report.NOT_APPLICABLE}
@@ -30,6 +31,7 @@ def test_quick_version_writes_report_with_verdicts(exp_id: str, tmp_path: Path) 
     assert text.startswith(f"# {exp_id}:")
     assert "## Findings" in text
     verdicts = _verdicts(text)
+    check_verdicts(exp_id, text)
     assert len(verdicts) == {"lee-fig2": 2, "lee-fig3": 3, "flexgang-mix": 6}[exp_id]
     assert set(verdicts) <= VERDICTS, verdicts
     runs = pd.read_csv(out / "runs.csv")

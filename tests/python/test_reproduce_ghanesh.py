@@ -14,6 +14,7 @@ from coscheduling import experiments
 from coscheduling.experiments import Settings, ghanesh, report
 
 from conftest import run_cli
+from golden import check_verdicts
 
 IDS = ["ghanesh-fig1", "ghanesh-fig2", "ghanesh-fig3", "ghanesh-fig4", "ghanesh-fig5"]
 VERDICTS = {report.REPRODUCED, report.PARTLY, report.NOT_REPRODUCED, report.NOT_APPLICABLE}
@@ -34,6 +35,7 @@ def test_quick_version_writes_report_tables_and_plots(exp_id: str, tmp_path: Pat
     assert text.startswith(f"# {exp_id}:")
     assert "## Findings" in text and "Model notes" in text
     verdicts = re.findall(r"\| \*\*([a-z ]+)\*\* \|", text)
+    check_verdicts(exp_id, text)
     assert verdicts and set(verdicts) <= VERDICTS, verdicts
     if exp_id == "ghanesh-fig4":
         # No cache term: the header says so and the one finding is not applicable.

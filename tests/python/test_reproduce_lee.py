@@ -13,6 +13,7 @@ from coscheduling import experiments
 from coscheduling.experiments import lee, report
 
 from conftest import run_cli
+from golden import check_verdicts
 
 IDS = ["lee-fig5", "lee-fig6-9", "lee-table3"]
 VERDICTS = {report.REPRODUCED, report.PARTLY, report.NOT_REPRODUCED, report.NOT_APPLICABLE}
@@ -33,6 +34,7 @@ def test_quick_version_writes_report_tables_and_plots(exp_id: str, tmp_path: Pat
     assert text.startswith(f"# {exp_id}:")
     assert "## Findings" in text
     verdicts = re.findall(r"\| \*\*([a-z ]+)\*\* \|", text)
+    check_verdicts(exp_id, text)
     assert verdicts and set(verdicts) <= VERDICTS, verdicts
     runs = pd.read_csv(out / "runs.csv")
     assert (runs["jobs_completed"] == runs["jobs_total"]).all()
