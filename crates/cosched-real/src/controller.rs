@@ -443,10 +443,13 @@ fn control(
             o.end_ns = Some(t0.elapsed().as_nanos() as u64);
             o.ok = status.success();
             if !o.ok {
+                let log = spec.work_dir.join(format!("job{j}.log"));
+                let text = std::fs::read_to_string(&log).unwrap_or_default();
+                let tail: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+                let tail = tail[tail.len().saturating_sub(3)..].join(" | ");
                 o.error = Some(format!(
-                    "{} exited with {status}; log: {}",
-                    spec.mpi.launcher(),
-                    spec.work_dir.join(format!("job{j}.log")).display()
+                    "{} exited with {status}; log job{j}.log: {tail}",
+                    spec.mpi.launcher()
                 ));
                 failed += 1;
             } else {
