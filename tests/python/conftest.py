@@ -6,6 +6,7 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -91,3 +92,21 @@ def outputs_twice(
         assert r.returncode == 0, r.stderr
         runs.append({f: (cwd / out / f).read_bytes() for f in files})
     return runs[0], runs[1]
+
+
+@pytest.fixture(scope="session")
+def quick_reproduction(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], tuple[CliResult, Path]]:
+    """``exp_id -> (result, output folder)`` of ``cosched reproduce EXP_ID --quick -j 2``, run once per session
+    for every test that reads it. All go into one parent folder, so experiments analysing the same runs
+    (choi-fig3a and choi-table3, choi-fig5 and choi-fig8, choi-fig7 and choi-table4) share them as siblings.
+    Tests only read these folders (copy one to change it)."""
+    root = tmp_path_factory.mktemp("reproduce")
+    done: dict[str, tuple[CliResult, Path]] = {}
+
+    def get(exp_id: str) -> tuple[CliResult, Path]:
+        if exp_id not in done:
+            out = root / exp_id
+            done[exp_id] = (run_cli(["reproduce", exp_id, "--quick", "--out", str(out), "-j", "2"]), out)
+        return done[exp_id]
+
+    return get

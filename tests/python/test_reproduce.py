@@ -60,9 +60,8 @@ def _verdicts(text: str) -> list[str]:
 
 
 @pytest.mark.parametrize("exp_id", IDS)
-def test_quick_version_writes_report_tables_and_plots(exp_id: str, tmp_path: Path) -> None:
-    out = tmp_path / exp_id
-    r = run_cli(["reproduce", exp_id, "--quick", "--out", str(out), "-j", "2"])
+def test_quick_version_writes_report_tables_and_plots(exp_id: str, quick_reproduction) -> None:
+    r, out = quick_reproduction(exp_id)
     assert r.exit_code == 0, r.stdout + r.stderr
     text = (out / "report.md").read_text()
     assert text.startswith(f"# {exp_id}:")
@@ -79,10 +78,11 @@ def test_quick_version_writes_report_tables_and_plots(exp_id: str, tmp_path: Pat
         assert len(pd.read_csv(csv)) > 0, csv
 
 
-def test_rerun_reuses_every_run_and_gives_the_same_report(tmp_path: Path) -> None:
-    out = tmp_path / "fig6"
-    first = run_cli(["reproduce", "choi-fig6", "--quick", "--out", str(out), "-j", "1"])
+def test_rerun_reuses_every_run_and_gives_the_same_report(tmp_path: Path, quick_reproduction) -> None:
+    first, shared = quick_reproduction("choi-fig6")
     assert first.exit_code == 0, first.stderr
+    out = tmp_path / "fig6"
+    shutil.copytree(shared, out)
     text = (out / "report.md").read_text()
     csvs = {p.name: p.read_bytes() for p in out.glob("*.csv")}
     again = run_cli(["reproduce", "choi-fig6", "--quick", "--out", str(out), "-j", "1"])
@@ -404,10 +404,14 @@ def test_table4_findings_follow_the_numbers() -> None:
     assert choi.table4_findings(pd.concat([un, aw_worse]))[0].verdict == report.NOT_REPRODUCED
 
 
-def test_fig6_quick_with_two_seeds_reports_the_spread(tmp_path: Path) -> None:
-    out = tmp_path / "fig6"
+def test_fig6_quick_with_two_seeds_reports_the_spread(quick_reproduction) -> None:
+    _, one_seed = quick_reproduction("choi-fig6")
+    # A sibling of the one-seed folder: its seed 1 runs are copied from there, seed 2 runs.
+    out = one_seed.parent / "choi-fig6-two-seeds"
     r = run_cli(["reproduce", "choi-fig6", "--quick", "--seeds", "2", "--out", str(out), "-j", "2"])
     assert r.exit_code == 0, r.stdout + r.stderr
+    n = len(list((one_seed / "runs").iterdir()))
+    assert f"{2 * n} runs ({n} reused)" in r.stdout
     fig6 = pd.read_csv(out / "fig6.csv")
     assert (fig6["seeds"] == 2).all()
     assert fig6["execution_sd"].notna().all()

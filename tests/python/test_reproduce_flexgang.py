@@ -4,14 +4,12 @@ verdicts, and every finding rule can fail and pass on crafted numbers."""
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pandas as pd
 import pytest
 
 from coscheduling.experiments import flexgang, report
 
-from conftest import run_cli
 from golden import check_verdicts
 
 IDS = ["lee-fig2", "lee-fig3", "flexgang-mix"]
@@ -23,9 +21,8 @@ def _verdicts(text: str) -> list[str]:
 
 
 @pytest.mark.parametrize("exp_id", IDS)
-def test_quick_version_writes_report_with_verdicts(exp_id: str, tmp_path: Path) -> None:
-    out = tmp_path / exp_id
-    r = run_cli(["reproduce", exp_id, "--quick", "--out", str(out), "-j", "2"])
+def test_quick_version_writes_report_with_verdicts(exp_id: str, quick_reproduction) -> None:
+    r, out = quick_reproduction(exp_id)
     assert r.exit_code == 0, r.stdout + r.stderr
     text = (out / "report.md").read_text()
     assert text.startswith(f"# {exp_id}:")
@@ -42,9 +39,8 @@ def test_quick_version_writes_report_with_verdicts(exp_id: str, tmp_path: Path) 
         assert len(pd.read_csv(csv)) > 0, csv
 
 
-def test_quick_fig2_measures_slowdown_and_fragmentation(tmp_path: Path) -> None:
-    out = tmp_path / "fig2"
-    r = run_cli(["reproduce", "lee-fig2", "--quick", "--out", str(out), "-j", "2"])
+def test_quick_fig2_measures_slowdown_and_fragmentation(quick_reproduction) -> None:
+    r, out = quick_reproduction("lee-fig2")
     assert r.exit_code == 0, r.stdout + r.stderr
     t = pd.read_csv(out / "fig2.csv")
     assert len(t) == 6

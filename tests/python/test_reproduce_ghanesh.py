@@ -5,7 +5,6 @@ finding rule passes and fails on crafted numbers."""
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -13,7 +12,6 @@ import pytest
 from coscheduling import experiments
 from coscheduling.experiments import Settings, ghanesh, report
 
-from conftest import run_cli
 from golden import check_verdicts
 
 IDS = ["ghanesh-fig1", "ghanesh-fig2", "ghanesh-fig3", "ghanesh-fig4", "ghanesh-fig5"]
@@ -27,9 +25,8 @@ def test_every_experiment_is_registered() -> None:
 
 
 @pytest.mark.parametrize("exp_id", IDS)
-def test_quick_version_writes_report_tables_and_plots(exp_id: str, tmp_path: Path) -> None:
-    out = tmp_path / exp_id
-    r = run_cli(["reproduce", exp_id, "--quick", "--out", str(out), "-j", "2"])
+def test_quick_version_writes_report_tables_and_plots(exp_id: str, quick_reproduction) -> None:
+    r, out = quick_reproduction(exp_id)
     assert r.exit_code == 0, r.stdout + r.stderr
     text = (out / "report.md").read_text()
     assert text.startswith(f"# {exp_id}:")

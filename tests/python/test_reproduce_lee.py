@@ -4,7 +4,6 @@ writes its report with verdicts, and each finding rule passes and fails on craft
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -12,7 +11,6 @@ import pytest
 from coscheduling import experiments
 from coscheduling.experiments import lee, report
 
-from conftest import run_cli
 from golden import check_verdicts
 
 IDS = ["lee-fig5", "lee-fig6-9", "lee-table3"]
@@ -26,9 +24,8 @@ def test_registered() -> None:
 
 
 @pytest.mark.parametrize("exp_id", IDS)
-def test_quick_version_writes_report_tables_and_plots(exp_id: str, tmp_path: Path) -> None:
-    out = tmp_path / exp_id
-    r = run_cli(["reproduce", exp_id, "--quick", "--out", str(out), "-j", "2"])
+def test_quick_version_writes_report_tables_and_plots(exp_id: str, quick_reproduction) -> None:
+    r, out = quick_reproduction(exp_id)
     assert r.exit_code == 0, r.stdout + r.stderr
     text = (out / "report.md").read_text()
     assert text.startswith(f"# {exp_id}:")
@@ -45,9 +42,9 @@ def test_quick_version_writes_report_tables_and_plots(exp_id: str, tmp_path: Pat
         assert len(pd.read_csv(csv)) > 0, csv
 
 
-def test_quick_fig5_measures_the_defining_slopes(tmp_path: Path) -> None:
-    out = tmp_path / "f5"
-    assert run_cli(["reproduce", "lee-fig5", "--quick", "--out", str(out), "-j", "2"]).exit_code == 0
+def test_quick_fig5_measures_the_defining_slopes(quick_reproduction) -> None:
+    r, out = quick_reproduction("lee-fig5")
+    assert r.exit_code == 0, r.stdout + r.stderr
     t = pd.read_csv(out / "fig5_slopes.csv").set_index("app")
     # Emp: round-robin takeaway costs 1/P; Barrier: a giveaway gains nothing.
     assert abs(t.loc["Emp", "SubRR"] - 0.25) < 0.05
