@@ -100,6 +100,25 @@ def test_core_csv_is_the_pandas_encoding(tmp_path):
     assert '"' in text  # a quoted multi-node list
 
 
+def test_core_csv_matches_pandas_on_random_values(tmp_path):
+    # Times over 15 orders of magnitude, so every float shape (whole, fraction, exponent) appears.
+    import numpy as np
+
+    rng = np.random.default_rng(5)
+    n = 400
+    jobs = pd.DataFrame({
+        "submit_s": np.sort(rng.uniform(0, 1e6, n)),
+        "runtime_s": 10.0 ** rng.uniform(-9, 6, n),
+        "procs": rng.integers(1, 40, n),
+        "requested_s": np.where(rng.random(n) < 0.3, np.nan, 10.0 ** rng.uniform(-3, 6, n)),
+    })
+    r = coscheduling.run(jobs=jobs, policy="easy", platform={"nodes": 16, "procs_per_node": 2,
+                                                            "idle_watts": 91.3, "busy_watts": 187.7})
+    r.core.write_jobs_csv(tmp_path / "core.csv")
+    output._write_csv(r.jobs, tmp_path / "pandas.csv")
+    assert (tmp_path / "core.csv").read_bytes() == (tmp_path / "pandas.csv").read_bytes()
+
+
 def test_arrow_table_matches_the_dataframe_and_parquet_bytes(tmp_path):
     import pyarrow as pa
 

@@ -78,7 +78,10 @@ pub fn job_columns(t: &JobTable) -> Vec<(&'static str, Column<'_>)> {
         ("requested_s", Column::Float(&t.requested_s)),
         ("status", Column::Str(t.status.clone())),
         ("energy_j", Column::Float(&t.energy_j)),
-        ("node_list", Column::Str(t.node_list.iter().map(String::as_str).collect())),
+        (
+            "node_list",
+            Column::Str(t.node_list.iter().map(String::as_str).collect()),
+        ),
         ("gang_row", Column::Int(gang_row)),
     ]
 }
@@ -177,7 +180,8 @@ pub fn arrow_buffers<'py>(
 /// Appends `x` as Python's `repr(float)` writes it: shortest round-trip digits;
 /// exponent form (`1e-05`, `1.5e+16`) when the decimal exponent is below -4 or at
 /// least 16, else positional with at least one digit after the point (`1.0`).
-pub fn push_py_float(out: &mut String, x: f64) {
+/// `scratch` is a reusable buffer.
+pub fn push_py_float(out: &mut String, x: f64, scratch: &mut String) {
     if x.is_nan() {
         out.push_str("nan");
         return;
@@ -186,25 +190,43 @@ pub fn push_py_float(out: &mut String, x: f64) {
         out.push_str(if x < 0.0 { "-inf" } else { "inf" });
         return;
     }
-    // Rust's `{:e}` gives the same shortest round-trip digits: "-d.ddde-N".
-    let mut sci = String::with_capacity(32);
-    let _ = write!(sci, "{x:e}");
-    let (mantissa, exp) = sci.split_once('e').expect("{:e} has an exponent");
-    let exp: i32 = exp.parse().expect("{:e} exponent is an integer");
-    let (neg, mantissa) = match mantissa.strip_prefix('-') {
-        Some(m) => (true, m),
-        None => (false, mantissa),
-    };
-    let digits: String = mantissa.chars().filter(|c| *c != '.').collect();
-    if neg {
-        out.push('-');
+    // Whole numbers below 1e16 (most times in seconds) are "<integer>.0".
+    if x == x.trunc() && x.abs() < 1e16 {
+        if x == 0.0 && x.is_sign_negative() {
+            out.push('-');
+        }
+        let _ = write!(out, "{}", x as i64);
+        out.push_str(".0");
+        return;
     }
+    // Rust's `{:e}` gives the same shortest round-trip digits: "-d.ddde-N".
+    scratch.clear();
+    let _ = write!(scratch, "{x:e}");
+    let (mantissa, exp) = scratch.split_once('e').expect("{:e} has an exponent");
+    let exp: i32 = exp.parse().expect("{:e} exponent is an integer");
+    let mantissa = match mantissa.strip_prefix('-') {
+        Some(m) => {
+            out.push('-');
+            m
+        }
+        None => mantissa,
+    };
+    // The significant digits without the point: `first` then `rest`.
+    let (first, rest) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    let n = first.len() + rest.len();
+    let digit = |i: usize| {
+        if i < first.len() {
+            &first[i..i + 1]
+        } else {
+            &rest[i - first.len()..i - first.len() + 1]
+        }
+    };
     let decpt = exp + 1; // value = 0.DIGITS * 10^decpt
     if !(-4 < decpt && decpt <= 16) {
-        out.push_str(&digits[..1]);
-        if digits.len() > 1 {
+        out.push_str(first);
+        if !rest.is_empty() {
             out.push('.');
-            out.push_str(&digits[1..]);
+            out.push_str(rest);
         }
         let _ = write!(out, "e{}{:02}", if exp < 0 { '-' } else { '+' }, exp.abs());
     } else if decpt <= 0 {
@@ -212,19 +234,23 @@ pub fn push_py_float(out: &mut String, x: f64) {
         for _ in 0..-decpt {
             out.push('0');
         }
-        out.push_str(&digits);
+        out.push_str(first);
+        out.push_str(rest);
     } else {
         let d = decpt as usize;
-        if d >= digits.len() {
-            out.push_str(&digits);
-            for _ in digits.len()..d {
+        for i in 0..d.min(n) {
+            out.push_str(digit(i));
+        }
+        if d >= n {
+            for _ in n..d {
                 out.push('0');
             }
             out.push_str(".0");
         } else {
-            out.push_str(&digits[..d]);
             out.push('.');
-            out.push_str(&digits[d..]);
+            for i in d..n {
+                out.push_str(digit(i));
+            }
         }
     }
 }
@@ -248,6 +274,7 @@ pub fn csv_text(columns: &[(&'static str, Column<'_>)]) -> String {
         Column::Str(v) => v.len(),
     });
     let mut out = String::with_capacity(64 + rows * 160);
+    let mut scratch = String::with_capacity(32);
     let names: Vec<&str> = columns.iter().map(|(n, _)| *n).collect();
     for (i, n) in names.iter().enumerate() {
         if i > 0 {
@@ -267,7 +294,7 @@ pub fn csv_text(columns: &[(&'static str, Column<'_>)]) -> String {
                 }
                 Column::Float(v) => {
                     if !v[r].is_nan() {
-                        push_py_float(&mut out, v[r]);
+                        push_py_float(&mut out, v[r], &mut scratch);
                     }
                 }
                 Column::Str(v) => push_field(&mut out, v[r]),
@@ -298,7 +325,7 @@ mod tests {
 
     fn py(x: f64) -> String {
         let mut s = String::new();
-        push_py_float(&mut s, x);
+        push_py_float(&mut s, x, &mut String::new());
         s
     }
 
@@ -323,6 +350,12 @@ mod tests {
             (1e300, "1e+300"),
             (5e-324, "5e-324"),
             (123.456, "123.456"),
+            (-123.456, "-123.456"),
+            (-5.0, "-5.0"),
+            (9999999999999998.0, "9999999999999998.0"),
+            (1.5e15, "1500000000000000.0"),
+            (123456.75, "123456.75"),
+            (-0.000_12, "-0.00012"),
             (f64::INFINITY, "inf"),
             (f64::NEG_INFINITY, "-inf"),
         ];
