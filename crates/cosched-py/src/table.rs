@@ -199,9 +199,18 @@ pub fn push_py_float(out: &mut String, x: f64, scratch: &mut String) {
         out.push_str(".0");
         return;
     }
-    // Rust's `{:e}` gives the same shortest round-trip digits: "-d.ddde-N".
+    // Rust's `{:e}` gives the shortest round-trip digit count; of the strings of that length
+    // Python takes the one nearest to `x`, ties to even: what `{:.Ne}` (correctly rounded,
+    // ties to even) gives for that many digits. "-d.ddde-N".
     scratch.clear();
     let _ = write!(scratch, "{x:e}");
+    let digits = scratch
+        .bytes()
+        .take_while(|&b| b != b'e')
+        .filter(u8::is_ascii_digit)
+        .count();
+    scratch.clear();
+    let _ = write!(scratch, "{:.*e}", digits.saturating_sub(1), x);
     let (mantissa, exp) = scratch.split_once('e').expect("{:e} has an exponent");
     let exp: i32 = exp.parse().expect("{:e} exponent is an integer");
     let mantissa = match mantissa.strip_prefix('-') {
@@ -356,6 +365,10 @@ mod tests {
             (1.5e15, "1500000000000000.0"),
             (123456.75, "123456.75"),
             (-0.000_12, "-0.00012"),
+            // A tie between two shortest strings: Python rounds half to even.
+            (85_214_599_048_830.0 + 0.125, "85214599048830.12"),
+            (0.3, "0.3"),
+            (2.0f64.powi(-30), "9.313225746154785e-10"),
             (f64::INFINITY, "inf"),
             (f64::NEG_INFINITY, "-inf"),
         ];
