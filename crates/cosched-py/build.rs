@@ -7,7 +7,11 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 fn git(dir: &Path, args: &[&str]) -> Option<String> {
-    let out = Command::new("git").args(args).current_dir(dir).output().ok()?;
+    let out = Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .ok()?;
     let text = String::from_utf8_lossy(&out.stdout).trim().to_string();
     (out.status.success() && !text.is_empty()).then_some(text)
 }
@@ -25,8 +29,14 @@ fn main() {
         git(&here, &["symbolic-ref", "-q", "HEAD"]),
     ) {
         let common = here.join(common);
-        println!("cargo:rerun-if-changed={}", common.join(&head_ref).display());
-        println!("cargo:rerun-if-changed={}", common.join("packed-refs").display());
+        println!(
+            "cargo:rerun-if-changed={}",
+            common.join(&head_ref).display()
+        );
+        println!(
+            "cargo:rerun-if-changed={}",
+            common.join("packed-refs").display()
+        );
     }
     println!("cargo:rerun-if-changed=build.rs");
 }
