@@ -82,13 +82,41 @@ struct Shm {
     name: String,
 }
 
+/// Why a rank's segment was refused.
+#[derive(Debug, PartialEq, Eq)]
+enum ShmError {
+    Os(nix::Error),
+    /// Not a regular file (for example a symlink).
+    NotRegular,
+    /// Smaller than the segment structure (mapping it would fault).
+    TooSmall(i64),
+    /// Owned by neither the registering rank's uid nor root.
+    Owner(u32),
+}
+
 impl Shm {
-    fn open(name: &str) -> nix::Result<Shm> {
+    /// Maps segment `name` after checking that it is a regular file (not
+    /// followed through a symlink) of at least the segment's size, owned by
+    /// `uid` or root.
+    fn open(name: &str, uid: u32) -> Result<Shm, ShmError> {
+        use nix::fcntl::OFlag;
         use nix::sys::mman::{mmap, shm_open, MapFlags, ProtFlags};
-        use nix::sys::stat::Mode;
-        let fd = shm_open(name, nix::fcntl::OFlag::O_RDWR, Mode::empty())?;
+        use nix::sys::stat::{fstat, Mode, SFlag};
+        let fd = shm_open(name, OFlag::O_RDWR | OFlag::O_NOFOLLOW, Mode::empty())
+            .map_err(ShmError::Os)?;
+        let st = fstat(std::os::fd::AsRawFd::as_raw_fd(&fd)).map_err(ShmError::Os)?;
+        if SFlag::from_bits_truncate(st.st_mode) & SFlag::S_IFMT != SFlag::S_IFREG {
+            return Err(ShmError::NotRegular);
+        }
+        if st.st_size < size_of::<RankShm>() as i64 {
+            return Err(ShmError::TooSmall(st.st_size));
+        }
+        if st.st_uid != uid && st.st_uid != 0 {
+            return Err(ShmError::Owner(st.st_uid));
+        }
         let len = std::num::NonZeroUsize::new(size_of::<RankShm>()).unwrap();
-        // SAFETY: a fresh shared mapping of the segment; RankShm is all atomics.
+        // SAFETY: a fresh shared mapping of a segment at least `len` long;
+        // RankShm is all atomics.
         let p = unsafe {
             mmap(
                 None,
@@ -97,7 +125,8 @@ impl Shm {
                 MapFlags::MAP_SHARED,
                 fd,
                 0,
-            )?
+            )
+            .map_err(ShmError::Os)?
         };
         Ok(Shm {
             ptr: p.cast(),
@@ -355,7 +384,7 @@ fn event_mask(spec: &str) -> Result<u32, String> {
 
 /// The segment `/cosched.<any run>.<job>.<rank>` whose `pid` field is `pid`
 /// (an agent serves ranks of several runs: under Slurm each job step is a run).
-fn find_segment(job: i32, rank: i32, pid: u32) -> Option<Shm> {
+fn find_segment(job: i32, rank: i32, pid: u32, uid: u32) -> Option<Shm> {
     let suffix = format!(".{job}.{rank}");
     let rd = std::fs::read_dir("/dev/shm").ok()?;
     for e in rd.flatten() {
@@ -363,7 +392,7 @@ fn find_segment(job: i32, rank: i32, pid: u32) -> Option<Shm> {
         if !name.starts_with("cosched.") || !name.ends_with(&suffix) {
             continue;
         }
-        if let Ok(s) = Shm::open(&format!("/{name}")) {
+        if let Ok(s) = Shm::open(&format!("/{name}"), uid) {
             let g = s.get();
             if g.magic.load(Ordering::Acquire) == proto::SHM_MAGIC
                 && g.pid.load(Ordering::Acquire) == pid
@@ -788,13 +817,13 @@ impl Agent {
         };
         let pid = m.pid as u32;
         // A rank registers itself: the socket's peer must be that process.
-        if Self::peer(fd).map(|c| c.0) != Some(pid) {
+        let Some((_, uid)) = Self::peer(fd).filter(|c| c.0 == pid) else {
             return libc::EPERM;
-        }
+        };
         if self.ranks.contains_key(&pid) || self.by_job_rank.contains_key(&(m.job, m.rank)) {
             return libc::EBUSY;
         }
-        let Some(shm) = find_segment(m.job, m.rank, pid) else {
+        let Some(shm) = find_segment(m.job, m.rank, pid, uid) else {
             return libc::ENOENT;
         };
         let spec = self
@@ -1158,5 +1187,77 @@ impl Agent {
 impl Drop for Agent {
     fn drop(&mut self) {
         self.restore();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Creates `/dev/shm/<name>` with `len` bytes; removed on drop.
+    struct Seg(String);
+    impl Seg {
+        fn new(name: &str, len: usize) -> Seg {
+            let n = format!("cosched.test-{name}-{}.1.0", std::process::id());
+            std::fs::write(format!("/dev/shm/{n}"), vec![0u8; len]).unwrap();
+            Seg(n)
+        }
+    }
+    impl Drop for Seg {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_file(format!("/dev/shm/{}", self.0));
+        }
+    }
+
+    fn uid() -> u32 {
+        // SAFETY: getuid cannot fail.
+        unsafe { libc::getuid() }
+    }
+
+    #[test]
+    fn shm_open_refuses_short_files_symlinks_and_other_owners() {
+        let empty = Seg::new("empty", 0);
+        assert_eq!(
+            Shm::open(&format!("/{}", empty.0), uid()).err(),
+            Some(ShmError::TooSmall(0))
+        );
+        let short = Seg::new("short", size_of::<RankShm>() - 1);
+        assert!(matches!(
+            Shm::open(&format!("/{}", short.0), uid()),
+            Err(ShmError::TooSmall(_))
+        ));
+        let full = Seg::new("full", size_of::<RankShm>());
+        let link = format!("cosched.test-link-{}.1.0", std::process::id());
+        let _ = std::fs::remove_file(format!("/dev/shm/{link}"));
+        std::os::unix::fs::symlink(format!("/dev/shm/{}", full.0), format!("/dev/shm/{link}"))
+            .unwrap();
+        let _l = Seg(link.clone());
+        assert_eq!(
+            Shm::open(&format!("/{link}"), uid()).err(),
+            Some(ShmError::Os(nix::errno::Errno::ELOOP))
+        );
+        Shm::open(&format!("/{}", full.0), uid()).unwrap().forget();
+        // Owned by the caller (root in the tests): refused for another uid
+        // unless the caller is root, whose files are always accepted.
+        let r = Shm::open(&format!("/{}", full.0), uid() + 12345);
+        if uid() == 0 {
+            r.unwrap().forget();
+        } else {
+            assert_eq!(r.err(), Some(ShmError::Owner(uid())));
+        }
+    }
+
+    #[test]
+    fn shm_open_refuses_a_file_of_another_user() {
+        if uid() != 0 {
+            return;
+        }
+        let s = Seg::new("owner", size_of::<RankShm>());
+        std::os::unix::fs::chown(format!("/dev/shm/{}", s.0), Some(4242), None).unwrap();
+        assert_eq!(
+            Shm::open(&format!("/{}", s.0), 1000).err(),
+            Some(ShmError::Owner(4242))
+        );
+        Shm::open(&format!("/{}", s.0), 4242).unwrap().forget();
     }
 }

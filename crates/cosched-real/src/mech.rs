@@ -98,7 +98,11 @@ impl NodeMech {
         }
         let cg = Cgroups::detect();
         cg.require().map_err(MechError::Missing)?;
-        crate::state::cleanup(state_dir, &cg).map_err(MechError::Missing)?;
+        // A leftover that cannot be restored keeps its record for a later
+        // cleanup; it does not prevent this agent from starting.
+        if let Err(e) = crate::state::cleanup(state_dir, &cg) {
+            eprintln!("cosched: cleanup of {}: {e}", state_dir.display());
+        }
         let base = format!("cosched.{run}.n{node}");
         let state = State::acquire(state_dir, &base, &cg)?;
         let freeze_by = if cg.freezer.is_some() {

@@ -6,9 +6,11 @@
 //! locked with `flock` for the agent's whole life (the kernel drops the lock when
 //! the agent dies, however it dies), and `<base>.json`, rewritten atomically at
 //! each change: the processes it moved (pid, start time, original cgroups) and
-//! the ones it stopped with SIGSTOP. A `cosched.*` cgroup whose lock is free is a
-//! leftover: its processes are continued and moved back, its cgroups thawed and
-//! removed.
+//! the ones it stopped with SIGSTOP. A base that has a record in the state
+//! directory and whose lock is free is a leftover: its processes are continued and
+//! moved back, its cgroups thawed and removed. A cgroup without a record in that
+//! directory (another agent's, with another state directory, or a foreign one) is
+//! never touched.
 
 use crate::cgroup::{Cgroups, Hierarchy};
 use crate::procfs;
@@ -56,14 +58,9 @@ pub struct State {
 impl State {
     /// Takes the lock of `base` in `dir`; an error if another live agent holds it.
     pub fn acquire(dir: &Path, base: &str, cgroups: &Cgroups) -> io::Result<State> {
-        fs::create_dir_all(dir)?;
+        fs::create_dir_all(dir).map_err(|e| with_path(dir, e))?;
         let lock_path = dir.join(format!("{base}.lock"));
-        let f = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&lock_path)?;
-        let lock = Flock::lock(f, FlockArg::LockExclusiveNonblock).map_err(|_| {
+        let lock = lock_base(dir, base)?.ok_or_else(|| {
             io::Error::new(
                 io::ErrorKind::AddrInUse,
                 format!("another agent holds {}", lock_path.display()),
@@ -110,91 +107,164 @@ pub struct Cleaned {
     pub segments_unlinked: usize,
 }
 
-fn lock_is_free(dir: &Path, base: &str) -> bool {
+fn with_path(p: &Path, e: io::Error) -> io::Error {
+    io::Error::new(e.kind(), format!("{}: {e}", p.display()))
+}
+
+/// Takes the lock `<base>.lock` in `dir` (creating the file) without blocking:
+/// `None` if another process holds it. The lock file may be unlinked by its
+/// holder (at the end of an agent or of a cleanup), so after locking the open
+/// file must still be the one at the path; otherwise it is opened again.
+fn lock_base(dir: &Path, base: &str) -> io::Result<Option<Flock<File>>> {
+    use std::os::unix::fs::MetadataExt;
     let p = dir.join(format!("{base}.lock"));
-    let Ok(f) = OpenOptions::new().write(true).open(&p) else {
-        return true;
-    };
-    Flock::lock(f, FlockArg::LockExclusiveNonblock).is_ok()
+    loop {
+        let f = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&p)
+            .map_err(|e| with_path(&p, e))?;
+        let lock = match Flock::lock(f, FlockArg::LockExclusiveNonblock) {
+            Ok(l) => l,
+            Err(_) => return Ok(None),
+        };
+        let held = lock.metadata().map_err(|e| with_path(&p, e))?;
+        match fs::metadata(&p) {
+            Ok(m) if m.ino() == held.ino() && m.dev() == held.dev() => return Ok(Some(lock)),
+            // Unlinked (or replaced) by its previous holder: take the current one.
+            _ => continue,
+        }
+    }
 }
 
-/// The base (`cosched.<run>.n<node>`) of a cgroup or state file name.
-fn base_of(name: &str) -> &str {
-    name.strip_suffix(".json")
-        .or_else(|| name.strip_suffix(".lock"))
-        .unwrap_or(name)
-}
-
-/// Restores everything left by agents that are not running any more: continues
-/// the processes they stopped, moves the processes they moved back to their
-/// original cgroups, thaws and removes their cgroups, deletes their state files,
-/// and unlinks shared-memory segments `/dev/shm/cosched.*` of dead ranks.
-/// Cgroups of live agents (their lock is held) are left alone.
+/// Restores everything left by agents that are not running any more and kept
+/// their record in `dir`: for each `<base>.json` in `dir` whose lock is free
+/// (taken and held for the whole restore of that base), continues the processes
+/// they stopped, moves the processes they moved back to their original cgroups,
+/// thaws and removes the cgroups of that base, and deletes its state files; then
+/// unlinks shared-memory segments `/dev/shm/cosched.*` of dead ranks.
+/// Bases whose lock is held (live agents) and cgroups with no record in `dir`
+/// are left alone. A base that cannot be restored keeps its record and does not
+/// stop the others; the error lists every such base.
 pub fn cleanup(dir: &Path, cgroups: &Cgroups) -> Result<Cleaned, String> {
     let mut out = Cleaned::default();
-    let mut bases: Vec<String> = Vec::new();
-    for h in cgroups.roots() {
-        for p in h.ours() {
-            let n = p.file_name().unwrap().to_string_lossy().to_string();
-            if !bases.contains(&n) {
-                bases.push(n);
-            }
-        }
-    }
-    if let Ok(rd) = fs::read_dir(dir) {
-        for e in rd.flatten() {
-            let n = e.file_name().to_string_lossy().to_string();
-            let b = base_of(&n).to_string();
-            if b.starts_with("cosched.") && !bases.contains(&b) {
-                bases.push(b);
-            }
-        }
-    }
+    let mut failures: Vec<String> = Vec::new();
+    let mut bases: Vec<String> = fs::read_dir(dir)
+        .map(|rd| {
+            rd.flatten()
+                .filter_map(|e| {
+                    let n = e.file_name().to_string_lossy().to_string();
+                    n.strip_suffix(".json")
+                        .filter(|b| b.starts_with("cosched.") && !b.contains('/'))
+                        .map(str::to_string)
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    bases.sort();
     for base in bases {
-        if !lock_is_free(dir, &base) {
-            continue;
+        if let Err(e) = cleanup_base(dir, &base, cgroups, &mut out) {
+            failures.push(format!("{base}: {e}"));
         }
-        let rec: Option<Record> = fs::read(dir.join(format!("{base}.json")))
-            .ok()
-            .and_then(|b| serde_json::from_slice(&b).ok());
-        if let Some(rec) = &rec {
-            for &(pid, start) in &rec.stopped {
-                if procfs::alive(pid, start) {
-                    let _ = nix::sys::signal::kill(
-                        nix::unistd::Pid::from_raw(pid as i32),
-                        nix::sys::signal::Signal::SIGCONT,
-                    );
-                    out.processes_continued += 1;
-                }
-            }
+    }
+    out.segments_unlinked = unlink_dead_segments();
+    if failures.is_empty() {
+        Ok(out)
+    } else {
+        Err(format!(
+            "could not restore {} of the leftovers in {} ({}): {}",
+            failures.len(),
+            dir.display(),
+            describe(&out),
+            failures.join("; ")
+        ))
+    }
+}
+
+/// What a cleanup did, in words.
+pub fn describe(c: &Cleaned) -> String {
+    format!(
+        "removed {} cgroups, continued {} processes, moved back {}, unlinked {} segments",
+        c.cgroups_removed, c.processes_continued, c.processes_moved_back, c.segments_unlinked
+    )
+}
+
+/// Restores one base of `dir` if its lock is free, holding the lock throughout.
+fn cleanup_base(
+    dir: &Path,
+    base: &str,
+    cgroups: &Cgroups,
+    out: &mut Cleaned,
+) -> Result<(), String> {
+    let json = dir.join(format!("{base}.json"));
+    let Some(lock) = lock_base(dir, base).map_err(|e| e.to_string())? else {
+        return Ok(()); // a live agent
+    };
+    let bytes = match fs::read(&json) {
+        Ok(b) => b,
+        // Finished meanwhile by its agent (which removed the record).
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            let _ = fs::remove_file(dir.join(format!("{base}.lock")));
+            drop(lock);
+            return Ok(());
         }
-        for h in cgroups.roots() {
-            let top = h.path(&base);
-            if !top.exists() {
-                continue;
-            }
-            // Thaw first so that moved processes are not frozen elsewhere.
-            if let Some(rec) = &rec {
-                thaw_tree(&h, &top);
-                for m in &rec.moved {
-                    if let Some(orig) = m.original.get(&h.root.to_string_lossy().to_string()) {
-                        if procfs::alive(m.pid, m.start) {
-                            let dest = h.root.join(orig.trim_start_matches('/'));
-                            if h.attach(&dest, m.pid).is_ok() {
-                                out.processes_moved_back += 1;
-                            }
-                        }
+        Err(e) => return Err(format!("{}: {e}", json.display())),
+    };
+    let rec: Record =
+        serde_json::from_slice(&bytes).map_err(|e| format!("{}: {e}", json.display()))?;
+    if rec.base != base {
+        return Err(format!(
+            "{}: field base is {:?}, expected {base:?}",
+            json.display(),
+            rec.base
+        ));
+    }
+    for &(pid, start) in &rec.stopped {
+        if procfs::alive(pid, start) {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(pid as i32),
+                nix::sys::signal::Signal::SIGCONT,
+            );
+            out.processes_continued += 1;
+        }
+    }
+    let mut errors: Vec<String> = Vec::new();
+    for h in cgroups.roots() {
+        let top = h.path(base);
+        // Thaw first so that moved processes are not frozen elsewhere.
+        if top.exists() {
+            thaw_tree(&h, &top);
+        }
+        for m in &rec.moved {
+            if let Some(orig) = m.original.get(&h.root.to_string_lossy().to_string()) {
+                if procfs::alive(m.pid, m.start) {
+                    let dest = h.root.join(orig.trim_start_matches('/'));
+                    if h.attach(&dest, m.pid).is_ok() {
+                        out.processes_moved_back += 1;
                     }
                 }
             }
-            out.cgroups_removed += count_dirs(&top);
-            h.remove_tree(&top).map_err(|e| e.to_string())?;
         }
-        let _ = fs::remove_file(dir.join(format!("{base}.json")));
-        let _ = fs::remove_file(dir.join(format!("{base}.lock")));
+        if !top.exists() {
+            continue;
+        }
+        let n = count_dirs(&top);
+        match h.remove_tree(&top) {
+            Ok(()) => out.cgroups_removed += n,
+            Err(e) => errors.push(e.to_string()),
+        }
     }
-    out.segments_unlinked = unlink_dead_segments();
-    Ok(out)
+    if !errors.is_empty() {
+        // Keep the record so that a later cleanup tries again.
+        return Err(errors.join("; "));
+    }
+    let _ = fs::remove_file(&json);
+    // Unlinked while held: a process waiting on this inode sees it is stale
+    // (`lock_base`) and takes a fresh file.
+    let _ = fs::remove_file(dir.join(format!("{base}.lock")));
+    drop(lock);
+    Ok(())
 }
 
 fn thaw_tree(h: &Hierarchy, dir: &Path) {

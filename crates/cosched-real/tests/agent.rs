@@ -40,9 +40,18 @@ fn sock(name: &str) -> PathBuf {
     std::env::temp_dir().join(format!("cosched-test-{name}-{}.sock", std::process::id()))
 }
 
+/// The state directory of this test process (cleanups only restore what its
+/// own agents recorded there).
+fn state_dir() -> PathBuf {
+    std::env::temp_dir().join(format!("cosched-test-state-{}", std::process::id()))
+}
+
 fn agent(run: &str, socket: &Path, policy: &str) -> Proc {
     let c = Command::new(env!("CARGO_BIN_EXE_cosched-agent"))
-        .args(["serve", "--run", run, "--default-policy", policy, "--node"])
+        .args(["serve", "--run", run, "--default-policy", policy])
+        .arg("--state-dir")
+        .arg(state_dir())
+        .arg("--node")
         .arg(format!("0::{}", socket.display()))
         .spawn()
         .unwrap();
@@ -160,6 +169,8 @@ fn sigkill_then_cleanup_command_restores() {
     assert!(!runs(sp.0.id()));
     let out = Command::new(env!("CARGO_BIN_EXE_cosched-agent"))
         .arg("cleanup")
+        .arg("--state-dir")
+        .arg(state_dir())
         .output()
         .unwrap();
     assert!(

@@ -110,10 +110,7 @@ fn main() -> ExitCode {
             let dir = state_dir.unwrap_or_else(state::default_dir);
             match state::cleanup(&dir, &Cgroups::detect()) {
                 Ok(c) => {
-                    println!(
-                        "removed {} cgroups, continued {} processes, moved back {}, unlinked {} segments",
-                        c.cgroups_removed, c.processes_continued, c.processes_moved_back, c.segments_unlinked
-                    );
+                    println!("{}", state::describe(&c));
                     ExitCode::SUCCESS
                 }
                 Err(e) => {
