@@ -79,11 +79,18 @@ impl Conservative {
         view.job(j).estimate.max(SimTime(1))
     }
 
-    fn reserve(profile: &mut Profile, now: SimTime, j: JobId, view: &dyn ClusterView) -> SimTime {
+    /// Reserves job `j`'s earliest slot; returns its start and the first profile
+    /// step index that may have changed.
+    fn reserve(
+        profile: &mut Profile,
+        now: SimTime,
+        j: JobId,
+        view: &dyn ClusterView,
+    ) -> (SimTime, usize) {
         let dur = Self::slot(view, j);
         let t = profile.earliest(now, view.job(j).procs, dur);
-        profile.reserve(t, dur, view.job(j).procs);
-        t
+        let changed = profile.reserve(t, dur, view.job(j).procs);
+        (t, changed)
     }
 }
 
@@ -115,9 +122,10 @@ impl ClusterPolicy for Conservative {
         }
         let upto = if compress { 0 } else { first_new };
         // Running maximum of free processors, to skip jobs that cannot fit anywhere
-        // before their reservation; recomputed after each move.
+        // before their reservation. Computed lazily, and after each change cut back
+        // to the steps the change left untouched.
         let prefix = &mut self.prefix;
-        let mut prefix_valid = false;
+        prefix.clear();
         // Jobs that could not move since the profile last changed: (need, slot, reservation).
         // A job needing at least as many processors for at least as long, reserved no
         // earlier, cannot start before such a job's reservation either: on [t, old) the
@@ -127,9 +135,10 @@ impl ClusterPolicy for Conservative {
         for k in upto..self.queue.len() {
             let (j, old) = self.queue[k];
             let t = if old == SimTime::MAX {
-                prefix_valid = false;
+                let (t, changed) = Self::reserve(profile, now, j, view);
+                prefix.truncate(changed);
                 failed.clear();
-                Self::reserve(profile, now, j, view)
+                t
             } else {
                 let (need, dur) = (view.job(j).procs, Self::slot(view, j));
                 if self.plain {
@@ -150,20 +159,16 @@ impl ClusterPolicy for Conservative {
                     if bound == Some(old) {
                         continue;
                     }
-                    if !prefix_valid {
-                        profile.prefix_max(prefix);
-                        prefix_valid = true;
-                    }
-                    let Some(first) = profile.first_fit_before(prefix, need, old) else {
+                    let Some(first) = profile.first_fit_before_lazy(prefix, need, old) else {
                         continue;
                     };
                     let from = bound.unwrap_or(now).max(now);
                     let first = first.max(profile.step_index(from));
                     match profile.earlier_than_from(first, from, need, dur, old) {
                         Some(t) => {
-                            profile.release(old, dur, need);
-                            profile.reserve(t, dur, need);
-                            prefix_valid = false;
+                            let a = profile.release(old, dur, need);
+                            let b = profile.reserve(t, dur, need);
+                            prefix.truncate(a.min(b));
                             failed.clear();
                             t
                         }

@@ -91,6 +91,35 @@ impl Profile {
         }
     }
 
+    /// Like [`Profile::first_fit_before`], with a running maximum that is computed
+    /// lazily: `prefix` holds `prefix_max`'s output for the first `prefix.len()`
+    /// steps only (the caller truncates it to the steps a change left untouched),
+    /// and is extended here only as far as the answer needs.
+    pub fn first_fit_before_lazy(
+        &self,
+        prefix: &mut Vec<u32>,
+        need: u32,
+        t: SimTime,
+    ) -> Option<usize> {
+        let k = prefix.partition_point(|&m| m < need);
+        if k < prefix.len() {
+            return (self.steps[k].0 < t).then_some(k);
+        }
+        let mut m = prefix.last().copied().unwrap_or(0);
+        for i in prefix.len()..self.steps.len() {
+            let (s, f) = self.steps[i];
+            if s >= t {
+                return None;
+            }
+            m = m.max(f);
+            prefix.push(m);
+            if m >= need {
+                return Some(i);
+            }
+        }
+        None
+    }
+
     /// The first step that starts before `t` and has at least `need` free processors,
     /// given `prefix_max`'s output; `None` if there is none.
     pub fn first_fit_before(&self, prefix: &[u32], need: u32, t: SimTime) -> Option<usize> {
@@ -142,10 +171,12 @@ impl Profile {
         (start < old).then_some(start)
     }
 
-    /// Adds `delta` (signed) free processors on `[t, t + dur)`.
-    fn adjust(&mut self, t: SimTime, dur: SimTime, delta: i64) {
+    /// Adds `delta` (signed) free processors on `[t, t + dur)`. Returns the index
+    /// of the first step that may have changed: steps before it keep their index
+    /// and value.
+    fn adjust(&mut self, t: SimTime, dur: SimTime, delta: i64) -> usize {
         if dur <= SimTime::ZERO {
-            return;
+            return self.steps.len();
         }
         let a = self.split(t);
         let b = self.split(t + dur);
@@ -164,16 +195,19 @@ impl Profile {
             }
             k -= 1;
         }
+        a
     }
 
-    /// Takes `need` processors on `[t, t + dur)`.
-    pub fn reserve(&mut self, t: SimTime, dur: SimTime, need: u32) {
-        self.adjust(t, dur, -(need as i64));
+    /// Takes `need` processors on `[t, t + dur)`; returns the first step index that
+    /// may have changed (see [`Profile::adjust`]).
+    pub fn reserve(&mut self, t: SimTime, dur: SimTime, need: u32) -> usize {
+        self.adjust(t, dur, -(need as i64))
     }
 
-    /// Gives back `need` processors on `[t, t + dur)`.
-    pub fn release(&mut self, t: SimTime, dur: SimTime, need: u32) {
-        self.adjust(t, dur, need as i64);
+    /// Gives back `need` processors on `[t, t + dur)`; returns the first step index
+    /// that may have changed.
+    pub fn release(&mut self, t: SimTime, dur: SimTime, need: u32) -> usize {
+        self.adjust(t, dur, need as i64)
     }
 }
 
@@ -223,6 +257,42 @@ mod tests {
             p.prefix_max(&mut prefix);
             let fast = p.first_fit_before(&prefix, need, old).and_then(|first| p.earlier_than_from(first, s(from), need, s(dur), old));
             prop_assert_eq!(plain, fast);
+        });
+    }
+
+    /// `reserve`/`release` leave every step before the index they return unchanged,
+    /// and the lazily extended running maximum, cut back to that index after each
+    /// change, answers like the fully recomputed one.
+    #[test]
+    fn lazy_running_maximum_matches_the_full_one() {
+        use proptest::prelude::*;
+        let ops = proptest::collection::vec((0i64..50, 1i64..20, 1u32..=8, any::<bool>(), 1u32..=8, 0i64..80), 0..40);
+        proptest!(ProptestConfig::with_cases(500), |(ops in ops)| {
+            let mut p = Profile::new(s(0), 8);
+            let mut held: Vec<(SimTime, SimTime, u32)> = Vec::new();
+            let mut lazy = Vec::new();
+            for (t, d, n, give_back, need, before) in ops {
+                let prev = p.steps().to_vec();
+                let changed = match held.pop() {
+                    Some((a, b, c)) if give_back => p.release(a, b, c),
+                    other => {
+                        held.extend(other);
+                        let at = p.earliest(s(t), n, s(d));
+                        held.push((at, s(d), n));
+                        p.reserve(at, s(d), n)
+                    }
+                };
+                let keep = changed.min(prev.len()).min(p.steps().len());
+                prop_assert_eq!(&prev[..keep], &p.steps()[..keep]);
+                lazy.truncate(changed);
+                let mut full = Vec::new();
+                p.prefix_max(&mut full);
+                prop_assert_eq!(
+                    p.first_fit_before_lazy(&mut lazy, need, s(before)),
+                    p.first_fit_before(&full, need, s(before))
+                );
+                prop_assert_eq!(&full[..lazy.len()], &lazy[..]);
+            }
         });
     }
 
