@@ -266,7 +266,17 @@ mod tests {
     #[test]
     fn lazy_running_maximum_matches_the_full_one() {
         use proptest::prelude::*;
-        let ops = proptest::collection::vec((0i64..50, 1i64..20, 1u32..=8, any::<bool>(), 1u32..=8, 0i64..80), 0..40);
+        let ops = proptest::collection::vec(
+            (
+                0i64..50,
+                1i64..20,
+                1u32..=8,
+                any::<bool>(),
+                1u32..=8,
+                0i64..80,
+            ),
+            0..40,
+        );
         proptest!(ProptestConfig::with_cases(500), |(ops in ops)| {
             let mut p = Profile::new(s(0), 8);
             let mut held: Vec<(SimTime, SimTime, u32)> = Vec::new();
