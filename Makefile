@@ -13,6 +13,9 @@
 #   make real    build the real-execution C parts into build/real/ (the MPI shim and
 #                programs, once per MPI present: Debian mpich libmpich-dev and/or
 #                openmpi-bin libopenmpi-dev; gfortran for the Fortran probe)
+#   make fuzz    a long fuzzing campaign: FUZZ_CASES (default 20000) cases per Rust
+#                target (SWF reader, configuration loader, policy strings) and
+#                FUZZ_EXAMPLES (default 2000) per hypothesis test (API, CLI)
 #
 # Needs only Rust (cargo), Python 3.11 and a C toolchain; everything else comes from
 # PyPI (into .venv/) and crates.io (into target/).
@@ -35,7 +38,7 @@ export PATH := $(abspath $(VENV))/bin:$(PATH)
 PY_LIBDIR = $(shell $(PY) -c 'import sysconfig; print(sysconfig.get_config_var("LIBDIR") or "")')
 RUN = env LD_LIBRARY_PATH="$(PY_LIBDIR)$${LD_LIBRARY_PATH:+:$$LD_LIBRARY_PATH}"
 
-.PHONY: help venv install install-test demo test lint rust-test clippy stubs check-stubs pytest bench real clean
+.PHONY: help venv install install-test demo test lint rust-test clippy stubs check-stubs pytest bench real fuzz clean
 
 help:
 	@sed -n '2,18p' Makefile | sed 's/^# \{0,1\}//'
@@ -95,6 +98,13 @@ bless: install-test
 
 bench: install
 	$(VENV)/bin/cosched bench
+
+FUZZ_CASES ?= 20000
+FUZZ_EXAMPLES ?= 2000
+# Debug build on purpose: integer overflow panics there, so the campaign finds it.
+fuzz: install-test
+	PROPTEST_CASES=$(FUZZ_CASES) $(RUN) $(CARGO) test -p cosched --test fuzz -- --nocapture
+	COSCHED_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(RUN) $(PY) -m pytest tests/python/test_reliability.py -q -k "api_extreme or cli_extreme"
 
 clean:
 	rm -rf $(VENV) target python/coscheduling/_core*.so .pytest_cache .ruff_cache .hypothesis cosched-demo build

@@ -263,6 +263,8 @@ def run(
     Bad input raises ``ValueError`` whose message names the file, line and field;
     an engine failure raises ``RuntimeError``.
     """
+    if not isinstance(policy, str):
+        raise ValueError(f"policy: expected a policy name such as 'easy' (see policies()), got {policy!r}")
     if timeline and config is None:
         raise ValueError("timeline: only process-level configurations (config=) have one")
     sources = [name for name, v in (("trace", trace), ("jobs", jobs), ("config", config)) if v is not None]

@@ -1,7 +1,8 @@
 """The ``cosched`` command.
 
-Exit codes: 0 success; 1 engine failure or an output that could not be
-written; 2 bad input (trace, configuration, option or policy name).
+Exit codes: 0 success; 1 engine or policy failure, or an output that could not be
+written; 2 bad input (trace, configuration, option or policy name); 130 interrupted
+(Ctrl-C).
 """
 
 from __future__ import annotations
@@ -1369,8 +1370,22 @@ from .real import register_cli as _register_real  # noqa: E402
 _register_real(app, console, user_errors)
 
 
-def main() -> None:  # pragma: no cover
-    app()
+def main() -> None:
+    """Runs the command; Ctrl-C ends it with one line and exit code 130 (no traceback)."""
+    import click
+
+    from .entry import EXIT_INTERRUPTED, interrupted
+
+    try:
+        rc = app(prog_name="cosched", standalone_mode=False)
+    except click.ClickException as e:
+        e.show()
+        sys.exit(e.exit_code)
+    except (click.Abort, KeyboardInterrupt):
+        interrupted()
+    if rc == EXIT_INTERRUPTED:  # typer turns Ctrl-C into this code, silently
+        interrupted()
+    sys.exit(rc if isinstance(rc, int) else 0)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -77,9 +77,11 @@ class StartsTwice:
 def test_policy_errors_surface() -> None:
     df = _jobs([(0, 10, 1), (5, 10, 1)])
     plat = {"nodes": 2}
-    with pytest.raises(KeyError, match="boom"):
+    # A policy's failure is a policy error (RuntimeError, exit code 1) whose cause is its exception.
+    with pytest.raises(RuntimeError, match="on_events raised KeyError: 'boom'") as info:
         c.run(jobs=df, platform=plat, policy=f"python:{__name__}:Raises")
-    with pytest.raises(ValueError, match='unknown decision "launch"'):
+    assert isinstance(info.value.__cause__, KeyError)
+    with pytest.raises(RuntimeError, match=r"malformed decision \('launch', 0\): unknown decision name"):
         c.run(jobs=df, platform=plat, policy=f"python:{__name__}:BadDecision")
     with pytest.raises(RuntimeError, match="not waiting in the queue"):
         c.run(jobs=df, platform=plat, policy=f"python:{__name__}:StartsTwice")

@@ -9,8 +9,10 @@
 //!   with its events (a replaced timer leaves no cancelled entry behind);
 //! - [`RngStreams`]: independent, reproducible random streams derived from one
 //!   master seed and a stream name, so adding a component never perturbs the
-//!   draws of another.
+//!   draws of another;
+//! - [`interrupt`]: the process-wide interruption request every simulation loop polls.
 
+pub mod interrupt;
 mod queue;
 mod rng;
 mod slots;
@@ -19,4 +21,4 @@ mod time;
 pub use queue::{EventId, EventQueue, Scheduled};
 pub use rng::{RngStream, RngStreams};
 pub use slots::TimerSlots;
-pub use time::SimTime;
+pub use time::{SimTime, TimeRangeError};

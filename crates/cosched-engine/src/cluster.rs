@@ -109,6 +109,10 @@ pub enum EngineError {
         estimate: SimTime,
         runtime: SimTime,
     },
+    #[error("at t={time}: job {job} (index {index}) would end beyond the representable simulated time (about 9.2e9 s)")]
+    TimeOverflow { time: SimTime, job: i64, index: usize },
+    #[error("interrupted at t={time}")]
+    Interrupted { time: SimTime },
     #[error("policy {policy} made no progress at t={time}: {calls} calls without starting or rejecting a job while {waiting} wait; policy state:\n{dump}")]
     NoProgress {
         time: SimTime,
@@ -234,6 +238,9 @@ pub fn simulate(
             (Some(a), None) | (None, Some(a)) => a,
             (Some(a), Some(b)) => a.min(b),
         };
+        if cosched_des::interrupt::requested() {
+            return Err(EngineError::Interrupted { time: now });
+        }
         queue.advance_to(now).expect("instants are increasing");
         events.clear();
         let per_event = opts.event_order == EventOrder::PerEvent;
@@ -340,6 +347,11 @@ pub fn simulate(
                             }
                         };
                         let run = spec.effective_runtime();
+                        let end = now.checked_add(run).ok_or(EngineError::TimeOverflow {
+                            time: now,
+                            job: spec.source_id,
+                            index: j.idx(),
+                        })?;
                         let rec = &mut records[j.idx()];
                         rec.start = Some(now);
                         rec.status = if run < spec.runtime {
@@ -354,7 +366,7 @@ pub fn simulate(
                         running += 1;
                         idle_calls = 0;
                         queue
-                            .schedule(now + run, Internal::End(j))
+                            .schedule(end, Internal::End(j))
                             .expect("runtime >= 0");
                     }
                     Decision::Reject(j) => {

@@ -144,7 +144,7 @@ pub fn simulate_gang(
             busy_switch_ns += (t - now) * (c / (q + c)) * total as f64;
         }
         now = t;
-        let t_ns = SimTime(now.round() as i64);
+        let t_ns = fluid_instant(now, finishing.first().map(|&(_, j)| j), jobs)?;
         if is_arrival {
             let j = next_arrival;
             next_arrival += 1;
@@ -235,6 +235,30 @@ pub fn simulate_gang(
             .iter()
             .map(|&r| (r != usize::MAX).then_some(r as u32))
             .collect(),
+    })
+}
+
+/// The instant `now_ns` of a fluid model's event loop as a [`SimTime`], after
+/// polling the interruption flag; an instant beyond the representable range
+/// (only a completion, of job `finishing`, can be) is [`EngineError::TimeOverflow`].
+pub(crate) fn fluid_instant(
+    now_ns: f64,
+    finishing: Option<usize>,
+    jobs: &[cosched_model::JobSpec],
+) -> Result<SimTime, EngineError> {
+    let t = SimTime::checked_from_ns_f64(now_ns);
+    if cosched_des::interrupt::requested() {
+        return Err(EngineError::Interrupted {
+            time: t.unwrap_or(SimTime::MAX),
+        });
+    }
+    t.ok_or_else(|| {
+        let j = finishing.unwrap_or(0);
+        EngineError::TimeOverflow {
+            time: SimTime::MAX,
+            job: jobs.get(j).map_or(-1, |s| s.source_id),
+            index: j,
+        }
     })
 }
 

@@ -19,10 +19,11 @@
 //!   `1/k` of it; a job's CPU time is the integral of its shares (time lost to
 //!   interference counts as busy, as spinning does at process level).
 
+use crate::gang_fluid::fluid_instant;
 use crate::alloc::{node_count, Range};
 use crate::cluster::{EngineError, EngineStats, JobRecord, JobStatus, SimOutput};
 use crate::metrics::MeasuredBusy;
-use cosched_des::{RngStreams, SimTime};
+use cosched_des::RngStreams;
 use cosched_model::{Placement, Platform, Workload};
 use rand::seq::SliceRandom;
 use std::collections::{BTreeSet, VecDeque};
@@ -174,7 +175,7 @@ pub fn simulate_timeshare(
             (Some(a), None) => (a, true),
             (_, Some(f)) => (f, false),
         };
-        let t_ns = SimTime(now.round() as i64);
+        let t_ns = fluid_instant(now, finishing.first().map(|&(_, j)| j), jobs)?;
         stats.events += 1;
         let mut affected: Vec<usize> = Vec::new();
         if is_arrival {
@@ -271,6 +272,7 @@ pub fn simulate_timeshare(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use cosched_des::SimTime;
     use cosched_model::JobSpec;
 
     fn job(submit: f64, runtime: f64, procs: u32) -> JobSpec {

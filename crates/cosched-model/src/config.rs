@@ -175,6 +175,11 @@ fn default_class() -> String {
     "-".into()
 }
 
+/// The largest `noise_cv` of a process-level job: at 10 the log-normal factor's
+/// median is already 0.1 and its 99th percentile 15; beyond, compute times
+/// collapse to 0 or explode.
+pub const NOISE_CV_MAX: f64 = 10.0;
+
 /// The `[workload]` table.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -320,6 +325,48 @@ impl Default for MetricsConfig {
     }
 }
 
+/// The `[limits]` table: watchdogs that stop a process-level run with an engine
+/// error (exit code 1) instead of letting it run for hours. Job-level runs are
+/// bounded by their workload (a few events per job) and ignore these.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LimitsConfig {
+    /// The run stops past this simulated time, seconds (default 10^7, about 116 days).
+    #[serde(default = "default_max_sim_time_s")]
+    pub max_sim_time_s: f64,
+    /// The run stops after this many simulation events (default 2 * 10^9, roughly
+    /// 10 to 20 minutes of one core).
+    #[serde(default = "default_max_events")]
+    pub max_events: u64,
+}
+
+/// Default of `limits.max_sim_time_s`.
+pub const DEFAULT_MAX_SIM_TIME_S: f64 = 1e7;
+/// Default of `limits.max_events`.
+pub const DEFAULT_MAX_EVENTS: u64 = 2_000_000_000;
+
+fn default_max_sim_time_s() -> f64 {
+    DEFAULT_MAX_SIM_TIME_S
+}
+fn default_max_events() -> u64 {
+    DEFAULT_MAX_EVENTS
+}
+
+impl Default for LimitsConfig {
+    fn default() -> Self {
+        Self {
+            max_sim_time_s: DEFAULT_MAX_SIM_TIME_S,
+            max_events: DEFAULT_MAX_EVENTS,
+        }
+    }
+}
+
+impl LimitsConfig {
+    fn is_default(&self) -> bool {
+        *self == Self::default()
+    }
+}
+
 /// A whole run: `cosched simulate CONFIG`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -342,6 +389,14 @@ pub struct RunConfig {
     pub scheduler: SchedulerConfig,
     #[serde(default)]
     pub metrics: MetricsConfig,
+    /// Run limits (process fidelity); left out of the canonical form when default,
+    /// so existing configurations keep their hash.
+    #[serde(default, skip_serializing_if = "LimitsConfig::is_default")]
+    pub limits: LimitsConfig,
+    /// The file the configuration was read from (set by [`RunConfig::load`]; used
+    /// in error messages, never serialized).
+    #[serde(skip)]
+    pub origin: Option<String>,
 }
 
 fn default_fidelity() -> String {
@@ -407,7 +462,14 @@ impl RunConfig {
             path: origin.clone(),
             source,
         })?;
-        Self::from_str_with(&text, &origin, path.parent())
+        let mut cfg = Self::from_str_with(&text, &origin, path.parent())?;
+        cfg.origin = Some(origin);
+        Ok(cfg)
+    }
+
+    /// Where the configuration came from, for messages: its file, else "configuration".
+    pub fn origin(&self) -> &str {
+        self.origin.as_deref().unwrap_or("configuration")
     }
 
     /// Semantic checks serde cannot express.
@@ -470,10 +532,27 @@ impl RunConfig {
                             format!("must be between -20 and 19, got {}", j.nice),
                         );
                     }
-                    if !(j.noise_cv.is_finite() && j.noise_cv >= 0.0) {
+                    if !(j.noise_cv.is_finite() && (0.0..=NOISE_CV_MAX).contains(&j.noise_cv)) {
                         return bad(
                             &format!("workload.jobs[{i}].noise_cv"),
-                            format!("must be a finite number >= 0, got {}", j.noise_cv),
+                            format!(
+                                "must be a finite number between 0 and {NOISE_CV_MAX}, got {}",
+                                j.noise_cv
+                            ),
+                        );
+                    }
+                    if j.ranks_per_node == 0 {
+                        return bad(
+                            &format!("workload.jobs[{i}].ranks_per_node"),
+                            "must be at least 1".into(),
+                        );
+                    }
+                    if j.submit_s > SimTime::INPUT_LIMIT_S {
+                        return bad(
+                            &format!("workload.jobs[{i}].submit_s"),
+                            SimTime::try_from_secs_f64(j.submit_s)
+                                .unwrap_err()
+                                .to_string(),
                         );
                     }
                 }
@@ -485,9 +564,6 @@ impl RunConfig {
                         }
                     }
                 }
-                if self.scheduler.mpl == 0 {
-                    return bad("scheduler.mpl", "must be at least 1".into());
-                }
             }
             other => {
                 return bad(
@@ -495,6 +571,10 @@ impl RunConfig {
                     format!("unknown fidelity {other:?}; valid: \"job\", \"process\""),
                 )
             }
+        }
+        // Used at process fidelity only, but 0 is never meaningful: refused at both.
+        if self.scheduler.mpl == 0 {
+            return bad("scheduler.mpl", "must be at least 1".into());
         }
         if let Some(p) = &self.platform {
             if let Err(crate::PlatformError::Invalid { field, msg }) = p.validate() {
@@ -510,6 +590,16 @@ impl RunConfig {
         }
         if self.scheduler.policy.trim().is_empty() {
             return bad("scheduler.policy", "must not be empty".into());
+        }
+        let l = &self.limits;
+        if !(l.max_sim_time_s.is_finite() && l.max_sim_time_s > 0.0 && l.max_sim_time_s <= 9e9) {
+            return bad(
+                "limits.max_sim_time_s",
+                format!("must be a number > 0 and at most 9e9 (the range of simulated time), got {}", l.max_sim_time_s),
+            );
+        }
+        if l.max_events == 0 {
+            return bad("limits.max_events", "must be at least 1".into());
         }
         if self.workload.machine_size == Some(0) {
             return bad("workload.machine_size", "must be at least 1".into());

@@ -16,7 +16,7 @@ pub mod swf;
 pub mod write;
 
 pub use config::{
-    ConfigError, EstimateSource, EventOrder, LoadScaleBy, OverrunPolicy, Placement, RunConfig,
+    ConfigError, EstimateSource, EventOrder, LimitsConfig, LoadScaleBy, OverrunPolicy, Placement, RunConfig,
     WorkloadOptions,
 };
 pub use job::{JobId, JobSpec, Workload};

@@ -74,12 +74,10 @@ impl Default for OsConfig {
 impl OsConfig {
     /// Checks the parameters; the error names the field.
     pub fn validate(&self) -> Result<(), String> {
+        // Plausible ranges: a tick, slice or latency of 1 us to 10 s, a scale of 1/1000 to 1000.
         let pos = |name: &str, v: f64| {
-            if v.is_finite() && v > 0.0 {
-                Ok(())
-            } else {
-                Err(format!("os.{name}: must be a finite number > 0, got {v}"))
-            }
+            let (lo, hi) = if name == "quantum_scale" { (1e-3, 1e3) } else { (1e-3, 1e4) };
+            plausible(&format!("os.{name}"), v, lo, hi)
         };
         match *self {
             OsConfig::Linux24 {
@@ -154,6 +152,22 @@ pub fn default_disk_mb_s() -> f64 {
     20.0
 }
 
+/// The plausible range of `cpu_speed` (relative to the reference CPU): a CPU a
+/// thousand times slower or faster is refused, since its runs would take years
+/// of simulated time or resolve nothing.
+pub const CPU_SPEED_RANGE: (f64, f64) = (1e-3, 1e3);
+
+/// `Ok` when `v` is a finite number in `[lo, hi]`, else an error naming `name`.
+fn plausible(name: &str, v: f64, lo: f64, hi: f64) -> Result<(), String> {
+    if v.is_finite() && (lo..=hi).contains(&v) {
+        Ok(())
+    } else {
+        Err(format!(
+            "{name}: must be a finite number between {lo} and {hi} (the plausible range), got {v}"
+        ))
+    }
+}
+
 impl NodePlatform {
     /// Checks that the platform can exist; the error names the field.
     pub fn validate(&self) -> Result<(), String> {
@@ -183,12 +197,7 @@ impl NodePlatform {
                 self.disk_mb_s
             ));
         }
-        if !(self.cpu_speed.is_finite() && self.cpu_speed > 0.0) {
-            return Err(format!(
-                "cpu_speed: must be a finite number > 0, got {}",
-                self.cpu_speed
-            ));
-        }
+        plausible("cpu_speed", self.cpu_speed, CPU_SPEED_RANGE.0, CPU_SPEED_RANGE.1)?;
         if !(self.bandwidth_mb_s.is_finite() && self.bandwidth_mb_s > 0.0) {
             return Err(format!(
                 "bandwidth_mb_s: must be a finite number > 0, got {}",

@@ -155,12 +155,13 @@ pub enum SwfError {
         "{path}: no machine size: the header has no MaxProcs or MaxNodes; pass a machine size"
     )]
     NoMachineSize { path: String },
-    #[error("{path}:{line}: header field {key}: not a non-negative integer (value {value:?})")]
+    #[error("{path}:{line}: header field {key}: {msg} (value {value:?})")]
     BadHeader {
         path: String,
         line: usize,
         key: String,
         value: String,
+        msg: String,
     },
     /// A machine size that cannot be used (an override of 0, a header value beyond `u32`).
     #[error("{path}: bad machine size: {msg}")]
@@ -202,20 +203,22 @@ fn parse_header_line(
     let parsed = value
         .split_ascii_whitespace()
         .next()
-        .and_then(|w| w.parse::<u64>().ok())
-        .filter(|&v| v <= limit);
+        .and_then(|w| w.parse::<u64>().ok());
+    let bad = |msg: String| SwfError::BadHeader {
+        path: origin.into(),
+        line,
+        key: key.into(),
+        value: value.into(),
+        msg,
+    };
     match parsed {
         // The first occurrence wins.
-        Some(v) => {
+        Some(v) if v <= limit => {
             slot.get_or_insert(v);
             Ok(())
         }
-        None => Err(SwfError::BadHeader {
-            path: origin.into(),
-            line,
-            key: key.into(),
-            value: value.into(),
-        }),
+        Some(_) => Err(bad(format!("larger than the largest supported value {limit}"))),
+        None => Err(bad("not a non-negative integer".into())),
     }
 }
 
@@ -323,7 +326,19 @@ fn parse_record(raw: &str, origin: &str, line: usize) -> Result<SwfRecord, SwfEr
 ///
 /// Blank lines are ignored; lines whose first non-blank character is `;` are
 /// header comments, kept verbatim; every other line must hold 18 numbers.
+/// Lines end with LF, CRLF or (when the text has no LF at all) CR; a leading
+/// UTF-8 byte order mark is skipped.
 pub fn parse_swf(text: &str, origin: &str) -> Result<SwfTrace, SwfError> {
+    // A UTF-8 byte order mark (written by some Windows editors) is not part of the text.
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    // Old Mac line endings (CR only): every CR ends a line.
+    let cr_only;
+    let text = if text.contains('\r') && !text.contains('\n') {
+        cr_only = text.replace('\r', "\n");
+        cr_only.as_str()
+    } else {
+        text
+    };
     let mut header = SwfHeader::default();
     // Archive lines are 60-100 bytes long.
     let mut records = Vec::with_capacity(text.len() / 64 + 1);
@@ -621,13 +636,20 @@ pub fn to_workload(
             first_inversion.get_or_insert(r.line);
         }
         prev_submit = submit_s;
-        let runtime = SimTime::from_secs_f64(f[field::RUN_TIME]);
-        let requested = (f[field::REQUESTED_TIME] > 0.0)
-            .then(|| SimTime::from_secs_f64(f[field::REQUESTED_TIME]));
+        let time = |k: usize| {
+            SimTime::try_from_secs_f64(f[k]).map_err(|e| malformed(trace, r, k, &e.to_string()))
+        };
+        let submit = time(field::SUBMIT_TIME)?;
+        let runtime = time(field::RUN_TIME)?;
+        let requested = if f[field::REQUESTED_TIME] > 0.0 {
+            Some(time(field::REQUESTED_TIME)?)
+        } else {
+            None
+        };
         let (estimate, kill_after) = opts.estimate(runtime, requested);
         jobs.push(JobSpec {
             source_id: f[field::JOB_NUMBER] as i64,
-            submit: SimTime::from_secs_f64(submit_s),
+            submit,
             runtime,
             procs: (procs as u32).div_ceil(machine.unit_procs),
             requested,

@@ -193,7 +193,7 @@ impl ClusterPolicy for Conservative {
                 if est_end.len() <= j.idx() {
                     est_end.resize(j.idx() + 1, SimTime::ZERO);
                 }
-                est_end[j.idx()] = now + view.job(j).estimate.max(SimTime(1));
+                est_end[j.idx()] = now.saturating_add(view.job(j).estimate.max(SimTime(1)));
                 out.push(Decision::Start(j));
                 false
             } else {

@@ -65,7 +65,7 @@ impl Easy {
     }
 
     fn start(&mut self, j: JobId, view: &dyn ClusterView, out: &mut Vec<Decision>) {
-        let end = view.now() + view.job(j).estimate;
+        let end = view.now().saturating_add(view.job(j).estimate);
         if self.est_end.len() <= j.idx() {
             self.est_end.resize(j.idx() + 1, SimTime::ZERO);
         }

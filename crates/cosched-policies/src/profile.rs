@@ -179,7 +179,7 @@ impl Profile {
             return self.steps.len();
         }
         let a = self.split(t);
-        let b = self.split(t + dur);
+        let b = self.split(t.saturating_add(dur));
         for s in &mut self.steps[a..b] {
             let v = s.1 as i64 + delta;
             debug_assert!(v >= 0, "profile went negative");

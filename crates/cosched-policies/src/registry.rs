@@ -81,7 +81,13 @@ impl PolicySpec {
         }
         let mut params = BTreeMap::new();
         if let Some(rest) = rest {
-            for kv in rest.split(',').map(str::trim).filter(|kv| !kv.is_empty()) {
+            // `name[]` has no parameters; an empty item elsewhere (`a=1,,b=2`, a
+            // trailing comma) is most likely a typo and is refused.
+            let items: Vec<&str> = rest.split(',').map(str::trim).collect();
+            if items.len() > 1 && items.iter().any(|kv| kv.is_empty()) {
+                return Err(bad("empty parameter (two commas in a row, or a leading or trailing comma)"));
+            }
+            for kv in items.into_iter().filter(|kv| !kv.is_empty()) {
                 let (k, v) = kv
                     .split_once('=')
                     .ok_or_else(|| bad(&format!("parameter {kv:?} has no '='")))?;
@@ -226,6 +232,11 @@ mod tests {
         assert!(PolicySpec::parse("easy[a]").is_err());
         assert!(PolicySpec::parse("").is_err());
         assert!(PolicySpec::parse("easy[a=1,a=2]").is_err());
+        assert!(PolicySpec::parse("easy[]").unwrap().params.is_empty());
+        for typo in ["gang[rows=3,,]", "gang[rows=3,]", "gang[,rows=3]", "gang[ , ]"] {
+            let e = PolicySpec::parse(typo).unwrap_err().to_string();
+            assert!(e.contains("empty parameter"), "{typo}: {e}");
+        }
     }
 
     #[test]

@@ -7,6 +7,7 @@
 //! `RuntimeError` for failures of the engine itself.
 
 mod apps_export;
+mod guard;
 mod pypolicy;
 mod real;
 mod table;
@@ -17,7 +18,7 @@ use cosched::model::{
     EstimateSource, EventOrder, OverrunPolicy, Placement, Platform, WorkloadOptions,
 };
 use cosched::model::{JobSpec, Workload};
-use cosched::{engine::EngineError, Error, TraceRun};
+use cosched::{Error, TraceRun};
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList};
@@ -36,16 +37,20 @@ fn value_error(msg: impl Into<String>) -> PyErr {
 /// Maps a facade error to a Python exception: input errors to `ValueError`,
 /// engine failures to `RuntimeError`.
 fn to_py(e: Error) -> PyErr {
-    match e {
-        Error::Engine(
-            EngineError::Platform(_)
-            | EngineError::Unsorted(_)
-            | EngineError::EstimateBelowRuntime { .. }
-            | EngineError::Params(_),
-        ) => value_error(e.to_string()),
-        Error::Engine(_) => PyRuntimeError::new_err(e.to_string()),
-        _ => value_error(e.to_string()),
+    if e.is_input() {
+        value_error(e.to_string())
+    } else {
+        PyRuntimeError::new_err(e.to_string())
     }
+}
+
+/// Runs a facade call through [`guard::run_guarded`] (GIL released, Ctrl-C
+/// stops it, panics become `RuntimeError`).
+fn guarded<T: Send>(
+    py: Python<'_>,
+    f: impl FnOnce() -> Result<T, Error> + Send,
+) -> PyResult<T> {
+    guard::run_guarded(py, f, Error::is_interrupted, to_py)
 }
 
 fn json_text<T: serde::Serialize>(v: &T) -> PyResult<String> {
@@ -362,15 +367,15 @@ fn run_hosted(
                     "policy {name:?}: a Python policy needs its object (use coscheduling.run)"
                 )));
             }
-            py.detach(|| f(None)).map(wrap).map_err(to_py)
+            guarded(py, || f(None)).map(wrap)
         }
         Some(obj) => {
             let mut p = pypolicy::PyPolicy::new(obj, name.to_string());
-            let r = py.detach(|| f(Some(&mut p)));
+            let r = guarded(py, || f(Some(&mut p)));
             if let Some(e) = p.error.take() {
                 return Err(e);
             }
-            r.map(wrap).map_err(to_py)
+            r.map(wrap)
         }
     }
 }
@@ -386,14 +391,11 @@ fn run_config(
     timeline: bool,
     policy_object: Option<Py<PyAny>>,
 ) -> PyResult<RunResult> {
-    let cfg = cosched::load_config(&path).map_err(to_py)?;
+    let cfg = guarded(py, || cosched::load_config(&path))?;
     if cfg.fidelity == "process"
         || policy_object.is_none() && !cosched::is_external_policy(&cfg.scheduler.policy)
     {
-        return py
-            .detach(|| cosched::run_config_recording(&cfg, timeline))
-            .map(wrap)
-            .map_err(to_py);
+        return guarded(py, || cosched::run_config_recording(&cfg, timeline)).map(wrap);
     }
     let run = cosched::TraceRun::from(&cfg);
     run_hosted(py, &cfg.scheduler.policy, policy_object, |p| {
@@ -405,8 +407,8 @@ fn run_config(
 /// every default filled in and the trace path resolved against the file's folder.
 #[gen_stub_pyfunction]
 #[pyfunction]
-fn load_config(path: PathBuf) -> PyResult<String> {
-    let cfg = cosched::load_config(&path).map_err(to_py)?;
+fn load_config(py: Python<'_>, path: PathBuf) -> PyResult<String> {
+    let cfg = guarded(py, || cosched::load_config(&path))?;
     json_text(&cfg)
 }
 
@@ -494,12 +496,20 @@ fn run_jobs(
                 format!("must be finite (NaN or <= 0 for unknown), got {q}"),
             ));
         }
-        let runtime = SimTime::from_secs_f64(r);
-        let requested = (q > 0.0).then(|| SimTime::from_secs_f64(q));
+        let time = |col: &str, v: f64| {
+            SimTime::try_from_secs_f64(v).map_err(|e| bad(i, col, e.to_string()))
+        };
+        let submit = time("submit_s", s)?;
+        let runtime = time("runtime_s", r)?;
+        let requested = if q > 0.0 {
+            Some(time("requested_s", q)?)
+        } else {
+            None
+        };
         let (estimate, kill_after) = opts.estimate(runtime, requested);
         jobs.push(JobSpec {
             source_id: job_id.as_ref().map_or(i as i64, |ids| ids[i]),
-            submit: SimTime::from_secs_f64(s),
+            submit,
             runtime,
             procs: p as u32,
             requested,
@@ -534,9 +544,11 @@ fn trace_info(
     machine_size: Option<i64>,
 ) -> PyResult<String> {
     let opts = workload_options("requested", "extend", machine_size, machine_size_from_nodes)?;
-    let stats = py
-        .detach(|| swf::read_swf(&path).and_then(|t| swf::trace_stats(&t, &opts)))
-        .map_err(|e| value_error(e.to_string()))?;
+    let stats = guarded(py, || {
+        swf::read_swf(&path)
+            .and_then(|t| swf::trace_stats(&t, &opts))
+            .map_err(Error::from)
+    })?;
     json_text(&stats)
 }
 
@@ -546,12 +558,11 @@ fn trace_info(
 #[pyfunction]
 fn slice_trace(py: Python<'_>, src: PathBuf, dst: PathBuf, first: i64) -> PyResult<()> {
     let first = count_arg("first", first)?;
-    py.detach(|| {
+    guarded(py, || {
         let mut t = swf::read_swf(Path::new(&src))?;
         t.records.truncate(first);
-        swf::write_swf(&t, &dst)
+        swf::write_swf(&t, &dst).map_err(Error::from)
     })
-    .map_err(|e| value_error(e.to_string()))
 }
 
 /// Every registered policy with its level, summary and parameters: cluster and node
@@ -585,9 +596,9 @@ fn apps() -> PyResult<String> {
 #[gen_stub_pyfunction]
 #[pyfunction]
 fn apps_validate(py: Python<'_>) -> PyResult<String> {
-    let rows = py
-        .detach(cosched::calibrate::validate)
-        .map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
+    let rows = guarded(py, || {
+        cosched::calibrate::validate().map_err(|e| Error::Run(e.to_string()))
+    })?;
     json_text(&rows)
 }
 
@@ -599,9 +610,9 @@ fn apps_validate(py: Python<'_>) -> PyResult<String> {
 #[gen_stub_pyfunction]
 #[pyfunction]
 fn apps_validate_seed002(py: Python<'_>) -> PyResult<String> {
-    let rows = py
-        .detach(cosched::calibrate::validate_seed002)
-        .map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
+    let rows = guarded(py, || {
+        cosched::calibrate::validate_seed002().map_err(|e| Error::Run(e.to_string()))
+    })?;
     json_text(&rows)
 }
 
@@ -611,9 +622,7 @@ fn apps_validate_seed002(py: Python<'_>) -> PyResult<String> {
 #[pyfunction]
 #[pyo3(signature = (seed = 1))]
 fn bench_process_level(py: Python<'_>, seed: u64) -> PyResult<String> {
-    let b = py
-        .detach(|| cosched::process_run::bench_process_level(seed))
-        .map_err(to_py)?;
+    let b = guarded(py, || cosched::process_run::bench_process_level(seed))?;
     json_text(&b)
 }
 
@@ -653,10 +662,13 @@ fn run_timeshare_jobs(
                 "jobs row {i}: submit_s and runtime_s must be finite and >= 0"
             )));
         }
-        let rt = SimTime::from_secs_f64(runtime_s[i]);
+        let time = |v: f64| {
+            SimTime::try_from_secs_f64(v).map_err(|e| value_error(format!("jobs row {i}: {e}")))
+        };
+        let rt = time(runtime_s[i])?;
         jobs.push(JobSpec {
             source_id: i as i64,
-            submit: SimTime::from_secs_f64(submit_s[i]),
+            submit: time(submit_s[i])?,
             runtime: rt,
             procs: procs[i],
             requested: None,
@@ -676,9 +688,7 @@ fn run_timeshare_jobs(
             name: format!("timeshare[mpl={mpl}]"),
         },
     );
-    py.detach(|| cosched::timeshare::run_model(&workload, &platform, &model, 10.0))
-        .map(wrap)
-        .map_err(to_py)
+    guarded(py, || cosched::timeshare::run_model(&workload, &platform, &model, 10.0)).map(wrap)
 }
 
 /// A seed 000 style job mix: `n` jobs, each an application drawn uniformly from
@@ -691,6 +701,7 @@ fn run_timeshare_jobs(
 #[pyfunction]
 #[pyo3(signature = (n, apps, classes, mean_interarrival_s, job_memory_mb, seed))]
 fn nas_mix(
+    py: Python<'_>,
     n: usize,
     apps: Vec<String>,
     classes: String,
@@ -700,9 +711,10 @@ fn nas_mix(
 ) -> PyResult<String> {
     let names: Vec<&str> = apps.iter().map(String::as_str).collect();
     let cls: Vec<char> = classes.chars().collect();
-    let jobs =
+    let jobs = guarded(py, || {
         cosched::process_run::nas_mix(n, &names, &cls, mean_interarrival_s, job_memory_mb, seed)
-            .map_err(|e| PyValueError::new_err(e.to_string()))?;
+            .map_err(|e| Error::Invalid(e.to_string()))
+    })?;
     json_text(&jobs)
 }
 
@@ -721,6 +733,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     )?;
     m.add("__version__", cosched::VERSION)?;
     m.add("__git_commit__", env!("COSCHED_GIT_COMMIT"))?;
+    guard::install_panic_hook();
     m.add_class::<RunResult>()?;
     m.add_function(wrap_pyfunction!(version, m)?)?;
     m.add_function(wrap_pyfunction!(run_trace, m)?)?;

@@ -4,13 +4,16 @@
 //! adapter converts the batch to Python values, calls the object's
 //! `on_events(now_s, events, free_procs, total_procs)` with the GIL held, and
 //! converts the returned decisions (protocol: `coscheduling.pypolicy`). The first
-//! exception (raised by the policy, or a malformed decision) is kept, the policy
-//! then decides nothing more, and the binding re-raises it after the run.
+//! failure (an exception raised by the policy, `SystemExit` included, or a
+//! malformed decision) is kept as a `RuntimeError` naming the policy, the instant,
+//! the event batch and the bad decision, with the policy's exception as its
+//! `__cause__`; the policy then decides nothing more, and the binding raises it
+//! after the run. `KeyboardInterrupt` is kept as it is.
 
 use cosched::des::SimTime;
 use cosched::engine::{ClusterPolicy, ClusterView, Decision, Event};
 use cosched::model::JobId;
-use pyo3::exceptions::PyValueError;
+use pyo3::exceptions::{PyKeyboardInterrupt, PyRuntimeError};
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyTuple};
 
@@ -55,45 +58,145 @@ impl PyPolicy {
                 Event::Timer => evs.append(("timer",))?,
             }
         }
-        let res = self.obj.call_method1(
-            py,
-            "on_events",
-            (
-                view.now().as_secs_f64(),
-                evs,
-                view.free_procs(),
-                view.total_procs(),
-            ),
-        )?;
-        let bad = |msg: String| PyValueError::new_err(format!("policy {}: {msg}", self.name));
-        for item in res.bind(py).try_iter()? {
-            let item = item?;
-            let t = item
-                .cast_into::<PyTuple>()
-                .map_err(|_| bad("a decision must be a tuple such as (\"start\", job)".into()))?;
-            let kind: String = t.get_item(0)?.extract()?;
-            let job = || -> PyResult<JobId> { Ok(JobId(t.get_item(1)?.extract()?)) };
+        let now = view.now();
+        // Every failure names the policy, the instant and the event batch.
+        let batch = || {
+            let r = evs.repr().map(|r| r.to_string()).unwrap_or_default();
+            if r.chars().count() > 400 {
+                format!("{}...]", r.chars().take(400).collect::<String>())
+            } else {
+                r
+            }
+        };
+        let fail = |what: String, cause: Option<PyErr>| -> PyErr {
+            if let Some(c) = &cause {
+                if c.is_instance_of::<PyKeyboardInterrupt>(py) {
+                    return cause.unwrap();
+                }
+            }
+            let e = PyRuntimeError::new_err(format!(
+                "policy {} failed at t={now} on the events {}: {what}",
+                self.name,
+                batch()
+            ));
+            e.set_cause(py, cause);
+            e
+        };
+        let res = self
+            .obj
+            .call_method1(
+                py,
+                "on_events",
+                (now.as_secs_f64(), &evs, view.free_procs(), view.total_procs()),
+            )
+            .map_err(|e| {
+                let what = format!("on_events raised {}", describe(py, &e));
+                fail(what, Some(e))
+            })?;
+        let decisions = res.bind(py).try_iter().map_err(|e| {
+            fail(
+                format!(
+                    "on_events must return an iterable of decisions, got {}",
+                    short_repr(res.bind(py))
+                ),
+                Some(e),
+            )
+        })?;
+        for item in decisions {
+            let item = item.map_err(|e| {
+                let what = format!("iterating the decisions raised {}", describe(py, &e));
+                fail(what, Some(e))
+            })?;
+            let shown = short_repr(&item);
+            let malformed = |why: &str| {
+                fail(
+                    format!(
+                        "malformed decision {shown}: {why}; valid: (\"start\", job), (\"start_on\", job, [proc, ...]), (\"reject\", job), (\"wake_at\", t_s)"
+                    ),
+                    None,
+                )
+            };
+            let Ok(t) = item.cast_into::<PyTuple>() else {
+                return Err(malformed("not a tuple"));
+            };
+            let kind: String = t
+                .get_item(0)
+                .and_then(|k| k.extract())
+                .map_err(|_| malformed("the first item must be the decision's name"))?;
+            let job = || -> Result<JobId, PyErr> {
+                t.get_item(1)
+                    .and_then(|j| j.extract::<u32>())
+                    .map(JobId)
+                    .map_err(|_| malformed("the job must be a job number (an int >= 0) from the events"))
+            };
+            let exact_len = |n: usize| {
+                if t.len() == n {
+                    Ok(())
+                } else {
+                    Err(malformed(&format!("expected {n} items, got {}", t.len())))
+                }
+            };
             match kind.as_str() {
-                "start" => out.push(Decision::Start(job()?)),
-                "start_on" => out.push(Decision::StartOn(job()?, t.get_item(2)?.extract()?)),
-                "reject" => out.push(Decision::Reject(job()?)),
+                "start" => {
+                    exact_len(2)?;
+                    out.push(Decision::Start(job()?))
+                }
+                "start_on" => {
+                    exact_len(3)?;
+                    let procs = t
+                        .get_item(2)
+                        .and_then(|p| p.extract::<Vec<u32>>())
+                        .map_err(|_| malformed("the processors must be a list of ints >= 0"))?;
+                    out.push(Decision::StartOn(job()?, procs))
+                }
+                "reject" => {
+                    exact_len(2)?;
+                    out.push(Decision::Reject(job()?))
+                }
                 "wake_at" => {
-                    let at: f64 = t.get_item(1)?.extract()?;
-                    if !(at.is_finite() && at >= 0.0) {
-                        return Err(bad(format!(
-                            "wake_at: time must be finite and >= 0, got {at}"
-                        )));
-                    }
-                    out.push(Decision::WakeAt(SimTime::from_secs_f64(at)))
+                    exact_len(2)?;
+                    let at: f64 = t
+                        .get_item(1)
+                        .and_then(|a| a.extract())
+                        .map_err(|_| malformed("the time must be a number of seconds"))?;
+                    let at = SimTime::try_from_secs_f64(at)
+                        .ok()
+                        .filter(|t| *t >= SimTime::ZERO)
+                        .ok_or_else(|| malformed("the time must be finite, >= 0 and within the supported range"))?;
+                    out.push(Decision::WakeAt(at))
                 }
-                other => {
-                    return Err(bad(format!(
-                        "unknown decision {other:?}; valid: start, start_on, reject, wake_at"
-                    )))
-                }
+                _ => return Err(malformed("unknown decision name")),
             }
         }
         Ok(())
+    }
+}
+
+/// `TypeName: message` of a Python exception (`SystemExit: 3` for `sys.exit(3)`).
+fn describe(py: Python<'_>, e: &PyErr) -> String {
+    let ty = e
+        .get_type(py)
+        .name()
+        .map(|n| n.to_string())
+        .unwrap_or_else(|_| "exception".into());
+    let v = e.value(py).str().map(|s| s.to_string()).unwrap_or_default();
+    if v.is_empty() {
+        ty
+    } else {
+        format!("{ty}: {v}")
+    }
+}
+
+/// `repr(obj)`, shortened to 200 characters.
+fn short_repr(obj: &Bound<'_, PyAny>) -> String {
+    let r = obj
+        .repr()
+        .map(|r| r.to_string())
+        .unwrap_or_else(|_| "<unprintable>".into());
+    if r.chars().count() > 200 {
+        format!("{}...", r.chars().take(200).collect::<String>())
+    } else {
+        r
     }
 }
 

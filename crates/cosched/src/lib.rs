@@ -14,6 +14,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 use thiserror::Error;
 
+pub mod invariants;
 pub mod process_run;
 pub mod timeshare;
 
@@ -40,6 +41,39 @@ pub enum Error {
     Engine(#[from] EngineError),
     #[error("{0}")]
     Invalid(String),
+    /// A failure of the run itself (a watchdog limit, a deadlock, a violated
+    /// invariant), not of its input.
+    #[error("{0}")]
+    Run(String),
+    /// The run stopped because an interruption was requested ([`cosched_des::interrupt`]).
+    #[error("interrupted")]
+    Interrupted,
+}
+
+impl Error {
+    /// Whether the error is the caller's input (exit code 2) rather than a failure
+    /// of the engine or the policy (exit code 1) or an interruption.
+    pub fn is_input(&self) -> bool {
+        match self {
+            Error::Engine(e) => matches!(
+                e,
+                EngineError::Platform(_)
+                    | EngineError::Unsorted(_)
+                    | EngineError::EstimateBelowRuntime { .. }
+                    | EngineError::Params(_)
+            ),
+            Error::Run(_) | Error::Interrupted => false,
+            Error::Swf(_) | Error::Config(_) | Error::Policy(_) | Error::Invalid(_) => true,
+        }
+    }
+
+    /// Whether the run stopped because an interruption was requested.
+    pub fn is_interrupted(&self) -> bool {
+        matches!(
+            self,
+            Error::Interrupted | Error::Engine(EngineError::Interrupted { .. })
+        )
+    }
 }
 
 /// One job-level run of a trace.
@@ -309,6 +343,7 @@ pub fn run_simulation(
     let simulate_s = t1.elapsed().as_secs_f64();
     let t2 = Instant::now();
     let (table, summary) = summarize(workload, platform, &out, bsld_threshold_s);
+    invariants::check(workload, &out, &summary)?;
     let metrics_s = t2.elapsed().as_secs_f64();
     Ok(RunResult {
         timeline: Vec::new(),

@@ -10,7 +10,7 @@ use cosched_engine::metrics::{
     summarize_busy, GangednessSummary, MeasuredBusy, PerturbSummary, ProcessSummary,
 };
 use cosched_engine::process::policy::NodePolicy;
-use cosched_engine::process::{simulate_processes, ProcJob, ProcOptions};
+use cosched_engine::process::{simulate_processes, ProcError, ProcJob, ProcOptions};
 use cosched_engine::{JobRecord, JobStatus, SimOutput};
 use cosched_model::node::NodePlatform;
 use cosched_model::{ConfigError, JobSpec, Platform, RunConfig, Workload};
@@ -46,6 +46,65 @@ pub fn jobs_of(cfg: &RunConfig, origin: &str) -> Result<Vec<ProcJob>, Error> {
     Ok(jobs)
 }
 
+/// The index in `workload.jobs` of the configuration of the `k`-th job of
+/// [`jobs_of`] (which sorts the jobs by submit time, stably).
+fn config_index(cfg: &RunConfig, k: usize) -> usize {
+    let mut order: Vec<usize> = (0..cfg.workload.jobs.len()).collect();
+    order.sort_by_key(|&i| SimTime::from_secs_f64(cfg.workload.jobs[i].submit_s));
+    order.get(k).copied().unwrap_or(k)
+}
+
+/// A process-level engine error as the facade reports it: problems of a job or
+/// of the platform name the configuration file and field (bad input); the
+/// watchdogs name the limit to raise; deadlocks and invariant violations are
+/// engine failures.
+fn proc_error(cfg: &RunConfig, e: ProcError) -> Error {
+    let origin = cfg.origin();
+    let invalid = |field: String, msg: String| {
+        Error::Config(ConfigError::Invalid {
+            path: origin.to_string(),
+            field,
+            msg,
+        })
+    };
+    let job_field = |job: usize| {
+        let i = config_index(cfg, job);
+        let what = match cfg.workload.jobs.get(i) {
+            Some(j) => format!("app {} at {} processes: ", j.app, j.procs),
+            None => String::new(),
+        };
+        (format!("workload.jobs[{i}]"), what)
+    };
+    // Drops the engine's "job N: " prefix (N is the index after sorting by submit time).
+    let detail = |full: String| match full.split_once(": ") {
+        Some((head, rest)) if head.starts_with("job ") => rest.to_string(),
+        _ => full,
+    };
+    match e {
+        ProcError::Platform(msg) => invalid("node_platform".into(), msg),
+        ProcError::Mpl => invalid("scheduler.mpl".into(), "must be at least 1".into()),
+        ProcError::TooWide { job, .. }
+        | ProcError::TooBig { job, .. }
+        | ProcError::BadProgram { job, .. }
+        | ProcError::BadRank { job, .. } => {
+            let (field, what) = job_field(job);
+            invalid(field, format!("{what}{}", detail(e.to_string())))
+        }
+        ProcError::Options(msg) => invalid("scheduler".into(), msg),
+        ProcError::Unsorted(_) => Error::Invalid(e.to_string()),
+        ProcError::TimeLimit { .. } => Error::Run(format!(
+            "{origin}: {e}\n(raise `limits.max_sim_time_s` in the configuration if the run is meant to be this long)"
+        )),
+        ProcError::EventLimit { .. } => Error::Run(format!(
+            "{origin}: {e} (raise `limits.max_events` in the configuration if the run is meant to be this long)"
+        )),
+        ProcError::Interrupted { .. } => Error::Interrupted,
+        ProcError::Deadlock { .. } | ProcError::Invariant(_) => {
+            Error::Run(format!("{origin}: {e}"))
+        }
+    }
+}
+
 /// EASY's runtime estimates ("perfect estimates", assumption G-SCH-8): each job's
 /// dedicated execution time, simulated alone on the platform (one process per
 /// node, the configuration's node policy, placement and seed), cached per
@@ -78,7 +137,7 @@ fn dedicated_estimates(
             ..Default::default()
         };
         let out = simulate_processes(plat, std::slice::from_ref(&alone), make, &opts)
-            .map_err(|e| Error::Invalid(e.to_string()))?;
+            .map_err(|e| proc_error(cfg, e))?;
         let t = out.jobs[0].end - out.jobs[0].start;
         cache.insert(key, t);
         est.push(t);
@@ -96,7 +155,7 @@ pub fn run_process_config(cfg: &RunConfig) -> Result<RunResult, Error> {
 // Longer than the function-length cap (clippy.toml): wiring from configuration to summary; to be split with the process-level contract.
 #[allow(clippy::too_many_lines)]
 pub fn run_process_config_recording(cfg: &RunConfig, timeline: bool) -> Result<RunResult, Error> {
-    let origin = "configuration";
+    let origin = cfg.origin();
     let np = cfg
         .node_platform
         .as_ref()
@@ -113,6 +172,9 @@ pub fn run_process_config_recording(cfg: &RunConfig, timeline: bool) -> Result<R
         seed: cfg.seed,
         memory_aware: cfg.scheduler.memory_aware,
         record_timeline: timeline,
+        time_limit: SimTime::checked_from_secs_f64(cfg.limits.max_sim_time_s)
+            .unwrap_or(SimTime::MAX),
+        event_limit: cfg.limits.max_events,
         ..Default::default()
     };
     match admission {
@@ -134,8 +196,8 @@ pub fn run_process_config_recording(cfg: &RunConfig, timeline: bool) -> Result<R
         }
     }
     let t0 = Instant::now();
-    let mut out = simulate_processes(&plat, &jobs, &make, &opts)
-        .map_err(|e| Error::Invalid(e.to_string()))?;
+    let mut out =
+        simulate_processes(&plat, &jobs, &make, &opts).map_err(|e| proc_error(cfg, e))?;
     let simulate_s = t0.elapsed().as_secs_f64();
     // The job table: each job's span and nodes, with its processes' CPU time as its busy time.
     let platform = Platform {
@@ -210,6 +272,7 @@ pub fn run_process_config_recording(cfg: &RunConfig, timeline: bool) -> Result<R
         cfg.metrics.bounded_slowdown_threshold_s,
         Some(&measured),
     );
+    crate::invariants::check(&workload, &sim, &summary)?;
     let c = &out.counters;
     summary.process = Some(ProcessSummary {
         events: c.events,

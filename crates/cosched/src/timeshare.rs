@@ -166,6 +166,7 @@ pub fn run_model(
     let t2 = Instant::now();
     let (mut table, summary) =
         summarize_busy(workload, platform, &out, bsld_threshold_s, Some(&busy));
+    crate::invariants::check(workload, &out, &summary)?;
     if let Some(rows) = rows {
         table.gang_row = rows.iter().map(|r| r.map_or(-1, i64::from)).collect();
     }

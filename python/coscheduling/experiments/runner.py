@@ -25,6 +25,7 @@ from typing import Any
 import pandas as pd
 
 from ..output import built_here, canonical_json, write_atomic
+from ..workers import die_with_parent
 
 
 @dataclass(frozen=True)
@@ -135,7 +136,8 @@ def run_specs(
                     advance()
         else:
             ctx = multiprocessing.get_context("spawn")
-            with cf.ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
+            with cf.ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=die_with_parent,
+                                        initargs=(os.getpid(),)) as pool:
                 futures = {
                     pool.submit(_execute, str(folder / "config.json"), str(folder), command): s.key
                     for s, folder in todo

@@ -145,6 +145,11 @@ impl ProcJob {
     }
 }
 
+/// Default of [`ProcOptions::time_limit`], in simulated seconds (about 116 days).
+pub const DEFAULT_TIME_LIMIT_S: i64 = 10_000_000;
+/// Default of [`ProcOptions::event_limit`]: about 10 to 20 minutes of a run on one core.
+pub const DEFAULT_EVENT_LIMIT: u64 = 2_000_000_000;
+
 /// Options of a process-level run.
 #[derive(Clone, Debug)]
 pub struct ProcOptions {
@@ -159,6 +164,9 @@ pub struct ProcOptions {
     /// The run stops with an error past this simulated time (a watchdog for
     /// programs that spin forever).
     pub time_limit: SimTime,
+    /// The run stops with an error after this many events (a watchdog for runs
+    /// whose parameters make them far longer than intended).
+    pub event_limit: u64,
     /// Gang scheduling instead of FCFS admission under `mpl`: the matrix has
     /// `rows` rows (the MPL) and the nodes run only the active row ([`gang`]).
     pub gang: Option<gang::GangParams>,
@@ -178,7 +186,8 @@ impl Default for ProcOptions {
             seed: 0,
             memory_aware: false,
             record_timeline: false,
-            time_limit: SimTime::from_secs(10_000_000),
+            time_limit: SimTime::from_secs(DEFAULT_TIME_LIMIT_S),
+            event_limit: DEFAULT_EVENT_LIMIT,
             gang: None,
             backfill: None,
             perturb: None,
@@ -338,6 +347,14 @@ pub enum ProcError {
     Unsorted(usize),
     #[error("engine invariant violated: {0}")]
     Invariant(String),
+    #[error("event limit {limit} reached at t={time} with {unfinished} job(s) unfinished")]
+    EventLimit {
+        limit: u64,
+        time: SimTime,
+        unfinished: usize,
+    },
+    #[error("interrupted at t={time}")]
+    Interrupted { time: SimTime },
     #[error("time limit {limit} reached with {unfinished} job(s) unfinished; first unfinished process: {first}{dump}")]
     TimeLimit {
         limit: SimTime,
@@ -873,7 +890,7 @@ pub fn simulate_processes(
     for (j, job) in jobs.iter().enumerate() {
         sim.q
             .schedule(job.submit, Ev::Arrive(j))
-            .expect("submit >= 0");
+            .map_err(|_| ProcError::Options(format!("job {j}: negative submit time {}", job.submit)))?;
     }
     sim.run()?;
     // Background jobs that never started (every foreground job ended first).
@@ -935,6 +952,16 @@ impl<'a> Sim<'a> {
             debug_assert!(now >= last, "time went backwards: {now} after {last}");
             last = now;
             self.counters.events += 1;
+            if self.counters.events > self.opts.event_limit {
+                return Err(ProcError::EventLimit {
+                    limit: self.opts.event_limit,
+                    time: now,
+                    unfinished: self.fg_left,
+                });
+            }
+            if cosched_des::interrupt::requested() {
+                return Err(ProcError::Interrupted { time: now });
+            }
             if now > self.opts.time_limit {
                 let ProcError::Deadlock { first, dump, .. } = self.deadlock() else {
                     unreachable!()

@@ -64,6 +64,10 @@ use std::collections::BTreeMap;
 
 /// The Fugu quantum, ns (1 instruction = 1 ns on `lee4`): S003 §4.
 pub const QUANTUM_NS: i64 = 500_000;
+/// The largest value of any app parameter (`quanta`, `every`, `unit`, `bursts`):
+/// 10^6 quanta are 500 s of compute per process, 5,000 times the seeds' runs.
+pub const PARAM_MAX: f64 = 1e6;
+
 /// Work per processor of every app, quanta (assumption G-S003-1).
 pub const DEFAULT_QUANTA: f64 = 200.0;
 /// Memory per process, MB (memory is not a factor in S003; assumption).
@@ -233,14 +237,17 @@ impl Params<'_> {
             .find(|(k, _)| k == key)
             .map(|(_, v)| v.as_str())
     }
-    /// A positive finite number.
+    /// A number in `(0, PARAM_MAX]`: every parameter counts quanta, units or
+    /// bursts, and larger values only make runs that never end in practice.
     fn num(&self, key: &str, default: f64) -> Result<f64, AppError> {
         let Some(v) = self.raw(key) else {
             return Ok(default);
         };
         match v.parse::<f64>() {
-            Ok(x) if x.is_finite() && x > 0.0 => Ok(x),
-            _ => Err(self.err(format!("{key} must be a number > 0, got {v:?}"))),
+            Ok(x) if x.is_finite() && x > 0.0 && x <= PARAM_MAX => Ok(x),
+            _ => Err(self.err(format!(
+                "{key} must be a number > 0 and at most {PARAM_MAX:e}, got {v:?}"
+            ))),
         }
     }
 }

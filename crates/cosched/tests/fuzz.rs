@@ -1,0 +1,302 @@
+//! Fuzzing campaign (proptest, stable Rust) of the three input parsers and of
+//! the engines behind them. Every target asserts the same contract: no panic,
+//! and either a valid result or an error that names where the input is wrong;
+//! a trace that parses also runs under every job-level policy without a panic
+//! and with a schedule that passes the facade's invariants.
+//!
+//! Targets: `swf_reader` (mutated SWF text: extreme and malformed numbers,
+//! headers, BOM, CR line endings), `config_loader` (mutated TOML configurations
+//! at both fidelities), `policy_spec` (random policy strings through every registry).
+//!
+//! Cases per target: `PROPTEST_CASES` (default here 200 each, a few seconds in
+//! the normal test run); `make fuzz` runs a long campaign. Shrunk failures are
+//! persisted in `fuzz.proptest-regressions` beside this file and replayed first.
+
+use cosched::model::swf;
+use cosched::model::{RunConfig, WorkloadOptions};
+use proptest::prelude::*;
+use proptest::test_runner::Config;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+fn cases() -> u32 {
+    std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(200)
+}
+
+/// A number as an SWF token: ordinary values, unknowns, extremes and garbage.
+fn token() -> impl Strategy<Value = String> {
+    prop_oneof![
+        6 => (0u32..5000).prop_map(|v| v.to_string()),
+        2 => Just("-1".to_string()),
+        1 => prop::sample::select(vec![
+            "0", "1e9", "1e10", "4e9", "9.3e9", "1e12", "1e15", "1e300", "-1e300", "1e-300",
+            "4294967296", "18446744073709551616", "nan", "inf", "-0", "0.5", "-2", "1e", "x", "٣",
+        ])
+        .prop_map(str::to_string),
+    ]
+}
+
+fn record() -> impl Strategy<Value = String> {
+    prop_oneof![
+        10 => prop::collection::vec(token(), 18).prop_map(|t| t.join(" ")),
+        1 => prop::collection::vec(token(), 0..20).prop_map(|t| t.join("\t")),
+    ]
+}
+
+fn header() -> impl Strategy<Value = String> {
+    prop_oneof![
+        Just("; MaxProcs: 64".to_string()),
+        Just("; MaxNodes: 16".to_string()),
+        token().prop_map(|v| format!("; MaxProcs: {v}")),
+        token().prop_map(|v| format!("; MaxNodes: {v} (note)")),
+        Just("; Version: 2.2".to_string()),
+        Just(";".to_string()),
+    ]
+}
+
+fn swf_text() -> impl Strategy<Value = String> {
+    (
+        prop::collection::vec(header(), 0..4),
+        prop::collection::vec(record(), 0..12),
+        prop::sample::select(vec!["\n", "\r\n", "\r"]),
+        any::<bool>(),
+    )
+        .prop_map(|(h, r, eol, bom)| {
+            let body = h.into_iter().chain(r).collect::<Vec<_>>().join(eol);
+            if bom {
+                format!("\u{feff}{body}")
+            } else {
+                body
+            }
+        })
+}
+
+const POLICIES: [&str; 5] = ["fcfs", "easy", "conservative", "gang[rows=3]", "timeshare"];
+
+/// Runs `f`, failing the case (not the process) on a panic.
+fn no_panic<T>(what: &str, f: impl FnOnce() -> T) -> Result<T, TestCaseError> {
+    catch_unwind(AssertUnwindSafe(f)).map_err(|e| {
+        let msg = e
+            .downcast_ref::<String>()
+            .cloned()
+            .or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string()))
+            .unwrap_or_default();
+        TestCaseError::fail(format!("{what} panicked: {msg}"))
+    })
+}
+
+proptest! {
+    #![proptest_config(Config { cases: cases(), ..Config::default() })]
+
+    #[test]
+    fn swf_reader(text in swf_text(), kill in any::<bool>()) {
+        let parsed = no_panic("parse_swf", || swf::parse_swf(&text, "fuzz.swf"))?;
+        let trace = match parsed {
+            Ok(t) => t,
+            Err(e) => {
+                prop_assert!(e.to_string().starts_with("fuzz.swf"), "{e}");
+                return Ok(());
+            }
+        };
+        let mut opts = WorkloadOptions::default();
+        if kill {
+            opts.overrun = cosched::model::OverrunPolicy::Kill;
+        }
+        let built = no_panic("to_workload", || swf::to_workload(&trace, &opts, None))?;
+        let Ok((workload, machine)) = built else { return Ok(()) };
+        let platform = cosched::platform_of(&machine);
+        for policy in POLICIES {
+            let r = no_panic(policy, || {
+                cosched::run_workload(&workload, &platform, policy, Default::default(), 1, 10.0)
+            })?;
+            if let Ok(r) = r {
+                prop_assert!(r.summary.utilization <= 1.0 + 1e-9);
+            }
+        }
+    }
+
+    #[test]
+    fn config_loader(text in config_text()) {
+        let r = no_panic("from_str_with", || RunConfig::from_str_with(&text, "fuzz.toml", None))?;
+        if let Err(e) = r {
+            prop_assert!(e.to_string().starts_with("fuzz.toml: "), "{e}");
+            return Ok(());
+        }
+        let cfg = r.unwrap();
+        if cfg.fidelity == "process" {
+            // Shorten the run; the point is that nothing panics on the way.
+            let mut cfg = cfg;
+            cfg.limits.max_events = 200_000;
+            no_panic("run_config", || cosched::run_config(&cfg))?.ok();
+        }
+    }
+
+    #[test]
+    fn policy_spec(spec in policy_string()) {
+        no_panic("PolicySpec::parse", || cosched::policies::PolicySpec::parse(&spec))?.ok();
+        no_panic("build", || cosched::policies::build(&spec).map(|_| ()))?.ok();
+        no_panic("build_node", || cosched::policies::build_node(&spec).map(|_| ()))?.ok();
+        no_panic("build_process", || cosched::policies::build_process(&spec).map(|_| ()))?.ok();
+        no_panic("model_of", || {
+            cosched::timeshare::model_of(&spec, Default::default(), 0).map(|_| ())
+        })?
+        .ok();
+    }
+}
+
+fn value() -> impl Strategy<Value = String> {
+    prop_oneof![
+        (0u32..100).prop_map(|v| v.to_string()),
+        prop::sample::select(vec![
+            "0",
+            "-1",
+            "1e300",
+            "1e-300",
+            "-1e300",
+            "nan",
+            "inf",
+            "4294967296",
+            "1e12",
+            "0.5",
+            "\"\"",
+            "\"x\"",
+            "true",
+            "[]",
+            "{}",
+        ])
+        .prop_map(str::to_string),
+    ]
+}
+
+/// A process-level or job-level configuration with one key replaced by a random value.
+fn config_text() -> impl Strategy<Value = String> {
+    let keys = vec![
+        "seed",
+        "workload.jobs.procs",
+        "workload.jobs.submit_s",
+        "workload.jobs.noise_cv",
+        "workload.jobs.nice",
+        "workload.jobs.ranks_per_node",
+        "scheduler.mpl",
+        "node_platform.nodes",
+        "node_platform.cpu_speed",
+        "limits.max_sim_time_s",
+        "limits.max_events",
+        "metrics.bounded_slowdown_threshold_s",
+        "workload.load_scale",
+        "workload.machine_size",
+        "workload.max_jobs",
+    ];
+    let apps = vec![
+        "Emp",
+        "Barrier",
+        "Workpile[unit=2.4]",
+        "Msg",
+        "Emp[quanta=1e12]",
+        "EP",
+        "nope",
+    ];
+    let policies = vec![
+        "fcfs",
+        "gang[rows=2]",
+        "batch",
+        "easy",
+        "gang[rows=3,,]",
+        "x",
+    ];
+    (
+        prop::sample::select(keys),
+        value(),
+        prop::sample::select(apps),
+        prop::sample::select(policies),
+        any::<bool>(),
+    )
+        .prop_map(|(key, v, app, policy, process)| {
+            let mut seed = "0".to_string();
+            let (mut procs, mut submit, mut noise, mut nice, mut rpn) =
+                ("4".to_string(), "0".to_string(), "0".to_string(), "0".to_string(), "1".to_string());
+            let (mut mpl, mut nodes, mut speed) = ("2".to_string(), "4".to_string(), "1.0".to_string());
+            let (mut tmax, mut emax, mut bsld) = ("1e7".to_string(), "2000000000".to_string(), "10".to_string());
+            let (mut scale, mut size, mut maxj) = ("1".to_string(), "8".to_string(), "5".to_string());
+            let slot = match key {
+                "seed" => &mut seed,
+                "workload.jobs.procs" => &mut procs,
+                "workload.jobs.submit_s" => &mut submit,
+                "workload.jobs.noise_cv" => &mut noise,
+                "workload.jobs.nice" => &mut nice,
+                "workload.jobs.ranks_per_node" => &mut rpn,
+                "scheduler.mpl" => &mut mpl,
+                "node_platform.nodes" => &mut nodes,
+                "node_platform.cpu_speed" => &mut speed,
+                "limits.max_sim_time_s" => &mut tmax,
+                "limits.max_events" => &mut emax,
+                "metrics.bounded_slowdown_threshold_s" => &mut bsld,
+                "workload.load_scale" => &mut scale,
+                "workload.machine_size" => &mut size,
+                _ => &mut maxj,
+            };
+            *slot = v;
+            let common = format!(
+                "seed = {seed}\n[metrics]\nbounded_slowdown_threshold_s = {bsld}\n[limits]\nmax_sim_time_s = {tmax}\nmax_events = {emax}\n"
+            );
+            if process {
+                format!(
+                    "fidelity = \"process\"\n{common}[node_platform]\npreset = \"lee4\"\nnodes = {nodes}\ncpu_speed = {speed}\n[workload]\njobs = [{{ app = \"{app}\", procs = {procs}, submit_s = {submit}, noise_cv = {noise}, nice = {nice}, ranks_per_node = {rpn} }}]\n[scheduler]\npolicy = \"{policy}\"\nnode_policy = \"nls\"\nmpl = {mpl}\n"
+                )
+            } else {
+                format!(
+                    "{common}[workload]\ntrace = \"t.swf\"\nload_scale = {scale}\nmachine_size = {size}\nmax_jobs = {maxj}\n[scheduler]\npolicy = \"{policy}\"\nmpl = {mpl}\n"
+                )
+            }
+        })
+}
+
+fn policy_string() -> impl Strategy<Value = String> {
+    let names = vec![
+        "fcfs",
+        "easy",
+        "conservative",
+        "gang",
+        "timeshare",
+        "batch",
+        "nls",
+        "block",
+        "dcs",
+        "sb",
+        "pb",
+        "cc",
+        "hybrid",
+        "gang-perturb",
+        "python:m:C",
+        "",
+        " easy",
+        "x",
+    ];
+    let keys = vec![
+        "rows",
+        "quantum_ms",
+        "switch_us",
+        "mpl",
+        "scheme",
+        "intensity",
+        "reserve",
+        "spin_us",
+        "x",
+        "",
+    ];
+    (
+        prop::sample::select(names),
+        prop::collection::vec((prop::sample::select(keys), value()), 0..4),
+        prop::sample::select(vec!["", ",", ",,", "]", "[", "=", " "]),
+    )
+        .prop_map(|(name, params, junk)| {
+            if params.is_empty() {
+                format!("{name}{junk}")
+            } else {
+                let p: Vec<String> = params.iter().map(|(k, v)| format!("{k}={v}")).collect();
+                format!("{name}[{}{junk}]", p.join(","))
+            }
+        })
+}

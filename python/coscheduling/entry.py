@@ -1,0 +1,27 @@
+"""The ``cosched`` command's entry point: Ctrl-C from the first instant.
+
+Importing the command (pandas, the Rust core, ...) takes a noticeable moment; an
+interruption then, or at any later point of a command, ends it with one line on stderr
+and exit code 130, never a traceback.
+"""
+
+from __future__ import annotations
+
+import sys
+
+#: Exit code of an interrupted command (128 + SIGINT), as shells report it.
+EXIT_INTERRUPTED = 130
+
+
+def interrupted() -> None:
+    sys.stderr.write("cosched: interrupted\n")
+    sys.stderr.flush()
+    raise SystemExit(EXIT_INTERRUPTED)
+
+
+def main() -> None:
+    try:
+        from .cli import main as cli_main
+    except KeyboardInterrupt:
+        interrupted()
+    cli_main()

@@ -1,0 +1,343 @@
+"""Adversarial use of the CLI, the Python API and Python policies: every case ends with the
+documented exit code and a one-line message (no traceback, no PanicException), runs stop on
+Ctrl-C, and pool workers die with their parent. Hypothesis drives the API and the CLI with
+random extreme inputs (cases per test: the profile's max_examples, raised by ``make fuzz``)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import coscheduling
+
+from conftest import run_cli, run_cli_process
+
+HEADER = "; MaxProcs: 4\n"
+PY = Path(sys.executable)
+COSCHED = PY.parent / "cosched"
+#: Cases per hypothesis test (``make fuzz`` sets COSCHED_FUZZ_EXAMPLES for a long campaign).
+EXAMPLES = int(os.environ.get("COSCHED_FUZZ_EXAMPLES", "40"))
+
+
+def line(job: int, submit: str, run: str, procs: int = 1, req: str = "-1") -> str:
+    return f"{job} {submit} -1 {run} {procs} -1 -1 {procs} {req} -1 1 1 1 -1 -1 -1 -1 -1\n"
+
+
+def check(r, code: int, *needles: str) -> None:
+    text = r.stdout + r.stderr
+    assert r.exit_code == code, (r.exit_code, text)
+    assert "Traceback" not in text and "PanicException" not in text, text
+    flat = " ".join(r.stderr.split())  # the console wraps long lines
+    for n in needles:
+        assert " ".join(n.split()) in flat, (n, r.stderr)
+
+
+# ---------------------------------------------------------------------------
+# Times beyond the representable range (issue cases 1 and 5)
+
+
+@pytest.mark.parametrize("policy", ["fcfs", "easy", "conservative", "gang[rows=3]"])
+@pytest.mark.parametrize(
+    ("submit", "run", "req", "field"),
+    [("0", "4000000000", "-1", "field 4 (run_time)"), ("1000000000000", "10", "-1", "field 2 (submit_time)"),
+     ("0", "10", "1000000000000000", "field 9 (requested_time)")],
+    ids=["run-4e9", "submit-1e12", "requested-1e15"],
+)
+def test_times_beyond_the_range_are_bad_input_naming_line_and_field(tmp_path, policy, submit, run, req, field):
+    trace = tmp_path / "t.swf"
+    trace.write_text(HEADER + line(1, "0", "5") + line(2, submit, run, req=req))
+    out = tmp_path / "out"
+    r = run_cli(["simulate", "--trace", trace, "--policy", policy, "--out", out])
+    check(r, 2, f"{trace}:3: {field}", "outside the supported range")
+    assert not out.exists()
+
+
+def test_a_schedule_beyond_the_range_is_an_engine_error_not_saturated_times(tmp_path):
+    trace = tmp_path / "t.swf"
+    trace.write_text(HEADER.replace("4", "1") + "".join(line(i, "0", "1000000000") for i in range(1, 11)))
+    r = run_cli(["simulate", "--trace", trace, "--policy", "gang[rows=3]"])
+    check(r, 1, "beyond the representable simulated time")
+
+
+def test_api_runtime_beyond_the_range_is_a_value_error():
+    jobs = pd.DataFrame({"submit_s": [0.0], "runtime_s": [1e12], "procs": [1]})
+    with pytest.raises(ValueError, match="runtime_s: time 1000000000000 s is outside the supported range"):
+        coscheduling.run(jobs=jobs, platform={"nodes": 4})
+
+
+# ---------------------------------------------------------------------------
+# Configuration values (issue cases 3, 6, 9)
+
+
+def process_config(tmp_path: Path, job: str, extra: str = "") -> Path:
+    p = tmp_path / "c.toml"
+    p.write_text(
+        f'fidelity = "process"\n[node_platform]\npreset = "lee4"\n{extra}\n[workload]\njobs = [{job}]\n'
+        '[scheduler]\nnode_policy = "nls"\nmpl = 2\n'
+    )
+    return p
+
+
+@pytest.mark.parametrize(
+    ("job", "extra", "needle"),
+    [
+        ('{ app = "Emp", procs = 4, noise_cv = 1e300 }', "", "field `workload.jobs[0].noise_cv`"),
+        ('{ app = "Emp", procs = 4 }', "cpu_speed = 1e-300", "cpu_speed: must be a finite number between"),
+        ('{ app = "Emp", procs = 4 }', "cpu_speed = 1e-9", "cpu_speed"),
+        ('{ app = "Emp[quanta=1e12]", procs = 4 }', "", "field `workload.jobs[0]`"),
+        ('{ app = "Emp", procs = 32 }', "", "field `workload.jobs[0]`: app Emp at 32 processes: needs 32 nodes"),
+        ('{ app = "Emp", procs = 4, ranks_per_node = 0 }', "", "field `workload.jobs[0].ranks_per_node`"),
+    ],
+    ids=["noise_cv", "cpu_speed-1e-300", "cpu_speed-1e-9", "quanta-1e12", "too-wide", "ranks_per_node-0"],
+)
+def test_implausible_configuration_values_name_file_and_field(tmp_path, job, extra, needle):
+    cfg = process_config(tmp_path, job, extra)
+    r = run_cli(["simulate", cfg, "--out", tmp_path / "out"])
+    check(r, 2, str(cfg), needle)
+    assert not (tmp_path / "out").exists()
+
+
+def test_the_time_limit_is_an_engine_error_naming_the_key(tmp_path):
+    cfg = process_config(tmp_path, '{ app = "Emp", procs = 4 }', "")
+    cfg.write_text(cfg.read_text() + "[limits]\nmax_sim_time_s = 0.01\n")
+    r = run_cli(["simulate", cfg, "--out", tmp_path / "out"])
+    check(r, 1, str(cfg), "limits.max_sim_time_s")
+
+
+# ---------------------------------------------------------------------------
+# SWF edges (issue case 9)
+
+
+def test_cr_only_line_endings_and_a_bom_are_read(tmp_path):
+    text = "; Version: 2.2\n" + HEADER + line(1, "0", "10") + line(2, "5", "10")
+    for name, data in [("cr.swf", text.replace("\n", "\r").encode()), ("bom.swf", b"\xef\xbb\xbf" + text.encode())]:
+        trace = tmp_path / name
+        trace.write_bytes(data)
+        r = run_cli(["simulate", "--trace", trace, "--policy", "fcfs"])
+        check(r, 0)
+
+
+def test_maxprocs_beyond_u32_says_so(tmp_path):
+    trace = tmp_path / "t.swf"
+    trace.write_text("; MaxProcs: 4294967296\n" + line(1, "0", "10"))
+    r = run_cli(["simulate", "--trace", trace])
+    check(r, 2, "header field MaxProcs: larger than the largest supported value 4294967295")
+
+
+def test_empty_parameters_in_a_policy_string_are_refused(tmp_path):
+    trace = tmp_path / "t.swf"
+    trace.write_text(HEADER + line(1, "0", "10"))
+    r = run_cli(["simulate", "--trace", trace, "--policy", "gang[rows=3,,]"])
+    check(r, 2, "empty parameter")
+
+
+def test_policy_none_is_a_value_error(tmp_path):
+    trace = tmp_path / "t.swf"
+    trace.write_text(HEADER + line(1, "0", "10"))
+    with pytest.raises(ValueError, match="policy: expected a policy name"):
+        coscheduling.run(trace, policy=None)  # type: ignore[arg-type]
+
+
+# ---------------------------------------------------------------------------
+# Python policies (issue case 8)
+
+POLICIES_PY = '''
+import sys
+class Raise:
+    def on_events(self, now, events, free, total):
+        raise ValueError("boom")
+class Int:
+    def on_events(self, now, events, free, total):
+        return [3]
+class Exit:
+    def on_events(self, now, events, free, total):
+        sys.exit(3)
+class NotIterable:
+    def on_events(self, now, events, free, total):
+        return 5
+class BadJob:
+    def on_events(self, now, events, free, total):
+        return [("start", "zero")]
+class Short:
+    def on_events(self, now, events, free, total):
+        return [("start_on", 0)]
+'''
+
+
+@pytest.fixture()
+def policy_module(tmp_path, monkeypatch):
+    (tmp_path / "badpolicies.py").write_text(POLICIES_PY)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    trace = tmp_path / "t.swf"
+    trace.write_text(HEADER + line(1, "0", "10"))
+    return trace
+
+
+@pytest.mark.parametrize(
+    ("cls", "needle"),
+    [("Raise", "on_events raised ValueError: boom"), ("Int", "malformed decision 3: not a tuple"),
+     ("Exit", "on_events raised SystemExit: 3"), ("NotIterable", "must return an iterable of decisions, got 5"),
+     ("BadJob", "malformed decision ('start', 'zero')"), ("Short", "expected 3 items, got 2")],
+)
+def test_python_policy_failures_are_policy_errors(policy_module, cls, needle):
+    r = run_cli(["simulate", "--trace", policy_module, "--policy", f"python:badpolicies:{cls}"])
+    check(r, 1, f"policy python:badpolicies:{cls} failed at t=0.000000000s on the events [('submitted', 0",
+          needle)
+
+
+def test_python_policy_exception_is_the_cause(policy_module):
+    with pytest.raises(RuntimeError) as info:
+        coscheduling.run(policy_module, policy="python:badpolicies:Raise")
+    assert isinstance(info.value.__cause__, ValueError)
+
+
+# ---------------------------------------------------------------------------
+# Interruption and orphans (issue cases 6, 7, 10)
+
+LONG = '{ app = "Msg[quanta=100000]", procs = 4 }, { app = "Msg[quanta=100000]", procs = 4 }'
+
+
+def interrupt_after(args: list[str], cwd: Path, delay: float) -> tuple[int, str, float]:
+    p = subprocess.Popen([str(COSCHED), *map(str, args)], cwd=cwd, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    time.sleep(delay)
+    t0 = time.monotonic()
+    p.send_signal(signal.SIGINT)
+    _, err = p.communicate(timeout=60)
+    return p.returncode, err, time.monotonic() - t0
+
+
+@pytest.mark.skipif(not COSCHED.is_file(), reason="needs the installed cosched command")
+@pytest.mark.parametrize("delay", [0.3, 0.8, 4.0], ids=["importing", "start-up", "running"])
+def test_ctrl_c_exits_130_with_one_line_at_any_moment(tmp_path, delay):
+    cfg = process_config(tmp_path, LONG)
+    rc, err, _ = interrupt_after(["simulate", cfg, "--out", tmp_path / "out"], tmp_path, delay)
+    assert rc == 130, err
+    assert err.strip().splitlines()[-1:] == ["cosched: interrupted"], err
+    assert "Traceback" not in err
+
+
+def process_alive(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def children(pid: int) -> list[int]:
+    out = []
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                fields = (d / "stat").read_text().rsplit(")", 1)[1].split()
+            except (FileNotFoundError, ProcessLookupError):
+                continue
+            if int(fields[1]) == pid:
+                out.append(int(d.name))
+    return out
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux /proc")
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL], ids=["SIGTERM", "SIGKILL"])
+def test_pool_workers_die_with_their_parent(tmp_path, sig):
+    script = tmp_path / "pool.py"
+    script.write_text(
+        "import concurrent.futures as cf, multiprocessing, os, time\n"
+        "from coscheduling.workers import die_with_parent\n"
+        "def work(_):\n    time.sleep(60)\n"
+        "if __name__ == '__main__':\n"
+        "    ctx = multiprocessing.get_context('spawn')\n"
+        "    with cf.ProcessPoolExecutor(2, mp_context=ctx, initializer=die_with_parent,"
+        " initargs=(os.getpid(),)) as pool:\n"
+        "        fs = [pool.submit(work, i) for i in range(2)]\n"
+        "        print('ready', flush=True)\n"
+        "        time.sleep(60)\n"
+    )
+    p = subprocess.Popen([str(PY), str(script)], stdout=subprocess.PIPE, text=True)
+    assert p.stdout is not None and p.stdout.readline().strip() == "ready"
+    deadline = time.monotonic() + 30
+    while len(kids := children(p.pid)) < 3 and time.monotonic() < deadline:  # 2 workers + resource tracker
+        time.sleep(0.1)
+    assert len(kids) >= 2, kids
+    p.send_signal(sig)
+    p.wait(timeout=30)
+    deadline = time.monotonic() + 10
+    while any(process_alive(k) for k in kids) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    left = [k for k in kids if process_alive(k)]
+    for k in left:  # clean up what this test started before failing
+        os.kill(k, signal.SIGKILL)
+    assert not left, f"orphans left: {left}"
+
+
+# ---------------------------------------------------------------------------
+# Hypothesis: the Python API with extreme job tables never panics
+
+
+finite_or_not = st.one_of(
+    st.floats(min_value=0, max_value=2e9), st.sampled_from([0.0, 1e9, 1e9 + 1, 4e9, 9.3e9, 1e12, 1e300,
+                                                             float("nan"), float("inf"), -1.0]))
+
+
+@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    rows=st.lists(st.tuples(finite_or_not, finite_or_not, st.integers(-1, 10), finite_or_not), min_size=1, max_size=8),
+    policy=st.sampled_from(["fcfs", "easy", "conservative", "gang[rows=3]", "timeshare",
+                            "python:coscheduling.pypolicies.fcfs:Fcfs"]),
+)
+def test_api_extreme_job_tables_give_a_result_or_a_clear_error(rows, policy):
+    jobs = pd.DataFrame(rows, columns=["submit_s", "runtime_s", "procs", "requested_s"])
+    try:
+        res = coscheduling.run(jobs=jobs, platform={"nodes": 4}, policy=policy)
+    except ValueError as e:
+        assert "jobs" in str(e) or "column" in str(e) or "procs" in str(e), e
+        return
+    except RuntimeError as e:
+        assert "internal error" not in str(e), e
+        return
+    df = res.jobs if hasattr(res, "jobs") else None
+    summary = res.summary
+    assert summary["utilization"] <= 1 + 1e-9
+    if df is not None:
+        started = df["start_s"].notna()
+        assert (df.loc[started, "start_s"] >= df.loc[started, "submit_s"]).all()
+        assert (df.loc[started, "end_s"] >= df.loc[started, "start_s"]).all()
+
+
+@settings(max_examples=max(5, EXAMPLES // 4), deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                                   HealthCheck.function_scoped_fixture])
+@given(
+    submit=st.sampled_from(["0", "5", "1e9", "1000000001", "9.3e9", "1e300", "nan", "-5", "x"]),
+    run=st.sampled_from(["0", "10", "1e9", "4e9", "1e300", "-1", "inf"]),
+    procs=st.sampled_from(["1", "4", "5", "0", "-1", "4294967296", "1.5"]),
+    policy=st.sampled_from(["fcfs", "easy", "conservative", "gang[rows=3]", "timeshare", " easy", "gang[rows=3,,]"]),
+)
+def test_cli_extreme_traces_exit_0_1_or_2_without_traceback(tmp_path_factory, submit, run, procs, policy):
+    d = tmp_path_factory.mktemp("cli")
+    trace = d / "t.swf"
+    extreme = f"2 {submit} -1 {run} {procs} -1 -1 {procs} -1 -1 1 1 1 -1 -1 -1 -1 -1\n"
+    trace.write_text(HEADER + line(1, "0", "10") + extreme)
+    r = run_cli(["simulate", "--trace", trace, "--policy", policy, "--out", d / "out"])
+    text = r.stdout + r.stderr
+    assert r.exit_code in (0, 1, 2), text
+    assert "Traceback" not in text and "PanicException" not in text and "internal error" not in text, text
+    if r.exit_code != 0:
+        assert not (d / "out").exists()
+
+
+def test_cli_subprocess_bad_input_exit_2(tmp_path):
+    trace = tmp_path / "t.swf"
+    trace.write_text(HEADER + line(1, "0", "4000000000"))
+    r = run_cli_process(["simulate", "--trace", trace], tmp_path)
+    assert r.returncode == 2, r.stderr
+    assert "Traceback" not in r.stderr
