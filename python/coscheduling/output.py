@@ -332,7 +332,12 @@ def write_atomic(
             mode = _file_mode()
             for name, write in writers.items():
                 tmp = staging / name
-                write(tmp)
+                try:
+                    write(tmp)
+                except OSError as e:
+                    if e.filename is None:  # e.g. a full disk: name the file being written
+                        raise OSError(e.errno, e.strerror or str(e), str(out / name)) from e
+                    raise
                 if not tmp.is_file():
                     raise OSError(errno.ENOENT, "the writer produced no file", str(out / name))
                 os.chmod(tmp, mode)

@@ -5,6 +5,7 @@ random extreme inputs (cases per test: the profile's max_examples, raised by ``m
 
 from __future__ import annotations
 
+import errno
 import os
 import signal
 import subprocess
@@ -341,3 +342,29 @@ def test_cli_subprocess_bad_input_exit_2(tmp_path):
     r = run_cli_process(["simulate", "--trace", trace], tmp_path)
     assert r.returncode == 2, r.stderr
     assert "Traceback" not in r.stderr
+
+
+def test_a_full_disk_names_the_file(tmp_path):
+    from coscheduling.output import write_atomic
+
+    def full(path: Path) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    with pytest.raises(OSError) as info:
+        write_atomic(tmp_path / "o", {"jobs.csv": full})
+    assert info.value.filename == str(tmp_path / "o" / "jobs.csv")
+    assert info.value.errno == errno.ENOSPC
+    assert not (tmp_path / "o").exists()
+
+
+def test_duplicate_job_ids_are_refused_in_a_job_table():
+    jobs = pd.DataFrame({"job_id": [5, 7, 5], "submit_s": [0.0, 1.0, 2.0], "runtime_s": [1.0] * 3, "procs": [1] * 3})
+    with pytest.raises(ValueError, match="job id 5 appears in rows 0 and 2"):
+        coscheduling.run(jobs=jobs, platform={"nodes": 4})
+
+
+def test_duplicate_job_numbers_of_a_trace_are_reported(tmp_path):
+    trace = tmp_path / "t.swf"
+    trace.write_text(HEADER + line(1, "0", "10") + line(1, "5", "10"))
+    res = coscheduling.run(trace, policy="fcfs")
+    assert any("reuse the job number" in w for w in res.warnings), res.warnings

@@ -37,11 +37,12 @@ impl SimTime {
     }
 
     /// The largest time, in seconds, accepted from input (trace times, job
-    /// tables, configuration times): 10^9 s, about 31.7 years. `SimTime` itself
-    /// reaches about 9.2 * 10^9 s; the margin lets a schedule add waits and
-    /// stretched run times to input times, and every such sum is still checked
-    /// ([`SimTime::checked_add`]).
-    pub const INPUT_LIMIT_S: f64 = 1e9;
+    /// tables, configuration times): 2^31 - 1 s, about 68 years, the largest
+    /// value SWF traces hold (several use it for an "unlimited" requested time).
+    /// `SimTime` itself reaches about 9.2 * 10^9 s; the margin lets a schedule
+    /// add waits and stretched run times to input times, and every such sum is
+    /// still checked ([`SimTime::checked_add`]).
+    pub const INPUT_LIMIT_S: f64 = 2_147_483_647.0;
 
     /// Converts seconds from input: refuses values that are not finite or whose
     /// magnitude exceeds [`SimTime::INPUT_LIMIT_S`] (the caller names the file,
@@ -95,7 +96,7 @@ impl fmt::Display for TimeRangeError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "time {} s is outside the supported range (at most {:e} s, about 31.7 years)",
+            "time {} s is outside the supported range (at most {} s, about 68 years)",
             self.value_s,
             SimTime::INPUT_LIMIT_S
         )
@@ -143,8 +144,9 @@ mod tests {
 
     #[test]
     fn input_range_and_checked_arithmetic() {
-        assert_eq!(SimTime::try_from_secs_f64(1e9).unwrap().as_ns(), 1_000_000_000 * SimTime::NS_PER_S);
-        for bad in [1.000001e9, -2e9, f64::NAN, f64::INFINITY, 1e300] {
+        let max = SimTime::try_from_secs_f64(2_147_483_647.0).unwrap();
+        assert_eq!(max.as_ns(), 2_147_483_647 * SimTime::NS_PER_S);
+        for bad in [2_147_483_648.0, -3e9, f64::NAN, f64::INFINITY, 1e300] {
             let e = SimTime::try_from_secs_f64(bad).unwrap_err();
             assert!(e.to_string().contains("outside the supported range"), "{e}");
         }

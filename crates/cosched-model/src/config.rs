@@ -886,7 +886,7 @@ mpl = 3
             .unwrap_err()
             .to_string();
         assert!(
-            e.contains("cpu_speed: must be a finite number > 0, got 0"),
+            e.contains("cpu_speed: must be a finite number between 0.001 and 1000 (the plausible range), got 0"),
             "{e}"
         );
     }

@@ -343,7 +343,7 @@ mod tests {
         c.os = OsConfig::Rr { quantum_ms: -1.0 };
         assert_eq!(
             c.validate().unwrap_err(),
-            "os.quantum_ms: must be a finite number > 0, got -1"
+            "os.quantum_ms: must be a finite number between 0.001 and 10000 (the plausible range), got -1"
         );
     }
 }

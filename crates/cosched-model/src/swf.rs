@@ -675,6 +675,16 @@ pub fn to_workload(
     if let Some(n) = max_jobs {
         jobs.truncate(n);
     }
+    // Archive traces may reuse a job number; results stay in workload order, so
+    // this is only reported.
+    let mut ids: Vec<i64> = jobs.iter().map(|j| j.source_id).collect();
+    ids.sort_unstable();
+    let repeated = ids.windows(2).filter(|w| w[0] == w[1]).count();
+    if repeated > 0 {
+        w.warnings.push(format!(
+            "{origin}: {repeated} jobs reuse the job number (field 1) of an earlier job; the job table has one row per job, in submit order"
+        ));
+    }
     let wider = jobs.iter().filter(|j| j.procs > machine.procs).count();
     if wider > 0 {
         w.warnings.push(format!(

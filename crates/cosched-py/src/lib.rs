@@ -456,6 +456,15 @@ fn run_jobs(
     check_len("requested_s", requested_s.len(), n)?;
     if let Some(ids) = &job_id {
         check_len("job_id", ids.len(), n)?;
+        // The job table and the result files are keyed by job id.
+        let mut first = std::collections::HashMap::with_capacity(n);
+        for (i, id) in ids.iter().enumerate() {
+            if let Some(j) = first.insert(*id, i) {
+                return Err(value_error(format!(
+                    "jobs: column job_id: job id {id} appears in rows {j} and {i}; job ids must be unique"
+                )));
+            }
+        }
     }
     let platform = platform_arg(&platform)?;
     let opts = workload_options(estimates, overrun, None, false)?;

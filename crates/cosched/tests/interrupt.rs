@@ -20,7 +20,8 @@ fn an_interruption_request_stops_every_engine() {
         let e = run(&path, policy).unwrap_err();
         assert!(e.is_interrupted(), "{policy}: {e}");
     }
-    let cfg = RunConfig::from_str_with(&"fidelity = \"process\"\n[node_platform]\npreset = \"lee4\"\n[workload]\njobs = [{ app = \"Emp\", procs = 4 }]\n[scheduler]\nnode_policy = \"nls\"\n", "i.toml", None).unwrap();
+    let text = "fidelity = \"process\"\n[node_platform]\npreset = \"lee4\"\n[workload]\njobs = [{ app = \"Emp\", procs = 4 }]\n[scheduler]\nnode_policy = \"nls\"\n";
+    let cfg = RunConfig::from_str_with(text, "i.toml", None).unwrap();
     assert!(cosched::run_config(&cfg).unwrap_err().is_interrupted());
     cosched::des::interrupt::clear();
     run(&path, "easy").unwrap();

@@ -69,7 +69,7 @@ fn times_beyond_the_input_range_name_line_and_field() {
 
 #[test]
 fn schedules_beyond_the_time_range_are_engine_errors_not_saturated_values() {
-    // Ten jobs of 1e9 s (the input limit) in a row on one processor end at 1e10 s,
+    // Ten jobs of 1e9 s (under the input limit) in a row on one processor end at 1e10 s,
     // beyond what SimTime holds (9.2e9 s).
     let jobs: Vec<_> = (0..10).map(|_| (0.0, 1e9, 1, 1e9)).collect();
     let path = swf("long.swf", 1, &jobs);
@@ -133,7 +133,10 @@ fn process(jobs: &str, extra: &str) -> String {
 fn config_error(text: &str) -> String {
     let dir = std::env::temp_dir().join(format!("cosched-reliability-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join("c.toml");
+    // One file per call: the tests of this binary run in parallel.
+    static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let path = dir.join(format!("c{n}.toml"));
     std::fs::write(&path, text).unwrap();
     let e = cosched::load_config(&path)
         .and_then(|c| cosched::run_config(&c))
@@ -180,7 +183,7 @@ fn implausible_physical_parameters_are_refused_with_the_field() {
     ] {
         let e = config_error(&process(jobs, extra));
         assert!(
-            e.contains("c.toml: ") && e.contains(field),
+            e.contains(".toml: ") && e.contains(field),
             "{extra} {jobs}: {e}"
         );
     }
@@ -192,13 +195,13 @@ fn engine_job_errors_name_the_configuration_entry_not_the_sorted_index() {
     let jobs = r#"{ app = "Emp", procs = 32, submit_s = 5 }, { app = "Emp", procs = 4 }"#;
     let e = config_error(&process(jobs, ""));
     assert!(
-        e.contains("c.toml: field `workload.jobs[0]`: app Emp at 32 processes: needs 32 nodes but the machine has 4"),
+        e.contains(".toml: field `workload.jobs[0]`: app Emp at 32 processes: needs 32 nodes but the machine has 4"),
         "{e}"
     );
     let jobs = r#"{ app = "Emp", procs = 4 }, { app = "Emp", procs = 4, ranks_per_node = 9 }"#;
     let e = config_error(&process(jobs, ""));
     assert!(
-        e.contains("c.toml: ") && e.contains("ranks_per_node"),
+        e.contains(".toml: ") && e.contains("ranks_per_node"),
         "{e}"
     );
 }
