@@ -472,6 +472,61 @@ impl RunConfig {
         self.origin.as_deref().unwrap_or("configuration")
     }
 
+    /// The per-job checks of a process-level workload (`workload.jobs[i].*`).
+    fn validate_process_jobs(&self, origin: &str) -> Result<(), ConfigError> {
+        let bad = |field: &str, msg: String| {
+            Err(ConfigError::Invalid {
+                path: origin.into(),
+                field: field.into(),
+                msg,
+            })
+        };
+        for (i, j) in self.workload.jobs.iter().enumerate() {
+            if j.class.chars().count() != 1 {
+                return bad(
+                    &format!("workload.jobs[{i}].class"),
+                    format!("one letter, got {:?}", j.class),
+                );
+            }
+            if !(j.submit_s.is_finite() && j.submit_s >= 0.0) {
+                return bad(
+                    &format!("workload.jobs[{i}].submit_s"),
+                    format!("must be a finite number >= 0, got {}", j.submit_s),
+                );
+            }
+            if !(-20..=19).contains(&j.nice) {
+                return bad(
+                    &format!("workload.jobs[{i}].nice"),
+                    format!("must be between -20 and 19, got {}", j.nice),
+                );
+            }
+            if !(j.noise_cv.is_finite() && (0.0..=NOISE_CV_MAX).contains(&j.noise_cv)) {
+                return bad(
+                    &format!("workload.jobs[{i}].noise_cv"),
+                    format!(
+                        "must be a finite number between 0 and {NOISE_CV_MAX}, got {}",
+                        j.noise_cv
+                    ),
+                );
+            }
+            if j.ranks_per_node == 0 {
+                return bad(
+                    &format!("workload.jobs[{i}].ranks_per_node"),
+                    "must be at least 1".into(),
+                );
+            }
+            if j.submit_s > SimTime::INPUT_LIMIT_S {
+                return bad(
+                    &format!("workload.jobs[{i}].submit_s"),
+                    SimTime::try_from_secs_f64(j.submit_s)
+                        .unwrap_err()
+                        .to_string(),
+                );
+            }
+        }
+        Ok(())
+    }
+
     /// Semantic checks serde cannot express.
     pub fn validate(&self, origin: &str) -> Result<(), ConfigError> {
         let bad = |field: &str, msg: String| {
@@ -513,49 +568,7 @@ impl RunConfig {
                         "at least one job is required at fidelity \"process\"".into(),
                     );
                 }
-                for (i, j) in self.workload.jobs.iter().enumerate() {
-                    if j.class.chars().count() != 1 {
-                        return bad(
-                            &format!("workload.jobs[{i}].class"),
-                            format!("one letter, got {:?}", j.class),
-                        );
-                    }
-                    if !(j.submit_s.is_finite() && j.submit_s >= 0.0) {
-                        return bad(
-                            &format!("workload.jobs[{i}].submit_s"),
-                            format!("must be a finite number >= 0, got {}", j.submit_s),
-                        );
-                    }
-                    if !(-20..=19).contains(&j.nice) {
-                        return bad(
-                            &format!("workload.jobs[{i}].nice"),
-                            format!("must be between -20 and 19, got {}", j.nice),
-                        );
-                    }
-                    if !(j.noise_cv.is_finite() && (0.0..=NOISE_CV_MAX).contains(&j.noise_cv)) {
-                        return bad(
-                            &format!("workload.jobs[{i}].noise_cv"),
-                            format!(
-                                "must be a finite number between 0 and {NOISE_CV_MAX}, got {}",
-                                j.noise_cv
-                            ),
-                        );
-                    }
-                    if j.ranks_per_node == 0 {
-                        return bad(
-                            &format!("workload.jobs[{i}].ranks_per_node"),
-                            "must be at least 1".into(),
-                        );
-                    }
-                    if j.submit_s > SimTime::INPUT_LIMIT_S {
-                        return bad(
-                            &format!("workload.jobs[{i}].submit_s"),
-                            SimTime::try_from_secs_f64(j.submit_s)
-                                .unwrap_err()
-                                .to_string(),
-                        );
-                    }
-                }
+                self.validate_process_jobs(origin)?;
                 match &self.node_platform {
                     None => return bad("node_platform", "required at fidelity \"process\"".into()),
                     Some(np) => {

@@ -119,56 +119,61 @@ impl PyPolicy {
             let Ok(t) = item.cast_into::<PyTuple>() else {
                 return Err(malformed("not a tuple"));
             };
-            let kind: String = t
-                .get_item(0)
-                .and_then(|k| k.extract())
-                .map_err(|_| malformed("the first item must be the decision's name"))?;
-            let job = || -> Result<JobId, PyErr> {
-                t.get_item(1)
-                    .and_then(|j| j.extract::<u32>())
-                    .map(JobId)
-                    .map_err(|_| malformed("the job must be a job number (an int >= 0) from the events"))
-            };
-            let exact_len = |n: usize| {
-                if t.len() == n {
-                    Ok(())
-                } else {
-                    Err(malformed(&format!("expected {n} items, got {}", t.len())))
-                }
-            };
-            match kind.as_str() {
-                "start" => {
-                    exact_len(2)?;
-                    out.push(Decision::Start(job()?))
-                }
-                "start_on" => {
-                    exact_len(3)?;
-                    let procs = t
-                        .get_item(2)
-                        .and_then(|p| p.extract::<Vec<u32>>())
-                        .map_err(|_| malformed("the processors must be a list of ints >= 0"))?;
-                    out.push(Decision::StartOn(job()?, procs))
-                }
-                "reject" => {
-                    exact_len(2)?;
-                    out.push(Decision::Reject(job()?))
-                }
-                "wake_at" => {
-                    exact_len(2)?;
-                    let at: f64 = t
-                        .get_item(1)
-                        .and_then(|a| a.extract())
-                        .map_err(|_| malformed("the time must be a number of seconds"))?;
-                    let at = SimTime::try_from_secs_f64(at)
-                        .ok()
-                        .filter(|t| *t >= SimTime::ZERO)
-                        .ok_or_else(|| malformed("the time must be finite, >= 0 and within the supported range"))?;
-                    out.push(Decision::WakeAt(at))
-                }
-                _ => return Err(malformed("unknown decision name")),
-            }
+            out.push(parse_decision(&t, &malformed)?);
         }
         Ok(())
+    }
+}
+
+/// One decision tuple as an engine [`Decision`]; `malformed(why)` builds the error.
+fn parse_decision(t: &Bound<'_, PyTuple>, malformed: &dyn Fn(&str) -> PyErr) -> PyResult<Decision> {
+    let kind: String = t
+        .get_item(0)
+        .and_then(|k| k.extract())
+        .map_err(|_| malformed("the first item must be the decision's name"))?;
+    let job = || -> Result<JobId, PyErr> {
+        t.get_item(1)
+            .and_then(|j| j.extract::<u32>())
+            .map(JobId)
+            .map_err(|_| malformed("the job must be a job number (an int >= 0) from the events"))
+    };
+    let exact_len = |n: usize| {
+        if t.len() == n {
+            Ok(())
+        } else {
+            Err(malformed(&format!("expected {n} items, got {}", t.len())))
+        }
+    };
+    match kind.as_str() {
+        "start" => {
+            exact_len(2)?;
+            Ok(Decision::Start(job()?))
+        }
+        "start_on" => {
+            exact_len(3)?;
+            let procs = t
+                .get_item(2)
+                .and_then(|p| p.extract::<Vec<u32>>())
+                .map_err(|_| malformed("the processors must be a list of ints >= 0"))?;
+            Ok(Decision::StartOn(job()?, procs))
+        }
+        "reject" => {
+            exact_len(2)?;
+            Ok(Decision::Reject(job()?))
+        }
+        "wake_at" => {
+            exact_len(2)?;
+            let at: f64 = t
+                .get_item(1)
+                .and_then(|a| a.extract())
+                .map_err(|_| malformed("the time must be a number of seconds"))?;
+            let at = SimTime::try_from_secs_f64(at)
+                .ok()
+                .filter(|t| *t >= SimTime::ZERO)
+                .ok_or_else(|| malformed("the time must be finite, >= 0 and within the supported range"))?;
+            Ok(Decision::WakeAt(at))
+        }
+        _ => Err(malformed("unknown decision name")),
     }
 }
 
