@@ -1077,7 +1077,7 @@ impl Agent {
         let now = Instant::now();
         if let (Some(t), Some(p)) = (self.next_sample, self.sample) {
             if t <= now {
-                self.next_sample = Some(t + p);
+                self.next_sample = Some(next_after(t, p, now));
                 self.take_sample();
             }
         }
@@ -1102,7 +1102,11 @@ impl Agent {
                 if let (Some(t), Some(p)) = (h.next_timer, h.period) {
                     if t <= now {
                         fire_timer = true;
-                        h.next_timer = if h.pids.is_empty() { None } else { Some(t + p) };
+                        h.next_timer = if h.pids.is_empty() {
+                            None
+                        } else {
+                            Some(next_after(t, p, now))
+                        };
                     }
                 }
                 if let Some(t) = h.next_tick {
@@ -1111,7 +1115,7 @@ impl Agent {
                         h.next_tick = if h.pids.is_empty() {
                             None
                         } else {
-                            Some(t + TICK)
+                            Some(next_after(t, TICK, now))
                         };
                     }
                 }
@@ -1190,8 +1194,29 @@ impl Drop for Agent {
     }
 }
 
+/// The next firing of a periodic op that was due at `t`: one period later, or, when the agent fell behind
+/// (it was not scheduled for longer than a period), one period from now, so missed firings are skipped
+/// instead of run back to back.
+fn next_after(t: Instant, period: Duration, now: Instant) -> Instant {
+    let next = t + period;
+    if next > now {
+        next
+    } else {
+        now + period
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn periodic_ops_skip_missed_firings_after_a_stall() {
+        let t = Instant::now();
+        let p = Duration::from_millis(10);
+        assert_eq!(super::next_after(t, p, t + Duration::from_millis(3)), t + p);
+        let late = t + Duration::from_millis(35);
+        assert_eq!(super::next_after(t, p, late), late + p);
+    }
+
     use super::*;
 
     /// Creates `/dev/shm/<name>` with `len` bytes; removed on drop.
