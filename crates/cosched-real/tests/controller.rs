@@ -49,7 +49,8 @@ fn spec(name: &str, scheme: Scheme, policy: &str, argv: &[&str], n: usize) -> Ru
 
 #[test]
 fn two_jobs_run_and_are_measured() {
-    let s = spec("ctl-two", Scheme::Fcfs, "sb", &["pingpong", "3000", "8"], 2);
+    // Rank 0 waits 0.3 s for rank 1: several 50 ms samples fall inside each job, however fast the machine.
+    let s = spec("ctl-two", Scheme::Fcfs, "sb", &["sleepwait", "0.3"], 2);
     let out = run(&s, |_| {}).unwrap();
     for (i, j) in out.jobs.iter().enumerate() {
         assert!(j.ok, "job {i}: {:?}", j.error);
