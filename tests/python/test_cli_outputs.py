@@ -238,11 +238,35 @@ def test_bench_on_given_traces(slices):
 
 
 EXAMPLES = sorted(p.name for p in (REPO / "examples").glob("*") if p.suffix in (".toml", ".json"))
+#: Examples for real execution (`cosched run`): the simulator's configuration plus a [real] table.
+REAL_EXAMPLES = [e for e in EXAMPLES if e.startswith("real-")]
 
 
-@pytest.mark.parametrize("example", EXAMPLES)
+@pytest.mark.parametrize("example", [e for e in EXAMPLES if e not in REAL_EXAMPLES])
 def test_example_configs_run(example, tmp_path):
     r = run_cli(["simulate", REPO / "examples" / example, "--out", tmp_path / "o"])
+    assert r.exit_code == 0, r.stderr
+    assert sorted(p.name for p in (tmp_path / "o").iterdir()) == sorted(OUTPUT_FILES)
+
+
+@pytest.mark.parametrize("example", REAL_EXAMPLES)
+def test_real_examples_run_for_real_and_their_counterpart_simulates(example, tmp_path):
+    """`cosched run` executes the example on this machine (root, cgroups, MPICH and `make real`, which
+    `make test` builds); the same file without its [real] table is the simulated counterpart."""
+    import subprocess
+    import sys
+    import tomllib
+
+    path = REPO / "examples" / example
+    r = subprocess.run([sys.executable, "-m", "coscheduling", "run", str(path), "-o", str(tmp_path / "real")],
+                       capture_output=True, text=True, timeout=600, cwd=REPO / "examples")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert {"jobs.csv", "summary.json"} <= {p.name for p in (tmp_path / "real").iterdir()}
+    cfg = tomllib.loads(path.read_text())
+    assert cfg.pop("real")
+    sim = tmp_path / "sim.json"
+    sim.write_text(json.dumps(cfg))
+    r = run_cli(["simulate", sim, "--out", tmp_path / "o"])
     assert r.exit_code == 0, r.stderr
     assert sorted(p.name for p in (tmp_path / "o").iterdir()) == sorted(OUTPUT_FILES)
 
