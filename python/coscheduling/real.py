@@ -35,15 +35,17 @@ import tempfile
 import tomllib
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
-import pandas as pd
-import pyarrow as pa
 import typer
 
 from . import _core
 from .api import JOB_COLUMNS, TIMELINE_COLUMNS, jobs_frame
 from .output import provenance, write_outputs
+
+if TYPE_CHECKING:  # imported where used: `cosched --help` registers this module's command
+    import pandas as pd
+    import pyarrow as pa
 
 REAL_KEYS = {
     "mpi", "nodes", "cpus_per_node", "node_memory_mb", "scale", "programs", "time_limit_s", "estimate_s",
@@ -219,6 +221,8 @@ def plan(config: str | os.PathLike[str], work_dir: Path) -> tuple[dict[str, Any]
 
 def _jobs_table(columns: Mapping[str, list[Any]]) -> pa.Table:
     """The job table's columns (JSON: NaN as null) as an Arrow table of the job table's types."""
+    import pyarrow as pa
+
     types = {"status": pa.string(), "node_list": pa.string(), "job_id": pa.int64(), "procs": pa.int64(),
              "nodes": pa.int64(), "gang_row": pa.int64()}
     return pa.table({c: pa.array(columns[c], type=types.get(c, pa.float64())) for c in JOB_COLUMNS})
@@ -233,6 +237,8 @@ def timeline_frame(samples: list[Mapping[str, Any]], cpus_per_node: int = 1) -> 
     of one process and kind on one lane are merged. ``pid`` is the OS pid. The order inside an
     interval is not measured: the rows show how much each rank ran, not exactly when.
     """
+    import pandas as pd
+
     rows: list[tuple[int, int, int, int, int, float, float, str]] = []
     groups: dict[tuple[int, int, int], list[Mapping[str, Any]]] = {}
     for smp in samples:

@@ -295,3 +295,16 @@ def test_event_order_per_event_changes_the_hand_worked_schedule(tmp_path):
     assert starts == {"default": [0.0, 10.0, 20.0], "per-instant": [0.0, 10.0, 20.0],
                       "per-event": [0.0, 40.0, 10.0]}
     assert hashes["default"] == hashes["per-instant"] != hashes["per-event"]
+
+
+def test_the_cli_imports_no_heavy_module_until_a_command_needs_it():
+    # `cosched --help` and argument parsing must not pay for pandas, matplotlib, scipy or dask
+    # (the time goal itself is in `cosched bench simulate`).
+    import subprocess
+    import sys
+
+    code = ("import sys, coscheduling.cli; "
+            "print(sorted(m for m in ('pandas', 'matplotlib', 'scipy', 'dask') if m in sys.modules))")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "[]", r.stdout
