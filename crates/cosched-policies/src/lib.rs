@@ -20,4 +20,6 @@ pub mod profile;
 pub mod registry;
 
 pub use process::{build_process, process_catalog, ProcAdmission};
-pub use registry::{build, build_node, catalog, node_catalog, ParamInfo, PolicyInfo, PolicySpec, RegistryError};
+pub use registry::{
+    build, build_node, catalog, node_catalog, ParamInfo, PolicyInfo, PolicySpec, RegistryError,
+};

@@ -85,7 +85,9 @@ impl PolicySpec {
             // trailing comma) is most likely a typo and is refused.
             let items: Vec<&str> = rest.split(',').map(str::trim).collect();
             if items.len() > 1 && items.iter().any(|kv| kv.is_empty()) {
-                return Err(bad("empty parameter (two commas in a row, or a leading or trailing comma)"));
+                return Err(bad(
+                    "empty parameter (two commas in a row, or a leading or trailing comma)",
+                ));
             }
             for kv in items.into_iter().filter(|kv| !kv.is_empty()) {
                 let (k, v) = kv
@@ -233,7 +235,12 @@ mod tests {
         assert!(PolicySpec::parse("").is_err());
         assert!(PolicySpec::parse("easy[a=1,a=2]").is_err());
         assert!(PolicySpec::parse("easy[]").unwrap().params.is_empty());
-        for typo in ["gang[rows=3,,]", "gang[rows=3,]", "gang[,rows=3]", "gang[ , ]"] {
+        for typo in [
+            "gang[rows=3,,]",
+            "gang[rows=3,]",
+            "gang[,rows=3]",
+            "gang[ , ]",
+        ] {
             let e = PolicySpec::parse(typo).unwrap_err().to_string();
             assert!(e.contains("empty parameter"), "{typo}: {e}");
         }
@@ -283,7 +290,11 @@ mod tests {
             let mut p = build_node(info.name).unwrap();
             let v = View::new(&[(0, false, 1), (1, true, 0)]);
             let wrong = cosched_contract::node::undeclared_ops(p.as_mut(), &v, 0);
-            assert!(wrong.is_empty(), "{}: (op, implemented) {wrong:?}", info.name);
+            assert!(
+                wrong.is_empty(),
+                "{}: (op, implemented) {wrong:?}",
+                info.name
+            );
         }
     }
 

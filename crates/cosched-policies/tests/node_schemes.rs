@@ -542,7 +542,12 @@ fn cc_interrupts_and_boosts_a_sender_blocked_on_the_acknowledgement() {
 
 /// One job of `program` alone on the 2-node platform under `spec`.
 fn run_one(spec: &str, program: &cosched_model::program::Program) -> ProcOutput {
-    run(spec, &platform(2), &[ProcJob::new(program.clone(), SimTime::ZERO)], 1)
+    run(
+        spec,
+        &platform(2),
+        &[ProcJob::new(program.clone(), SimTime::ZERO)],
+        1,
+    )
 }
 
 /// Rank 0 waits for tag 1; rank 1 first sends three tag-2 messages `gap_us`
@@ -556,10 +561,7 @@ fn chatty_sender(gap_us: i64) -> cosched_model::program::Program {
             bytes: 8,
             tag,
         };
-        let recv = |tag| Op::Recv {
-            from: Some(1),
-            tag,
-        };
+        let recv = |tag| Op::Recv { from: Some(1), tag };
         if r == 0 {
             vec![recv(1), recv(2), recv(2), recv(2)]
         } else {
@@ -641,6 +643,9 @@ fn fcs_classes_follow_granularity_and_wait_time() {
     let program = b.build("coarse", 1.0);
     let spin = |spec| run_one(spec, &program).proc_spin_ns.iter().sum::<i64>();
     assert_eq!(spin("fcs[window=1000]"), 2 * 4 * 300_000);
-    assert_eq!(spin("fcs[window=2,gran_ms=1000]"), 2 * (2 * 300_000 + 2 * 29_400));
+    assert_eq!(
+        spin("fcs[window=2,gran_ms=1000]"),
+        2 * (2 * 300_000 + 2 * 29_400)
+    );
     assert_eq!(spin("fcs[window=2]"), 2 * 2 * 300_000);
 }

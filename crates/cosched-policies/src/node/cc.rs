@@ -169,7 +169,10 @@ mod tests {
             WaitKind::RecvCompletion,
             WaitKind::SendCompletion,
         ] {
-            assert_eq!(crate::node::fake::wait_mode(cc.as_mut(), k), WaitMode::SpinBlock(SimTime::from_us(100)));
+            assert_eq!(
+                crate::node::fake::wait_mode(cc.as_mut(), k),
+                WaitMode::SpinBlock(SimTime::from_us(100))
+            );
         }
         let v = View::new(&[(0, false, 1), (1, true, 1)]);
         let mut out = Vec::new();

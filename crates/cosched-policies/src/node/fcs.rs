@@ -210,13 +210,31 @@ impl NodePolicy for Fcs {
         };
         ready(Class::Cs).or_else(|| ready(Class::F))
     }
-    fn enqueue(&mut self, _v: &dyn NodeView, p: Pid, _why: EnqueueReason, _o: &mut Vec<NodeAction>) {
+    fn enqueue(
+        &mut self,
+        _v: &dyn NodeView,
+        p: Pid,
+        _why: EnqueueReason,
+        _o: &mut Vec<NodeAction>,
+    ) {
         self.stat(p).runnable = true;
     }
-    fn dequeue(&mut self, _v: &dyn NodeView, p: Pid, _why: DequeueReason, _o: &mut Vec<NodeAction>) {
+    fn dequeue(
+        &mut self,
+        _v: &dyn NodeView,
+        p: Pid,
+        _why: DequeueReason,
+        _o: &mut Vec<NodeAction>,
+    ) {
         self.stat(p).runnable = false;
     }
-    fn on_wait_begin(&mut self, view: &dyn NodeView, p: Pid, _k: WaitKind, _o: &mut Vec<NodeAction>) {
+    fn on_wait_begin(
+        &mut self,
+        view: &dyn NodeView,
+        p: Pid,
+        _k: WaitKind,
+        _o: &mut Vec<NodeAction>,
+    ) {
         let now = clock(view, p);
         let s = self.stat(p);
         if let Some(m) = s.mark {
@@ -224,7 +242,13 @@ impl NodePolicy for Fcs {
             s.gran_ns += (now - m).as_ns().max(0);
         }
     }
-    fn on_wait_end(&mut self, view: &dyn NodeView, p: Pid, end: &WaitEnd, _o: &mut Vec<NodeAction>) {
+    fn on_wait_end(
+        &mut self,
+        view: &dyn NodeView,
+        p: Pid,
+        end: &WaitEnd,
+        _o: &mut Vec<NodeAction>,
+    ) {
         let now = clock(view, p);
         let window = self.window;
         let s = self.stat(p);
@@ -235,7 +259,13 @@ impl NodePolicy for Fcs {
             self.classify(p);
         }
     }
-    fn on_message(&mut self, _view: &dyn NodeView, p: Pid, running: bool, out: &mut Vec<NodeAction>) {
+    fn on_message(
+        &mut self,
+        _view: &dyn NodeView,
+        p: Pid,
+        running: bool,
+        out: &mut Vec<NodeAction>,
+    ) {
         if !running && self.class(p) == Class::Cs {
             out.push(NodeAction::BoostUntilRun(p));
         }
@@ -270,10 +300,19 @@ mod tests {
     /// Two waits of `p`: `compute` of CPU before each, each lasting `wait`.
     fn two_waits(f: &mut Fcs, p: Pid, compute: SimTime, wait: SimTime) {
         let mut out = Vec::new();
-        let mut cpu = f.procs.get(p as usize).and_then(|s| s.mark).unwrap_or(SimTime::ZERO);
+        let mut cpu = f
+            .procs
+            .get(p as usize)
+            .and_then(|s| s.mark)
+            .unwrap_or(SimTime::ZERO);
         for _ in 0..2 {
             cpu += compute;
-            f.on_wait_begin(&View::new(&[(p, true, 0)]).cpu(p, cpu), p, WaitKind::Recv, &mut out);
+            f.on_wait_begin(
+                &View::new(&[(p, true, 0)]).cpu(p, cpu),
+                p,
+                WaitKind::Recv,
+                &mut out,
+            );
             let end = WaitEnd {
                 kind: WaitKind::Recv,
                 waited: wait,
@@ -304,8 +343,14 @@ mod tests {
         let v = View::new(&[(0, true, 0), (1, true, 0), (2, true, 0)]);
         two_waits(&mut f, 1, SimTime::from_ms(1), SimTime::from_ms(2));
         assert_eq!(f.wait_mode(&v, 0, WaitKind::Recv), WaitMode::Block);
-        assert_eq!(f.wait_mode(&v, 1, WaitKind::Recv), WaitMode::SpinBlock(SimTime::from_ns(29_400)));
-        assert_eq!(f.wait_mode(&v, 2, WaitKind::Recv), WaitMode::SpinBlock(SimTime::from_us(300)));
+        assert_eq!(
+            f.wait_mode(&v, 1, WaitKind::Recv),
+            WaitMode::SpinBlock(SimTime::from_ns(29_400))
+        );
+        assert_eq!(
+            f.wait_mode(&v, 2, WaitKind::Recv),
+            WaitMode::SpinBlock(SimTime::from_us(300))
+        );
     }
 
     #[test]

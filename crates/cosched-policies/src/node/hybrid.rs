@@ -93,7 +93,13 @@ mod tests {
         assert_eq!(step(true), []);
         assert_eq!(step(false), []);
         assert_eq!(step(false), [NodeAction::Unboost(2)]);
-        assert_eq!(crate::node::fake::wait_mode(&mut h, WaitKind::Recv), WaitMode::Block);
-        assert_eq!(crate::node::fake::wait_mode(&mut h, WaitKind::SendAck), WaitMode::Block);
+        assert_eq!(
+            crate::node::fake::wait_mode(&mut h, WaitKind::Recv),
+            WaitMode::Block
+        );
+        assert_eq!(
+            crate::node::fake::wait_mode(&mut h, WaitKind::SendAck),
+            WaitMode::Block
+        );
     }
 }

@@ -72,11 +72,7 @@ pub fn build(spec: &PolicySpec) -> Result<Box<dyn NodePolicy>, RegistryError> {
     let switch = micros(spec, "switch_us", 5.0)?;
     let baseline = rtt + SimTime(2 * switch.as_ns());
     let cond = micros(spec, "cond_us", baseline.as_ns() as f64 / 1000.0)?;
-    Ok(Box::new(Ics {
-        rtt,
-        switch,
-        cond,
-    }))
+    Ok(Box::new(Ics { rtt, switch, cond }))
 }
 
 pub struct Ics {
@@ -104,7 +100,13 @@ impl NodePolicy for Ics {
     fn wait_mode(&mut self, _view: &dyn NodeView, _p: Pid, _kind: WaitKind) -> WaitMode {
         WaitMode::SpinBlock(self.baseline())
     }
-    fn on_message(&mut self, view: &dyn NodeView, p: Pid, running: bool, out: &mut Vec<NodeAction>) {
+    fn on_message(
+        &mut self,
+        view: &dyn NodeView,
+        p: Pid,
+        running: bool,
+        out: &mut Vec<NodeAction>,
+    ) {
         if !running {
             return;
         }

@@ -89,9 +89,21 @@ mod tests {
     fn spin_block_only_on_the_receive_side() {
         let mut sb = build_node("sb[spin_us=50]").unwrap();
         let sb_wait = WaitMode::SpinBlock(SimTime::from_us(50));
-        assert_eq!(crate::node::fake::wait_mode(sb.as_mut(), WaitKind::Recv), sb_wait);
-        assert_eq!(crate::node::fake::wait_mode(sb.as_mut(), WaitKind::RecvCompletion), sb_wait);
-        assert_eq!(crate::node::fake::wait_mode(sb.as_mut(), WaitKind::SendAck), WaitMode::Spin);
-        assert_eq!(crate::node::fake::wait_mode(sb.as_mut(), WaitKind::SendCompletion), WaitMode::Spin);
+        assert_eq!(
+            crate::node::fake::wait_mode(sb.as_mut(), WaitKind::Recv),
+            sb_wait
+        );
+        assert_eq!(
+            crate::node::fake::wait_mode(sb.as_mut(), WaitKind::RecvCompletion),
+            sb_wait
+        );
+        assert_eq!(
+            crate::node::fake::wait_mode(sb.as_mut(), WaitKind::SendAck),
+            WaitMode::Spin
+        );
+        assert_eq!(
+            crate::node::fake::wait_mode(sb.as_mut(), WaitKind::SendCompletion),
+            WaitMode::Spin
+        );
     }
 }
