@@ -205,7 +205,13 @@ static void agent_register(void) {
         err = errno ? errno : EIO;
     } else {
         struct cosched_msg ack;
-        ssize_t r = recv(g.sock, &ack, sizeof ack, 0);
+        /* A rank frozen by a gang slot while it waits (a receive with a timeout is not restarted after
+         * the freezer thaws it) or hit by a signal gets EINTR: wait again, within the same 5 s overall. */
+        uint64_t give_up = now_ns() + 5000000000ull;
+        ssize_t r;
+        do {
+            r = recv(g.sock, &ack, sizeof ack, 0);
+        } while (r < 0 && errno == EINTR && now_ns() < give_up);
         if (r != (ssize_t)sizeof ack || ack.type != COSCHED_MSG_ACK)
             err = r < 0 ? errno : EPROTO;
         else if (ack.arg != 0)
