@@ -18,6 +18,7 @@ import hashlib
 import json
 import math
 import os
+import re
 import shlex
 import shutil
 import signal
@@ -25,6 +26,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -271,6 +273,51 @@ def _settle_locked(out: Path) -> None:
             _roll_forward(out, staging)
         else:
             shutil.rmtree(staging, ignore_errors=True)
+    _remove_old_temporaries(out)
+
+
+# Versions before the staging folder wrote each result file to ``.<name>.<8 random
+# characters>.tmp`` (``tempfile.mkstemp``) beside it, then renamed it; a writer killed in
+# between left that file. Such a name records no writer, so a writer counts as dead when no
+# process has the file open and the file is older than a write of one result set takes.
+_OLD_TEMPORARY = re.compile(r"\.(" + "|".join(map(re.escape, RESULT_FILES)) + r")\.[a-z0-9_]{8}\.tmp")
+#: Seconds since its last change after which an old temporary nobody holds open is abandoned.
+OLD_TEMPORARY_AGE_S = 600.0
+
+
+def _open_anywhere(paths: list[Path]) -> set[tuple[int, int]]:
+    """The (device, inode) pairs among ``paths`` that a running process has open (those whose
+    descriptors can be read: this user's processes)."""
+    wanted = set()
+    for p in paths:
+        with contextlib.suppress(OSError):
+            st = p.stat()
+            wanted.add((st.st_dev, st.st_ino))
+    held = set()
+    for pid in os.listdir("/proc") if wanted else ():
+        if not pid.isdigit():
+            continue
+        with contextlib.suppress(OSError):
+            for fd in os.scandir(f"/proc/{pid}/fd"):
+                with contextlib.suppress(OSError):
+                    st = os.stat(fd.path)
+                    if (st.st_dev, st.st_ino) in wanted:
+                        held.add((st.st_dev, st.st_ino))
+    return held
+
+
+def _remove_old_temporaries(out: Path) -> None:
+    """Removes the temporaries older versions left in ``out`` (see above) whose writer is dead."""
+    old = [p for p in out.iterdir() if _OLD_TEMPORARY.fullmatch(p.name) and p.is_file()]
+    if not old:
+        return
+    held = _open_anywhere(old)
+    now = time.time()
+    for p in old:
+        with contextlib.suppress(OSError):
+            st = p.stat()
+            if (st.st_dev, st.st_ino) not in held and now - st.st_mtime > OLD_TEMPORARY_AGE_S:
+                p.unlink()
 
 
 class _Terminated(BaseException):

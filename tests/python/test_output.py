@@ -187,6 +187,47 @@ def test_settle_leaves_a_live_writer_alone(tmp_path):
     assert not d.exists()
 
 
+def test_settle_removes_old_versions_temporaries_whose_writer_is_dead(tmp_path):
+    """Older versions wrote ``.<result file>.<8 random>.tmp`` beside the result: one nobody holds
+    open and untouched for longer than a write takes is removed; a fresh one, one a live process
+    holds open, and names of another pattern stay."""
+    import os
+    import subprocess
+    import sys
+    import time
+
+    out = tmp_path / "out"
+    out.mkdir()
+    long_ago = time.time() - output.OLD_TEMPORARY_AGE_S - 60
+    names = {
+        ".jobs.csv.ab12_x9z.tmp": "dead",
+        ".summary.json.q1w2e3r4.tmp": "dead",
+        ".jobs.csv.zz99yy88.tmp": "fresh",
+        ".jobs.parquet.h0ld1ng1.tmp": "held",
+        ".notes.txt.ab12cd34.tmp": "other",
+        ".jobs.csv.ab12cd345.tmp": "other",
+        ".jobs.csv.tmp4242": "other",
+    }
+    for name, kind in names.items():
+        (out / name).write_bytes(b"partial")
+        if kind != "fresh":
+            os.utime(out / name, (long_ago, long_ago))
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time; f = open(sys.argv[1], 'rb'); print(flush=True); time.sleep(120)",
+         str(out / ".jobs.parquet.h0ld1ng1.tmp")],
+        stdout=subprocess.PIPE,
+    )
+    try:
+        holder.stdout.readline()  # the file is open
+        output.settle(out)
+        assert sorted(p.name for p in out.iterdir()) == sorted(n for n, k in names.items() if k != "dead")
+    finally:
+        holder.kill()
+        holder.wait()
+    output.settle(out)
+    assert sorted(p.name for p in out.iterdir()) == sorted(n for n, k in names.items() if k in ("fresh", "other"))
+
+
 _SLOW_WRITER = """
 import sys, time
 from pathlib import Path
