@@ -129,12 +129,17 @@ struct cosched_msg {          /* 48 bytes */
  * apart by their first field and their length. */
 #define COSCHED_SPEC_MAX 120
 #define COSCHED_JOB_OPTIONAL 1u /* flags: if the spec cannot be hosted, run the job uncoscheduled */
-struct cosched_job_msg {      /* 136 bytes */
+/* flags: the job takes part in gang scheduling across nodes: the agent tells its gang coordinator, which places
+ * the job in its Ousterhout matrix once the agents of all `nnodes` nodes declared it, and switches its slots
+ * (docs/real-slurm.md). An agent without a coordinator refuses it with ENOTCONN. */
+#define COSCHED_JOB_GANG 2u
+struct cosched_job_msg {      /* 140 bytes */
     uint32_t type;            /* COSCHED_MSG_JOB or COSCHED_MSG_JOB_END */
     uint32_t version;         /* COSCHED_PROTO_VERSION */
     int32_t job;
-    uint32_t flags;           /* COSCHED_JOB_OPTIONAL */
+    uint32_t flags;           /* COSCHED_JOB_OPTIONAL, COSCHED_JOB_GANG */
     char spec[COSCHED_SPEC_MAX]; /* NUL-terminated policy spec */
+    uint32_t nnodes;          /* with COSCHED_JOB_GANG: nodes of the job step (each node's agent declares it) */
 };
 
 struct cosched_rank_shm {     /* 256 bytes, no padding */

@@ -4,6 +4,9 @@
  * Options (srun, sbatch, salloc):
  *   --cosched=SPEC      host the step's ranks under the node policy SPEC (e.g. hybrid, sb[spin_us=300]).
  *   --cosched-optional  if the agent is unreachable or refuses SPEC, run uncoscheduled instead of failing.
+ *   --cosched-gang      gang-schedule the job across its nodes: the nodes' agents report it to their gang
+ *                       coordinator, which gives it a row of its Ousterhout matrix and switches its slots
+ *                       (docs/real-slurm.md). Implies --cosched=nls unless --cosched is given.
  *
  * plugstack.conf arguments (all optional):
  *   agent=PATH   the agent's socket; "%n" is replaced by the node name (SLURMD_NODENAME), for several
@@ -12,7 +15,8 @@
  *                Default /usr/local/lib/cosched/libcosched-mpich.so.
  *
  * What it does, per step and node (remote context, in slurmstepd):
- *   slurm_spank_user_init  declares the job to the node's agent (COSCHED_MSG_JOB with SPEC; protocol in
+ *   slurm_spank_user_init  declares the job to the node's agent (COSCHED_MSG_JOB with SPEC, and with
+ *                          --cosched-gang the flag COSCHED_JOB_GANG and the step's node count; protocol in
  *                          real/include/cosched_proto.h) and waits for its ACK (2 s at most). On failure
  *                          every task of the step exits with code 1 before running anything, with a message
  *                          naming the socket and the reason, unless --cosched-optional was given: then the
@@ -48,6 +52,7 @@ SPANK_PLUGIN(cosched, 1);
 
 static char opt_spec[COSCHED_SPEC_MAX];
 static int opt_optional;
+static int opt_gang;
 static char arg_agent[256] = DEFAULT_AGENT;
 static char arg_shim[256] = DEFAULT_SHIM;
 /* Set in slurmstepd once the agent accepted the job: only then are the tasks given the shim. */
@@ -77,11 +82,21 @@ static int opt_optional_cb(int val, const char *optarg, int remote) {
     return 0;
 }
 
+static int opt_gang_cb(int val, const char *optarg, int remote) {
+    (void)val;
+    (void)optarg;
+    (void)remote;
+    opt_gang = 1;
+    return 0;
+}
+
 struct spank_option spank_options[] = {
     {"cosched", "SPEC", "Coschedule the step's ranks under the node policy SPEC (cosched agent)", 1, 0,
      opt_cosched_cb},
     {"cosched-optional", NULL, "With --cosched: run uncoscheduled if the cosched agent cannot host the step", 0,
      0, opt_optional_cb},
+    {"cosched-gang", NULL, "Gang-schedule the job across its nodes (cosched gang coordinator; implies --cosched=nls)", 0,
+     0, opt_gang_cb},
     SPANK_OPTIONS_TABLE_END};
 
 static int parse_args(int ac, char **av) {
@@ -170,14 +185,27 @@ static int job_msg(spank_t sp, uint32_t type, struct cosched_job_msg *m) {
     m->type = type;
     m->version = COSCHED_PROTO_VERSION;
     m->job = (int32_t)job;
-    m->flags = opt_optional ? COSCHED_JOB_OPTIONAL : 0;
+    m->flags = (opt_optional ? COSCHED_JOB_OPTIONAL : 0) | (opt_gang ? COSCHED_JOB_GANG : 0);
     if (type == COSCHED_MSG_JOB) strcpy(m->spec, opt_spec);
+    if (opt_gang && type == COSCHED_MSG_JOB) {
+        /* The step's node count (the coordinator places the job once every node's agent declared it); the
+         * job's when the step's is not in the environment. */
+        char n[16] = "";
+        uint32_t nn = 0;
+        if (spank_getenv(sp, "SLURM_STEP_NUM_NODES", n, sizeof(n)) == ESPANK_SUCCESS && atoi(n) > 0)
+            nn = (uint32_t)atoi(n);
+        else if (spank_get_item(sp, S_JOB_NNODES, &nn) != ESPANK_SUCCESS)
+            nn = 0;
+        if (nn == 0) return -1;
+        m->nnodes = nn;
+    }
     return 0;
 }
 
 int slurm_spank_user_init(spank_t sp, int ac, char **av) {
     (void)ac;
     (void)av;
+    if (opt_gang && opt_spec[0] == '\0') strcpy(opt_spec, "nls");
     if (!spank_remote(sp) || opt_spec[0] == '\0') return 0;
     struct cosched_job_msg m;
     const char *why = "";
@@ -186,7 +214,7 @@ int slurm_spank_user_init(spank_t sp, int ac, char **av) {
         why = "agent path too long";
         rc = -1;
     } else if (job_msg(sp, COSCHED_MSG_JOB, &m) != 0) {
-        why = "no job id";
+        why = "no job id or node count";
         rc = -1;
     } else {
         rc = agent_call(&m, sizeof(m), 1, &why);
@@ -197,8 +225,11 @@ int slurm_spank_user_init(spank_t sp, int ac, char **av) {
     }
     char reason[400];
     if (rc > 0)
-        snprintf(reason, sizeof(reason), "the agent refused policy \"%s\": %s", opt_spec,
-                 rc == EINVAL ? "unknown or invalid policy spec" : strerror(rc));
+        snprintf(reason, sizeof(reason), "the agent refused policy \"%s\"%s: %s", opt_spec,
+                 opt_gang ? " with gang scheduling" : "",
+                 rc == EINVAL     ? "unknown or invalid policy spec"
+                 : rc == ENOTCONN ? "this node's agent has no gang coordinator (cosched-agent serve --coord)"
+                                  : strerror(rc));
     else
         snprintf(reason, sizeof(reason), "no cosched agent at %s: %s", agent_path, why);
     if (opt_optional) {

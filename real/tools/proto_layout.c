@@ -19,7 +19,7 @@ int main(void) {
     printf("}},\n \"cosched_job_msg\": {\"size\": %zu, \"offsets\": {", sizeof(struct cosched_job_msg));
     first = 1;
     FIELD(cosched_job_msg, type); FIELD(cosched_job_msg, version); FIELD(cosched_job_msg, job);
-    FIELD(cosched_job_msg, flags); FIELD(cosched_job_msg, spec);
+    FIELD(cosched_job_msg, flags); FIELD(cosched_job_msg, spec); FIELD(cosched_job_msg, nnodes);
     printf("}},\n \"cosched_rank_shm\": {\"size\": %zu, \"offsets\": {", sizeof(struct cosched_rank_shm));
     first = 1;
     FIELD(cosched_rank_shm, magic); FIELD(cosched_rank_shm, version); FIELD(cosched_rank_shm, job);

@@ -12,11 +12,14 @@
 //!   wait modes and recommendations; [`NodeView`] is what it may read.
 //! - [`process`]: process-level cluster scheduling (gang matrix, flexible
 //!   gang, perturbation harness): the parameters of the schemes.
+//! - [`gang`]: the Ousterhout matrix's placement and slot cycle, shared by the
+//!   simulator, the single-machine controller and the Slurm gang coordinator.
 //!
 //! Dependencies: `cosched-des <- cosched-model <- cosched-contract <-
 //! cosched-policies`; the engine depends on this crate, not on the policies.
 
 pub mod cluster;
+pub mod gang;
 pub mod node;
 pub mod process;
 

@@ -48,6 +48,11 @@ pub const MSG_SLOT: u32 = 64;
 /// process of the launcher's own user. ACK as above.
 pub const MSG_ADOPT: u32 = 65;
 
+/// Told of a job's first declaration (`true`) and of its last end (`false`);
+/// a declaration it answers non-zero (an errno) is refused. The gang channel
+/// ([`crate::gangnet`]) reports gang jobs to its coordinator through it.
+pub type JobHook = Box<dyn FnMut(&JobMsg, bool) -> i32 + Send>;
+
 /// The OS tick period for policies that declare [`Ops::TICK`].
 const TICK: Duration = Duration::from_millis(4);
 /// How often a "boost until run" is checked while one is pending.
@@ -308,6 +313,7 @@ pub struct Agent {
     next_sample: Option<Instant>,
     /// Per rank: (cgroup CPU time, time) at the last sample.
     sampled: HashMap<u32, (u64, u64)>,
+    job_hook: Option<JobHook>,
 }
 
 const TOK_SIGNAL: u64 = u64::MAX;
@@ -509,6 +515,7 @@ impl Agent {
             sample: None,
             next_sample: None,
             sampled: HashMap::new(),
+            job_hook: None,
             opts,
         })
     }
@@ -517,6 +524,12 @@ impl Agent {
     pub fn set_sampling(&mut self, period: Duration) {
         self.sample = Some(period.max(Duration::from_millis(1)));
         self.next_sample = Some(Instant::now() + period);
+    }
+
+    /// Sets the hook told of job declarations and ends. Without one, a job
+    /// declared for gang scheduling across nodes is refused (ENOTCONN).
+    pub fn set_job_hook(&mut self, hook: JobHook) {
+        self.job_hook = Some(hook);
     }
 
     /// The state shared with an embedding controller.
@@ -730,6 +743,14 @@ impl Agent {
                 if event_mask(spec).is_err() {
                     return libc::EINVAL;
                 }
+                let hooked = match &mut self.job_hook {
+                    Some(h) => h(j, true),
+                    None if j.flags & proto::JOB_GANG != 0 => libc::ENOTCONN,
+                    None => 0,
+                };
+                if hooked != 0 {
+                    return hooked;
+                }
                 self.jobs.insert(
                     j.job,
                     Job {
@@ -760,7 +781,11 @@ impl Agent {
                         let _ = n.mech.set_job_frozen(j.job, false);
                     }
                 }
-                self.jobs.remove(&j.job);
+                if self.jobs.remove(&j.job).is_some() {
+                    if let Some(h) = &mut self.job_hook {
+                        h(j, false);
+                    }
+                }
                 0
             }
             _ => libc::EINVAL,

@@ -6,6 +6,8 @@ pub mod agent;
 pub mod cgroup;
 pub mod client;
 pub mod controller;
+pub mod coord;
+pub mod gangnet;
 pub mod mech;
 pub mod procfs;
 pub mod proto;

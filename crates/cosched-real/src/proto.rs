@@ -12,6 +12,8 @@ pub const WAIT_KINDS: usize = 4;
 pub const SPEC_MAX: usize = 120;
 /// `cosched_job_msg.flags`: run the job uncoscheduled if its spec cannot be hosted.
 pub const JOB_OPTIONAL: u32 = 1;
+/// `cosched_job_msg.flags`: the job takes part in gang scheduling across nodes.
+pub const JOB_GANG: u32 = 2;
 
 /// `enum cosched_wait_mode`.
 pub mod mode {
@@ -67,6 +69,8 @@ pub struct JobMsg {
     pub job: i32,
     pub flags: u32,
     pub spec: [u8; SPEC_MAX],
+    /// With [`JOB_GANG`]: nodes of the job step.
+    pub nnodes: u32,
 }
 
 /// `struct cosched_rank_shm`: one rank's shared-memory segment.
@@ -150,6 +154,7 @@ impl JobMsg {
             job,
             flags,
             spec: s,
+            nnodes: 0,
         })
     }
     /// The spec up to its NUL.
@@ -197,6 +202,7 @@ pub fn layout() -> Vec<(&'static str, usize, usize)> {
         f!(j, JobMsg, "job", job),
         f!(j, JobMsg, "flags", flags),
         f!(j, JobMsg, "spec", spec),
+        f!(j, JobMsg, "nnodes", nnodes),
         ("cosched_rank_shm", 0, size_of::<RankShm>()),
         f!(r, RankShm, "magic", magic),
         f!(r, RankShm, "version", version),
@@ -253,7 +259,7 @@ mod tests {
     #[test]
     fn sizes_match_the_header_comments() {
         assert_eq!(size_of::<Msg>(), 48);
-        assert_eq!(size_of::<JobMsg>(), 136);
+        assert_eq!(size_of::<JobMsg>(), 140);
         assert_eq!(size_of::<RankShm>(), 256);
     }
 

@@ -96,5 +96,5 @@ fn mirror_matches_the_shims_proto_layout_tool() {
             fields += 1;
         }
     }
-    assert_eq!(fields, 43);
+    assert_eq!(fields, 44);
 }

@@ -151,7 +151,7 @@ impl Matrix {
         let Some(r) = self.active else {
             return self.params.quantum;
         };
-        self.cells[r]
+        self.grid.cells[r]
             .iter()
             .flatten()
             .map(|&(j, _)| {
@@ -211,16 +211,16 @@ impl Matrix {
 
     /// The node whose column holds `pid`.
     fn node_of(&self, pid: Pid) -> Option<u32> {
-        self.cells.iter().find_map(|row| {
+        self.grid.cells.iter().find_map(|row| {
             row.iter()
                 .position(|c| matches!(c, Some((_, p)) if *p == pid))
-                .map(|n| (n / self.cpus) as u32)
+                .map(|n| (n / self.grid.cpus) as u32)
         })
     }
 
     /// The processes of job `j`.
     fn job_pids(&self, j: usize) -> impl Iterator<Item = Pid> + '_ {
-        let row = self.row_of(j).map(|r| &self.cells[r]);
+        let row = self.row_of(j).map(|r| &self.grid.cells[r]);
         row.into_iter()
             .flatten()
             .filter_map(move |c| c.filter(|&(k, _)| k == j).map(|(_, p)| p))

@@ -32,6 +32,7 @@
 use super::flexgang::FlexState;
 use super::gangedness::Estimator;
 use crate::os::{NativeScheduler, Pick, Pid, Stop, Wake};
+pub use cosched_contract::gang::Ousterhout;
 pub use cosched_contract::process::GangParams;
 use cosched_des::SimTime;
 
@@ -39,10 +40,9 @@ use cosched_des::SimTime;
 #[derive(Clone, Debug)]
 pub struct Matrix {
     pub params: GangParams,
-    /// `cells[row][node * cpus + k]`: the job and pid placed there.
-    pub(super) cells: Vec<Vec<Option<(usize, Pid)>>>,
-    /// Columns (CPUs) per node.
-    pub(super) cpus: usize,
+    /// The matrix's cells (`cosched_contract::gang`): the job and pid placed
+    /// in each.
+    pub(super) grid: Ousterhout<(usize, Pid)>,
     /// Row of each job (by job index), once placed.
     row_of: Vec<Option<usize>>,
     /// The active row, `None` while the cycle is stopped.
@@ -66,8 +66,7 @@ impl Matrix {
         let est = Estimator::new(params.flex.est_quantum);
         Self {
             params,
-            cells: vec![vec![None; (nodes * cpus) as usize]; rows],
-            cpus: cpus as usize,
+            grid: Ousterhout::new(rows, nodes, cpus),
             row_of: vec![None; jobs],
             active: None,
             switching: false,
@@ -80,8 +79,7 @@ impl Matrix {
 
     /// The cells of `node` in `row` (one per CPU).
     pub(super) fn node_cells(&self, row: usize, node: u32) -> &[Option<(usize, Pid)>] {
-        let c = self.cpus;
-        &self.cells[row][node as usize * c..(node as usize + 1) * c]
+        self.grid.node_cells(row, node)
     }
 
     /// The first row with at least `size` nodes accepted by `ok` that have
@@ -92,55 +90,34 @@ impl Matrix {
         per_node: usize,
         ok: impl Fn(u32) -> bool,
     ) -> Option<(usize, Vec<u32>)> {
-        let nodes = (self.cells.first().map_or(0, Vec::len) / self.cpus.max(1)) as u32;
-        (0..self.cells.len()).find_map(|r| {
-            let free: Vec<u32> = (0..nodes)
-                .filter(|&n| {
-                    self.node_cells(r, n).iter().filter(|c| c.is_none()).count() >= per_node
-                        && ok(n)
-                })
-                .collect();
-            (free.len() >= size).then_some((r, free))
-        })
+        self.grid.find_row(size, per_node, ok)
     }
 
     /// Places job `job`'s processes (`pids[k]` on `nodes[k]`, one node per rank)
     /// in `row`, each rank in the first free column of its node.
     pub fn place(&mut self, job: usize, row: usize, nodes: &[u32], first_pid: Pid) {
-        let c = self.cpus;
-        for (k, &n) in nodes.iter().enumerate() {
-            let cols = &mut self.cells[row][n as usize * c..(n as usize + 1) * c];
-            let free = cols
-                .iter_mut()
-                .find(|x| x.is_none())
-                .expect("find_row found a free column");
-            *free = Some((job, first_pid + k as Pid));
-        }
+        self.grid.place(row, nodes, |k| (job, first_pid + k as Pid));
         self.row_of[job] = Some(row);
     }
 
     /// Frees the cells of a finished job.
     pub fn free(&mut self, job: usize) {
         if let Some(r) = self.row_of[job] {
-            for c in &mut self.cells[r] {
-                if matches!(c, Some((j, _)) if *j == job) {
-                    *c = None;
-                }
-            }
+            self.grid.clear(r, |&(j, _)| j == job);
         }
     }
 
     /// The first job and pid in `row` on `node` (used by the perturbation
     /// harness, whose targets run one rank per node).
     pub fn cell(&self, row: usize, node: u32) -> Option<(usize, Pid)> {
-        self.cells.get(row)?;
+        self.grid.cells.get(row)?;
         self.node_cells(row, node).iter().copied().flatten().next()
     }
 
     /// The jobs in the matrix with their pids (in column order).
     pub fn jobs_placed(&self) -> Vec<(usize, Vec<Pid>)> {
         let mut out: Vec<(usize, Vec<Pid>)> = Vec::new();
-        for row in &self.cells {
+        for row in &self.grid.cells {
             for &(j, p) in row.iter().flatten() {
                 match out.iter_mut().find(|(k, _)| *k == j) {
                     Some((_, v)) => v.push(p),
@@ -158,23 +135,15 @@ impl Matrix {
         self.row_of[job]
     }
 
-    fn row_empty(&self, r: usize) -> bool {
-        self.cells[r].iter().all(Option::is_none)
-    }
-
     /// Whether the active row has no process left.
     pub fn active_empty(&self) -> bool {
-        self.active.is_none_or(|r| self.row_empty(r))
+        self.active.is_none_or(|r| self.grid.row_empty(r))
     }
 
     /// The next non-empty row after the active one, cyclically (the active row
     /// itself last); `None` when the matrix is empty.
     pub fn next_row(&self) -> Option<usize> {
-        let rows = self.cells.len();
-        let start = self.active.map_or(0, |r| r + 1);
-        (0..rows)
-            .map(|k| (start + k) % rows)
-            .find(|&r| !self.row_empty(r))
+        self.grid.next_row(self.active)
     }
 
     /// The process an idle CPU of `node` should run now, among those `runnable`
@@ -218,7 +187,7 @@ impl Matrix {
         if lent >= lending {
             return None;
         }
-        let rows = self.cells.len();
+        let rows = self.grid.rows();
         let cands: Vec<(usize, Pid)> = (1..rows)
             .map(|k| (r + k) % rows)
             .flat_map(|q| self.node_cells(q, node).iter().flatten().copied())

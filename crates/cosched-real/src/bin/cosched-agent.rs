@@ -2,6 +2,8 @@
 
 use clap::{Parser, Subcommand};
 use cosched_real::agent::{Agent, AgentOptions, NodeSpec};
+use cosched_real::coord::{self, CoordOptions};
+use cosched_real::gangnet::{GangHandle, GangNet, GangOptions};
 use cosched_real::{cgroup::Cgroups, proto, state};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -38,6 +40,36 @@ enum Cmd {
         /// Do not switch to SCHED_FIFO.
         #[arg(long)]
         no_realtime: bool,
+        /// The gang coordinator (`cosched-agent coordinate`) to take slot
+        /// schedules from, HOST:PORT. Without it, gang jobs are refused.
+        #[arg(long)]
+        coord: Option<String>,
+        /// This node's name for the coordinator (default: the host name).
+        #[arg(long)]
+        node_name: Option<String>,
+        /// Append one JSON line per gang slot switch to this file.
+        #[arg(long)]
+        gang_log: Option<PathBuf>,
+    },
+    /// The gang coordinator: places the gang jobs the agents report in an
+    /// Ousterhout matrix and sends them slot schedules (switch times agreed
+    /// ahead). Runs until SIGTERM/SIGINT/SIGHUP, then tells every agent to thaw.
+    Coordinate {
+        /// Address to listen on.
+        #[arg(long, default_value = "127.0.0.1:7460")]
+        listen: String,
+        /// Rows of the matrix (at least the partition's over-subscription MPL).
+        #[arg(long, default_value_t = 3)]
+        rows: usize,
+        /// Slot length, ms.
+        #[arg(long, default_value_t = 100.0)]
+        quantum_ms: f64,
+        /// How far ahead of its start a schedule is sent, ms.
+        #[arg(long, default_value_t = 20.0)]
+        lead_ms: f64,
+        /// How long agents keep switching without hearing from the coordinator, ms.
+        #[arg(long, default_value_t = 3000.0)]
+        lease_ms: f64,
     },
     /// Restore what agents that are not running any more left behind: continue
     /// stopped processes, move processes back, thaw and remove cosched.* cgroups.
@@ -52,6 +84,59 @@ enum Cmd {
     Cgroups,
 }
 
+fn host_name() -> String {
+    nix::unistd::gethostname()
+        .map(|h| h.to_string_lossy().to_string())
+        .unwrap_or_else(|_| "localhost".into())
+}
+
+/// The agent's side of the gang channel, when a coordinator is given.
+fn start_gang(
+    agent: &mut Agent,
+    coord: Option<String>,
+    node_name: Option<String>,
+    log: Option<PathBuf>,
+    agent_socket: PathBuf,
+) -> std::io::Result<Option<GangHandle>> {
+    let Some(coord) = coord else { return Ok(None) };
+    let g = GangNet::new(GangOptions {
+        coord,
+        node: node_name.unwrap_or_else(host_name),
+        agent_socket,
+        log,
+    })?;
+    agent.set_job_hook(g.hook());
+    g.spawn().map(Some)
+}
+
+fn coordinate(
+    listen: String,
+    rows: usize,
+    quantum_ms: f64,
+    lead_ms: f64,
+    lease_ms: f64,
+) -> ExitCode {
+    let ns = |ms: f64| (ms * 1e6).round().max(0.0) as u64;
+    if rows == 0 || !(quantum_ms > 0.0 && lead_ms >= 0.0 && lease_ms > 0.0) {
+        eprintln!("cosched-agent coordinate: --rows, --quantum-ms and --lease-ms must be > 0, --lead-ms >= 0");
+        return ExitCode::from(2);
+    }
+    let opts = CoordOptions {
+        listen,
+        rows,
+        quantum_ns: ns(quantum_ms),
+        lead_ns: ns(lead_ms),
+        lease_ns: ns(lease_ms),
+    };
+    match coord::serve(opts) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("cosched-agent coordinate: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.cmd {
@@ -62,6 +147,9 @@ fn main() -> ExitCode {
             boost_factor,
             state_dir,
             no_realtime,
+            coord,
+            node_name,
+            gang_log,
         } => {
             let mut specs = vec![];
             for n in &nodes {
@@ -78,6 +166,7 @@ fn main() -> ExitCode {
                     socket: PathBuf::from(sock),
                 });
             }
+            let first_socket = specs.first().map(|s| s.socket.clone()).unwrap_or_default();
             let opts = AgentOptions {
                 run,
                 nodes: specs,
@@ -97,8 +186,19 @@ fn main() -> ExitCode {
                 eprintln!("cosched-agent: signals: {e}");
                 return ExitCode::FAILURE;
             }
+            let gang = match start_gang(&mut agent, coord, node_name, gang_log, first_socket) {
+                Ok(g) => g,
+                Err(e) => {
+                    eprintln!("cosched-agent: gang channel: {e}");
+                    return ExitCode::FAILURE;
+                }
+            };
             eprintln!("cosched-agent: serving ({})", agent.stats.cgroups);
-            match agent.run() {
+            let r = agent.run();
+            if let Some(h) = gang {
+                h.stop();
+            }
+            match r {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => {
                     eprintln!("cosched-agent: {e}");
@@ -106,6 +206,13 @@ fn main() -> ExitCode {
                 }
             }
         }
+        Cmd::Coordinate {
+            listen,
+            rows,
+            quantum_ms,
+            lead_ms,
+            lease_ms,
+        } => coordinate(listen, rows, quantum_ms, lead_ms, lease_ms),
         Cmd::Cleanup { state_dir } => {
             let dir = state_dir.unwrap_or_else(state::default_dir);
             match state::cleanup(&dir, &Cgroups::detect()) {

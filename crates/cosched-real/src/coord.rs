@@ -1,0 +1,492 @@
+//! The gang coordinator of real execution across nodes (under Slurm): cosched's
+//! own gang scheduling at quanta of tens to hundreds of milliseconds.
+//!
+//! Algorithm: an Ousterhout matrix ([`cosched_contract::gang::Ousterhout`], the
+//! simulator's) with `rows` rows and one column per node agent that connected.
+//! A job is declared by the agents of its nodes ([`ToCoord::Job`] with the
+//! step's node count; the SPANK plugin declares it on every node of the step);
+//! once all of its nodes declared it, it takes the first row whose cells on
+//! exactly those nodes are free (the resource manager chose the nodes; the
+//! matrix chooses the row). A job for which no row has room runs outside the
+//! matrix (in every slot, never frozen) and is placed when a row frees up.
+//! Slots cycle over the non-empty rows. Instead of a message per switch, each
+//! change of the matrix sends every agent a schedule (its jobs' rows, the
+//! cycle, the quantum and the CLOCK_REALTIME start of the new cycle), which
+//! takes effect at the next slot boundary at least `lead` ahead (at once plus
+//! `lead` when the running row emptied); the agents switch at the agreed
+//! times by their own clocks ([`crate::gangnet`]). Heartbeats every lease/4
+//! keep the agents' lease; on exit (SIGTERM, SIGINT, SIGHUP) the coordinator
+//! sends every agent a release, which thaws every job.
+//!
+//! Parameters: `rows` (the matrix's rows; at least Slurm's over-subscription
+//! MPL, more leave room for fragmentation), `quantum` (slot length), `lead`
+//! (how far ahead a schedule is sent: more than the channel's latency),
+//! `lease` (how long an agent keeps switching without hearing from the
+//! coordinator).
+
+use crate::gangnet::{line, realtime_ns, ToAgent, ToCoord};
+use cosched_contract::gang::Ousterhout;
+use nix::sys::signal::{SigSet, Signal};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::io::{BufRead, BufReader, Write};
+use std::net::{TcpListener, TcpStream};
+use std::sync::mpsc;
+use std::time::Duration;
+
+/// How the coordinator runs.
+#[derive(Clone, Debug)]
+pub struct CoordOptions {
+    /// Address to listen on (default 127.0.0.1:7460).
+    pub listen: String,
+    pub rows: usize,
+    pub quantum_ns: u64,
+    pub lead_ns: u64,
+    pub lease_ns: u64,
+}
+
+enum Ev {
+    Conn(u64, TcpStream),
+    Msg(u64, ToCoord),
+    Closed(u64),
+    Stop,
+}
+
+struct Job {
+    nnodes: u32,
+    /// Nodes (columns) whose agents declare the job now.
+    nodes: BTreeSet<u32>,
+    row: Option<usize>,
+}
+
+/// A schedule sent: from `from_ns`, slot k runs `cycle[k % len]`.
+#[derive(Clone, Debug, Default)]
+struct Sent {
+    from_ns: u64,
+    cycle: Vec<u32>,
+}
+
+/// The coordinator's state: the matrix, the jobs, the agents.
+pub struct Coord {
+    opts: CoordOptions,
+    grid: Ousterhout<i32>,
+    cols: HashMap<String, u32>,
+    conns: HashMap<u64, (Option<u32>, TcpStream)>,
+    jobs: BTreeMap<i32, Job>,
+    /// The last two schedules sent (the later may not have started yet).
+    prev: Sent,
+    cur: Sent,
+    /// Slot boundaries are `origin + k·quantum`.
+    origin: u64,
+}
+
+impl Sent {
+    fn row_at(&self, t: u64, q: u64) -> Option<u32> {
+        if self.cycle.is_empty() || t < self.from_ns {
+            return None;
+        }
+        let k = (t - self.from_ns) / q;
+        Some(self.cycle[(k % self.cycle.len() as u64) as usize])
+    }
+}
+
+impl Coord {
+    pub fn new(opts: CoordOptions) -> Coord {
+        Coord {
+            grid: Ousterhout::new(opts.rows.max(1), 0, 1),
+            opts,
+            cols: HashMap::new(),
+            conns: HashMap::new(),
+            jobs: BTreeMap::new(),
+            prev: Sent::default(),
+            cur: Sent::default(),
+            origin: 0,
+        }
+    }
+
+    fn row_at(&self, t: u64) -> Option<u32> {
+        let q = self.opts.quantum_ns.max(1);
+        if t >= self.cur.from_ns {
+            self.cur.row_at(t, q)
+        } else {
+            self.prev.row_at(t, q)
+        }
+    }
+
+    /// Handles one message of connection `id`; returns whether the matrix changed.
+    pub fn on_msg(&mut self, id: u64, m: ToCoord) -> bool {
+        match m {
+            ToCoord::Hello { node } => {
+                let n = self.cols.len() as u32;
+                let col = *self.cols.entry(node.clone()).or_insert(n);
+                self.grid.grow(col + 1);
+                // A node that reconnects replaces its old connection.
+                let old: Vec<u64> = self
+                    .conns
+                    .iter()
+                    .filter(|(&k, (c, _))| k != id && *c == Some(col))
+                    .map(|(&k, _)| k)
+                    .collect();
+                let mut changed = false;
+                for k in old {
+                    changed |= self.closed(k);
+                }
+                if let Some(c) = self.conns.get_mut(&id) {
+                    c.0 = Some(col);
+                }
+                eprintln!("cosched-coord: node {node} connected (column {col})");
+                if changed {
+                    return true;
+                }
+                // The new agent needs the current schedule of its jobs (none yet).
+                self.send_schedule(id);
+                false
+            }
+            ToCoord::Job { job, nnodes } => {
+                let Some(col) = self.conns.get(&id).and_then(|c| c.0) else {
+                    return false;
+                };
+                let j = self.jobs.entry(job).or_insert(Job {
+                    nnodes,
+                    nodes: BTreeSet::new(),
+                    row: None,
+                });
+                j.nnodes = nnodes;
+                j.nodes.insert(col);
+                self.place_waiting()
+            }
+            ToCoord::JobEnd { job } => {
+                let Some(col) = self.conns.get(&id).and_then(|c| c.0) else {
+                    return false;
+                };
+                self.end_on(job, col)
+            }
+        }
+    }
+
+    /// Job `job` ended on column `col`; the last end frees its cells.
+    fn end_on(&mut self, job: i32, col: u32) -> bool {
+        let Some(j) = self.jobs.get_mut(&job) else {
+            return false;
+        };
+        j.nodes.remove(&col);
+        if !j.nodes.is_empty() {
+            return false;
+        }
+        let row = j.row;
+        self.jobs.remove(&job);
+        if let Some(r) = row {
+            self.grid.clear(r, |&x| x == job);
+            eprintln!("cosched-coord: job {job} left row {r}");
+            self.place_waiting();
+            return true;
+        }
+        false
+    }
+
+    /// A connection closed: its node's jobs end there.
+    pub fn closed(&mut self, id: u64) -> bool {
+        let Some((col, _)) = self.conns.remove(&id) else {
+            return false;
+        };
+        let Some(col) = col else { return false };
+        let jobs: Vec<i32> = self
+            .jobs
+            .iter()
+            .filter(|(_, j)| j.nodes.contains(&col))
+            .map(|(&k, _)| k)
+            .collect();
+        let mut changed = false;
+        for k in jobs {
+            changed |= self.end_on(k, col);
+        }
+        changed
+    }
+
+    /// Places every fully declared job not in the matrix that has a row now.
+    fn place_waiting(&mut self) -> bool {
+        let mut changed = false;
+        let ids: Vec<i32> = self.jobs.keys().copied().collect();
+        for id in ids {
+            let j = &self.jobs[&id];
+            if j.row.is_some() || (j.nodes.len() as u32) < j.nnodes {
+                continue;
+            }
+            let nodes: Vec<u32> = j.nodes.iter().copied().collect();
+            match self.grid.find_row(nodes.len(), 1, |n| j.nodes.contains(&n)) {
+                Some((r, _)) => {
+                    self.grid.place(r, &nodes, |_| id);
+                    self.jobs.get_mut(&id).unwrap().row = Some(r);
+                    eprintln!("cosched-coord: job {id} on columns {nodes:?} placed in row {r}");
+                    changed = true;
+                }
+                None => eprintln!(
+                    "cosched-coord: job {id}: no row has room on its nodes; it runs outside the matrix for now"
+                ),
+            }
+        }
+        changed
+    }
+
+    /// A new schedule after a change of the matrix, from the next slot boundary
+    /// at least `lead` ahead (re-anchored at now + lead when the running row
+    /// emptied or nothing ran).
+    pub fn reschedule(&mut self, now: u64) {
+        let q = self.opts.quantum_ns.max(1);
+        let earliest = now + self.opts.lead_ns;
+        let boundary = if earliest <= self.origin {
+            self.origin
+        } else {
+            self.origin + (earliest - self.origin).div_ceil(q) * q
+        };
+        let before = self.row_at(boundary.saturating_sub(1));
+        let (from, active) = match before {
+            Some(r) if !self.grid.row_empty(r as usize) => (boundary, Some(r as usize)),
+            _ => (earliest, before.map(|r| r as usize)),
+        };
+        self.origin = from;
+        let cycle: Vec<u32> = self
+            .grid
+            .cycle_after(active)
+            .into_iter()
+            .map(|r| r as u32)
+            .collect();
+        let next = Sent {
+            from_ns: from,
+            cycle,
+        };
+        if from > self.cur.from_ns {
+            self.prev = std::mem::replace(&mut self.cur, next);
+        } else {
+            self.cur = next;
+        }
+        let ids: Vec<u64> = self.conns.keys().copied().collect();
+        for id in ids {
+            self.send_schedule(id);
+        }
+    }
+
+    fn send_schedule(&mut self, id: u64) {
+        let Some((Some(col), _)) = self.conns.get(&id) else {
+            return;
+        };
+        let col = *col;
+        let jobs: Vec<(i32, u32)> = self
+            .jobs
+            .iter()
+            .filter(|(_, j)| j.nodes.contains(&col))
+            .filter_map(|(&k, j)| j.row.map(|r| (k, r as u32)))
+            .collect();
+        let m = ToAgent::Schedule {
+            from_ns: self.cur.from_ns,
+            quantum_ns: self.opts.quantum_ns,
+            cycle: self.cur.cycle.clone(),
+            jobs,
+            lease_ns: self.opts.lease_ns,
+        };
+        self.send(id, &m);
+    }
+
+    fn send(&mut self, id: u64, m: &ToAgent) {
+        let ok = self
+            .conns
+            .get_mut(&id)
+            .is_some_and(|(_, s)| s.write_all(&line(m)).is_ok());
+        if !ok {
+            // The reader thread reports the close; nothing more goes there.
+            if let Some((_, s)) = self.conns.get(&id) {
+                let _ = s.shutdown(std::net::Shutdown::Both);
+            }
+        }
+    }
+
+    fn broadcast(&mut self, m: &ToAgent) {
+        let ids: Vec<u64> = self.conns.keys().copied().collect();
+        for id in ids {
+            self.send(id, m);
+        }
+    }
+}
+
+/// Runs the coordinator until SIGTERM, SIGINT or SIGHUP; then every agent is
+/// told to release (thaw) its jobs.
+pub fn serve(opts: CoordOptions) -> Result<(), String> {
+    if opts.quantum_ns == 0 || opts.lease_ns == 0 {
+        return Err("the quantum and the lease must be > 0".into());
+    }
+    let listener =
+        TcpListener::bind(&opts.listen).map_err(|e| format!("listen on {}: {e}", opts.listen))?;
+    // Signals go to the signal thread only (the mask is inherited by the threads).
+    let mut set = SigSet::empty();
+    for s in [Signal::SIGTERM, Signal::SIGINT, Signal::SIGHUP] {
+        set.add(s);
+    }
+    set.thread_block().map_err(|e| format!("signals: {e}"))?;
+    let (tx, rx) = mpsc::channel::<Ev>();
+    {
+        let tx = tx.clone();
+        std::thread::spawn(move || {
+            let _ = set.wait();
+            let _ = tx.send(Ev::Stop);
+        });
+    }
+    {
+        let tx = tx.clone();
+        std::thread::spawn(move || {
+            for (id, s) in listener.incoming().enumerate() {
+                let Ok(s) = s else { continue };
+                let id = id as u64;
+                let _ = s.set_nodelay(true);
+                let Ok(r) = s.try_clone() else { continue };
+                if tx.send(Ev::Conn(id, s)).is_err() {
+                    return;
+                }
+                let tx = tx.clone();
+                std::thread::spawn(move || {
+                    for l in BufReader::new(r).lines() {
+                        let Ok(l) = l else { break };
+                        match serde_json::from_str::<ToCoord>(&l) {
+                            Ok(m) => {
+                                if tx.send(Ev::Msg(id, m)).is_err() {
+                                    return;
+                                }
+                            }
+                            Err(e) => eprintln!("cosched-coord: bad message {l:?}: {e}"),
+                        }
+                    }
+                    let _ = tx.send(Ev::Closed(id));
+                });
+            }
+        });
+    }
+    eprintln!(
+        "cosched-coord: listening on {} ({} rows, quantum {} ms)",
+        opts.listen,
+        opts.rows,
+        opts.quantum_ns as f64 / 1e6
+    );
+    let beat = Duration::from_nanos(opts.lease_ns / 4).max(Duration::from_millis(1));
+    let mut c = Coord::new(opts);
+    loop {
+        let changed = match rx.recv_timeout(beat) {
+            Ok(Ev::Conn(id, s)) => {
+                c.conns.insert(id, (None, s));
+                false
+            }
+            Ok(Ev::Msg(id, m)) => c.on_msg(id, m),
+            Ok(Ev::Closed(id)) => c.closed(id),
+            Ok(Ev::Stop) | Err(mpsc::RecvTimeoutError::Disconnected) => break,
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                let lease_ns = c.opts.lease_ns;
+                c.broadcast(&ToAgent::Heartbeat { lease_ns });
+                false
+            }
+        };
+        if changed {
+            c.reschedule(realtime_ns());
+        }
+    }
+    c.broadcast(&ToAgent::Release);
+    for (_, s) in c.conns.values() {
+        let _ = s.shutdown(std::net::Shutdown::Both);
+    }
+    eprintln!("cosched-coord: stopped; every agent was told to thaw its jobs");
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn opts() -> CoordOptions {
+        CoordOptions {
+            listen: String::new(),
+            rows: 2,
+            quantum_ns: 100,
+            lead_ns: 20,
+            lease_ns: 1000,
+        }
+    }
+
+    /// A coordinator with agents `cn0`, `cn1`, `cn2` on connections 0, 1, 2
+    /// (loopback pairs, so that schedules can be written somewhere).
+    fn with_nodes(n: u64) -> (Coord, Vec<TcpStream>) {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let mut c = Coord::new(opts());
+        let mut keep = vec![];
+        for id in 0..n {
+            let client = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+            let (server, _) = l.accept().unwrap();
+            c.conns.insert(id, (None, server));
+            keep.push(client);
+            c.on_msg(
+                id,
+                ToCoord::Hello {
+                    node: format!("cn{id}"),
+                },
+            );
+        }
+        (c, keep)
+    }
+
+    #[test]
+    fn a_job_is_placed_once_every_node_declared_it_and_rows_alternate() {
+        let (mut c, _k) = with_nodes(3);
+        assert!(!c.on_msg(0, ToCoord::Job { job: 10, nnodes: 2 }));
+        assert!(c.on_msg(1, ToCoord::Job { job: 10, nnodes: 2 }));
+        c.reschedule(1000);
+        // Nothing ran before: the cycle starts at now + lead.
+        assert_eq!((c.cur.from_ns, c.cur.cycle.clone()), (1020, vec![0]));
+        // Job 11 on cn1, cn2 collides with job 10 on cn1: row 1.
+        c.on_msg(1, ToCoord::Job { job: 11, nnodes: 2 });
+        assert!(c.on_msg(2, ToCoord::Job { job: 11, nnodes: 2 }));
+        c.reschedule(1150);
+        // Next boundary at least 20 ahead of 1150 on the grid 1020 + k·100: 1220;
+        // row 0 ran before it, so row 1 runs first, then row 0.
+        assert_eq!((c.cur.from_ns, c.cur.cycle.clone()), (1220, vec![1, 0]));
+        assert_eq!(c.row_at(1219), Some(0));
+        assert_eq!(c.row_at(1220), Some(1));
+        assert_eq!(c.row_at(1320), Some(0));
+        // Job 12 on cn0, cn2 fits in no row (cn0 is taken in row 0, cn2 in row 1).
+        c.on_msg(0, ToCoord::Job { job: 12, nnodes: 2 });
+        assert!(!c.on_msg(2, ToCoord::Job { job: 12, nnodes: 2 }));
+        assert_eq!(c.jobs[&12].row, None);
+        // Job 10 ends on both nodes: row 0 frees, job 12 takes it.
+        assert!(!c.on_msg(0, ToCoord::JobEnd { job: 10 }));
+        assert!(c.on_msg(1, ToCoord::JobEnd { job: 10 }));
+        assert_eq!(c.jobs[&12].row, Some(0));
+    }
+
+    #[test]
+    fn an_emptied_running_row_ends_its_slot_at_once() {
+        let (mut c, _k) = with_nodes(2);
+        for id in 0..2 {
+            c.on_msg(id, ToCoord::Job { job: 1, nnodes: 2 });
+        }
+        c.reschedule(0);
+        for id in 0..2 {
+            c.on_msg(id, ToCoord::Job { job: 2, nnodes: 2 });
+        }
+        c.reschedule(30); // boundary 120: row 1 then row 0
+        assert_eq!((c.cur.from_ns, c.cur.cycle.clone()), (120, vec![1, 0]));
+        // Slot 1 of the cycle from 120, [220, 320), runs row 0.
+        assert_eq!(c.row_at(250), Some(0));
+        // Job 1 (row 0) ends while row 0 runs: row 1 starts at 250 + lead.
+        c.on_msg(0, ToCoord::JobEnd { job: 1 });
+        assert!(c.on_msg(1, ToCoord::JobEnd { job: 1 }));
+        c.reschedule(250);
+        assert_eq!((c.cur.from_ns, c.cur.cycle.clone()), (270, vec![1]));
+    }
+
+    #[test]
+    fn a_lost_agent_ends_its_jobs_there_and_the_last_end_frees_the_row() {
+        let (mut c, _k) = with_nodes(2);
+        for id in 0..2 {
+            c.on_msg(id, ToCoord::Job { job: 5, nnodes: 2 });
+        }
+        assert_eq!(c.jobs[&5].row, Some(0));
+        assert!(!c.closed(0));
+        assert!(c.jobs.contains_key(&5));
+        assert!(c.closed(1));
+        assert!(c.jobs.is_empty() && c.grid.row_empty(0));
+    }
+}

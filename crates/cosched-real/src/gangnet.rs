@@ -1,0 +1,607 @@
+//! The gang channel between the coordinator ([`crate::coord`]) and the node
+//! agents, and the agent's side of it.
+//!
+//! Wire format: one JSON object per line over TCP ([`ToCoord`], [`ToAgent`]).
+//! An agent connects, says [`ToCoord::Hello`] with its node name, and reports
+//! the gang jobs declared on its node ([`ToCoord::Job`], [`ToCoord::JobEnd`];
+//! after a reconnection it reports the declared ones again). The coordinator
+//! answers with slot schedules: from the CLOCK_REALTIME instant `from_ns` on,
+//! slot k (k = 0, 1, ...) lasts `[from_ns + k·quantum, from_ns + (k+1)·quantum)`
+//! and runs row `cycle[k mod len]`; `jobs` gives the row of each job of the
+//! node. A schedule is sent only when the matrix changes, ahead of its start;
+//! between changes the agents switch by their own clocks at the agreed times
+//! (no per-switch message). Heartbeats renew a lease.
+//!
+//! The agent's side ([`GangNet`]) runs in its own thread of the agent process.
+//! It wakes at each slot boundary with an absolute CLOCK_REALTIME timer, and
+//! switches its jobs through the agent's own socket (`SLOT` messages, answered
+//! when the kernel reports the freeze or thaw done): it freezes the jobs that
+//! leave, then thaws the jobs whose row starts (stop, then start). Each
+//! boundary at which a job changed is recorded (JSON line: node, boundary,
+//! row, jobs run and frozen, the CLOCK_REALTIME instant the last switch was
+//! done), which is how switch skew is measured.
+//!
+//! Safety: a lost coordinator never leaves a job frozen. When the connection
+//! closes, when the coordinator sends [`ToAgent::Release`], or when nothing
+//! came from it for the lease (`lease_ns`, renewed by every message), the
+//! agent drops every schedule and thaws every job it froze; the jobs then run
+//! uncoordinated until a coordinator answers again (the agent reconnects every
+//! second). A job not in the schedule is never frozen by this channel.
+
+use crate::client::Client;
+use crate::proto::{JobMsg, JOB_GANG};
+use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+use nix::sys::eventfd::{EfdFlags, EventFd};
+use nix::sys::time::TimeSpec;
+use nix::sys::timerfd::{ClockId, Expiration, TimerFd, TimerFlags, TimerSetTimeFlags};
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::os::fd::AsFd;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// Agent -> coordinator.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ToCoord {
+    /// First message of a connection: the node this agent serves.
+    Hello { node: String },
+    /// A gang job was declared on this node; it runs on `nnodes` nodes.
+    Job { job: i32, nnodes: u32 },
+    /// The job's last declaration on this node ended.
+    JobEnd { job: i32 },
+}
+
+/// Coordinator -> agent.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ToAgent {
+    /// From `from_ns` (CLOCK_REALTIME) on, slot k runs row `cycle[k % len]` for
+    /// `quantum_ns`; `jobs` are (job, row) of the node's placed jobs.
+    Schedule {
+        from_ns: u64,
+        quantum_ns: u64,
+        cycle: Vec<u32>,
+        jobs: Vec<(i32, u32)>,
+        lease_ns: u64,
+    },
+    /// Renews the lease.
+    Heartbeat { lease_ns: u64 },
+    /// The coordinator stops: thaw everything and drop the schedules.
+    Release,
+}
+
+/// One line of JSON, newline-terminated.
+pub fn line<T: Serialize>(m: &T) -> Vec<u8> {
+    let mut v = serde_json::to_vec(m).expect("plain data serializes");
+    v.push(b'\n');
+    v
+}
+
+/// CLOCK_REALTIME now, ns.
+pub fn realtime_ns() -> u64 {
+    let t = nix::time::clock_gettime(nix::time::ClockId::CLOCK_REALTIME)
+        .expect("CLOCK_REALTIME is always readable");
+    t.tv_sec() as u64 * 1_000_000_000 + t.tv_nsec() as u64
+}
+
+/// A slot schedule as an agent keeps it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Schedule {
+    pub from_ns: u64,
+    pub quantum_ns: u64,
+    pub cycle: Vec<u32>,
+    pub jobs: BTreeMap<i32, u32>,
+}
+
+impl Schedule {
+    /// The row running at `t` (>= `from_ns`), or `None` for an empty cycle.
+    pub fn row_at(&self, t: u64) -> Option<u32> {
+        if self.cycle.is_empty() || self.quantum_ns == 0 {
+            return None;
+        }
+        let k = t.saturating_sub(self.from_ns) / self.quantum_ns;
+        Some(self.cycle[(k % self.cycle.len() as u64) as usize])
+    }
+
+    /// The first slot boundary after `t`.
+    pub fn next_boundary(&self, t: u64) -> u64 {
+        if t < self.from_ns {
+            return self.from_ns;
+        }
+        let k = (t - self.from_ns) / self.quantum_ns.max(1);
+        self.from_ns + (k + 1) * self.quantum_ns.max(1)
+    }
+}
+
+/// The schedules an agent holds: the one in force and those announced for later.
+#[derive(Clone, Debug, Default)]
+pub struct Plan {
+    scheds: Vec<Schedule>,
+}
+
+impl Plan {
+    /// Adds a schedule; it replaces every one announced from its start on.
+    pub fn add(&mut self, s: Schedule) {
+        self.scheds.retain(|x| x.from_ns < s.from_ns);
+        self.scheds.push(s);
+    }
+
+    pub fn clear(&mut self) {
+        self.scheds.clear();
+    }
+
+    /// The schedule in force at `t` (dropping the ones it superseded).
+    pub fn at(&mut self, t: u64) -> Option<&Schedule> {
+        let k = self.scheds.iter().rposition(|s| s.from_ns <= t)?;
+        self.scheds.drain(..k);
+        self.scheds.first()
+    }
+
+    /// Whether `job` should run at `t`: a job outside the schedule always runs.
+    pub fn runs(&mut self, job: i32, t: u64) -> bool {
+        match self.at(t) {
+            None => true,
+            Some(s) => match (s.jobs.get(&job), s.row_at(t)) {
+                (Some(r), Some(a)) => *r == a,
+                _ => true,
+            },
+        }
+    }
+
+    /// The (row, boundary) in force at `t`, for the records.
+    fn slot_at(&mut self, t: u64) -> (Option<u32>, u64) {
+        match self.at(t) {
+            None => (None, t),
+            Some(s) => {
+                let b = if t < s.from_ns {
+                    t
+                } else {
+                    s.next_boundary(t) - s.quantum_ns.max(1)
+                };
+                (s.row_at(t), b)
+            }
+        }
+    }
+
+    /// The next instant after `t` at which the running rows may change.
+    pub fn next_change(&mut self, t: u64) -> Option<u64> {
+        let cur = self.at(t).map(|s| s.next_boundary(t));
+        let later = self.scheds.iter().map(|s| s.from_ns).find(|&f| f > t);
+        match (cur, later) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+}
+
+/// How the agent reaches its coordinator.
+#[derive(Clone, Debug)]
+pub struct GangOptions {
+    /// The coordinator's address (`127.0.0.1:7460`).
+    pub coord: String,
+    /// This node's name as the coordinator knows it.
+    pub node: String,
+    /// The agent's own socket (the channel switches slots through it).
+    pub agent_socket: PathBuf,
+    /// Append one JSON line per slot switch here.
+    pub log: Option<PathBuf>,
+}
+
+/// What the agent's loop and the channel's thread share: the gang jobs
+/// declared on this node and the connection, to report declarations at once.
+#[derive(Default)]
+struct Declared {
+    jobs: BTreeMap<i32, u32>,
+    conn: Option<TcpStream>,
+}
+
+/// The agent's side of the gang channel. [`GangNet::hook`] goes to
+/// `Agent::set_job_hook`; [`GangNet::spawn`] starts the thread.
+pub struct GangNet {
+    opts: GangOptions,
+    declared: Arc<Mutex<Declared>>,
+    stop: Arc<EventFd>,
+}
+
+/// A handle that stops the channel's thread (it thaws what it froze first).
+pub struct GangHandle {
+    stop: Arc<EventFd>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl GangHandle {
+    pub fn stop(mut self) {
+        let _ = self.stop.write(1);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+fn send(conn: &mut Option<TcpStream>, m: &ToCoord) {
+    if let Some(c) = conn {
+        if c.write_all(&line(m)).is_err() {
+            *conn = None;
+        }
+    }
+}
+
+impl GangNet {
+    pub fn new(opts: GangOptions) -> std::io::Result<GangNet> {
+        Ok(GangNet {
+            opts,
+            declared: Arc::default(),
+            stop: Arc::new(EventFd::from_flags(
+                EfdFlags::EFD_CLOEXEC | EfdFlags::EFD_NONBLOCK,
+            )?),
+        })
+    }
+
+    /// The agent's job hook: a gang job's first declaration (`true`) and last
+    /// end (`false`) are reported to the coordinator. Answers 0.
+    pub fn hook(&self) -> crate::agent::JobHook {
+        let d = self.declared.clone();
+        Box::new(move |j: &JobMsg, declared: bool| {
+            let mut d = d.lock().unwrap();
+            let d = &mut *d;
+            if declared {
+                if j.flags & JOB_GANG != 0 {
+                    d.jobs.insert(j.job, j.nnodes.max(1));
+                    send(
+                        &mut d.conn,
+                        &ToCoord::Job {
+                            job: j.job,
+                            nnodes: j.nnodes.max(1),
+                        },
+                    );
+                }
+            } else if d.jobs.remove(&j.job).is_some() {
+                send(&mut d.conn, &ToCoord::JobEnd { job: j.job });
+            }
+            0
+        })
+    }
+
+    /// Starts the channel's thread.
+    pub fn spawn(self) -> std::io::Result<GangHandle> {
+        let stop = self.stop.clone();
+        let thread = std::thread::Builder::new()
+            .name("cosched-gang".into())
+            .spawn(move || self.run())?;
+        Ok(GangHandle {
+            stop,
+            thread: Some(thread),
+        })
+    }
+
+    fn run(self) {
+        // Like the agent's loop: SCHED_FIFO 1 (reset on fork) when allowed, so
+        // a slot boundary is not late behind the ranks; it sleeps between them.
+        let param = libc::sched_param { sched_priority: 1 };
+        // SAFETY: plain syscall on the calling thread.
+        unsafe {
+            libc::sched_setscheduler(0, libc::SCHED_FIFO | libc::SCHED_RESET_ON_FORK, &param);
+        }
+        let mut st = Switcher::new(&self.opts);
+        loop {
+            if self.stopped() {
+                break;
+            }
+            match TcpStream::connect(&self.opts.coord) {
+                Ok(c) => {
+                    let _ = c.set_nodelay(true);
+                    self.session(c, &mut st);
+                    st.release();
+                }
+                Err(e) => st.note(&format!("coordinator {}: {e}", self.opts.coord)),
+            }
+            if self.wait_stop(Duration::from_secs(1)) {
+                break;
+            }
+        }
+        st.release();
+    }
+
+    fn stopped(&self) -> bool {
+        self.wait_stop(Duration::ZERO)
+    }
+
+    fn wait_stop(&self, d: Duration) -> bool {
+        let mut fds = [PollFd::new(self.stop.as_fd(), PollFlags::POLLIN)];
+        let ms =
+            PollTimeout::try_from(d.as_millis().min(60_000) as i32).unwrap_or(PollTimeout::ZERO);
+        matches!(poll(&mut fds, ms), Ok(n) if n > 0)
+    }
+
+    /// One connection to the coordinator, until it closes, releases, its
+    /// lease expires or the thread is stopped.
+    fn session(&self, conn: TcpStream, st: &mut Switcher) {
+        let Ok(mut reader) = conn.try_clone() else {
+            return;
+        };
+        {
+            let mut d = self.declared.lock().unwrap();
+            let mut w = Some(conn);
+            send(
+                &mut w,
+                &ToCoord::Hello {
+                    node: self.opts.node.clone(),
+                },
+            );
+            let jobs: Vec<(i32, u32)> = d.jobs.iter().map(|(&j, &n)| (j, n)).collect();
+            for (job, nnodes) in jobs {
+                send(&mut w, &ToCoord::Job { job, nnodes });
+            }
+            if w.is_none() {
+                return;
+            }
+            d.conn = w;
+        }
+        let _ = reader.set_nonblocking(true);
+        let Ok(timer) = TimerFd::new(
+            ClockId::CLOCK_REALTIME,
+            TimerFlags::TFD_CLOEXEC | TimerFlags::TFD_NONBLOCK,
+        ) else {
+            return;
+        };
+        let mut buf = Vec::new();
+        let mut lease_end = realtime_ns() + 10_000_000_000;
+        'conn: loop {
+            let now = realtime_ns();
+            let declared: BTreeSet<i32> =
+                self.declared.lock().unwrap().jobs.keys().copied().collect();
+            st.apply(now, &declared);
+            if now >= lease_end {
+                st.note("the coordinator's lease expired: every job thawed");
+                break;
+            }
+            let wake = st.plan.next_change(now).unwrap_or(u64::MAX).min(lease_end);
+            let _ = timer.set(
+                Expiration::OneShot(TimeSpec::from_duration(Duration::from_nanos(wake))),
+                TimerSetTimeFlags::TFD_TIMER_ABSTIME,
+            );
+            let mut fds = [
+                PollFd::new(reader.as_fd(), PollFlags::POLLIN),
+                PollFd::new(timer.as_fd(), PollFlags::POLLIN),
+                PollFd::new(self.stop.as_fd(), PollFlags::POLLIN),
+            ];
+            match poll(&mut fds, PollTimeout::NONE) {
+                Ok(_) => {}
+                Err(nix::Error::EINTR) => continue,
+                Err(_) => break,
+            }
+            let ready = |f: &PollFd| f.revents().is_some_and(|r| !r.is_empty());
+            if ready(&fds[2]) {
+                break;
+            }
+            if ready(&fds[1]) {
+                let _ = timer.wait();
+            }
+            if ready(&fds[0]) {
+                let mut chunk = [0u8; 4096];
+                loop {
+                    match reader.read(&mut chunk) {
+                        Ok(0) => break 'conn,
+                        Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+                        Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                        Err(_) => break 'conn,
+                    }
+                }
+                while let Some(i) = buf.iter().position(|&c| c == b'\n') {
+                    let l: Vec<u8> = buf.drain(..=i).collect();
+                    match serde_json::from_slice::<ToAgent>(&l) {
+                        Ok(ToAgent::Schedule {
+                            from_ns,
+                            quantum_ns,
+                            cycle,
+                            jobs,
+                            lease_ns,
+                        }) => {
+                            lease_end = realtime_ns() + lease_ns;
+                            st.plan.add(Schedule {
+                                from_ns,
+                                quantum_ns,
+                                cycle,
+                                jobs: jobs.into_iter().collect(),
+                            });
+                        }
+                        Ok(ToAgent::Heartbeat { lease_ns }) => lease_end = realtime_ns() + lease_ns,
+                        Ok(ToAgent::Release) => break 'conn,
+                        Err(e) => st.note(&format!("bad message from the coordinator: {e}")),
+                    }
+                }
+            }
+        }
+        self.declared.lock().unwrap().conn = None;
+    }
+}
+
+/// Applies the plan to the node's jobs through the agent's socket and records
+/// the switches.
+struct Switcher {
+    node: String,
+    agent_socket: PathBuf,
+    client: Option<Client>,
+    plan: Plan,
+    /// Jobs this channel froze.
+    frozen: BTreeSet<i32>,
+    log: Option<std::fs::File>,
+}
+
+impl Switcher {
+    fn new(o: &GangOptions) -> Switcher {
+        let log = o.log.as_ref().and_then(|p| {
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(p)
+                .map_err(|e| eprintln!("cosched-agent: gang log {}: {e}", p.display()))
+                .ok()
+        });
+        Switcher {
+            node: o.node.clone(),
+            agent_socket: o.agent_socket.clone(),
+            client: None,
+            plan: Plan::default(),
+            frozen: BTreeSet::new(),
+            log,
+        }
+    }
+
+    fn note(&self, what: &str) {
+        eprintln!("cosched-agent: gang: {what}");
+    }
+
+    fn slot(&mut self, job: i32, run: bool) -> bool {
+        if self.client.is_none() {
+            self.client = Client::connect(&self.agent_socket, Duration::from_secs(2))
+                .map_err(|e| self.note(&e))
+                .ok();
+        }
+        let Some(c) = &self.client else { return false };
+        match c.slot(job, run) {
+            Ok(()) => true,
+            Err(e) => {
+                self.note(&e);
+                self.client = None;
+                false
+            }
+        }
+    }
+
+    /// Freezes the declared jobs that must not run at `now`, then thaws the
+    /// ones that must; records the boundary when something changed.
+    fn apply(&mut self, now: u64, declared: &BTreeSet<i32>) {
+        // A job whose declaration ended was thawed and released by the agent.
+        self.frozen.retain(|j| declared.contains(j));
+        let (row, boundary) = self.plan.slot_at(now);
+        let (mut stop, mut start) = (vec![], vec![]);
+        for &j in declared {
+            let run = self.plan.runs(j, now);
+            if !run && !self.frozen.contains(&j) {
+                stop.push(j);
+            } else if run && self.frozen.contains(&j) {
+                start.push(j);
+            }
+        }
+        if stop.is_empty() && start.is_empty() {
+            return;
+        }
+        for &j in &stop {
+            if self.slot(j, false) {
+                self.frozen.insert(j);
+            }
+        }
+        for &j in &start {
+            if self.slot(j, true) {
+                self.frozen.remove(&j);
+            }
+        }
+        let done = realtime_ns();
+        self.record(&serde_json::json!({
+            "node": self.node, "boundary_ns": boundary, "row": row, "woke_ns": now,
+            "done_ns": done, "run": start, "frozen": stop,
+        }));
+    }
+
+    fn record(&mut self, v: &serde_json::Value) {
+        if let Some(f) = &mut self.log {
+            let _ = f.write_all(&line(v));
+        }
+    }
+
+    /// Drops every schedule and thaws every job this channel froze.
+    fn release(&mut self) {
+        self.plan.clear();
+        let frozen: Vec<i32> = self.frozen.iter().copied().collect();
+        if frozen.is_empty() {
+            return;
+        }
+        for j in &frozen {
+            if self.slot(*j, true) {
+                self.frozen.remove(j);
+            }
+        }
+        let now = realtime_ns();
+        self.record(&serde_json::json!({
+            "node": self.node, "boundary_ns": now, "row": null, "woke_ns": now,
+            "done_ns": realtime_ns(), "run": frozen, "frozen": [], "released": true,
+        }));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sched(from: u64, cycle: Vec<u32>, jobs: &[(i32, u32)]) -> Schedule {
+        Schedule {
+            from_ns: from,
+            quantum_ns: 100,
+            cycle,
+            jobs: jobs.iter().copied().collect(),
+        }
+    }
+
+    #[test]
+    fn slots_follow_the_cycle_at_the_agreed_times() {
+        let s = sched(1000, vec![1, 0], &[(7, 0), (8, 1)]);
+        assert_eq!(s.row_at(1000), Some(1));
+        assert_eq!(s.row_at(1099), Some(1));
+        assert_eq!(s.row_at(1100), Some(0));
+        assert_eq!(s.row_at(1250), Some(1));
+        assert_eq!(s.next_boundary(900), 1000);
+        assert_eq!(s.next_boundary(1000), 1100);
+        assert_eq!(s.next_boundary(1150), 1200);
+        let mut p = Plan::default();
+        p.add(s);
+        // Before the first schedule starts every job runs.
+        assert!(p.runs(7, 999) && p.runs(8, 999));
+        assert!(!p.runs(7, 1000) && p.runs(8, 1000));
+        assert!(p.runs(7, 1100) && !p.runs(8, 1100));
+        // A job outside the schedule always runs.
+        assert!(p.runs(9, 1100));
+    }
+
+    #[test]
+    fn a_later_schedule_takes_over_at_its_start_and_replaces_later_ones() {
+        let mut p = Plan::default();
+        p.add(sched(1000, vec![0, 1], &[(7, 0), (8, 1)]));
+        p.add(sched(2000, vec![1], &[(8, 1)]));
+        p.add(sched(3000, vec![0], &[(7, 0)]));
+        assert_eq!(p.next_change(1950), Some(2000));
+        assert!(p.runs(8, 1950) && !p.runs(7, 1950)); // slot 9 of [0, 1]: row 1
+                                                      // Announced again from 2500: replaces the one from 3000.
+        p.add(sched(2500, vec![0, 1], &[(7, 0), (8, 1)]));
+        assert_eq!(
+            p.scheds.iter().map(|s| s.from_ns).collect::<Vec<_>>(),
+            vec![1000, 2000, 2500]
+        );
+        assert!(p.runs(8, 2100) && p.runs(7, 2100)); // job 7 left the matrix: it runs
+        assert!(p.runs(7, 2500) && !p.runs(8, 2500));
+        assert_eq!(p.scheds.len(), 1);
+        p.clear();
+        assert!(p.runs(8, 2500));
+    }
+
+    #[test]
+    fn messages_are_one_json_object_per_line() {
+        let m = ToAgent::Schedule {
+            from_ns: 5,
+            quantum_ns: 100_000_000,
+            cycle: vec![0, 1],
+            jobs: vec![(3, 1)],
+            lease_ns: 3,
+        };
+        let l = line(&m);
+        assert_eq!(*l.last().unwrap(), b'\n');
+        assert_eq!(serde_json::from_slice::<ToAgent>(&l).unwrap(), m);
+        let h: ToCoord = serde_json::from_str(r#"{"type":"hello","node":"cn0"}"#).unwrap();
+        assert_eq!(h, ToCoord::Hello { node: "cn0".into() });
+    }
+}
