@@ -81,6 +81,18 @@ impl Client {
         )
     }
 
+    /// Declares `job` for gang scheduling across `nnodes` nodes (the agent
+    /// reports it to its gang coordinator), as the SPANK plugin does.
+    pub fn declare_gang(&self, job: i32, spec: &str, nnodes: u32) -> Result<(), String> {
+        let mut m = JobMsg::new(msg::JOB, job, crate::proto::JOB_GANG, spec)
+            .ok_or_else(|| err("spec", "too long"))?;
+        m.nnodes = nnodes;
+        self.ok(
+            m.as_bytes(),
+            &format!("refused gang job {job} with policy {spec:?}"),
+        )
+    }
+
     /// Ends `job`: the agent restores everything it changed for its ranks.
     pub fn end(&self, job: i32) -> Result<(), String> {
         let m = JobMsg::new(msg::JOB_END, job, 0, "").unwrap();
