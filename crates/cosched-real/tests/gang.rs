@@ -12,10 +12,12 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
 use std::time::Duration;
 
+/// An agent: SIGTERM at the end, so that it restores everything it set up.
 struct Proc(Child);
 impl Drop for Proc {
     fn drop(&mut self) {
-        let _ = self.0.kill();
+        let pid = nix::unistd::Pid::from_raw(self.0.id() as i32);
+        let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
         let _ = self.0.wait();
     }
 }
@@ -29,13 +31,34 @@ fn agent(run: &str, socket: &Path, extra: &[String]) -> Proc {
         Command::new(env!("CARGO_BIN_EXE_cosched-agent"))
             .args(["serve", "--run", run, "--no-realtime"])
             .arg("--state-dir")
-            .arg(tmp("state"))
+            .arg(tmp(&format!("state-{run}")))
             .arg("--node")
             .arg(format!("0::{}", socket.display()))
             .args(extra)
             .spawn()
             .unwrap(),
     )
+}
+
+/// Leaves no cgroup of `run` and removes the state directory.
+fn assert_restored(run: &str) {
+    let left: Vec<_> = ["cpu", "cpuacct", "cpuset", "freezer"]
+        .iter()
+        .flat_map(|h| {
+            std::fs::read_dir(format!("/sys/fs/cgroup/{h}"))
+                .into_iter()
+                .flatten()
+                .flatten()
+        })
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .starts_with(&format!("cosched.{run}."))
+        })
+        .map(|e| e.path())
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+    let _ = std::fs::remove_dir_all(tmp(&format!("state-{run}")));
 }
 
 fn next(r: &mut BufReader<TcpStream>) -> ToCoord {
@@ -47,12 +70,15 @@ fn next(r: &mut BufReader<TcpStream>) -> ToCoord {
 #[test]
 fn an_agent_without_a_coordinator_refuses_gang_jobs() {
     let s = tmp("nocoord.sock");
-    let _a = agent(&format!("gn{}", std::process::id()), &s, &[]);
+    let run = format!("gn{}", std::process::id());
+    let a = agent(&run, &s, &[]);
     let c = Client::connect(&s, Duration::from_secs(10)).unwrap();
     let e = c.declare_gang(3, "nls", 2).unwrap_err();
     assert!(e.contains("not connected"), "{e}");
     // Not a gang job: accepted as before.
     c.declare(3, "nls", false).unwrap();
+    drop(a);
+    assert_restored(&run);
 }
 
 #[test]
@@ -61,7 +87,8 @@ fn gang_jobs_are_reported_to_the_coordinator_and_again_after_a_reconnection() {
     let addr = l.local_addr().unwrap().to_string();
     let s = tmp("coord.sock");
     let args = ["--coord".into(), addr, "--node-name".into(), "cnX".into()];
-    let _a = agent(&format!("gc{}", std::process::id()), &s, &args);
+    let run = format!("gc{}", std::process::id());
+    let a = agent(&run, &s, &args);
     let (conn, _) = l.accept().unwrap();
     conn.set_read_timeout(Some(Duration::from_secs(10)))
         .unwrap();
@@ -95,4 +122,6 @@ fn gang_jobs_are_reported_to_the_coordinator_and_again_after_a_reconnection() {
     );
     c.end(5).unwrap();
     assert_eq!(next(&mut r), ToCoord::JobEnd { job: 5 });
+    drop(a);
+    assert_restored(&run);
 }
