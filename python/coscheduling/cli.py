@@ -1305,7 +1305,11 @@ def reproduce(
     quick: Annotated[
         bool, typer.Option("--quick", help="A reduced version (fewer jobs, smaller problems, one seed).")
     ] = False,
-    seeds: Annotated[int, typer.Option(min=1, help="Repeat every run with N seeds; reports the spread.")] = 1,
+    seeds: Annotated[
+        int | None,
+        typer.Option(min=1, help="Repeat every run with N seeds; reports the spread and 95% intervals. "
+                     "(default: 5, or 1 with --quick)", show_default=False),
+    ] = None,
     out: Annotated[
         Path | None, typer.Option("--out", "-o", help="Output folder. (default: reproduce/<id>)", show_default=False)
     ] = None,
@@ -1335,7 +1339,8 @@ def reproduce(
     with user_errors():
         experiments.get(experiment)
         folder = out if out is not None else Path("reproduce") / experiment
-        settings = experiments.Settings(quick=quick, seeds=seeds)
+        n_seeds = seeds if seeds is not None else (1 if quick else experiments.FULL_SEEDS)
+        settings = experiments.Settings(quick=quick, seeds=n_seeds)
         err = console(True)
         with Progress(
             TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),

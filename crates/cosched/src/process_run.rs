@@ -105,8 +105,8 @@ fn proc_error(cfg: &RunConfig, e: ProcError) -> Error {
     }
 }
 
-/// EASY's runtime estimates ("perfect estimates", assumption G-SCH-8): each job's
-/// dedicated execution time, simulated alone on the platform (one process per
+/// Each job's dedicated execution time (EASY's "perfect estimates", assumption
+/// G-SCH-8, and the base of its requested walltimes), simulated alone on the platform (one process per
 /// node, the configuration's node policy, placement and seed), cached per
 /// application, class and process count. Background jobs get no finite estimate.
 fn dedicated_estimates(
@@ -179,10 +179,20 @@ pub fn run_process_config_recording(cfg: &RunConfig, timeline: bool) -> Result<R
     };
     match admission {
         ProcAdmission::Fcfs => {}
-        ProcAdmission::Batch { backfill } => {
+        ProcAdmission::Batch(b) => {
             opts.mpl = 1;
-            if backfill {
-                opts.backfill = Some(dedicated_estimates(cfg, &plat, &jobs, &make)?);
+            opts.skip_blocked = !b.strict;
+            if b.backfill {
+                let dedicated = dedicated_estimates(cfg, &plat, &jobs, &make)?;
+                let mut apps: Vec<_> = cfg.workload.jobs.iter().collect();
+                apps.sort_by_key(|a| SimTime::from_secs_f64(a.submit_s)); // the order of `jobs_of`
+                let class: Vec<String> = apps.iter().map(|a| a.class.to_uppercase()).collect();
+                let class: Vec<&str> = class.iter().map(String::as_str).collect();
+                opts.backfill = Some(cosched_policies::process::batch::estimates_of(
+                    b.estimates,
+                    &dedicated,
+                    &class,
+                ));
             }
         }
         ProcAdmission::Gang(g) => {

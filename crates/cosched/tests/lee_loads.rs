@@ -216,8 +216,12 @@ fn cg_a4() -> Program {
     apps::build("CG", 'A', 4).unwrap()
 }
 
+/// A `ghanesh` run on exactly the 4 nodes of a 4-process job (as seed 002's
+/// experiments pin `node_platform.nodes`): PACKING, which takes the least-loaded
+/// nodes first, can then only put loads beside the job.
 fn ghanesh_run(jobs: &[ProcJob]) -> ProcOutput {
-    let plat = NodePlatform::preset("ghanesh").unwrap();
+    let mut plat = NodePlatform::preset("ghanesh").unwrap();
+    plat.nodes = 4;
     simulate_processes(
         &plat,
         jobs,
@@ -237,21 +241,23 @@ fn cpu_hungry_loads_slow_a_nas_job_and_end_with_it() {
         let prog = apps::build(app, 'A', 4).unwrap();
         let alone = ghanesh_run(&[fg(prog.clone())]);
         let dedicated = alone.jobs[0].end - alone.jobs[0].start;
-        // Two loads on node 0 (S002 §3.1: one load per dual-CPU node cannot compete),
-        // then the job on nodes 0-3 (PACKING).
-        let out = ghanesh_run(&[load(), load(), fg(prog.clone())]);
-        assert_eq!(out.jobs[0].nodes, vec![0]);
-        assert_eq!(out.jobs[1].nodes, vec![0]);
-        assert_eq!(out.jobs[2].nodes, vec![0, 1, 2, 3]);
-        let shared = out.jobs[2].end - out.jobs[2].start;
+        // The job on nodes 0-3, then two loads per node (S002 §3.1: one load per
+        // dual-CPU node cannot compete); PACKING puts loads k and k + 4 on node k, so
+        // node 0 runs rank 0 (pid 0) beside loads 0 and 4 (pids 4 and 8).
+        let mut jobs = vec![fg(prog.clone())];
+        jobs.extend((0..8).map(|_| load()));
+        let out = ghanesh_run(&jobs);
+        assert_eq!(out.jobs[0].nodes, vec![0, 1, 2, 3]);
+        assert_eq!((out.jobs[1].nodes.clone(), out.jobs[5].nodes.clone()), (vec![0], vec![0]));
+        let shared = out.jobs[0].end - out.jobs[0].start;
         let slowdown = shared.as_ns() as f64 / dedicated.as_ns() as f64;
         let cpu = |o: &ProcOutput, pid: usize| o.proc_cpu_ns[pid] as f64 / 1e9;
         println!(
-            "{app}.A.4 on ghanesh: dedicated {dedicated} (rank 0 CPU {:.3} s), with 2 loads on node 0 {shared} (rank 0 CPU {:.3} s, loads {:.3} + {:.3} s): slowdown {slowdown:.3}",
+            "{app}.A.4 on ghanesh: dedicated {dedicated} (rank 0 CPU {:.3} s), with 2 loads per node {shared} (rank 0 CPU {:.3} s, node 0's loads {:.3} + {:.3} s): slowdown {slowdown:.3}",
             cpu(&alone, 0),
-            cpu(&out, 2),
             cpu(&out, 0),
-            cpu(&out, 1)
+            cpu(&out, 4),
+            cpu(&out, 8)
         );
         // CG A is communication-bound on Fast Ethernet: the loads mostly fill the
         // time its rank 0 is blocked, yet it is slower. EP computes all the time: its
@@ -265,15 +271,15 @@ fn cpu_hungry_loads_slow_a_nas_job_and_end_with_it() {
             "{app}: dedicated {dedicated}, shared {shared}"
         );
         // The loads used the node's CPUs whenever the job's rank did not.
-        let spare = 2.0 * shared.as_secs_f64() - cpu(&out, 2);
+        let spare = 2.0 * shared.as_secs_f64() - cpu(&out, 0);
         assert!(
-            cpu(&out, 0) + cpu(&out, 1) > 0.99 * spare,
+            cpu(&out, 4) + cpu(&out, 8) > 0.99 * spare,
             "{app}: loads idle"
         );
-        for l in &out.jobs[..2] {
-            assert_eq!(l.end, out.jobs[2].end, "the loads stop when {app} ends");
+        for l in &out.jobs[1..] {
+            assert_eq!(l.end, out.jobs[0].end, "the loads stop when {app} ends");
         }
-        assert_eq!(out.end, out.jobs[2].end);
+        assert_eq!(out.end, out.jobs[0].end);
         // One load per node: each process keeps a CPU; the job is not slowed.
         let out = ghanesh_run(&[load(), fg(prog)]);
         let one = out.jobs[1].end - out.jobs[1].start;
@@ -330,10 +336,11 @@ mpl = 3
 #[test]
 fn eight_loads_after_a_4_process_job_land_two_per_node() {
     // The placement docs/formats/config.md describes for seed 002's "1 application
-    // and 2 load threads per node": PACKING fills the lowest node below the MPL.
+    // and 2 load threads per node": PACKING puts each load on the least-loaded node
+    // (the lowest-numbered on ties), so they go round the job's nodes twice.
     let mut jobs = vec![fg(cg_a4())];
     jobs.extend((0..8).map(|_| bg(apps::build("cpu-load", '-', 1).unwrap())));
     let out = ghanesh_run(&jobs);
     let nodes: Vec<u32> = out.jobs[1..].iter().map(|j| j.nodes[0]).collect();
-    assert_eq!(nodes, vec![0, 0, 1, 1, 2, 2, 3, 3]);
+    assert_eq!(nodes, vec![0, 1, 2, 3, 0, 1, 2, 3]);
 }

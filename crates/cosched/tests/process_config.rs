@@ -10,6 +10,7 @@ fidelity = "process"
 seed = {seed}
 [node_platform]
 preset = "choi2004"
+nodes = 4
 [workload]
 jobs = [
 {jobs}
@@ -56,7 +57,7 @@ fn noise_cv_is_seeded_and_deterministic() {
 
 #[test]
 fn nice_gives_a_job_its_share_of_shared_nodes() {
-    // Two EP jobs on the same 4 nodes (MPL 2), one of nice 10. choi2004's Linux 2.4
+    // Two EP jobs on the same 4 nodes (a 4-node platform, MPL 2), one of nice 10. choi2004's Linux 2.4
     // gives nice 0 its 5-tick base and nice 10 the kernel's 3 ticks less: 2 ticks,
     // so while both compute the nice-0 job gets 5/7 of each CPU.
     let alone = exec_s(&config(r#"{ app = "EP", class = "A", procs = 4 }"#, 1))[0];

@@ -21,7 +21,12 @@ import pandas as pd
 from ..output import canonical_json, provenance, write_atomic
 from .runner import Gathered, RunSpec, default_workers, run_specs
 
-__all__ = ["Experiment", "Settings", "Outcome", "RunSpec", "experiments", "get", "run_experiment"]
+__all__ = ["FULL_SEEDS", "Experiment", "Settings", "Outcome", "RunSpec", "experiments", "get", "run_experiment"]
+
+
+#: Seeds of a full reproduction by default (`cosched reproduce` without --quick): enough for a 95%
+#: interval of every compared difference (one seed gives none).
+FULL_SEEDS = 5
 
 
 @dataclass(frozen=True)

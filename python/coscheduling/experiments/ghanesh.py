@@ -115,7 +115,7 @@ def config(
 ) -> dict[str, Any]:
     """A run: the benchmark on exactly the layout's nodes, plus ``loads_per_node`` background
     load jobs per node if ``load`` is given. PACKING with MPL 3 puts every load on the
-    lowest node below the MPL, so the loads fill the benchmark's nodes in turn."""
+    least-loaded node (the lowest-numbered on ties), so the loads spread over the benchmark's nodes in turn."""
     n = layout.nodes_for(bench)
     app: dict[str, Any] = {"app": bench, "class": cls, "procs": layout.procs(bench)}
     if layout.app_per_node > 1:

@@ -18,6 +18,11 @@ REPRODUCED = "reproduced"
 PARTLY = "partly reproduced"
 NOT_REPRODUCED = "not reproduced"
 NOT_APPLICABLE = "not applicable"
+#: A compared difference whose 95% interval contains zero: neither side wins.
+TIE = "tie"
+#: Half-width of a magnitude band, as a share of the paper's number: a stated "65%" is reproduced
+#: by a difference in 65% x (1 ± MAGNITUDE_BAND), i.e. 32.5–97.5%.
+MAGNITUDE_BAND = 0.5
 
 
 @dataclass(frozen=True)
@@ -40,6 +45,92 @@ def verdict(ok: bool, partly: bool = False) -> str:
     if ok:
         return REPRODUCED
     return PARTLY if partly else NOT_REPRODUCED
+
+
+@dataclass(frozen=True)
+class Diff:
+    """A compared difference over seeds: the mean of the per-seed differences and its 95% confidence
+    interval (Student t with n - 1 degrees of freedom: mean ± t(0.975, n-1) x SD / sqrt(n)). With one
+    seed the interval is unknown (NaN) and a verdict rests on the sign of the single difference."""
+
+    mean: float
+    lo: float
+    hi: float
+    n: int
+
+    @property
+    def sign(self) -> int:
+        """+1 when the difference is positive (the whole interval above 0 when it is known), -1 when
+        negative, 0 when the interval straddles zero (or nothing was measured)."""
+        if self.n == 0 or not math.isfinite(self.mean):
+            return 0
+        if self.n < 2 or not (math.isfinite(self.lo) and math.isfinite(self.hi)):
+            return (self.mean > 0) - (self.mean < 0)
+        if self.lo > 0:
+            return 1
+        if self.hi < 0:
+            return -1
+        return 0
+
+    def text(self, unit: str = "%") -> str:
+        if self.n == 0:
+            return "not measured"
+        if self.n < 2:
+            return f"{self.mean:+.1f}{unit} (1 seed, no interval)"
+        return f"{self.mean:+.1f}{unit} [95% CI {self.lo:+.1f}, {self.hi:+.1f}; {self.n} seeds]"
+
+
+def diff_ci(values: Sequence[float]) -> Diff:
+    """:class:`Diff` of per-seed differences (NaNs dropped)."""
+    from scipy import stats
+
+    x = [float(v) for v in values if v is not None and math.isfinite(float(v))]
+    n = len(x)
+    if n == 0:
+        return Diff(float("nan"), float("nan"), float("nan"), 0)
+    m = sum(x) / n
+    if n < 2:
+        return Diff(m, float("nan"), float("nan"), n)
+    sd = math.sqrt(sum((v - m) ** 2 for v in x) / (n - 1))
+    h = float(stats.t.ppf(0.975, n - 1)) * sd / math.sqrt(n)
+    return Diff(m, m - h, m + h, n)
+
+
+def band(paper: float) -> tuple[float, float]:
+    """The stated band of a paper's magnitude: paper x (1 ± MAGNITUDE_BAND)."""
+    return paper * (1 - MAGNITUDE_BAND), paper * (1 + MAGNITUDE_BAND)
+
+
+def ordered(d: Diff, within: tuple[float, float] | None = None) -> str:
+    """Verdict of a claim that a difference is positive (the caller orients it so), with a magnitude
+    band when the paper states one: reproduced if the difference is positive (its interval above 0)
+    and its mean lies in the band; partly if positive but outside the band; tie if the interval
+    contains 0; not reproduced if negative."""
+    if d.n == 0:
+        return NOT_APPLICABLE
+    s = d.sign
+    if s == 0:
+        return TIE
+    if s < 0:
+        return NOT_REPRODUCED
+    if within is None or within[0] <= d.mean <= within[1]:
+        return REPRODUCED
+    return PARTLY
+
+
+def combine(verdicts: Sequence[str]) -> str:
+    """One verdict for a claim made of several compared differences: reproduced if each is; partly if
+    each is ordered but some lie outside their band, or if some are ordered and others not; tie if all
+    are ties; not reproduced if none is ordered and some is reversed."""
+    v = [x for x in verdicts if x != NOT_APPLICABLE]
+    if not v:
+        return NOT_APPLICABLE
+    good = [x in (REPRODUCED, PARTLY) for x in v]
+    if all(good):
+        return REPRODUCED if all(x == REPRODUCED for x in v) else PARTLY
+    if any(good):
+        return PARTLY
+    return TIE if all(x == TIE for x in v) else NOT_REPRODUCED
 
 
 def fmt(v: Any, digits: int = 1) -> str:

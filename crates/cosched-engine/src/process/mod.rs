@@ -58,6 +58,7 @@ pub mod gang;
 pub mod gangedness;
 mod inversion;
 pub mod perturb;
+pub mod place;
 /// The node-policy contract (defined in `cosched-contract`).
 pub mod policy {
     pub use cosched_contract::node::*;
@@ -70,6 +71,8 @@ mod flexgang_tests;
 mod gang_tests;
 #[cfg(test)]
 mod perturb_tests;
+#[cfg(test)]
+mod place_tests;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
@@ -84,7 +87,6 @@ use policy::{
     ActionError, ActionErrorCounts, DequeueReason, EnqueueReason, NodeAction, NodePolicy,
     NodeView, Ops, WaitEnd, WaitEndCause, WaitKind, WaitMode,
 };
-use rand::seq::SliceRandom;
 use thiserror::Error;
 
 /// A job of the process-level model.
@@ -173,6 +175,11 @@ pub struct ProcOptions {
     /// EASY backfilling (requires `mpl == 1`) with these runtime estimates, one
     /// per job ([`batch`]).
     pub backfill: Option<Vec<SimTime>>,
+    /// FCFS admission without strict order (OpenPBS `strict_ordering: false`,
+    /// its scheduler's default): a queued job that does not fit is passed over
+    /// (keeping its place) and every later job that fits starts now; `false`
+    /// (default): strict FCFS, the queue head blocks the queue.
+    pub skip_blocked: bool,
     /// Gang mode only: perturb the gang schedule of job 0 and estimate its
     /// gangedness ([`perturb`]).
     pub perturb: Option<perturb::PerturbParams>,
@@ -190,6 +197,7 @@ impl Default for ProcOptions {
             event_limit: DEFAULT_EVENT_LIMIT,
             gang: None,
             backfill: None,
+            skip_blocked: false,
             perturb: None,
         }
     }
@@ -1438,7 +1446,10 @@ impl<'a> Sim<'a> {
         if self.opts.backfill.is_some() {
             return self.admit_easy(now);
         }
-        while let Some(&j) = self.pending.front() {
+        // Strict FCFS stops at the first job that does not fit; without strict
+        // order (`skip_blocked`) that job keeps its place and the next is tried.
+        let mut k = 0;
+        while let Some(&j) = self.pending.get(k) {
             // `rpn` consecutive ranks per node: a node is eligible when it has room
             // for that many more processes (and their memory).
             let rpn = self.jobs[j].ranks_per_node;
@@ -1453,34 +1464,33 @@ impl<'a> Sim<'a> {
                 })
                 .collect();
             if eligible.len() < size {
+                if self.opts.skip_blocked {
+                    k += 1;
+                    continue;
+                }
                 return;
             }
-            let chosen = self.choose_nodes(&eligible, size);
+            let chosen = self.choose_nodes(&eligible, size, true);
             let ranks = self.jobs[j].program.size() as usize;
             let per_rank: Vec<u32> = (0..ranks).map(|r| chosen[r / rpn as usize]).collect();
-            self.pending.pop_front();
+            self.pending.remove(k);
             self.start_job(j, per_rank, now);
         }
     }
 
-    /// `size` of the `eligible` nodes (sorted), by the run's placement rule.
-    fn choose_nodes(&mut self, eligible: &[u32], size: usize) -> Vec<u32> {
-        match self.opts.placement {
-            Placement::Packing => {
-                let run = eligible
-                    .windows(size)
-                    .find(|w| w[size - 1] - w[0] == size as u32 - 1);
-                run.map_or_else(|| eligible[..size].to_vec(), |w| w.to_vec())
-            }
-            Placement::Random => {
-                let mut c: Vec<u32> = eligible
-                    .choose_multiple(&mut self.rng, size)
-                    .copied()
-                    .collect();
-                c.sort_unstable();
-                c
-            }
-        }
+    /// `size` of the `eligible` nodes (sorted), by the run's placement rule
+    /// ([`place::choose_nodes`]; PACKING fills the least-loaded layer first).
+    /// A gang row is itself the layer: `by_load = false` places within it by
+    /// first fit, whatever the other rows hold.
+    fn choose_nodes(&mut self, eligible: &[u32], size: usize, by_load: bool) -> Vec<u32> {
+        let nodes = &self.nodes;
+        place::choose_nodes(
+            self.opts.placement,
+            eligible,
+            size,
+            |n| if by_load { nodes[n as usize].load } else { 0 },
+            &mut self.rng,
+        )
     }
 
     /// Gang admission: FCFS, each job into the first matrix row with room.
@@ -1499,7 +1509,7 @@ impl<'a> Sim<'a> {
             }) else {
                 return;
             };
-            let picked = self.choose_nodes(&eligible, size);
+            let picked = self.choose_nodes(&eligible, size, false);
             let ranks = self.jobs[j].program.size() as usize;
             let chosen: Vec<u32> = (0..ranks).map(|r| picked[r / rpn as usize]).collect();
             self.pending.pop_front();
@@ -1551,7 +1561,7 @@ impl<'a> Sim<'a> {
             let eligible: Vec<u32> = (0..self.plat.nodes)
                 .filter(|&n| self.nodes[n as usize].load == 0)
                 .collect();
-            let chosen = self.choose_nodes(&eligible, self.jobs[j].program.size() as usize);
+            let chosen = self.choose_nodes(&eligible, self.jobs[j].program.size() as usize, true);
             self.pending.retain(|&x| x != j);
             self.start_job(j, chosen, now);
         }

@@ -16,7 +16,7 @@ impl NodePolicy for Spin {
 }
 
 /// Immediate blocking everywhere.
-struct Block;
+pub(super) struct Block;
 impl NodePolicy for Block {
     fn name(&self) -> String {
         "block".into()

@@ -574,9 +574,10 @@ fn memory_rule(app: &str, class: char) -> (f64, f64) {
         // (u0, u1, u2, 16 bytes per point) and a real twiddle array (8 bytes): 56 bytes
         // per grid point.
         ("FT", c) => (nas::ft_points(c) as f64 * 56.0 / 1e6, 0.0),
-        // sPPM, BlockSolve95: not stated in the seeds; assumption 100 MB per process at
-        // 16 processes (1600 MB in all), well inside the 900 MB per node.
-        _ => (1600.0, 0.0),
+        // sPPM, BlockSolve95: not stated in the seeds; assumption 100 MB per process
+        // (1600 MB in all at 16 processes), well inside the 900 MB per node; the
+        // per-process block is fixed (weak scaling, `long.rs`), so is its memory.
+        _ => (0.0, 100.0),
     }
 }
 
@@ -730,9 +731,14 @@ pub fn build_with(
             ),
         });
     }
-    // Strong scaling of the computation (G-APP-1): per-process compute at P
-    // processes = (compute at 16) x 16 / P.
-    let c = params.compute_ns_per_iter as f64 * 16.0 / procs_ as f64;
+    // NAS: strong scaling of the computation (G-APP-1): per-process compute at P
+    // processes = (compute at 16) x 16 / P. sPPM, BlockSolve95: the problem size
+    // grows with P (weak scaling, `long.rs`): per-process compute as at 16.
+    let c = if is_nas(app) {
+        params.compute_ns_per_iter as f64 * 16.0 / procs_ as f64
+    } else {
+        params.compute_ns_per_iter as f64
+    };
     let b = if is_nas(app) {
         nas::build(app, class, procs_, c)
     } else {
@@ -887,7 +893,39 @@ mod tests {
     }
 
     #[test]
+    fn long_apps_keep_their_16_process_block_at_every_count() {
+        // Weak scaling (long.rs): at 16 processes the grid is 4 x 2 x 2, so a face on
+        // axis 0 is 1/(2 x 2) and on axes 1 and 2 is 1/(4 x 2) of the halo bytes. At 4
+        // processes (grid 2 x 2 x 1) the faces on axes 0 and 1 keep those sizes; memory
+        // per process stays 100 MB.
+        let halo = 8000u64;
+        let p = AppParams {
+            halo_bytes: halo,
+            ..params(1_000_000)
+        };
+        let sizes = |procs: u32| {
+            let prog = build_with("sPPM", '-', procs, &p).unwrap();
+            let mut s: Vec<u64> = flatten(&prog.ranks[0])
+                .iter()
+                .filter_map(|o| match o {
+                    // (the 8-byte sends are the time-step allreduce's)
+                    Op::Isend { bytes, .. } if *bytes > 8 => Some(*bytes),
+                    _ => None,
+                })
+                .collect();
+            s.sort_unstable();
+            s.dedup();
+            (s, prog.memory_mb)
+        };
+        assert_eq!(sizes(16), (vec![halo / 8, halo / 4], 100.0));
+        assert_eq!(sizes(4), (vec![halo / 8, halo / 4], 100.0));
+        assert_eq!(sizes(8).1, 100.0);
+    }
+
+    #[test]
     fn compute_scales_as_16_over_p_and_totals_the_iterations() {
+        // NAS kernels: strong scaling (16 / P); sPPM and BlockSolve95: weak scaling
+        // (the problem grows with P, each process computes as at 16: ratio 1).
         for info in calibrated_catalog() {
             let class = info.classes[0].chars().next().unwrap();
             let c16 = 3_000_000_000i64;
@@ -913,8 +951,13 @@ mod tests {
             );
             for &p in &info.procs {
                 let ratio = at(p) / t16;
+                let want = if is_nas(&info.name) {
+                    16.0 / p as f64
+                } else {
+                    1.0
+                };
                 assert!(
-                    (ratio - 16.0 / p as f64).abs() < 1e-6,
+                    (ratio - want).abs() < 1e-6,
                     "{} at {p}: {ratio}",
                     info.name
                 );

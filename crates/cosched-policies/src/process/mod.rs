@@ -22,8 +22,9 @@ use cosched_contract::process::PerturbParams;
 pub enum ProcAdmission {
     /// FCFS admission under the configuration's `mpl`, native local scheduling.
     Fcfs,
-    /// PBS-like batch: MPL 1, FCFS, PACKING; EASY backfilling when `backfill`.
-    Batch { backfill: bool },
+    /// PBS-like batch: MPL 1, FCFS (strict or not), PACKING; EASY backfilling
+    /// when `backfill`, from the stated estimates (`batch.rs`).
+    Batch(batch::BatchParams),
     /// SCore-D-like gang scheduling.
     Gang(GangParams),
     /// Gang scheduling with perturbations of job 0 and the gangedness estimator
@@ -95,17 +96,21 @@ mod tests {
         for i in process_catalog() {
             build_process(i.name).unwrap();
         }
+        let easy = batch::BatchParams {
+            backfill: true,
+            ..batch::BatchParams::STRICT
+        };
         assert_eq!(
             build_process("batch").unwrap(),
-            ProcAdmission::Batch { backfill: false }
+            ProcAdmission::Batch(batch::BatchParams::STRICT)
         );
         assert_eq!(
             build_process("easy").unwrap(),
-            ProcAdmission::Batch { backfill: true }
+            ProcAdmission::Batch(easy)
         );
         assert_eq!(
             build_process("batch[backfill=easy]").unwrap(),
-            ProcAdmission::Batch { backfill: true }
+            ProcAdmission::Batch(easy)
         );
         assert_eq!(
             build_process("gang[quantum_ms=50, rows=2, switch_us=200, alternate=true]").unwrap(),
