@@ -21,6 +21,7 @@
 use crate::agent::{Agent, AgentOptions, AgentStats, NodeSpec, Sample};
 use crate::client::Client;
 use cosched_contract::cluster::{ClusterPolicy, ClusterView, Decision, Event};
+use cosched_contract::gang::Ousterhout;
 use cosched_des::SimTime;
 use cosched_model::{JobId, JobSpec};
 use std::collections::{HashMap, VecDeque};
@@ -410,8 +411,9 @@ fn control(
         ],
         ..RunOut::default()
     };
-    // Per node and row: processes and memory placed.
-    let mut load = vec![vec![0u32; n_nodes as usize]; rows as usize];
+    // The matrix (`cosched_contract::gang`, the simulator's): `rows` rows, `mpl`
+    // process slots per node, each holding the job placed there; memory per node.
+    let mut grid: Ousterhout<usize> = Ousterhout::new(rows as usize, n_nodes, mpl);
     let mut mem = vec![0f64; n_nodes as usize];
     let mut running: HashMap<usize, Running> = HashMap::new();
     let mut pending: VecDeque<usize> = VecDeque::new();
@@ -455,8 +457,8 @@ fn control(
             } else {
                 done += 1;
             }
+            grid.clear(r.row.unwrap_or(0) as usize, |&x| x == j);
             for &n in &r.nodes {
-                load[r.row.unwrap_or(0) as usize][n as usize] -= 1;
                 mem[n as usize] -= spec.jobs[j].memory_mb;
             }
             events.push(Event::Completed(JobId(j as u32)));
@@ -471,9 +473,13 @@ fn control(
         if !events.is_empty() {
             // Processors of the view: the free process slots (MPL x rows per node)
             // of the nodes with memory left.
-            let free = (0..n_nodes as usize)
-                .filter(|&n| !spec.memory_aware || mem[n] < spec.node_memory_mb)
-                .map(|n| (0..rows as usize).map(|r| mpl - load[r][n]).sum::<u32>())
+            let free = (0..n_nodes)
+                .filter(|&n| !spec.memory_aware || mem[n as usize] < spec.node_memory_mb)
+                .map(|n| {
+                    (0..rows as usize)
+                        .map(|r| grid.node_cells(r, n).iter().filter(|c| c.is_none()).count())
+                        .sum::<usize>() as u32
+                })
                 .sum::<u32>();
             let view = SlotView {
                 now: SimTime(now.as_nanos() as i64),
@@ -500,30 +506,24 @@ fn control(
         // Place the started jobs in order; one that does not fit yet stays first.
         while let Some(&j) = pending.front() {
             let job = &spec.jobs[j];
-            let mut placed = None;
-            for (row, row_load) in load.iter().enumerate() {
-                let mut cand: Vec<u32> = (0..n_nodes)
-                    .filter(|&n| row_load[n as usize] < mpl)
-                    .filter(|&n| {
-                        !spec.memory_aware || mem[n as usize] + job.memory_mb <= spec.node_memory_mb
-                    })
-                    .collect();
-                if cand.len() < job.procs as usize {
-                    continue;
-                }
-                if !spec.packing {
-                    for i in (1..cand.len()).rev() {
-                        rng = rng
-                            .wrapping_mul(6364136223846793005)
-                            .wrapping_add(1442695040888963407);
-                        cand.swap(i, ((rng >> 33) as usize) % (i + 1));
+            // The first row with a free slot on enough nodes with memory left.
+            let placed = grid
+                .find_row(job.procs as usize, 1, |n| {
+                    !spec.memory_aware || mem[n as usize] + job.memory_mb <= spec.node_memory_mb
+                })
+                .map(|(row, mut cand)| {
+                    if !spec.packing {
+                        for i in (1..cand.len()).rev() {
+                            rng = rng
+                                .wrapping_mul(6364136223846793005)
+                                .wrapping_add(1442695040888963407);
+                            cand.swap(i, ((rng >> 33) as usize) % (i + 1));
+                        }
                     }
-                }
-                cand.truncate(job.procs as usize);
-                cand.sort();
-                placed = Some((row, cand));
-                break;
-            }
+                    cand.truncate(job.procs as usize);
+                    cand.sort();
+                    (row, cand)
+                });
             let Some((row, nodes)) = placed else { break };
             pending.pop_front();
             client.declare(j as i32, &spec.node_policy, false)?;
@@ -540,8 +540,8 @@ fn control(
                     continue;
                 }
             };
+            grid.place(row, &nodes, |_| j);
             for &n in &nodes {
-                load[row][n as usize] += 1;
                 mem[n as usize] += job.memory_mb;
             }
             starts.insert(j as u32, SimTime(now.as_nanos() as i64));
@@ -564,14 +564,8 @@ fn control(
             let next = *next_switch.get_or_insert(now + quantum);
             if now >= next {
                 next_switch = Some(now + quantum);
-                let occupied: Vec<u32> = (0..rows)
-                    .filter(|&r| running.values().any(|x| x.row == Some(r)))
-                    .collect();
-                let target = occupied
-                    .iter()
-                    .copied()
-                    .find(|&r| r > active_row)
-                    .or(occupied.first().copied());
+                // The next non-empty row, cyclically (the active one last).
+                let target = grid.next_row(Some(active_row as usize)).map(|r| r as u32);
                 if let Some(target) = target.filter(|&t| t != active_row) {
                     let t = Instant::now();
                     for (&j, r) in &running {
