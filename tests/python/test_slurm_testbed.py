@@ -21,7 +21,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 TESTBED = ROOT / "scripts" / "slurm-testbed"
 ACK = struct.Struct("<IIiiiiQQQ")  # struct cosched_msg
-JOB = struct.Struct("<IIiI120s")  # struct cosched_job_msg
+JOB = struct.Struct("<IIiI120sI")  # struct cosched_job_msg
 MSG_ACK, MSG_JOB, MSG_JOB_END = 2, 9, 10
 
 
@@ -31,6 +31,7 @@ class StandInAgent:
     def __init__(self, path: Path):
         self.path = path
         self.got: list[tuple[int, int, int, str]] = []  # (type, job, flags, spec)
+        self.nnodes: list[int] = []  # the node count of each declaration
         path.unlink(missing_ok=True)
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self.sock.bind(str(path))
@@ -48,9 +49,10 @@ class StandInAgent:
                 data = conn.recv(4096)
                 if len(data) != JOB.size:
                     continue
-                typ, _ver, job, flags, raw = JOB.unpack(data)
+                typ, _ver, job, flags, raw, nnodes = JOB.unpack(data)
                 spec = raw.split(b"\0", 1)[0].decode()
                 self.got.append((typ, job, flags, spec))
+                self.nnodes.append(nnodes)
                 if typ == MSG_JOB:
                     rc = 22 if spec == "bogus" else 0
                     conn.send(ACK.pack(MSG_ACK, 1, job, 0, 0, rc, 0, 0, 0))
@@ -113,7 +115,7 @@ def test_nodes_come_up_each_bound_to_its_own_cpu(cluster):
 def test_the_option_is_offered(cluster):
     env, _, _ = cluster
     r = run(["srun", "--help"], env=env)
-    assert "--cosched=SPEC" in r.stdout and "--cosched-optional" in r.stdout
+    assert "--cosched=SPEC" in r.stdout and "--cosched-optional" in r.stdout and "--cosched-gang" in r.stdout
 
 
 def test_a_step_without_the_option_is_left_alone(cluster):
@@ -144,6 +146,20 @@ def test_a_coscheduled_step_is_declared_on_every_node_and_preloads_the_shim(clus
             (MSG_JOB, int(job), 0, "sb[spin_us=300]"),
             (MSG_JOB_END, int(job), 0, ""),
         ]
+
+
+def test_a_gang_step_is_declared_with_the_gang_flag_and_the_steps_node_count_on_every_node(cluster):
+    env, agents, _ = cluster
+    for a in agents.values():
+        a.got.clear()
+        a.nnodes.clear()
+    r = srun(env, "--cosched-gang")
+    assert r.returncode == 0, r.stderr
+    job = sorted(line.split() for line in r.stdout.splitlines())[0][3]
+    for a in agents.values():
+        # --cosched-gang alone means NLS ranks (COSCHED_JOB_GANG = 2), on the step's 2 nodes.
+        assert a.got == [(MSG_JOB, int(job), 2, "nls"), (MSG_JOB_END, int(job), 2, "")]
+        assert a.nnodes[0] == 2
 
 
 def test_a_refused_policy_fails_the_step_fast_with_the_reason(cluster):
