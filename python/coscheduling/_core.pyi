@@ -161,7 +161,7 @@ def real_run(spec_json: builtins.str, platform_json: builtins.str, policy: built
     second. Returns JSON text: `jobs` (the job table's columns), `summary` (the
     summary.json keys) and `real` (per-job measurements, the sampled timeline,
     the agent's counters, gang switch times). A job whose program fails has status
-    `killed` and its error in `real.jobs[i].error`.
+    `failed` and its error in `real.jobs[i].error`.
     """
 
 def run_config(path: builtins.str | os.PathLike | pathlib.Path, timeline: builtins.bool = False, policy_object: typing.Optional[typing.Any] = None) -> RunResult:

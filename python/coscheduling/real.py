@@ -273,6 +273,27 @@ def timeline_frame(samples: list[Mapping[str, Any]], cpus_per_node: int = 1) -> 
     return df.sort_values(["node", "cpu", "start_s", "pid"], kind="stable").reset_index(drop=True)
 
 
+def _sigterm(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+def _run_restoring_on_sigterm(spec: dict[str, Any], platform: dict[str, Any], policy: str,
+                              progress: Callable[[int, int, int, int, float], None] | None) -> str:
+    """``_core.real_run`` with SIGTERM turned into an interruption, like Ctrl-C: the controller sees it at
+    its next progress call (within 0.5 s), ends its jobs and the agent restores everything before the
+    exception propagates. Only the main thread can install the handler; elsewhere SIGTERM is left as is."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return _core.real_run(json.dumps(spec), json.dumps(platform), policy, progress)
+    old = signal.signal(signal.SIGTERM, _sigterm)
+    try:
+        return _core.real_run(json.dumps(spec), json.dumps(platform), policy, progress)
+    finally:
+        signal.signal(signal.SIGTERM, old)
+
+
 def run(
     config: str | os.PathLike[str],
     out_dir: str | os.PathLike[str],
@@ -286,7 +307,7 @@ def run(
     work = Path(tempfile.mkdtemp(prefix="cosched-run-"))
     try:
         spec, platform, policy, options = plan(config, work)
-        doc = json.loads(_core.real_run(json.dumps(spec), json.dumps(platform), policy, progress))
+        doc = json.loads(_run_restoring_on_sigterm(spec, platform, policy, progress))
         real = doc["real"]
         summary = doc["summary"]
         jobs = jobs_frame(_jobs_table(doc["jobs"]))

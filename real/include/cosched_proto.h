@@ -98,7 +98,17 @@ enum cosched_msg_type {
     COSCHED_MSG_COLL_EXIT = 7,  /* arg = collective id */
     COSCHED_MSG_MESSAGE = 8,    /* a message was sent to `rank` of `job`; arg = source rank; a = bytes */
     COSCHED_MSG_JOB = 9,        /* launcher -> agent: struct cosched_job_msg, declares a job's node policy */
-    COSCHED_MSG_JOB_END = 10    /* launcher -> agent: struct cosched_job_msg (spec empty), the job is over */
+    COSCHED_MSG_JOB_END = 10,   /* launcher -> agent: struct cosched_job_msg (spec empty), the job is over */
+    /* Types below 32 may be event bits (`event_mask` bit 1u << type); launcher-only types start at 64 and
+     * are never event bits. The shim never sends or receives them. */
+    COSCHED_MSG_SLOT = 64,      /* launcher -> agent: a gang slot switch of `job` on every node of the agent;
+                                   arg 1 = run, 0 = freeze. Answered by ACK (arg 0 or errno) once the kernel
+                                   reports the switch done; on an error the nodes already switched are switched
+                                   back before the answer. Only from root or the uid that declared the job. */
+    COSCHED_MSG_ADOPT = 65      /* launcher -> agent: put process `pid` (a rank the launcher started that does
+                                   not use the shim) under node `arg`'s mechanisms as `rank` of `job`. Only a
+                                   descendant of the sending process, from root or the uid that declared the
+                                   job; a bound (job, rank) is refused with EBUSY. ACK as for SLOT. */
 };
 
 enum cosched_coll {

@@ -37,6 +37,8 @@ pub enum JobStatus {
     Completed,
     Killed,
     Rejected,
+    /// Real execution only: the job's program crashed or exited non-zero.
+    Failed,
 }
 
 impl JobStatus {
@@ -45,6 +47,7 @@ impl JobStatus {
             JobStatus::Completed => "completed",
             JobStatus::Killed => "killed",
             JobStatus::Rejected => "rejected",
+            JobStatus::Failed => "failed",
         }
     }
 }

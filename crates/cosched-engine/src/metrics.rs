@@ -43,6 +43,10 @@ pub struct JobTable {
     pub gang_row: Vec<i64>,
 }
 
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
 /// The run summary; field names are the public summary.json keys.
 #[derive(Clone, Debug, Default, Serialize, PartialEq)]
 pub struct Summary {
@@ -52,6 +56,10 @@ pub struct Summary {
     pub jobs_completed: u64,
     pub jobs_killed: u64,
     pub jobs_rejected: u64,
+    /// Real execution only (a program that crashed or exited non-zero); absent
+    /// from simulated summaries, where it is always 0.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub jobs_failed: u64,
     pub jobs_dropped: u64,
     pub jobs_dropped_never_ran: u64,
     pub jobs_dropped_no_procs: u64,
@@ -296,6 +304,7 @@ pub fn summarize_busy(
                 last_end = last_end.max(end);
                 match rec.status {
                     JobStatus::Killed => s.jobs_killed += 1,
+                    JobStatus::Failed => s.jobs_failed += 1,
                     _ => s.jobs_completed += 1,
                 }
             }
@@ -317,7 +326,7 @@ pub fn summarize_busy(
         }
     }
     s.policy = out.policy.clone();
-    s.jobs_simulated = s.jobs_completed + s.jobs_killed;
+    s.jobs_simulated = s.jobs_completed + s.jobs_killed + s.jobs_failed;
     s.jobs_dropped_never_ran = workload.dropped_never_ran;
     s.jobs_dropped_no_procs = workload.dropped_no_procs;
     s.jobs_dropped = workload.dropped();

@@ -17,7 +17,7 @@ use pyo3_stub_gen::derive::gen_stub_pyfunction;
 /// second. Returns JSON text: `jobs` (the job table's columns), `summary` (the
 /// summary.json keys) and `real` (per-job measurements, the sampled timeline,
 /// the agent's counters, gang switch times). A job whose program fails has status
-/// `killed` and its error in `real.jobs[i].error`.
+/// `failed` and its error in `real.jobs[i].error`.
 #[gen_stub_pyfunction]
 #[pyfunction]
 #[pyo3(signature = (spec_json, platform_json, policy, progress=None))]
@@ -32,17 +32,30 @@ pub fn real_run(
         .map_err(|e| PyValueError::new_err(format!("run specification: {e}")))?;
     let platform: Platform = serde_json::from_str(platform_json)
         .map_err(|e| PyValueError::new_err(format!("platform: {e}")))?;
-    let out = py
-        .detach(|| {
-            run(&spec, |p| {
-                if let Some(cb) = &progress {
-                    Python::attach(|py| {
-                        let _ = cb.call1(py, p);
-                    });
+    // A signal (Ctrl-C) is seen at the next progress call: the controller then
+    // ends its jobs, the agent restores everything, and the exception is raised.
+    let mut pending: Option<PyErr> = None;
+    let out = py.detach(|| {
+        run(&spec, |p| {
+            Python::attach(|py| {
+                if let Err(e) = py.check_signals() {
+                    pending = Some(e);
+                    return false;
                 }
+                if let Some(cb) = &progress {
+                    if let Err(e) = cb.call1(py, p) {
+                        pending = Some(e);
+                        return false;
+                    }
+                }
+                true
             })
         })
-        .map_err(PyRuntimeError::new_err)?;
+    });
+    if let Some(e) = pending {
+        return Err(e);
+    }
+    let out = out.map_err(PyRuntimeError::new_err)?;
     let s = |ns: u64| SimTime(ns as i64);
     let jobs: Vec<JobSpec> = spec
         .jobs
@@ -70,7 +83,8 @@ pub fn real_run(
             status: match (o.start_ns, o.ok) {
                 (None, _) => JobStatus::Rejected,
                 (Some(_), true) => JobStatus::Completed,
-                (Some(_), false) => JobStatus::Killed,
+                (Some(_), false) if o.timed_out => JobStatus::Killed,
+                (Some(_), false) => JobStatus::Failed,
             },
             alloc: o
                 .nodes

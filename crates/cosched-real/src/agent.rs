@@ -38,15 +38,8 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// Launcher -> agent: a gang slot switch for one job on every node of the
-/// agent (`arg` 1: run, 0: freeze). The agent answers ACK (arg 0 or errno) when
-/// the kernel reports the switch done. Not part of the shim's protocol (the
-/// shim never sees it); `cosched_msg` layout.
-pub const MSG_SLOT: u32 = 64;
-/// Launcher -> agent: take process `pid` (a rank the launcher started that does
-/// not use the shim) under node `arg`'s mechanisms as rank `rank` of `job`. Only a
-/// process of the launcher's own user. ACK as above.
-pub const MSG_ADOPT: u32 = 65;
+/// Launcher-only message types (`real/include/cosched_proto.h`).
+pub use proto::msg::{ADOPT as MSG_ADOPT, SLOT as MSG_SLOT};
 
 /// Told of a job's first declaration (`true`) and of its last end (`false`);
 /// a declaration it answers non-zero (an errno) is refused. The gang channel
@@ -55,8 +48,18 @@ pub type JobHook = Box<dyn FnMut(&JobMsg, bool) -> i32 + Send>;
 
 /// The OS tick period for policies that declare [`Ops::TICK`].
 const TICK: Duration = Duration::from_millis(4);
-/// How often a "boost until run" is checked while one is pending.
+/// A pending "boost until run" is first checked after 1 ms, then at doubling
+/// intervals up to 16 ms; after [`BOOST_CHECKS`] checks without the rank having
+/// run, the boost is dropped. A rank of a frozen job is not checked (it cannot run).
 const BOOST_CHECK: Duration = Duration::from_millis(1);
+const BOOST_CHECK_MAX: Duration = Duration::from_millis(16);
+const BOOST_CHECKS: u32 = 32;
+
+/// The delay before the next check of a boost until run that was checked
+/// `checks` times already; `None` once it should be dropped.
+fn boost_check_delay(checks: u32) -> Option<Duration> {
+    (checks < BOOST_CHECKS).then(|| (BOOST_CHECK * (1u32 << checks.min(4))).min(BOOST_CHECK_MAX))
+}
 
 /// One virtual node served by the agent.
 #[derive(Clone, Debug)]
@@ -189,14 +192,18 @@ impl Drop for Shm {
 }
 
 struct Rank {
+    /// The run of its segment (`cosched.<run>.<job>.<rank>`): two steps of one
+    /// Slurm job share the job id but not the run.
+    run: String,
     job: i32,
     rank: i32,
     node: usize,
     spec: String,
     conn: RawFd,
     shm: Option<Shm>,
-    /// cgroup CPU time when a "boost until run" was given.
-    boost_until_run: Option<u64>,
+    /// A pending "boost until run": the cgroup CPU time when it was given, the
+    /// checks made so far and when the next is due.
+    boost_until_run: Option<(u64, u32, Instant)>,
 }
 
 struct Hosted {
@@ -216,6 +223,9 @@ struct Node {
 }
 
 struct Job {
+    /// The uid that declared it: with root, the only one that may end it, switch
+    /// its slots or adopt processes into it.
+    uid: u32,
     spec: String,
     /// Declarations not ended yet (several job steps declare the same job).
     count: u32,
@@ -229,6 +239,8 @@ pub struct AgentStats {
     pub boosts: u64,
     pub interrupts: u64,
     pub slot_switches: u64,
+    /// Boosts until run dropped because the rank did not run within their checks.
+    pub boosts_expired: u64,
     /// Total time from a slot request to the kernel reporting it done, ns.
     pub slot_switch_ns: u64,
     pub realtime: bool,
@@ -304,7 +316,7 @@ pub struct Agent {
     stop: Arc<EventFd>,
     conns: HashMap<RawFd, (OwnedFd, usize)>,
     ranks: HashMap<u32, Rank>,
-    by_job_rank: HashMap<(i32, i32), u32>,
+    by_job_rank: HashMap<(String, i32, i32), u32>,
     jobs: HashMap<i32, Job>,
     gen: u32,
     pub stats: AgentStats,
@@ -386,6 +398,14 @@ fn event_mask(spec: &str) -> Result<u32, String> {
         mask |= (1 << msg::COLL_ENTER) | (1 << msg::COLL_EXIT);
     }
     Ok(mask)
+}
+
+/// The run of segment `name` (`/cosched.<run>.<job>.<rank>`).
+fn segment_run(name: &str, job: i32, rank: i32) -> String {
+    let s = name.trim_start_matches('/').trim_start_matches("cosched.");
+    s.strip_suffix(&format!(".{job}.{rank}"))
+        .unwrap_or(s)
+        .to_string()
 }
 
 /// The segment `/cosched.<any run>.<job>.<rank>` whose `pid` field is `pid`
@@ -679,7 +699,10 @@ impl Agent {
 
     fn on_packet(&mut self, fd: RawFd, b: &[u8]) {
         if let Some(j) = JobMsg::from_bytes(b) {
-            let err = self.on_job_msg(&j);
+            let err = match Self::peer(fd) {
+                Some((_, uid)) => self.on_job_msg(&j, uid),
+                None => libc::EPERM,
+            };
             return self.reply(fd, j.job, err);
         }
         let Some(m) = Msg::from_bytes(b) else { return };
@@ -692,10 +715,12 @@ impl Agent {
                 let err = self.register(fd, &m);
                 self.reply(fd, m.job, err);
             }
-            msg::UNREGISTER => self.release(m.pid as u32),
+            // A rank's own messages count only on the connection it registered on.
+            msg::UNREGISTER if self.registered_on(m.pid as u32, fd) => self.release(m.pid as u32),
+            msg::UNREGISTER => {}
             msg::WAIT_BEGIN | msg::COLL_ENTER | msg::COLL_EXIT => {
                 let pid = m.pid as u32;
-                if self.ranks.contains_key(&pid) {
+                if self.registered_on(pid, fd) {
                     let kind = (m.arg as usize).min(proto::WAIT_KINDS - 1);
                     self.dispatch(pid, |p, v, out| match m.kind {
                         msg::WAIT_BEGIN => p.on_wait_begin(v, pid, kind_of(kind), out),
@@ -704,14 +729,22 @@ impl Agent {
                 }
             }
             msg::MESSAGE => {
-                if let Some(&dest) = self.by_job_rank.get(&(m.job, m.rank)) {
+                let from = m.pid as u32;
+                if !self.registered_on(from, fd) {
+                    return;
+                }
+                let key = (self.ranks[&from].run.clone(), m.job, m.rank);
+                if let Some(&dest) = self.by_job_rank.get(&key) {
                     let running = procfs::running(dest);
                     self.dispatch(dest, |p, v, out| p.on_message(v, dest, running, out));
                 }
             }
             MSG_SLOT => {
                 let t0 = Instant::now();
-                let err = self.slot(m.job, m.arg != 0);
+                let err = match Self::peer(fd) {
+                    Some((_, uid)) if self.may_control(uid, m.job) => self.slot(m.job, m.arg != 0),
+                    _ => libc::EPERM,
+                };
                 self.stats.slot_switches += 1;
                 self.stats.slot_switch_ns += t0.elapsed().as_nanos() as u64;
                 self.reply(fd, m.job, err);
@@ -724,7 +757,18 @@ impl Agent {
         }
     }
 
-    fn on_job_msg(&mut self, j: &JobMsg) -> i32 {
+    /// Whether `pid` is a rank registered (or adopted) on connection `fd`.
+    fn registered_on(&self, pid: u32, fd: RawFd) -> bool {
+        self.ranks.get(&pid).is_some_and(|r| r.conn == fd)
+    }
+
+    /// Whether a peer of `uid` may end, switch or adopt into `job`: root, or the
+    /// uid that declared it.
+    fn may_control(&self, uid: u32, job: i32) -> bool {
+        uid == 0 || self.jobs.get(&job).is_some_and(|j| j.uid == uid)
+    }
+
+    fn on_job_msg(&mut self, j: &JobMsg, uid: u32) -> i32 {
         match j.kind {
             msg::JOB => {
                 let Ok(spec) = j.spec_str() else {
@@ -734,6 +778,9 @@ impl Agent {
                 if let Some(old) = self.jobs.get_mut(&j.job) {
                     if old.spec != spec {
                         return libc::EBUSY;
+                    }
+                    if uid != 0 && uid != old.uid {
+                        return libc::EPERM;
                     }
                     old.count += 1;
                     return 0;
@@ -754,6 +801,7 @@ impl Agent {
                 self.jobs.insert(
                     j.job,
                     Job {
+                        uid,
                         spec: spec.to_string(),
                         count: 1,
                     },
@@ -761,6 +809,9 @@ impl Agent {
                 0
             }
             msg::JOB_END => {
+                if !self.may_control(uid, j.job) {
+                    return libc::EPERM;
+                }
                 if let Some(old) = self.jobs.get_mut(&j.job) {
                     old.count -= 1;
                     if old.count > 0 {
@@ -845,12 +896,16 @@ impl Agent {
         let Some((_, uid)) = Self::peer(fd).filter(|c| c.0 == pid) else {
             return libc::EPERM;
         };
-        if self.ranks.contains_key(&pid) || self.by_job_rank.contains_key(&(m.job, m.rank)) {
+        if self.ranks.contains_key(&pid) {
             return libc::EBUSY;
         }
         let Some(shm) = find_segment(m.job, m.rank, pid, uid) else {
             return libc::ENOENT;
         };
+        let run = segment_run(&shm.name, m.job, m.rank);
+        if self.by_job_rank.contains_key(&(run.clone(), m.job, m.rank)) {
+            return libc::EBUSY;
+        }
         let spec = self
             .jobs
             .get(&m.job)
@@ -887,6 +942,7 @@ impl Agent {
         self.ranks.insert(
             pid,
             Rank {
+                run: run.clone(),
                 job: m.job,
                 rank: m.rank,
                 node,
@@ -896,7 +952,7 @@ impl Agent {
                 boost_until_run: None,
             },
         );
-        self.by_job_rank.insert((m.job, m.rank), pid);
+        self.by_job_rank.insert((run, m.job, m.rank), pid);
         self.shared.lock().unwrap().pids.insert(pid, m.job);
         0
     }
@@ -911,15 +967,17 @@ impl Agent {
             conn_node
         };
         let pid = m.pid as u32;
-        let Some((_, uid)) = Self::peer(fd) else {
+        let Some((peer, uid)) = Self::peer(fd) else {
             return libc::EPERM;
         };
-        let owner = std::fs::metadata(format!("/proc/{pid}"))
-            .map(|md| std::os::unix::fs::MetadataExt::uid(&md));
-        if owner.ok() != Some(uid) {
+        // Only a process the launcher started (a descendant), of a job it may control.
+        if !self.may_control(uid, m.job) || !procfs::descends_from(pid, peer) {
             return libc::EPERM;
         }
-        if self.ranks.contains_key(&pid) {
+        let run = self.opts.run.clone();
+        if self.ranks.contains_key(&pid)
+            || self.by_job_rank.contains_key(&(run.clone(), m.job, m.rank))
+        {
             return libc::EBUSY;
         }
         let spec = self
@@ -932,11 +990,13 @@ impl Agent {
             return libc::EPERM;
         }
         if self.host(node, &spec, pid).is_err() {
+            let _ = self.nodes[node].mech.remove_rank(pid);
             return libc::EINVAL;
         }
         self.ranks.insert(
             pid,
             Rank {
+                run: run.clone(),
                 job: m.job,
                 rank: m.rank,
                 node,
@@ -946,7 +1006,7 @@ impl Agent {
                 boost_until_run: None,
             },
         );
-        self.by_job_rank.insert((m.job, m.rank), pid);
+        self.by_job_rank.insert((run, m.job, m.rank), pid);
         self.shared.lock().unwrap().pids.insert(pid, m.job);
         0
     }
@@ -967,7 +1027,7 @@ impl Agent {
         let Some(r) = self.ranks.remove(&pid) else {
             return;
         };
-        self.by_job_rank.remove(&(r.job, r.rank));
+        self.by_job_rank.remove(&(r.run.clone(), r.job, r.rank));
         self.sampled.remove(&pid);
         {
             // Measured use, read before the rank's cgroup goes.
@@ -1004,10 +1064,22 @@ impl Agent {
         }
     }
 
+    /// Switches `job`'s slot on every node; on an error, the nodes already
+    /// switched are switched back (all or nothing), then EIO.
     fn slot(&mut self, job: i32, run: bool) -> i32 {
-        for n in &mut self.nodes {
-            if let Err(e) = n.mech.set_job_frozen(job, !run) {
-                eprintln!("cosched-agent: slot job {job}: {e}");
+        let before: Vec<bool> = self
+            .nodes
+            .iter()
+            .map(|n| n.mech.is_job_frozen(job))
+            .collect();
+        for i in 0..self.nodes.len() {
+            if let Err(e) = self.nodes[i].mech.set_job_frozen(job, !run) {
+                eprintln!("cosched-agent: slot job {job} on node {i}: {e}");
+                for k in (0..=i).rev() {
+                    if let Err(e) = self.nodes[k].mech.set_job_frozen(job, before[k]) {
+                        eprintln!("cosched-agent: slot job {job}: undo on node {k}: {e}");
+                    }
+                }
                 return libc::EIO;
             }
         }
@@ -1069,7 +1141,7 @@ impl Agent {
                     self.stats.boosts += 1;
                     let used = self.nodes[node].mech.usage_ns(p).unwrap_or(0);
                     if let Some(r) = self.ranks.get_mut(&p) {
-                        r.boost_until_run = Some(used);
+                        r.boost_until_run = Some((used, 0, Instant::now() + BOOST_CHECK));
                     }
                     self.nodes[node].mech.set_boost(p, true)
                 }
@@ -1106,17 +1178,30 @@ impl Agent {
                 self.take_sample();
             }
         }
-        // Boosts until run: a process whose CPU time grew has run.
-        let pending: Vec<(u32, usize, u64)> = self
+        // Boosts until run: a process whose CPU time grew has run; one that did
+        // not run within its checks loses the boost; a frozen one is not checked.
+        let pending: Vec<(u32, usize, (u64, u32, Instant))> = self
             .ranks
             .iter()
+            .filter(|(_, r)| !self.nodes[r.node].mech.is_job_frozen(r.job))
             .filter_map(|(&p, r)| r.boost_until_run.map(|u| (p, r.node, u)))
+            .filter(|(_, _, (_, _, due))| *due <= now)
             .collect();
-        for (p, node, used) in pending {
+        for (p, node, (used, checks, _)) in pending {
             let now_used = self.nodes[node].mech.usage_ns(p).unwrap_or(u64::MAX);
-            if now_used > used {
-                self.ranks.get_mut(&p).unwrap().boost_until_run = None;
-                let _ = self.nodes[node].mech.set_boost(p, false);
+            let next = boost_check_delay(checks + 1);
+            let r = self.ranks.get_mut(&p).unwrap();
+            match next {
+                Some(d) if now_used <= used => {
+                    r.boost_until_run = Some((used, checks + 1, now + d))
+                }
+                _ => {
+                    r.boost_until_run = None;
+                    if now_used <= used {
+                        self.stats.boosts_expired += 1;
+                    }
+                    let _ = self.nodes[node].mech.set_boost(p, false);
+                }
             }
         }
         for node in 0..self.nodes.len() {
@@ -1178,9 +1263,7 @@ impl Agent {
             }
         }
         take(self.next_sample);
-        if self.ranks.values().any(|r| r.boost_until_run.is_some()) {
-            take(Some(Instant::now() + BOOST_CHECK));
-        }
+        take(self.next_boost_check());
         match next {
             None => {
                 let _ = self.timer.unset();
@@ -1195,6 +1278,16 @@ impl Agent {
                 );
             }
         }
+    }
+
+    /// When the earliest pending boost-until-run check is due; ranks of frozen
+    /// jobs are not checked (they cannot run), so they arm nothing.
+    fn next_boost_check(&self) -> Option<Instant> {
+        self.ranks
+            .values()
+            .filter(|r| !self.nodes[r.node].mech.is_job_frozen(r.job))
+            .filter_map(|r| r.boost_until_run.map(|(_, _, due)| due))
+            .min()
     }
 
     /// Releases every rank, thaws every job, removes the cgroups, the sockets and
@@ -1233,6 +1326,16 @@ fn next_after(t: Instant, period: Duration, now: Instant) -> Instant {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn boost_until_run_checks_back_off_and_stop() {
+        let d: Vec<u64> = (0..6)
+            .map(|k| boost_check_delay(k).unwrap().as_millis() as u64)
+            .collect();
+        assert_eq!(d, [1, 2, 4, 8, 16, 16]);
+        assert!(boost_check_delay(BOOST_CHECKS - 1).is_some());
+        assert_eq!(boost_check_delay(BOOST_CHECKS), None);
+    }
+
     #[test]
     fn periodic_ops_skip_missed_firings_after_a_stall() {
         let t = Instant::now();

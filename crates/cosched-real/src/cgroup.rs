@@ -321,16 +321,21 @@ impl Hierarchy {
         }
     }
 
-    /// Removes cgroup `dir` after moving its tasks to the root (children first).
-    /// Thaws it before, so nothing stays frozen.
-    pub fn remove_tree(&self, dir: &Path) -> Result<()> {
+    /// Removes cgroup `dir` (children first), thawed before so nothing stays
+    /// frozen. A process still in it was not placed there by cosched (the ones it
+    /// placed are moved back before): a rank's child, which inherited the cgroup.
+    /// It goes to `home` (a cgroup relative to the root: the original cgroup of
+    /// the ranks placed there) when that is known; otherwise it is left where it
+    /// is, the cgroup is kept, and the error names it. Such a process is never
+    /// moved to the hierarchy root (that would take it out of its job's limits).
+    pub fn remove_tree(&self, dir: &Path, home: Option<&str>) -> Result<()> {
         if !dir.exists() {
             return Ok(());
         }
         if let Ok(rd) = fs::read_dir(dir) {
             for e in rd.flatten() {
                 if e.file_type().map(|t| t.is_dir()).unwrap_or(false) {
-                    self.remove_tree(&e.path())?;
+                    self.remove_tree(&e.path(), home)?;
                 }
             }
         }
@@ -341,9 +346,22 @@ impl Hierarchy {
         if dir.join(freeze_file).exists() {
             self.set_frozen(dir, false, Duration::from_secs(2))?;
         }
-        for pid in self.procs(dir) {
-            // A process that ended in between is fine.
-            let _ = self.attach(&self.root, pid);
+        let left = self.procs(dir);
+        if !left.is_empty() {
+            let Some(home) = home else {
+                return Err(cg(
+                    dir,
+                    &format!(
+                        "kept: it holds processes cosched did not place and whose original cgroup is not known ({left:?}); cgroup",
+                    ),
+                    io::ErrorKind::ResourceBusy.into(),
+                ));
+            };
+            let dest = self.root.join(home.trim_start_matches('/'));
+            for pid in left {
+                // A process that ended in between is fine.
+                let _ = self.attach(&dest, pid);
+            }
         }
         let mut last = None;
         for _ in 0..50 {

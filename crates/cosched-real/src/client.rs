@@ -1,7 +1,7 @@
 //! The launcher's side of the agent socket: declare jobs, switch gang slots,
 //! adopt processes, each answered by an ACK.
 
-use crate::agent::{MSG_ADOPT, MSG_SLOT};
+use crate::proto::msg::{ADOPT as MSG_ADOPT, SLOT as MSG_SLOT};
 use crate::proto::{msg, JobMsg, Msg, Packet};
 use nix::sys::socket::{self as sock, AddressFamily, MsgFlags, SockFlag, SockType, UnixAddr};
 use std::os::fd::{AsRawFd, OwnedFd};

@@ -124,6 +124,8 @@ pub struct JobOut {
     pub ctx_involuntary: u64,
     pub ranks_registered: u32,
     pub gang_row: i64,
+    /// Killed at the run's time limit (not `ok`, but not a failure of its program).
+    pub timed_out: bool,
 }
 
 /// The result of a run.
@@ -138,12 +140,49 @@ pub struct RunOut {
 }
 
 /// A progress snapshot for the display: (queued, running, done, failed, elapsed s).
+/// The callback answers whether to go on: `false` (an interruption, Ctrl-C)
+/// ends every running job and the run, with an error.
 pub type Progress = (usize, usize, usize, usize, f64);
 
 struct Running {
     child: Child,
     nodes: Vec<u32>,
     row: Option<u32>,
+}
+
+/// The launched jobs. Whatever way the controller's loop is left (an error, an
+/// interruption), dropping this ends every job still running: SIGKILL to the
+/// launcher's process group and to the job's registered ranks (MPICH's ranks
+/// leave that group with `setsid`), then the launcher is reaped. A frozen rank
+/// dies when the agent thaws it, which it does when it stops right after.
+struct Jobs {
+    running: HashMap<usize, Running>,
+    shared: Arc<Mutex<crate::agent::Shared>>,
+}
+
+impl Jobs {
+    /// Ends job `j` now (see the type's doc); `None` if it is not running.
+    fn kill(&mut self, j: usize) -> Option<Running> {
+        use nix::sys::signal::{kill, killpg, Signal};
+        use nix::unistd::Pid;
+        let mut r = self.running.remove(&j)?;
+        let pids = self.shared.lock().unwrap().pids_of(j as i32);
+        for p in pids {
+            let _ = kill(Pid::from_raw(p as i32), Signal::SIGKILL);
+        }
+        let _ = killpg(Pid::from_raw(r.child.id() as i32), Signal::SIGKILL);
+        let _ = r.child.wait();
+        Some(r)
+    }
+}
+
+impl Drop for Jobs {
+    fn drop(&mut self) {
+        let ids: Vec<usize> = self.running.keys().copied().collect();
+        for j in ids {
+            self.kill(j);
+        }
+    }
 }
 
 /// The job-level view: processors are the nodes that have room.
@@ -302,7 +341,7 @@ fn mpi_version(mpi: Mpi) -> String {
 }
 
 /// Runs `spec` for real; `progress` is called about twice a second.
-pub fn run(spec: &RunSpec, mut progress: impl FnMut(Progress)) -> Result<RunOut, String> {
+pub fn run(spec: &RunSpec, mut progress: impl FnMut(Progress) -> bool) -> Result<RunOut, String> {
     check(spec)?;
     std::fs::create_dir_all(&spec.work_dir)
         .map_err(|e| format!("{}: {e}", spec.work_dir.display()))?;
@@ -370,7 +409,7 @@ fn control(
     spec: &RunSpec,
     sockets: &[PathBuf],
     shared: &Arc<Mutex<crate::agent::Shared>>,
-    progress: &mut impl FnMut(Progress),
+    progress: &mut impl FnMut(Progress) -> bool,
 ) -> Result<RunOut, String> {
     let client = Client::connect(&sockets[0], Duration::from_secs(10))?;
     let n_nodes = spec.nodes.len() as u32;
@@ -415,7 +454,10 @@ fn control(
     // process slots per node, each holding the job placed there; memory per node.
     let mut grid: Ousterhout<usize> = Ousterhout::new(rows as usize, n_nodes, mpl);
     let mut mem = vec![0f64; n_nodes as usize];
-    let mut running: HashMap<usize, Running> = HashMap::new();
+    let mut jobs = Jobs {
+        running: HashMap::new(),
+        shared: shared.clone(),
+    };
     let mut pending: VecDeque<usize> = VecDeque::new();
     let mut starts: HashMap<u32, SimTime> = HashMap::new();
     let mut rng = spec
@@ -431,15 +473,15 @@ fn control(
         let now = t0.elapsed();
         let mut events = vec![];
         // Completions.
-        let ids: Vec<usize> = running.keys().copied().collect();
+        let ids: Vec<usize> = jobs.running.keys().copied().collect();
         for j in ids {
-            let r = running.get_mut(&j).unwrap();
+            let r = jobs.running.get_mut(&j).unwrap();
             let status = match r.child.try_wait() {
                 Ok(Some(s)) => s,
                 Ok(None) => continue,
                 Err(e) => return Err(format!("job {j}: {e}")),
             };
-            let r = running.remove(&j).unwrap();
+            let r = jobs.running.remove(&j).unwrap();
             let _ = client.end(j as i32);
             let o = &mut out.jobs[j];
             o.end_ns = Some(t0.elapsed().as_nanos() as u64);
@@ -549,7 +591,7 @@ fn control(
             o.start_ns = Some(now.as_nanos() as u64);
             o.nodes = nodes.clone();
             o.gang_row = if gang { row as i64 } else { -1 };
-            running.insert(
+            jobs.running.insert(
                 j,
                 Running {
                     child,
@@ -568,12 +610,12 @@ fn control(
                 let target = grid.next_row(Some(active_row as usize)).map(|r| r as u32);
                 if let Some(target) = target.filter(|&t| t != active_row) {
                     let t = Instant::now();
-                    for (&j, r) in &running {
+                    for (&j, r) in &jobs.running {
                         if r.row == Some(active_row) {
                             client.slot(j as i32, false)?;
                         }
                     }
-                    for (&j, r) in &running {
+                    for (&j, r) in &jobs.running {
                         if r.row == Some(target) {
                             client.slot(j as i32, true)?;
                         }
@@ -585,38 +627,26 @@ fn control(
         }
         let queued = to_submit.len() + pending.len();
         if last_progress.elapsed() >= Duration::from_millis(500) {
-            progress((queued, running.len(), done, failed, now.as_secs_f64()));
+            if !progress((queued, jobs.running.len(), done, failed, now.as_secs_f64())) {
+                return Err("interrupted".into());
+            }
             last_progress = Instant::now();
         }
-        if to_submit.is_empty() && pending.is_empty() && running.is_empty() {
+        if to_submit.is_empty() && pending.is_empty() && jobs.running.is_empty() {
             break;
         }
         if now > Duration::from_nanos(spec.time_limit_ns) {
-            let pids: Vec<(usize, Vec<u32>)> = {
-                let sh = shared.lock().unwrap();
-                running.keys().map(|&j| (j, sh.pids_of(j as i32))).collect()
-            };
-            for (j, ps) in pids {
+            let ids: Vec<usize> = jobs.running.keys().copied().collect();
+            for j in ids {
                 let _ = client.end(j as i32);
-                for p in ps {
-                    let _ = nix::sys::signal::kill(
-                        nix::unistd::Pid::from_raw(p as i32),
-                        nix::sys::signal::Signal::SIGKILL,
-                    );
-                }
-                if let Some(mut r) = running.remove(&j) {
-                    let _ = nix::sys::signal::killpg(
-                        nix::unistd::Pid::from_raw(r.child.id() as i32),
-                        nix::sys::signal::Signal::SIGKILL,
-                    );
-                    let _ = r.child.wait();
-                }
+                jobs.kill(j);
                 let o = &mut out.jobs[j];
                 o.end_ns = Some(t0.elapsed().as_nanos() as u64);
                 o.error = Some(format!(
                     "killed at the time limit ({} s)",
                     spec.time_limit_ns / 1_000_000_000
                 ));
+                o.timed_out = true;
                 failed += 1;
             }
             for j in pending.drain(..).chain(to_submit.drain(..)) {
@@ -626,7 +656,7 @@ fn control(
         }
         std::thread::sleep(Duration::from_millis(5));
     }
-    progress((0, 0, done, failed, t0.elapsed().as_secs_f64()));
+    let _ = progress((0, 0, done, failed, t0.elapsed().as_secs_f64()));
     out.makespan_ns = t0.elapsed().as_nanos() as u64;
     Ok(out)
 }

@@ -1,9 +1,10 @@
 //! The Linux mechanisms of one (virtual) node: what a node policy's decisions
 //! become on this machine.
 //!
-//! * Each rank gets its own cgroup `cosched.<run>.n<node>/j<job>r<rank>` in the
+//! * Each rank gets its own cgroup `cosched.<run>.n<node>/j<job>r<rank>p<pid>` in the
 //!   cpu hierarchy (all ranks of the node are siblings, so a weight orders a rank
-//!   against the ranks of the other jobs). A boost sets its weight to
+//!   against the ranks of the other jobs; the pid keeps two concurrent steps of
+//!   one Slurm job, which share the job id, apart). A boost sets its weight to
 //!   `boost_factor` times the default; unboost restores the default.
 //! * Busy CPU time per rank comes from the same cgroup in the cpuacct hierarchy.
 //! * Gang slots freeze and thaw a job: the v1 freezer cgroup
@@ -19,7 +20,7 @@ use crate::procfs;
 use crate::state::{Moved, State};
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid as NixPid;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -61,6 +62,15 @@ pub struct NodeMech {
     ranks: HashMap<u32, Rank>,
     frozen: HashMap<i32, bool>,
     created: Vec<(Hierarchy, PathBuf)>,
+    /// Per hierarchy root: the original cgroups of the ranks placed on this node.
+    homes: BTreeMap<String, BTreeSet<String>>,
+}
+
+/// Where a process left in a cgroup goes when the cgroup is removed: the one
+/// original cgroup of the ranks placed there, if they all came from one.
+pub fn common_home<'a>(mut origs: impl Iterator<Item = &'a String>) -> Option<String> {
+    let first = origs.next()?;
+    origs.all(|o| o == first).then(|| first.clone())
 }
 
 /// Ranks' leaves live in hierarchies that weigh or account; v1 freezer-only and
@@ -119,6 +129,7 @@ impl NodeMech {
             ranks: HashMap::new(),
             frozen: HashMap::new(),
             created: vec![],
+            homes: BTreeMap::new(),
         };
         if let Err(e) = m.setup(cpus) {
             m.restore();
@@ -166,7 +177,7 @@ impl NodeMech {
         let mut targets: Vec<(Hierarchy, PathBuf, bool)> = vec![];
         for h in self.cg.roots() {
             let d = if leaf_hs.contains(&h) {
-                (self.base_dir(&h).join(format!("j{job}r{rank}")), true)
+                (self.base_dir(&h).join(format!("j{job}r{rank}p{pid}")), true)
             } else if self.cg.freezer.as_ref() == Some(&h) {
                 (self.job_dir(&h, job), false)
             } else {
@@ -185,30 +196,30 @@ impl NodeMech {
                 original.insert(h.root.to_string_lossy().to_string(), path);
             }
         }
+        for (root, o) in &original {
+            self.homes
+                .entry(root.clone())
+                .or_default()
+                .insert(o.clone());
+        }
         if let Some(s) = &mut self.state {
             s.record.moved.retain(|m| m.pid != pid);
             s.record.moved.push(Moved {
                 pid,
                 start: st.start,
-                original,
+                original: original.clone(),
             });
             s.save()?;
         }
         let mut leaves = vec![];
+        let mut done: Vec<(Hierarchy, PathBuf, bool)> = vec![];
         for (h, d, leaf) in targets {
-            std::fs::create_dir_all(&d).map_err(|e| CgError {
-                path: d.clone(),
-                what: "cannot create cgroup".into(),
-                err: e,
-            })?;
-            if h.version == Version::V1
-                && self.cg.cpuset.as_ref() == Some(&h)
-                && d != self.base_dir(&h)
-            {
-                let cpus = crate::cgroup::read(&self.base_dir(&h).join("cpuset.cpus"))?;
-                h.set_cpus(&d, &cpus)?;
+            let fresh = !d.exists();
+            if let Err(e) = self.attach_to(&h, &d, pid) {
+                self.undo_add(pid, &original, &done, fresh.then_some((&h, &d)));
+                return Err(e);
             }
-            h.attach(&d, pid)?;
+            done.push((h.clone(), d.clone(), fresh));
             if leaf {
                 leaves.push((h, d));
             }
@@ -222,11 +233,70 @@ impl NodeMech {
                 leaves,
             },
         );
-        // A rank joining a frozen job is frozen with it.
-        if self.frozen.get(&job).copied().unwrap_or(false) && self.freeze_by == FreezeBy::Signals {
-            self.signal_rank(pid, true)?;
+        // A rank joining a frozen job is frozen with it: by signal, or, where the
+        // freezer is a rank leaf (cgroup v2), by freezing its new leaf (a v1 job
+        // freezer cgroup already is frozen).
+        if self.frozen.get(&job).copied().unwrap_or(false) {
+            if self.freeze_by == FreezeBy::Signals {
+                self.signal_rank(pid, true)?;
+            } else if let Some(h) = self.freezer_leaf_role() {
+                let leaf = self.ranks[&pid]
+                    .leaves
+                    .iter()
+                    .find(|(x, _)| *x == h)
+                    .cloned();
+                if let Some((_, d)) = leaf {
+                    h.set_frozen(&d, true, Duration::from_secs(2))?;
+                }
+            }
         }
         Ok(())
+    }
+
+    /// The freezer hierarchy when it holds rank leaves (cgroup v2), else `None`.
+    fn freezer_leaf_role(&self) -> Option<Hierarchy> {
+        let h = self.cg.freezer.clone()?;
+        leaf_roles(&self.cg).contains(&h).then_some(h)
+    }
+
+    fn attach_to(&self, h: &Hierarchy, d: &Path, pid: u32) -> Result<(), MechError> {
+        std::fs::create_dir_all(d).map_err(|e| CgError {
+            path: d.to_path_buf(),
+            what: "cannot create cgroup".into(),
+            err: e,
+        })?;
+        if h.version == Version::V1 && self.cg.cpuset.as_ref() == Some(h) && d != self.base_dir(h) {
+            let cpus = crate::cgroup::read(&self.base_dir(h).join("cpuset.cpus"))?;
+            h.set_cpus(d, &cpus)?;
+        }
+        Ok(h.attach(d, pid)?)
+    }
+
+    /// Undoes a partial [`NodeMech::add_rank`]: `pid` back to its original cgroup
+    /// in every hierarchy already done, the cgroups it created there (and
+    /// `failed`, created by the step that failed) removed, its record dropped.
+    fn undo_add(
+        &mut self,
+        pid: u32,
+        original: &BTreeMap<String, String>,
+        done: &[(Hierarchy, PathBuf, bool)],
+        failed: Option<(&Hierarchy, &PathBuf)>,
+    ) {
+        for (h, d, fresh) in done.iter().rev() {
+            if let Some(orig) = original.get(&h.root.to_string_lossy().to_string()) {
+                let _ = h.attach(&h.root.join(orig.trim_start_matches('/')), pid);
+            }
+            if *fresh {
+                let _ = std::fs::remove_dir(d);
+            }
+        }
+        if let Some((_, d)) = failed {
+            let _ = std::fs::remove_dir(d);
+        }
+        if let Some(s) = &mut self.state {
+            s.record.moved.retain(|m| m.pid != pid);
+            let _ = s.save();
+        }
     }
 
     fn controller_name(&self, h: &Hierarchy) -> &'static str {
@@ -375,6 +445,7 @@ impl NodeMech {
             return Ok(());
         };
         let alive = procfs::alive(pid, r.start);
+        let mut original = BTreeMap::new();
         if let Some(s) = &mut self.state {
             if s.record.stopped.iter().any(|&(p, _)| p == pid) {
                 if alive {
@@ -388,19 +459,22 @@ impl NodeMech {
                 .iter()
                 .position(|m| m.pid == pid)
                 .map(|i| s.record.moved.remove(i));
-            if alive {
-                if let Some(m) = moved {
+            if let Some(m) = moved {
+                if alive {
                     for h in self.cg.roots() {
                         if let Some(orig) = m.original.get(&h.root.to_string_lossy().to_string()) {
                             let _ = h.attach(&h.root.join(orig.trim_start_matches('/')), pid);
                         }
                     }
                 }
+                original = m.original;
             }
             s.save()?;
         }
+        // What is left in the rank's own cgroups descends from it: it goes where the rank came from.
         for (h, d) in r.leaves {
-            h.remove_tree(&d)?;
+            let home = original.get(&h.root.to_string_lossy().to_string());
+            h.remove_tree(&d, home.map(String::as_str))?;
         }
         Ok(())
     }
@@ -425,7 +499,11 @@ impl NodeMech {
             }
         }
         for (h, d) in std::mem::take(&mut self.created).into_iter().rev() {
-            if let Err(e) = h.remove_tree(&d) {
+            let home = self
+                .homes
+                .get(&h.root.to_string_lossy().to_string())
+                .and_then(|o| common_home(o.iter()));
+            if let Err(e) = h.remove_tree(&d, home.as_deref()) {
                 eprintln!("cosched-agent: {e}");
             }
         }

@@ -32,6 +32,32 @@ fn parse_stat(s: &str) -> Option<Stat> {
     })
 }
 
+/// The parent pid of `pid` (field 4 of `/proc/PID/stat`).
+pub fn ppid(pid: u32) -> Option<u32> {
+    let s = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    s[s.rfind(')')? + 2..]
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()
+}
+
+/// Whether `pid` is `ancestor` or one of its descendants (walking the parent
+/// pids up to init).
+pub fn descends_from(pid: u32, ancestor: u32) -> bool {
+    let mut p = pid;
+    for _ in 0..4096 {
+        if p == ancestor {
+            return true;
+        }
+        match ppid(p) {
+            Some(q) if q > 0 && q != p => p = q,
+            _ => return false,
+        }
+    }
+    false
+}
+
 /// Whether `pid` is the process that started at `start` and has not ended.
 pub fn alive(pid: u32, start: u64) -> bool {
     matches!(stat(pid), Some(s) if s.start == start && s.state != 'Z' && s.state != 'X')

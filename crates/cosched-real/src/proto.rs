@@ -43,6 +43,25 @@ pub mod msg {
     pub const MESSAGE: u32 = 8;
     pub const JOB: u32 = 9;
     pub const JOB_END: u32 = 10;
+    /// Launcher-only (never an event bit): a gang slot switch, `arg` 1 run / 0 freeze.
+    pub const SLOT: u32 = 64;
+    /// Launcher-only: take a descendant of the sender under node `arg`'s mechanisms.
+    pub const ADOPT: u32 = 65;
+    /// Every type with its header name (`COSCHED_MSG_<name>`), for the layout test.
+    pub const ALL: [(&str, u32); 12] = [
+        ("REGISTER", REGISTER),
+        ("ACK", ACK),
+        ("UNREGISTER", UNREGISTER),
+        ("WAIT_BEGIN", WAIT_BEGIN),
+        ("WAIT_END", WAIT_END),
+        ("COLL_ENTER", COLL_ENTER),
+        ("COLL_EXIT", COLL_EXIT),
+        ("MESSAGE", MESSAGE),
+        ("JOB", JOB),
+        ("JOB_END", JOB_END),
+        ("SLOT", SLOT),
+        ("ADOPT", ADOPT),
+    ];
 }
 
 /// `struct cosched_msg`: one socket packet.

@@ -250,7 +250,9 @@ fn cleanup_base(
             continue;
         }
         let n = count_dirs(&top);
-        match h.remove_tree(&top) {
+        let root = h.root.to_string_lossy().to_string();
+        let home = crate::mech::common_home(rec.moved.iter().filter_map(|m| m.original.get(&root)));
+        match h.remove_tree(&top, home.as_deref()) {
             Ok(()) => out.cgroups_removed += n,
             Err(e) => errors.push(e.to_string()),
         }

@@ -261,7 +261,7 @@ fn hosts_the_declared_policy_wait_modes_events_and_boosts() {
     let leaf = Cgroups::detect()
         .cpu
         .unwrap()
-        .path(&format!("cosched.{run}.n0/j2r1"));
+        .path(&format!("cosched.{run}.n0/j2r1p{}", r1.0.id()));
     assert_eq!(
         std::fs::read_to_string(leaf.join("cpu.shares"))
             .unwrap()
@@ -294,4 +294,169 @@ fn hosts_the_declared_policy_wait_modes_events_and_boosts() {
         !Path::new(&format!("/dev/shm/cosched.{run}x.2.1")).exists(),
         "and its segment unlinked"
     );
+}
+
+/// Sends one protocol message on a fresh connection of another process (python).
+fn send_as_other_peer(socket: &Path, fields: [i64; 6]) {
+    let st = Command::new("python3")
+        .arg("-c")
+        .arg(
+            "import socket, struct, sys, time\n\
+             s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET); s.connect(sys.argv[1])\n\
+             f = [int(x) for x in sys.argv[2:]]\n\
+             s.send(struct.pack('<IIiiiiQQQ', *f, 0, 0, 0)); time.sleep(0.2)",
+        )
+        .arg(socket)
+        .args(fields.iter().map(|x| x.to_string()))
+        .status()
+        .unwrap();
+    assert!(st.success());
+}
+
+#[test]
+fn peers_act_only_on_their_own_ranks_and_descendants() {
+    let _g = serial();
+    let run = "t-cred";
+    let s = sock(run);
+    let _a = agent(run, &s, "nls");
+    let c = Client::connect(&s, Duration::from_secs(10)).unwrap();
+    c.declare(4, "nls", false).unwrap();
+    let (r, v) = fake_rank(run, 4, 0, &s);
+    assert_eq!(v[0], 0, "ACK");
+    let pid = r.0.id();
+    let leaf = Cgroups::detect()
+        .cpu
+        .unwrap()
+        .path(&format!("cosched.{run}.n0/j4r0p{pid}"));
+    assert!(leaf.exists());
+    // UNREGISTER of that rank from another connection is ignored.
+    send_as_other_peer(&s, [3, 1, 4, 0, pid as i64, 0]);
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(leaf.exists(), "another peer released the rank");
+    // ADOPT of a process that the launcher did not start (an orphan, reparented) is refused.
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg("sleep 30 >/dev/null 2>&1 & echo $!")
+        .output()
+        .unwrap();
+    let orphan: u32 = String::from_utf8_lossy(&out.stdout).trim().parse().unwrap();
+    let res = c.adopt(orphan, 4, 1, 0);
+    let _ = nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(orphan as i32),
+        nix::sys::signal::Signal::SIGKILL,
+    );
+    assert!(res.is_err(), "adopted a process the launcher did not start");
+    // A (job, rank) already bound is refused for adoption as well.
+    let (sp, sp2) = (spinner(), spinner());
+    c.adopt(sp.0.id(), 4, 1, 0).unwrap();
+    assert!(
+        c.adopt(sp2.0.id(), 4, 1, 0).is_err(),
+        "a bound (job, rank) was adopted again"
+    );
+    c.end(4).unwrap();
+}
+
+fn voluntary_switches(pid: u32) -> u64 {
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .unwrap()
+        .flatten()
+        .filter_map(|t| std::fs::read_to_string(t.path().join("status")).ok())
+        .flat_map(|s| {
+            s.lines()
+                .filter_map(|l| l.strip_prefix("voluntary_ctxt_switches:"))
+                .map(|v| v.trim().parse::<u64>().unwrap())
+                .collect::<Vec<_>>()
+        })
+        .sum()
+}
+
+/// An agent hosting DCS for job 2: rank 1 sleeps for good, and rank 0's message
+/// makes DCS boost it until it runs. Returns what must live for the test, the
+/// agent's pid and rank 1's cpu cgroup.
+struct DcsPair {
+    agent: Proc,
+    client: Client,
+    _ranks: (Proc, Proc),
+    leaf: PathBuf,
+}
+
+fn dcs_pair(run: &str) -> DcsPair {
+    let s = sock(run);
+    let agent = agent(run, &s, "nls");
+    let client = Client::connect(&s, Duration::from_secs(10)).unwrap();
+    client.declare(2, "dcs", false).unwrap();
+    let (r1, _) = fake_rank(run, 2, 1, &s);
+    let leaf = Cgroups::detect()
+        .cpu
+        .unwrap()
+        .path(&format!("cosched.{run}.n0/j2r1p{}", r1.0.id()));
+    let (r0, _) = fake_rank(run, 2, 0, &s);
+    DcsPair {
+        agent,
+        client,
+        _ranks: (r0, r1),
+        leaf,
+    }
+}
+
+fn shares(leaf: &Path) -> String {
+    std::fs::read_to_string(leaf.join("cpu.shares"))
+        .unwrap()
+        .trim()
+        .to_string()
+}
+
+/// Whether `pred` holds within `tries` checks 10 ms apart.
+fn within(tries: u32, pred: impl Fn() -> bool) -> bool {
+    (0..tries).any(|_| {
+        let ok = pred();
+        if !ok {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        ok
+    })
+}
+
+/// The agent's wake-ups over 1 s.
+fn wakeups_over_a_second(pid: u32) -> u64 {
+    let before = voluntary_switches(pid);
+    std::thread::sleep(Duration::from_secs(1));
+    voluntary_switches(pid) - before
+}
+
+#[test]
+fn a_boost_on_a_rank_that_never_runs_is_dropped_and_stops_waking_the_agent() {
+    let _g = serial();
+    let p = dcs_pair("t-bur");
+    assert!(
+        within(100, || shares(&p.leaf) != "1024"),
+        "the receiver is boosted"
+    );
+    assert!(
+        within(300, || shares(&p.leaf) == "1024"),
+        "the boost of a rank that never runs is never dropped"
+    );
+    // Nothing pending any more: the agent sleeps (a 1 ms check would wake it ~1000 times a second).
+    let woke = wakeups_over_a_second(p.agent.0.id());
+    assert!(
+        woke < 100,
+        "the agent woke {woke} times in 1 s with nothing to do"
+    );
+}
+
+#[test]
+fn a_frozen_ranks_pending_boost_is_not_checked() {
+    let _g = serial();
+    let p = dcs_pair("t-burf");
+    // The job's slot is frozen right after rank 0's message.
+    p.client.slot(2, false).unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    let woke = wakeups_over_a_second(p.agent.0.id());
+    let boosted = shares(&p.leaf);
+    p.client.slot(2, true).unwrap();
+    assert!(
+        woke < 100,
+        "the agent woke {woke} times in 1 s for a frozen rank's boost"
+    );
+    assert_ne!(boosted, "1024", "the boost waits for the thaw");
 }

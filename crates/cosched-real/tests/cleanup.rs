@@ -57,7 +57,7 @@ impl Drop for Remove {
     fn drop(&mut self) {
         for b in &self.0 {
             for h in Cgroups::detect().roots() {
-                let _ = h.remove_tree(&h.path(b));
+                let _ = h.remove_tree(&h.path(b), None);
             }
         }
     }

@@ -51,7 +51,7 @@ fn spec(name: &str, scheme: Scheme, policy: &str, argv: &[&str], n: usize) -> Ru
 fn two_jobs_run_and_are_measured() {
     // Rank 0 waits 0.3 s for rank 1: several 50 ms samples fall inside each job, however fast the machine.
     let s = spec("ctl-two", Scheme::Fcfs, "sb", &["sleepwait", "0.3"], 2);
-    let out = run(&s, |_| {}).unwrap();
+    let out = run(&s, |_| true).unwrap();
     for (i, j) in out.jobs.iter().enumerate() {
         assert!(j.ok, "job {i}: {:?}", j.error);
         assert_eq!(j.ranks_registered, 2, "job {i}");
@@ -70,7 +70,7 @@ fn a_crashing_job_fails_alone() {
         .cloned()
         .chain(["pingpong".into(), "2000".into(), "8".into()])
         .collect();
-    let out = run(&s, |_| {}).unwrap();
+    let out = run(&s, |_| true).unwrap();
     assert!(!out.jobs[0].ok);
     assert!(
         out.jobs[0].error.as_deref().unwrap().contains("exited"),
@@ -78,5 +78,57 @@ fn a_crashing_job_fails_alone() {
         out.jobs[0].error
     );
     assert!(out.jobs[1].ok, "{:?}", out.jobs[1].error);
+    let _ = std::fs::remove_dir_all(&s.work_dir);
+}
+
+/// Processes whose environment holds `COSCHED_RUN=<run>` (a job's launcher and ranks).
+fn processes_of_run(run: &str) -> Vec<u32> {
+    let key = format!("COSCHED_RUN={run}");
+    let mut v = vec![];
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let env = std::fs::read(e.path().join("environ")).unwrap_or_default();
+        if env.split(|&b| b == 0).any(|x| x == key.as_bytes()) {
+            v.push(pid);
+        }
+    }
+    v
+}
+
+#[test]
+fn an_interruption_ends_the_running_jobs_and_restores() {
+    // Two gang-scheduled jobs that would wait 60 s; the display callback asks to stop after 2 s.
+    let s = spec(
+        "ctl-int",
+        Scheme::Gang {
+            rows: 2,
+            quantum_ns: 100_000_000,
+        },
+        "nls",
+        &["sleepwait", "60"],
+        2,
+    );
+    let t = std::time::Instant::now();
+    let err = run(&s, |p| p.4 < 2.0).unwrap_err();
+    assert_eq!(err, "interrupted");
+    assert!(
+        t.elapsed().as_secs() < 30,
+        "the jobs ran on: {:?}",
+        t.elapsed()
+    );
+    // Nothing of the run is left: no launcher or rank, no cgroup.
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    assert_eq!(processes_of_run("ctl-int"), Vec::<u32>::new());
+    let cg = cosched_real::cgroup::Cgroups::detect();
+    for h in cg.roots() {
+        let left: Vec<_> = h
+            .ours()
+            .into_iter()
+            .filter(|p| p.to_string_lossy().contains("cosched.ctl-int."))
+            .collect();
+        assert!(left.is_empty(), "{left:?}");
+    }
     let _ = std::fs::remove_dir_all(&s.work_dir);
 }

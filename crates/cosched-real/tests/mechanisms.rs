@@ -116,3 +116,96 @@ fn a_weight_changes_two_spinners_cpu_shares() {
     drop(m);
     assert!(!base.exists());
 }
+
+#[test]
+fn a_failed_add_rank_is_undone() {
+    // The node's cpuset has no CPU, so the cpuset attach (after the cpu and cpuacct ones) fails.
+    let s = Spinner::start();
+    let orig = procfs::cgroup_of(s.pid(), Some("cpu"));
+    let dir = tempdir("undo");
+    let mut m = NodeMech::new("test-undo", 0, None, &dir, 8.0).expect("cgroups as root");
+    let cpuset = m.cg.cpuset.clone().expect("a cpuset hierarchy");
+    assert!(
+        cpuset != *m.cg.cpu.as_ref().unwrap(),
+        "this test needs the v1 cpuset hierarchy apart from cpu"
+    );
+    std::fs::write(cpuset.path(&m.base).join("cpuset.cpus"), "\n").unwrap();
+    assert!(m.add_rank(s.pid(), 1, 0).is_err());
+    assert_eq!(procfs::cgroup_of(s.pid(), Some("cpu")), orig);
+    let leaves: Vec<_> = std::fs::read_dir(m.cpu_base())
+        .unwrap()
+        .flatten()
+        .filter(|e| e.path().is_dir())
+        .collect();
+    assert!(leaves.is_empty(), "{leaves:?}");
+    let rec = std::fs::read_to_string(dir.join(format!("{}.json", m.base))).unwrap();
+    assert!(!rec.contains(&format!("\"pid\":{}", s.pid())), "{rec}");
+    m.restore();
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+fn tempdir(name: &str) -> std::path::PathBuf {
+    let d = std::env::temp_dir().join(format!("cosched-mech-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+#[test]
+fn a_ranks_child_goes_back_where_the_rank_came_from_not_to_the_root() {
+    let dir = tempdir("child");
+    let go = dir.join("go");
+    let mut sh = Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "while [ ! -e {} ]; do sleep 0.01; done; sleep 600 & wait",
+            go.display()
+        ))
+        .spawn()
+        .unwrap();
+    let pid = sh.id();
+    // The rank comes from a cgroup that is not the root.
+    let cpu_root = cosched_real::cgroup::Cgroups::detect().cpu.unwrap();
+    let origin = cpu_root.path(&format!("cosched-test-origin.{}", std::process::id()));
+    std::fs::create_dir_all(&origin).unwrap();
+    cpu_root.attach(&origin, pid).unwrap();
+    let want = procfs::cgroup_of(pid, Some("cpu"));
+    let mut m = NodeMech::new("test-child", 0, None, &dir, 8.0).expect("cgroups as root");
+    m.add_rank(pid, 1, 0).unwrap();
+    std::fs::write(&go, "").unwrap();
+    // The rank forks a child inside its cosched cgroup.
+    let mut child = None;
+    for _ in 0..500 {
+        let c = std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")).unwrap();
+        // The one started after the rank was placed (not a `sleep 0.01` of the wait loop).
+        child = c
+            .split_whitespace()
+            .map(|c| c.parse::<u32>().unwrap())
+            .find(|c| {
+                std::fs::read(format!("/proc/{c}/cmdline")).is_ok_and(|b| b == b"sleep\x00600\x00")
+            });
+        if child.is_some() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let child = child.expect("the rank's child");
+    assert_ne!(procfs::cgroup_of(child, Some("cpu")), want);
+    m.remove_rank(pid).unwrap();
+    let got = procfs::cgroup_of(child, Some("cpu"));
+    let _ = nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child as i32),
+        nix::sys::signal::Signal::SIGKILL,
+    );
+    let _ = sh.kill();
+    let _ = sh.wait();
+    m.restore();
+    // The killed child leaves the cgroup shortly after.
+    for _ in 0..200 {
+        if std::fs::remove_dir(&origin).is_ok() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(got, want, "the child left its rank's original cgroup");
+}

@@ -98,3 +98,33 @@ fn mirror_matches_the_shims_proto_layout_tool() {
     }
     assert_eq!(fields, 44);
 }
+
+#[test]
+fn message_types_match_the_header() {
+    let dir = std::env::temp_dir().join(format!("cosched-msgtypes-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut c = String::from("#include <stdio.h>\n#include \"cosched_proto.h\"\nint main(void){\n");
+    let mut want = String::new();
+    for (name, v) in cosched_real::proto::msg::ALL {
+        c += &format!("printf(\"{name} %d\\n\", (int)COSCHED_MSG_{name});\n");
+        want += &format!("{name} {v}\n");
+    }
+    c += "return 0;}\n";
+    std::fs::write(dir.join("t.c"), c).unwrap();
+    let out = Command::new("gcc")
+        .arg("-I")
+        .arg(repo().join("real/include"))
+        .arg("-o")
+        .arg(dir.join("t"))
+        .arg(dir.join("t.c"))
+        .output()
+        .expect("gcc is needed for the protocol layout test");
+    assert!(
+        out.status.success(),
+        "gcc failed (a type missing from the header?): {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let run = Command::new(dir.join("t")).output().unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(String::from_utf8(run.stdout).unwrap(), want);
+}
