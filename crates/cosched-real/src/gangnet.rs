@@ -214,8 +214,15 @@ pub struct GangHandle {
 }
 
 impl GangHandle {
-    pub fn stop(mut self) {
+    /// Asks the thread to stop. Called when the agent's loop has ended (the
+    /// agent restores every freeze itself): the thread then switches nothing
+    /// more and does not wait for the agent.
+    pub fn request_stop(&self) {
         let _ = self.stop.write(1);
+    }
+
+    /// Waits for the thread (after [`Self::request_stop`]).
+    pub fn join(mut self) {
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
@@ -286,15 +293,17 @@ impl GangNet {
         unsafe {
             libc::sched_setscheduler(0, libc::SCHED_FIFO | libc::SCHED_RESET_ON_FORK, &param);
         }
-        let mut st = Switcher::new(&self.opts);
-        loop {
-            if self.stopped() {
-                break;
-            }
+        let mut st = Switcher::new(&self.opts, self.stop.clone());
+        // A stop comes when the agent's loop ended and the agent restored
+        // everything: nothing is released through it then.
+        while !self.stopped() {
             match TcpStream::connect(&self.opts.coord) {
                 Ok(c) => {
                     let _ = c.set_nodelay(true);
                     self.session(c, &mut st);
+                    if self.stopped() {
+                        break;
+                    }
                     st.release();
                 }
                 Err(e) => st.note(&format!("coordinator {}: {e}", self.opts.coord)),
@@ -303,7 +312,6 @@ impl GangNet {
                 break;
             }
         }
-        st.release();
     }
 
     fn stopped(&self) -> bool {
@@ -431,10 +439,12 @@ struct Switcher {
     /// Jobs this channel froze.
     frozen: BTreeSet<i32>,
     log: Option<std::fs::File>,
+    /// Set when the agent stopped: no more switches through it.
+    stop: Arc<EventFd>,
 }
 
 impl Switcher {
-    fn new(o: &GangOptions) -> Switcher {
+    fn new(o: &GangOptions, stop: Arc<EventFd>) -> Switcher {
         let log = o.log.as_ref().and_then(|p| {
             std::fs::OpenOptions::new()
                 .create(true)
@@ -450,6 +460,7 @@ impl Switcher {
             plan: Plan::default(),
             frozen: BTreeSet::new(),
             log,
+            stop,
         }
     }
 
@@ -458,6 +469,10 @@ impl Switcher {
     }
 
     fn slot(&mut self, job: i32, run: bool) -> bool {
+        let mut fds = [PollFd::new(self.stop.as_fd(), PollFlags::POLLIN)];
+        if matches!(poll(&mut fds, PollTimeout::ZERO), Ok(n) if n > 0) {
+            return false;
+        }
         if self.client.is_none() {
             self.client = Client::connect(&self.agent_socket, Duration::from_secs(2))
                 .map_err(|e| self.note(&e))

@@ -195,8 +195,14 @@ fn main() -> ExitCode {
             };
             eprintln!("cosched-agent: serving ({})", agent.stats.cgroups);
             let r = agent.run();
+            // The agent restored everything; the gang thread stops, and a switch
+            // it may be waiting on ends when the agent's sockets close (drop).
+            if let Some(h) = &gang {
+                h.request_stop();
+            }
+            drop(agent);
             if let Some(h) = gang {
-                h.stop();
+                h.join();
             }
             match r {
                 Ok(()) => ExitCode::SUCCESS,
