@@ -44,10 +44,17 @@ def _cosched_runs() -> list[Path]:
     return [p for root in CGROUP_ROOTS if root.is_dir() for p in root.iterdir() if p.name.startswith("cosched.r")]
 
 
+def _live_other_run(p: Path) -> bool:
+    """Whether ``p`` (``cosched.r<pid>.n<node>``) belongs to a run whose controller process is alive and is not
+    this test process: another user's run (this test's own subprocesses have ended when leftovers are looked for)."""
+    pid = p.name.split(".")[1][1:]
+    return pid.isdigit() and int(pid) != os.getpid() and Path(f"/proc/{pid}").exists()
+
+
 def leftovers() -> list[Path]:
-    """Every cosched.r* cgroup that appeared during the test and belongs to no running agent is a leftover;
+    """Every cosched.r* cgroup that appeared during the test and belongs to no running controller is a leftover;
     the tests below run one at a time, so any cosched cgroup of a finished run of theirs is one."""
-    return [p for p in _cosched_runs() if p not in _FOREIGN]
+    return [p for p in _cosched_runs() if p not in _FOREIGN and not _live_other_run(p)]
 
 
 @pytest.fixture(scope="module")
