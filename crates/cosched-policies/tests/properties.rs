@@ -90,12 +90,7 @@ proptest! {
 
     #[test]
     fn conservative_search_shortcuts_change_nothing((m, w, _k) in arb_case()) {
-        let mut fast = Conservative::with_reservation_log();
-        let mut slow = Conservative::reference();
-        let a = run(&w, m, &mut fast);
-        let b = run(&w, m, &mut slow);
-        prop_assert_eq!(a.records, b.records);
-        prop_assert_eq!(fast.reservation_log(), slow.reservation_log());
+        same_as_the_reference(&w, m)?;
     }
 
     #[test]
@@ -108,5 +103,43 @@ proptest! {
                 prop_assert_eq!(r.start, Some(spec.submit));
             }
         }
+    }
+}
+
+/// Conservative backfilling with its search shortcuts gives the same schedule and
+/// makes the same reservations as the plain reference.
+fn same_as_the_reference(w: &Workload, m: u32) -> Result<(), TestCaseError> {
+    let mut fast = Conservative::with_reservation_log();
+    let mut slow = Conservative::reference();
+    let a = run(w, m, &mut fast);
+    let b = run(w, m, &mut slow);
+    prop_assert_eq!(a.records, b.records);
+    prop_assert_eq!(fast.reservation_log(), slow.reservation_log());
+    Ok(())
+}
+
+/// Long queues with estimates above the run times: many early ends, so many
+/// compressions in which most queued jobs cannot move.
+fn arb_long_queue() -> impl Strategy<Value = (u32, Workload)> {
+    (4u32..=64).prop_flat_map(|m| {
+        let jobs = proptest::collection::vec((0i64..300, 1u32..=m, 1i64..60, 0i64..120), 50..250);
+        jobs.prop_map(move |mut js| {
+            js.sort_by_key(|j| j.0);
+            let specs = js
+                .into_iter()
+                .enumerate()
+                .map(|(i, (sub, p, rt, over))| job(i as i64, sub, p, rt, Some(rt + over), false))
+                .collect();
+            (m, workload(specs))
+        })
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    #[test]
+    fn conservative_shortcuts_match_the_reference_on_long_queues((m, w) in arb_long_queue()) {
+        same_as_the_reference(&w, m)?;
     }
 }
