@@ -18,6 +18,7 @@ __all__ = [
     "bench_process_level",
     "load_config",
     "nas_mix",
+    "parse_spec",
     "policies",
     "real_run",
     "run_config",
@@ -143,6 +144,15 @@ def nas_mix(n: builtins.int, apps: typing.Sequence[builtins.str], classes: built
     `job_memory_mb`), exponential inter-arrival times of mean `mean_interarrival_s`
     (first job at 0), seeded stream "workload". Returns the `workload.jobs` list of
     a process-level configuration as JSON text.
+    """
+
+def parse_spec(spec: builtins.str) -> tuple[builtins.str, builtins.list[tuple[builtins.str, builtins.str]]]:
+    r"""
+    Parses a `name[key=value,...]` string (a policy string or a parameterized
+    application name) with the one parser of the Rust core: the name and the
+    parameters as (key, value) text pairs in the order written. Surrounding
+    whitespace is ignored. A malformed string raises `ValueError` naming the string,
+    the 1-based character position and the reason.
     """
 
 def policies() -> builtins.str:

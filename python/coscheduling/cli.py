@@ -44,10 +44,11 @@ app.add_typer(trace_app, name="trace")
 
 
 def console(stderr: bool = False) -> Console:
-    """A console on stdout or stderr; 160 columns wide when not a terminal (logs, pipes)."""
+    """A console on stdout or stderr; 160 columns wide when not a terminal (logs, pipes). Emoji codes
+    are not rendered: `python:m:Class` must not print as `python` + an emoji + `Class`."""
     stream = sys.stderr if stderr else sys.stdout
     wide = not stream.isatty() and "COLUMNS" not in os.environ
-    return Console(stderr=stderr, highlight=False, width=160 if wide else None)
+    return Console(stderr=stderr, highlight=False, emoji=False, width=160 if wide else None)
 
 BENCH_TRACES = ("HPC2N-2002-2.2-cln.swf.gz", "CEA-Curie-2011-2.1-cln.swf.gz")
 #: The whole-trace time-sharing benchmark (`cosched bench gang`): trace and models.

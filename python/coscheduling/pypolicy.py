@@ -42,7 +42,7 @@ __all__ = ["ClusterPolicy", "Event", "Decision", "load", "is_python_policy"]
 Event = tuple[Any, ...]
 Decision = tuple[Any, ...]
 
-_NAME = re.compile(r"^python:(?P<module>[A-Za-z_][\w.]*):(?P<cls>[A-Za-z_]\w*)(?:\[(?P<params>.*)\])?$")
+_NAME = re.compile(r"^python:(?P<module>[A-Za-z_][\w.]*):(?P<cls>[A-Za-z_]\w*)$")
 
 
 @runtime_checkable
@@ -52,7 +52,7 @@ class ClusterPolicy(Protocol):
 
 
 def is_python_policy(name: str) -> bool:
-    return name.startswith("python:")
+    return name.strip().startswith("python:")
 
 
 def _value(text: str) -> Any:
@@ -64,16 +64,13 @@ def _value(text: str) -> Any:
 
 def load(name: str) -> ClusterPolicy:
     """Builds the policy object a ``python:module:Class[key=value,...]`` name refers to."""
-    m = _NAME.match(name.strip())
+    from . import _core
+
+    spec, items = _core.parse_spec(name)  # ValueError naming the string, position and reason
+    m = _NAME.match(spec)
     if not m:
         raise ValueError(f"policy {name!r}: expected python:module:Class or python:module:Class[key=value,...]")
-    params: dict[str, Any] = {}
-    if m["params"]:
-        for part in m["params"].split(","):
-            if "=" not in part:
-                raise ValueError(f"policy {name!r}: parameter {part.strip()!r} is not key=value")
-            k, v = part.split("=", 1)
-            params[k.strip()] = _value(v.strip())
+    params: dict[str, Any] = {k: _value(v) for k, v in items}
     try:
         module = importlib.import_module(m["module"])
     except ImportError as e:

@@ -81,15 +81,14 @@ def default_build_dir() -> Path:
 
 
 def _policy(path: Path, spec: str) -> dict[str, Any]:
-    m = re.fullmatch(r"\s*([A-Za-z0-9_-]+)\s*(?:\[(.*)\])?\s*", spec)
-    if not m:
-        raise _err(path, f"field `scheduler.policy`: cannot parse {spec!r}")
-    name, params = m.group(1), m.group(2) or ""
+    try:
+        name, items = _core.parse_spec(spec)
+    except ValueError as e:
+        raise _err(path, f"field `scheduler.policy`: {e}") from None
     if name not in REAL_POLICY_PARAMS:
         raise _err(path, f"field `scheduler.policy`: {name!r} is simulator-only; real mode runs "
                    f"{', '.join(REAL_POLICY_PARAMS)}")
-    kv = dict(p.split("=", 1) for p in params.split(",") if p.strip()) if params else {}
-    kv = {k.strip(): v.strip() for k, v in kv.items()}
+    kv = dict(items)
     for k in kv:
         if k not in REAL_POLICY_PARAMS[name]:
             raise _err(path, f"field `scheduler.policy`: parameter {k!r} of {name} is simulator-only "

@@ -24,7 +24,6 @@ import base64
 import html
 import io
 import json
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -315,10 +314,15 @@ def _occupancy(run: Run, lo: float, hi: float) -> pd.DataFrame:
 def gang_params(policy: str) -> dict[str, Any] | None:
     """``quantum_s``, ``switch_s`` and ``alternate`` of a gang policy name (``gang[...]``, at process level
     ``gang[...]+NODE_POLICY``), with the defaults of both levels; None for any other policy."""
-    m = re.match(r"\s*gang\s*(\[(?P<params>[^\]]*)\])?\s*(\+.*)?$", policy or "")
-    if m is None:
+    from . import _core
+
+    try:
+        name, items = _core.parse_spec((policy or "").split("+", 1)[0])
+    except ValueError:
         return None
-    kv = dict(p.split("=", 1) for p in (m["params"] or "").replace(" ", "").split(",") if "=" in p)
+    if name != "gang":
+        return None
+    kv = dict(items)
     try:
         return {"quantum_s": float(kv.get("quantum_ms", 100)) / 1e3, "switch_s": float(kv.get("switch_us", 1000)) / 1e6,
                 "alternate": kv.get("alternate", "false").lower() == "true"}

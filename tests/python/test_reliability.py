@@ -141,6 +141,34 @@ def test_empty_parameters_in_a_policy_string_are_refused(tmp_path):
     check(r, 2, "empty parameter")
 
 
+@pytest.mark.parametrize(("spec", "pos"), [("gang[rows=3,,]", 13), ("easy[a", 7), ("python:m:C[x]", 12),
+                                           ("ea sy", 3)])
+def test_one_parser_gives_one_error_format_everywhere(tmp_path, spec, pos):
+    from coscheduling import _core, real, report
+
+    with pytest.raises(ValueError) as e:
+        _core.parse_spec(spec)
+    msg = str(e.value)
+    assert msg.startswith(f'cannot parse "{spec}" at character {pos}: '), msg
+    trace = tmp_path / "t.swf"
+    trace.write_text(HEADER + line(1, "0", "10"))
+    check(run_cli(["simulate", "--trace", trace, "--policy", spec]), 2, msg)
+    with pytest.raises(ValueError, match="field `scheduler.policy`: cannot parse"):
+        real._policy(tmp_path / "r.toml", spec)
+    assert report.gang_params(spec) is None
+
+
+@pytest.mark.parametrize("spec", ["easy", "python:coscheduling.pypolicies.fcfs:Fcfs"])
+def test_surrounding_whitespace_of_a_policy_string_is_ignored_everywhere(tmp_path, spec):
+    trace = tmp_path / "t.swf"
+    trace.write_text(HEADER + line(1, "0", "10") + line(2, "5", "10", procs=4))
+    plain = coscheduling.run(trace, policy=spec)
+    padded = coscheduling.run(trace, policy=f"  {spec}\t")
+    assert plain.jobs.equals(padded.jobs)
+    r = run_cli(["simulate", "--trace", trace, "--policy", f" {spec} "])
+    check(r, 0)
+
+
 def test_policy_none_is_a_value_error(tmp_path):
     trace = tmp_path / "t.swf"
     trace.write_text(HEADER + line(1, "0", "10"))
@@ -171,6 +199,11 @@ class BadJob:
 class Short:
     def on_events(self, now, events, free, total):
         return [("start_on", 0)]
+class Insomniac:
+    """Starts each job, then asks to be woken 1 ms later, for ever."""
+    def on_events(self, now, events, free, total):
+        out = [("start", e[1]) for e in events if e[0] == "submitted"]
+        return out + [("wake_at", now + 0.001)]
 '''
 
 
@@ -193,6 +226,21 @@ def test_python_policy_failures_are_policy_errors(policy_module, cls, needle):
     r = run_cli(["simulate", "--trace", policy_module, "--policy", f"python:badpolicies:{cls}"])
     check(r, 1, f"policy python:badpolicies:{cls} failed at t=0.000000000s on the events [('submitted', 0",
           needle)
+
+
+@pytest.mark.parametrize(
+    ("limits", "needle"),
+    [("max_events = 500", "event limit 500 reached"),
+     ("max_sim_time_s = 0.5", "time limit 0.500000000s reached")],
+)
+def test_job_level_run_limits_stop_a_policy_that_keeps_waking_up(policy_module, limits, needle):
+    cfg = policy_module.parent / "insomniac.toml"
+    cfg.write_text(f'[workload]\ntrace = "{policy_module.name}"\n[scheduler]\n'
+                   f'policy = "python:badpolicies:Insomniac"\n[limits]\n{limits}\n')
+    r = run_cli(["simulate", cfg, "--out", policy_module.parent / "out"])
+    key = "limits." + limits.split()[0]
+    check(r, 1, str(cfg), needle, f"raise `{key}`")
+    assert not (policy_module.parent / "out").exists()
 
 
 def test_python_policy_exception_is_the_cause(policy_module):

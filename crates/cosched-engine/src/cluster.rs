@@ -15,6 +15,12 @@
 //!
 //! When no event remains but jobs are still waiting, the policy has stalled:
 //! the run stops with [`EngineError::Stalled`] and the policy's `dump()`.
+//!
+//! Two watchdogs bound a run whose policy keeps it going (e.g. one that keeps
+//! asking to be woken up): past [`SimOptions::time_limit`] the run stops with
+//! [`EngineError::TimeLimit`], after [`SimOptions::event_limit`] events delivered
+//! to the policy with [`EngineError::EventLimit`]. Both are checked at every
+//! instant, before the policy is called.
 
 use crate::alloc::{node_count, Allocator, Range};
 use crate::policy::{ClusterPolicy, ClusterView, Decision, DecisionError, Event};
@@ -23,12 +29,35 @@ use cosched_model::{EventOrder, JobId, JobSpec, Placement, Platform, Workload};
 use thiserror::Error;
 
 /// Engine options.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct SimOptions {
     pub placement: Placement,
     pub seed: u64,
     /// One policy call per instant (default) or per event.
     pub event_order: EventOrder,
+    /// The run stops with [`EngineError::TimeLimit`] at an instant past this time
+    /// (default: [`SimTime::MAX`], i.e. only the range of simulated time).
+    pub time_limit: SimTime,
+    /// The run stops with [`EngineError::EventLimit`] once more events than this
+    /// have been delivered to the policy (default [`DEFAULT_EVENT_LIMIT`]).
+    pub event_limit: u64,
+}
+
+/// Default of [`SimOptions::event_limit`] (the configuration's job-level default of
+/// `limits.max_events`): a run delivers two events per job (submission and end) plus
+/// the policy's wake-ups, so real traces (a few million jobs) stay far below it.
+pub const DEFAULT_EVENT_LIMIT: u64 = 200_000_000;
+
+impl Default for SimOptions {
+    fn default() -> Self {
+        Self {
+            placement: Placement::default(),
+            seed: 0,
+            event_order: EventOrder::default(),
+            time_limit: SimTime::MAX,
+            event_limit: DEFAULT_EVENT_LIMIT,
+        }
+    }
 }
 
 /// How a job ended.
@@ -116,6 +145,20 @@ pub enum EngineError {
     TimeOverflow { time: SimTime, job: i64, index: usize },
     #[error("interrupted at t={time}")]
     Interrupted { time: SimTime },
+    #[error("time limit {limit} reached at t={time} under policy {policy} with {unfinished} job(s) unfinished")]
+    TimeLimit {
+        limit: SimTime,
+        time: SimTime,
+        policy: String,
+        unfinished: usize,
+    },
+    #[error("event limit {limit} reached at t={time} under policy {policy} with {unfinished} job(s) unfinished")]
+    EventLimit {
+        limit: u64,
+        time: SimTime,
+        policy: String,
+        unfinished: usize,
+    },
     #[error("policy {policy} made no progress at t={time}: {calls} calls without starting or rejecting a job while {waiting} wait; policy state:\n{dump}")]
     NoProgress {
         time: SimTime,
@@ -243,6 +286,23 @@ pub fn simulate(
         };
         if cosched_des::interrupt::requested() {
             return Err(EngineError::Interrupted { time: now });
+        }
+        let unfinished = || waiting + running + (jobs.len() - next_submit);
+        if now > opts.time_limit {
+            return Err(EngineError::TimeLimit {
+                limit: opts.time_limit,
+                time: now,
+                policy: policy_name,
+                unfinished: unfinished(),
+            });
+        }
+        if stats.events > opts.event_limit {
+            return Err(EngineError::EventLimit {
+                limit: opts.event_limit,
+                time: now,
+                policy: policy_name,
+                unfinished: unfinished(),
+            });
         }
         queue.advance_to(now).expect("instants are increasing");
         events.clear();

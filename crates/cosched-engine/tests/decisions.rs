@@ -280,3 +280,102 @@ fn a_policy_that_spins_without_progress_is_stopped() {
         "{r:?}"
     );
 }
+
+/// Starts every job it is told about, then asks to be woken `step` after every call,
+/// for ever: the run never ends by itself while a job runs.
+struct WakeEvery(SimTime);
+
+impl ClusterPolicy for WakeEvery {
+    fn name(&self) -> String {
+        "wake-every".into()
+    }
+    fn on_events(&mut self, e: &[Event], v: &dyn ClusterView, out: &mut Vec<Decision>) {
+        for ev in e {
+            if let Event::Submitted(j) = ev {
+                out.push(Decision::Start(*j));
+            }
+        }
+        out.push(Decision::WakeAt(v.now() + self.0));
+    }
+}
+
+fn wake_every(step: SimTime, opts: &SimOptions) -> Result<(), EngineError> {
+    // One job of 1000 s: with a wake-up every 1 s the run delivers its submission
+    // (t=0), timers at t=1..999 and, at t=1000, its end plus a timer.
+    let w = Workload {
+        jobs: vec![job(1, 0, 1, 1000)],
+        ..Default::default()
+    };
+    simulate(&w, &Platform::new(1, 1), &mut WakeEvery(step), opts).map(|_| ())
+}
+
+#[test]
+fn the_event_limit_stops_a_policy_that_keeps_waking_up() {
+    // Events delivered by instant t (t < 1000): 1 submission + t timers. The check
+    // runs at each instant before the call: at t=10, 10 events were delivered (> 9).
+    let opts = SimOptions {
+        event_limit: 9,
+        ..Default::default()
+    };
+    match wake_every(SimTime::from_secs(1), &opts) {
+        Err(EngineError::EventLimit {
+            limit: 9,
+            time,
+            unfinished: 1,
+            policy,
+        }) => {
+            assert_eq!(time, SimTime::from_secs(10));
+            assert_eq!(policy, "wake-every");
+        }
+        other => panic!("expected the event limit, got {other:?}"),
+    }
+    // A wake-up at the same instant, for ever, while a job runs: the no-progress
+    // watchdog does not apply (a job is running), the event limit does.
+    let opts = SimOptions {
+        event_limit: 1000,
+        ..Default::default()
+    };
+    match wake_every(SimTime::ZERO, &opts) {
+        Err(EngineError::EventLimit { time, .. }) => assert_eq!(time, SimTime::ZERO),
+        other => panic!("expected the event limit, got {other:?}"),
+    }
+    // The same run with room for its 1 + 999 + 2 events ends normally.
+    let opts = SimOptions {
+        event_limit: 1002,
+        ..Default::default()
+    };
+    // After the job ended the policy still asks for a wake-up at every call, so it
+    // never ends on its own: the limit trips at the first instant after 1002 events.
+    assert!(matches!(
+        wake_every(SimTime::from_secs(1), &opts),
+        Err(EngineError::EventLimit { unfinished: 0, .. })
+    ));
+}
+
+#[test]
+fn the_time_limit_stops_a_run_past_it() {
+    let opts = SimOptions {
+        time_limit: SimTime::from_secs(100),
+        ..Default::default()
+    };
+    match wake_every(SimTime::from_secs(7), &opts) {
+        // Instants 0, 7, ..., 98, then 105 > 100.
+        Err(EngineError::TimeLimit {
+            limit,
+            time,
+            unfinished: 1,
+            ..
+        }) => {
+            assert_eq!(limit, SimTime::from_secs(100));
+            assert_eq!(time, SimTime::from_secs(105));
+        }
+        other => panic!("expected the time limit, got {other:?}"),
+    }
+    // A well-behaved run ending exactly at the limit is not stopped.
+    let w = Workload {
+        jobs: vec![job(1, 0, 1, 100)],
+        ..Default::default()
+    };
+    let mut p = Scripted(vec![vec![Decision::Start(JobId(0))]], 0);
+    simulate(&w, &Platform::new(1, 1), &mut p, &opts).unwrap();
+}

@@ -325,45 +325,59 @@ impl Default for MetricsConfig {
     }
 }
 
-/// The `[limits]` table: watchdogs that stop a process-level run with an engine
-/// error (exit code 1) instead of letting it run for hours. Job-level runs are
-/// bounded by their workload (a few events per job) and ignore these.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+/// The `[limits]` table: watchdogs that stop a run with an engine error (exit
+/// code 1) instead of letting it run for hours. Both fidelities use them; an
+/// absent key takes its fidelity's default ([`LimitsConfig::sim_time_s`],
+/// [`LimitsConfig::events`]).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct LimitsConfig {
-    /// The run stops past this simulated time, seconds (default 10^7, about 116 days).
-    #[serde(default = "default_max_sim_time_s")]
-    pub max_sim_time_s: f64,
-    /// The run stops after this many simulation events (default 2 * 10^9, roughly
-    /// 10 to 20 minutes of one core).
-    #[serde(default = "default_max_events")]
-    pub max_events: u64,
+    /// The run stops past this simulated time, seconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_sim_time_s: Option<f64>,
+    /// The run stops after this many simulation events.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_events: Option<u64>,
 }
 
-/// Default of `limits.max_sim_time_s`.
+/// Default of `limits.max_sim_time_s` at process fidelity (about 116 days).
 pub const DEFAULT_MAX_SIM_TIME_S: f64 = 1e7;
-/// Default of `limits.max_events`.
+/// Default of `limits.max_sim_time_s` at job fidelity: the whole range of simulated
+/// time. A job-level run's instants come from its workload, whose submit and run
+/// times are at most 2^31 - 1 s (about 68 years) each, so a real trace, spanning
+/// years, ends far below it; only a policy that keeps waking itself gets there.
+pub const DEFAULT_JOB_MAX_SIM_TIME_S: f64 = 9e9;
+/// Default of `limits.max_events` at process fidelity (roughly 10 to 20 minutes of one core).
 pub const DEFAULT_MAX_EVENTS: u64 = 2_000_000_000;
-
-fn default_max_sim_time_s() -> f64 {
-    DEFAULT_MAX_SIM_TIME_S
-}
-fn default_max_events() -> u64 {
-    DEFAULT_MAX_EVENTS
-}
-
-impl Default for LimitsConfig {
-    fn default() -> Self {
-        Self {
-            max_sim_time_s: DEFAULT_MAX_SIM_TIME_S,
-            max_events: DEFAULT_MAX_EVENTS,
-        }
-    }
-}
+/// Default of `limits.max_events` at job fidelity. A job-level run delivers two
+/// events per job (its submission and its end) plus the policy's own wake-ups: the
+/// archive's largest traces have a few million jobs (about 1e7 events), and a policy
+/// waking every minute through a ten-year trace adds 5e6, so a real trace stays more
+/// than ten times below it; a Python policy that wakes itself at every call reaches it
+/// after a few minutes of CPU (about half a million calls per second).
+pub const DEFAULT_JOB_MAX_EVENTS: u64 = 200_000_000;
 
 impl LimitsConfig {
     fn is_default(&self) -> bool {
         *self == Self::default()
+    }
+
+    /// `max_sim_time_s`, or the default of `fidelity` (`"process"` or `"job"`).
+    pub fn sim_time_s(&self, fidelity: &str) -> f64 {
+        self.max_sim_time_s.unwrap_or(if fidelity == "process" {
+            DEFAULT_MAX_SIM_TIME_S
+        } else {
+            DEFAULT_JOB_MAX_SIM_TIME_S
+        })
+    }
+
+    /// `max_events`, or the default of `fidelity` (`"process"` or `"job"`).
+    pub fn events(&self, fidelity: &str) -> u64 {
+        self.max_events.unwrap_or(if fidelity == "process" {
+            DEFAULT_MAX_EVENTS
+        } else {
+            DEFAULT_JOB_MAX_EVENTS
+        })
     }
 }
 
@@ -389,8 +403,8 @@ pub struct RunConfig {
     pub scheduler: SchedulerConfig,
     #[serde(default)]
     pub metrics: MetricsConfig,
-    /// Run limits (process fidelity); left out of the canonical form when default,
-    /// so existing configurations keep their hash.
+    /// Run limits; keys left out stay out of the canonical form, so existing
+    /// configurations keep their hash.
     #[serde(default, skip_serializing_if = "LimitsConfig::is_default")]
     pub limits: LimitsConfig,
     /// The file the configuration was read from (set by [`RunConfig::load`]; used
@@ -605,13 +619,13 @@ impl RunConfig {
             return bad("scheduler.policy", "must not be empty".into());
         }
         let l = &self.limits;
-        if !(l.max_sim_time_s.is_finite() && l.max_sim_time_s > 0.0 && l.max_sim_time_s <= 9e9) {
+        if let Some(t) = l.max_sim_time_s.filter(|t| !(t.is_finite() && *t > 0.0 && *t <= 9e9)) {
             return bad(
                 "limits.max_sim_time_s",
-                format!("must be a number > 0 and at most 9e9 (the range of simulated time), got {}", l.max_sim_time_s),
+                format!("must be a number > 0 and at most 9e9 (the range of simulated time), got {t}"),
             );
         }
-        if l.max_events == 0 {
+        if l.max_events == Some(0) {
             return bad("limits.max_events", "must be at least 1".into());
         }
         if self.workload.machine_size == Some(0) {

@@ -12,6 +12,7 @@ pub mod job;
 pub mod node;
 pub mod platform;
 pub mod program;
+pub mod spec;
 pub mod swf;
 pub mod write;
 

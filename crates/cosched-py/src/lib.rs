@@ -591,6 +591,18 @@ fn policies() -> PyResult<String> {
     json_text(&all)
 }
 
+/// Parses a `name[key=value,...]` string (a policy string or a parameterized
+/// application name) with the one parser of the Rust core: the name and the
+/// parameters as (key, value) text pairs in the order written. Surrounding
+/// whitespace is ignored. A malformed string raises `ValueError` naming the string,
+/// the 1-based character position and the reason.
+#[gen_stub_pyfunction]
+#[pyfunction]
+fn parse_spec(spec: &str) -> PyResult<(String, Vec<(String, String)>)> {
+    let s = cosched::model::spec::parse(spec).map_err(|e| value_error(e.to_string()))?;
+    Ok((s.name, s.params))
+}
+
 /// Every application preset (NAS kernels, sPPM, BlockSolve95) with its classes,
 /// process counts, memory per process at 16 processes and source, as JSON text.
 #[gen_stub_pyfunction]
@@ -752,6 +764,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(trace_info, m)?)?;
     m.add_function(wrap_pyfunction!(slice_trace, m)?)?;
     m.add_function(wrap_pyfunction!(policies, m)?)?;
+    m.add_function(wrap_pyfunction!(parse_spec, m)?)?;
     m.add_function(wrap_pyfunction!(apps, m)?)?;
     m.add_function(wrap_pyfunction!(apps_validate, m)?)?;
     m.add_function(wrap_pyfunction!(apps_export::apps_export, m)?)?;

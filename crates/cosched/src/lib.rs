@@ -8,8 +8,10 @@ use cosched_engine::metrics::{summarize, JobTable, Summary};
 use cosched_engine::{simulate, ClusterPolicy, EngineError, SimOptions};
 use cosched_model::swf::{self, MachineSize, SwfError};
 use cosched_model::{
-    ConfigError, EventOrder, LoadScaleBy, Placement, Platform, RunConfig, Workload, WorkloadOptions,
+    ConfigError, EventOrder, LimitsConfig, LoadScaleBy, Placement, Platform, RunConfig, Workload,
+    WorkloadOptions,
 };
+use cosched_des::SimTime;
 use std::path::PathBuf;
 use std::time::Instant;
 use thiserror::Error;
@@ -93,6 +95,10 @@ pub struct TraceRun {
     /// Scale the trace's offered load before building the workload
     /// (`workload.load_scale`; [`swf::scale_load`]).
     pub load_scale: Option<(f64, LoadScaleBy)>,
+    /// Run limits (`[limits]`; job-level defaults when absent).
+    pub limits: LimitsConfig,
+    /// The configuration file the run comes from, named by watchdog errors.
+    pub origin: Option<String>,
 }
 
 impl TraceRun {
@@ -108,6 +114,8 @@ impl TraceRun {
             seed: 0,
             bsld_threshold_s: 10.0,
             load_scale: None,
+            limits: LimitsConfig::default(),
+            origin: None,
         }
     }
 }
@@ -125,6 +133,8 @@ impl From<&RunConfig> for TraceRun {
             seed: c.seed,
             bsld_threshold_s: c.metrics.bounded_slowdown_threshold_s,
             load_scale: c.workload.load_scaling(),
+            limits: c.limits.clone(),
+            origin: c.origin.clone(),
         }
     }
 }
@@ -191,9 +201,12 @@ pub fn run_trace_with(
         placement: run.placement,
         seed: run.seed,
         event_order: run.event_order,
+        time_limit: SimTime::checked_from_secs_f64(run.limits.sim_time_s("job"))
+            .unwrap_or(SimTime::MAX),
+        event_limit: run.limits.events("job"),
     };
-    let mut r = match policy {
-        Some(p) => run_simulation(&workload, &platform, p, &sim, run.bsld_threshold_s)?,
+    let r = match policy {
+        Some(p) => run_simulation(&workload, &platform, p, &sim, run.bsld_threshold_s),
         None => {
             if let Some(model) = timeshare::model_of(&run.policy, run.placement, run.seed)? {
                 if !run.event_order.is_default() {
@@ -202,15 +215,30 @@ pub fn run_trace_with(
                         run.policy
                     )));
                 }
-                timeshare::run_model(&workload, &platform, &model, run.bsld_threshold_s)?
+                timeshare::run_model(&workload, &platform, &model, run.bsld_threshold_s)
             } else {
                 let mut p = cosched_policies::build(&run.policy)?;
-                run_simulation(&workload, &platform, p.as_mut(), &sim, run.bsld_threshold_s)?
+                run_simulation(&workload, &platform, p.as_mut(), &sim, run.bsld_threshold_s)
             }
         }
     };
+    let mut r = r.map_err(|e| limit_error(e, run.origin.as_deref()))?;
     r.timings.parse_s = parse_s;
     Ok(r)
+}
+
+/// A job-level watchdog error as a run failure (exit 1) naming the configuration
+/// key to raise (and the file, when the run comes from one); other errors as they are.
+fn limit_error(e: Error, origin: Option<&str>) -> Error {
+    let key = match &e {
+        Error::Engine(EngineError::TimeLimit { .. }) => "limits.max_sim_time_s",
+        Error::Engine(EngineError::EventLimit { .. }) => "limits.max_events",
+        _ => return e,
+    };
+    let at = origin.map(|o| format!("{o}: ")).unwrap_or_default();
+    Error::Run(format!(
+        "{at}{e} (raise `{key}` in the run configuration if the run is meant to be this long)"
+    ))
 }
 
 /// Runs a configuration file's run.
@@ -275,9 +303,10 @@ pub fn load_config(path: &std::path::Path) -> Result<RunConfig, Error> {
 }
 
 /// Whether a cluster policy name refers to a policy hosted outside the Rust
-/// registry (`python:module:Class[...]`, built by the Python binding).
+/// registry (`python:module:Class[...]`, built by the Python binding); surrounding
+/// whitespace is ignored, as by the policy-string parser.
 pub fn is_external_policy(name: &str) -> bool {
-    name.starts_with("python:")
+    name.trim_start().starts_with("python:")
 }
 
 /// Runs an in-memory workload.
@@ -323,6 +352,7 @@ pub fn run_workload_with(
         },
         bsld_threshold_s,
     )
+    .map_err(|e| limit_error(e, None))
 }
 
 /// Runs an in-memory workload under a policy object with the engine's options.

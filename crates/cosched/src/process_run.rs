@@ -172,9 +172,9 @@ pub fn run_process_config_recording(cfg: &RunConfig, timeline: bool) -> Result<R
         seed: cfg.seed,
         memory_aware: cfg.scheduler.memory_aware,
         record_timeline: timeline,
-        time_limit: SimTime::checked_from_secs_f64(cfg.limits.max_sim_time_s)
+        time_limit: SimTime::checked_from_secs_f64(cfg.limits.sim_time_s("process"))
             .unwrap_or(SimTime::MAX),
-        event_limit: cfg.limits.max_events,
+        event_limit: cfg.limits.events("process"),
         ..Default::default()
     };
     match admission {

@@ -6,7 +6,8 @@
 //!
 //! Targets: `swf_reader` (mutated SWF text: extreme and malformed numbers,
 //! headers, BOM, CR line endings), `config_loader` (mutated TOML configurations
-//! at both fidelities), `policy_spec` (random policy strings through every registry).
+//! at both fidelities), `policy_spec` (random policy strings through the one
+//! `name[key=value,...]` parser, `cosched_model::spec::parse`, and every registry).
 //!
 //! Cases per target: `PROPTEST_CASES` (default here 200 each, a few seconds in
 //! the normal test run); `make fuzz` runs a long campaign. Shrunk failures are
@@ -128,14 +129,32 @@ proptest! {
         if cfg.fidelity == "process" {
             // Shorten the run; the point is that nothing panics on the way.
             let mut cfg = cfg;
-            cfg.limits.max_events = 200_000;
+            cfg.limits.max_events = Some(200_000);
             no_panic("run_config", || cosched::run_config(&cfg))?.ok();
         }
     }
 
     #[test]
-    fn policy_spec(spec in policy_string()) {
+    fn policy_spec(spec in prop_oneof![4 => policy_string(), 1 => "\\PC{0,24}"]) {
+        // The one `name[key=value,...]` parser: an error names the string and a
+        // position inside it (or just past its end); a result renders back to a
+        // string that parses to the same result.
+        match no_panic("spec::parse", || cosched::model::spec::parse(&spec))? {
+            Err(e) => {
+                prop_assert_eq!(&e.spec, &spec);
+                prop_assert!(e.pos >= 1 && e.pos <= spec.chars().count() + 1, "{}", e);
+                let head = format!("cannot parse {spec:?} at character {}: ", e.pos);
+                prop_assert!(e.to_string().starts_with(&head), "{}", e);
+            }
+            Ok(parsed) => {
+                let items: Vec<String> = parsed.params.iter().map(|(k, v)| format!("{k}={v}")).collect();
+                let again = format!("{}[{}]", parsed.name, items.join(","));
+                let reparsed = cosched::model::spec::parse(&again);
+                prop_assert_eq!(reparsed, Ok(parsed), "{}", again);
+            }
+        }
         no_panic("PolicySpec::parse", || cosched::policies::PolicySpec::parse(&spec))?.ok();
+        no_panic("apps::build", || cosched::model::apps::build(&spec, '-', 4).map(|_| ()))?.ok();
         no_panic("build", || cosched::policies::build(&spec).map(|_| ()))?.ok();
         no_panic("build_node", || cosched::policies::build_node(&spec).map(|_| ()))?.ok();
         no_panic("build_process", || cosched::policies::build_process(&spec).map(|_| ()))?.ok();

@@ -241,3 +241,77 @@ fn run_limits_are_configuration_keys_and_engine_errors() {
     let c = RunConfig::from_str_with(&process(emp, ""), "l.toml", None).unwrap();
     assert!(!serde_json::to_string(&c).unwrap().contains("limits"));
 }
+
+/// Starts each job, then asks to be woken 1 s later, for ever.
+struct Insomniac;
+
+impl cosched::engine::ClusterPolicy for Insomniac {
+    fn name(&self) -> String {
+        "insomniac".into()
+    }
+    fn on_events(
+        &mut self,
+        events: &[cosched::engine::Event],
+        view: &dyn cosched::engine::ClusterView,
+        out: &mut Vec<cosched::engine::Decision>,
+    ) {
+        use cosched::engine::{Decision, Event};
+        for e in events {
+            if let Event::Submitted(j) = e {
+                out.push(Decision::Start(*j));
+            }
+        }
+        out.push(Decision::WakeAt(
+            view.now() + cosched::des::SimTime::from_secs(1),
+        ));
+    }
+}
+
+#[test]
+fn job_level_run_limits_name_the_key_and_are_engine_errors() {
+    let path = swf("insomniac.swf", 4, &[(0.0, 100.0, 1, -1.0)]);
+    let limited = |limits: cosched::model::LimitsConfig| {
+        let mut r = TraceRun::new(&path, "python:x:Insomniac");
+        r.limits = limits;
+        r.origin = Some("run.toml".into());
+        cosched::run_trace_with(&r, Some(&mut Insomniac)).unwrap_err()
+    };
+    // Instants 0, 1, 2, ...: at t=11 the policy has been given 1 submission + 10 timers.
+    let e = limited(cosched::model::LimitsConfig {
+        max_events: Some(10),
+        ..Default::default()
+    });
+    assert!(!e.is_input(), "{e}");
+    let text = e.to_string();
+    assert!(text.starts_with("run.toml: event limit 10 reached at t=11.000000000s under policy insomniac with 1 job(s) unfinished"), "{text}");
+    assert!(text.contains("raise `limits.max_events`"), "{text}");
+    let e = limited(cosched::model::LimitsConfig {
+        max_sim_time_s: Some(50.5),
+        ..Default::default()
+    });
+    assert!(!e.is_input(), "{e}");
+    let text = e.to_string();
+    assert!(text.contains("time limit 50.500000000s reached at t=51.000000000s"), "{text}");
+    assert!(text.contains("raise `limits.max_sim_time_s`"), "{text}");
+}
+
+#[test]
+fn job_level_limit_defaults_never_stop_a_real_trace() {
+    // The defaults at job fidelity: the whole range of simulated time and 2e8 events;
+    // the process-level ones are unchanged.
+    let d = cosched::model::LimitsConfig::default();
+    assert_eq!(d.sim_time_s("job"), 9e9);
+    assert_eq!(d.sim_time_s("process"), 1e7);
+    assert_eq!(d.events("job"), 200_000_000);
+    assert_eq!(d.events("process"), 2_000_000_000);
+    assert_eq!(
+        cosched::engine::SimOptions::default().event_limit,
+        d.events("job"),
+        "the engine's default is the configuration's"
+    );
+    // A job submitted at the largest input time and running for the largest input time
+    // still ends below the job-level default time limit.
+    let big = f64::from(i32::MAX);
+    let path = swf("late.swf", 4, &[(0.0, 10.0, 1, -1.0), (big, big, 1, -1.0)]);
+    run(&path, "fcfs").expect("the largest input times fit in the default limits");
+}

@@ -392,35 +392,24 @@ enum Family {
     Loads,
 }
 
-/// Splits `name[key=value,...]` into the name and its parameters.
-fn split_params(spec: &str) -> Result<(&str, ParamList), String> {
-    let spec = spec.trim();
-    let Some(open) = spec.find('[') else {
-        return Ok((spec, Vec::new()));
-    };
-    let inner = spec[open + 1..]
-        .strip_suffix(']')
-        .ok_or_else(|| format!("parameters must end with ']': {spec:?}"))?;
-    let mut kv = Vec::new();
-    for part in inner.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-        let (k, v) = part
-            .split_once('=')
-            .ok_or_else(|| format!("parameter {part:?} is not key=value"))?;
-        kv.push((k.trim().to_string(), v.trim().to_string()));
-    }
-    Ok((spec[..open].trim(), kv))
-}
-
 /// A seed 003 or seed 002 preset: its canonical name, family and parameters.
 fn parameterized(
     name: &str,
     class: char,
 ) -> Result<Option<(&'static str, Family, ParamList)>, AppError> {
-    let (base, kv) = split_params(name).map_err(|msg| AppError::BadParams {
-        app: name.to_string(),
-        class,
-        msg,
-    })?;
+    let crate::spec::Spec { name: base, params: kv } = match crate::spec::parse(name) {
+        Ok(spec) => spec,
+        Err(e) if name.contains('[') => {
+            return Err(AppError::BadParams {
+                app: name.to_string(),
+                class,
+                msg: e.to_string(),
+            })
+        }
+        // Not a preset with parameters: looked up as a plain name (unknown names list the valid ones).
+        Err(_) => return Ok(None),
+    };
+    let base = base.as_str();
     let found = lee::NAMES
         .iter()
         .map(|&n| (n, Family::Lee))
@@ -1107,8 +1096,8 @@ mod tests {
             msg(build("Emp", 'A', 4)),
             "app Emp has no class 'A'; valid classes: -"
         );
-        assert!(msg(build("Emp[quanta=1", '-', 4)).contains("must end with ']'"));
-        assert!(msg(build("Emp[quanta]", '-', 4)).contains("is not key=value"));
+        assert!(msg(build("Emp[quanta=1", '-', 4)).contains("at character 13: missing closing ']'"));
+        assert!(msg(build("Emp[quanta]", '-', 4)).contains("parameter \"quanta\" has no '='"));
         assert!(msg(build("CG[x=1]", 'A', 4)).contains("takes no parameters"));
         assert!(msg(build("lee-LU", '-', 8)).contains("got 8"));
         assert!(msg(build("nope[x=1]", '-', 4)).contains("unknown application"));
