@@ -1,0 +1,210 @@
+"""Real execution killed at random moments: nothing may be left behind.
+
+Each iteration starts a small gang-scheduled `cosched run` (two jobs of two ranks on two virtual
+nodes, one of them frozen at any time) and, at a random moment (seeded), kills one part of it:
+
+- the `cosched run` process, which hosts both the node agent (a thread) and the controller, with
+  SIGKILL (no cleanup runs: the next start must restore everything), SIGTERM or SIGINT (the run
+  stops, the agent restores everything, exit 130);
+- one rank (the process the shim is loaded into) with SIGKILL: its job fails, the other job finishes;
+- the MPI launcher of one job (`mpiexec`) with SIGKILL: the same.
+
+Then (after the next start, a tiny `cosched run`, when the run was SIGKILLed) it checks that no
+process the run started is left (frozen, stopped or running), that no cgroup of the run is left in
+any hierarchy (so no weight stays raised and nothing stays frozen), and that no
+`/dev/shm/cosched.<run>.*` segment and no state file is left. Each run uses its own state directory
+(``COSCHED_STATE_DIR``) and is identified by its run id (``r<pid>``), so runs of others on the
+machine are neither touched nor counted. Only processes this test started are ended, by PID.
+
+The CI variant runs a few iterations; the `slow` one more. Needs what tests/python/test_real_agent.py
+needs (root, cgroups, MPICH, `make real`).
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from test_real_agent import BUILD, CGROUP_ROOTS, FINEGRAIN_C, config
+
+from coscheduling import real
+
+KINDS = ["run-SIGKILL", "run-SIGTERM", "run-SIGINT", "rank-SIGKILL", "launcher-SIGKILL"]
+GANG = "gang[quantum_ms=100,rows=2]"
+
+
+@pytest.fixture(scope="module")
+def finegrain(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    exe = tmp_path_factory.mktemp("fg") / "real_finegrain"
+    subprocess.run(["mpicc.mpich", "-O2", "-o", str(exe), str(FINEGRAIN_C)], check=True)
+    return exe
+
+
+def stat(pid: int) -> tuple[int, str] | None:
+    """(parent pid, state) of a live process, None once it is gone (a zombie counts as gone)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (FileNotFoundError, ProcessLookupError):
+        return None
+    return None if fields[0] == "Z" else (int(fields[1]), fields[0])
+
+
+def cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except (FileNotFoundError, ProcessLookupError):
+        return ""
+
+
+def descendants(root: int, known: set[int]) -> set[int]:
+    """Adds every live descendant of ``root`` to ``known`` (which also keeps the ones seen before)."""
+    parent: dict[int, int] = {}
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit() and (s := stat(int(d.name))) is not None:
+            parent[int(d.name)] = s[0]
+    frontier = {root} | known
+    while True:
+        more = {p for p, pp in parent.items() if pp in frontier and p not in frontier}
+        if not more:
+            break
+        frontier |= more
+    known |= frontier - {root}
+    return known
+
+
+def run_cgroups(run: str) -> list[Path]:
+    return [p for root in CGROUP_ROOTS if root.is_dir() for p in root.iterdir()
+            if p.name.startswith(f"cosched.{run}.")]
+
+
+def segments(run: str) -> list[Path]:
+    return sorted(Path("/dev/shm").glob(f"cosched.{run}.*"))
+
+
+def cgroup_of(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cgroup").read_text()
+    except (FileNotFoundError, ProcessLookupError):
+        return ""
+
+
+def wait_gone(pids: set[int], seconds: float) -> set[int]:
+    deadline = time.monotonic() + seconds
+    while (alive := {p for p in pids if stat(p) is not None}) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return alive
+
+
+def one_iteration(tmp: Path, finegrain: Path, kind: str, delay: float, rng: random.Random) -> list[str]:
+    """Runs, kills and cleans up once; returns what was left behind (empty: nothing)."""
+    state = tmp / "state"
+    state.mkdir(exist_ok=True)
+    env = dict(os.environ, COSCHED_STATE_DIR=str(state))
+    # ~2-4 s of CPU per rank, so the kill falls while the gang slots switch.
+    cfg = config(tmp, [str(finegrain), "4000", "500"], policy=GANG)
+    out = tmp / "out"
+    proc = subprocess.Popen([sys.executable, "-m", "coscheduling", "run", str(cfg), "-o", str(out)],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    run = f"r{proc.pid}"
+    started: set[int] = set()
+    problems: list[str] = []
+    target = "run"
+    try:
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < delay and proc.poll() is None:
+            descendants(proc.pid, started)
+            time.sleep(0.02)
+        if kind.startswith("run-"):
+            descendants(proc.pid, started)
+            proc.send_signal(getattr(signal, kind.split("-")[1]))
+        else:
+            # Wait for the victim to exist (the delay may fall before the launch).
+            want = "real_finegrain" if kind.startswith("rank") else "mpiexec"
+            victims: list[int] = []
+            deadline = time.monotonic() + 60
+            while not victims and proc.poll() is None and time.monotonic() < deadline:
+                descendants(proc.pid, started)
+                victims = sorted(p for p in started if stat(p) is not None and want in cmdline(p).split(" ")[0])
+                time.sleep(0.02)
+            if not victims:
+                return [f"{kind}: no {want} process appeared (run exited with {proc.poll()})"]
+            victim = rng.choice(victims)
+            target = f"{want} {victim}"
+            os.kill(victim, signal.SIGKILL)
+        try:
+            text, _ = proc.communicate(timeout=120)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            text, _ = proc.communicate()
+            problems.append(f"{kind}: `cosched run` did not end within 120 s after killing {target}")
+        if kind in ("run-SIGTERM", "run-SIGINT") and proc.returncode not in (0, 130):
+            # 130 and `cosched: interrupted` when the signal fell during the run; 0 if it ended first.
+            problems.append(f"{kind}: `cosched run` exited {proc.returncode}, expected 130 (or 0):\n{text}")
+        if kind in ("rank-SIGKILL", "launcher-SIGKILL") and not problems:
+            # The run goes on: the victim's job fails, the other job completes.
+            if proc.returncode != 1:
+                problems.append(f"{kind}: `cosched run` exited {proc.returncode}, expected 1:\n{text}")
+            elif (out / "jobs.csv").is_file():
+                status = sorted(pd.read_csv(out / "jobs.csv")["status"])
+                if status != ["completed", "killed"]:
+                    problems.append(f"{kind}: job statuses {status}, expected one completed and one killed")
+            else:
+                problems.append(f"{kind}: no jobs.csv written:\n{text}")
+        if kind == "run-SIGKILL":
+            # Restore what the killed agent recorded: the next start does it (a tiny run).
+            nxt = config(tmp, [str(BUILD / "cosched-probe-mpich"), "pingpong", "100", "8"], jobs=1)
+            os.environ["COSCHED_STATE_DIR"] = str(state)
+            try:
+                real.run(nxt, tmp / "out-next")
+            finally:
+                del os.environ["COSCHED_STATE_DIR"]
+        for p in sorted(started):
+            s = stat(p)
+            if s is not None and s[1] == "T":
+                problems.append(f"{kind}: process {p} ({cmdline(p)[:60]}) is left stopped")
+            if "cosched." in cgroup_of(p):
+                problems.append(f"{kind}: process {p} is left in a cosched cgroup")
+        left = wait_gone(started, 20)
+        problems += [f"{kind}: process {p} ({cmdline(p)[:60]}) is left running" for p in sorted(left)]
+        problems += [f"{kind}: cgroup {c} is left" for c in run_cgroups(run)]
+        problems += [f"{kind}: segment {s} is left" for s in segments(run)]
+        problems += [f"{kind}: state file {f.name} is left" for f in state.glob(f"cosched.{run}.*")]
+        return problems
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        for p in wait_gone(started, 0):  # end what this test started, by PID, before failing
+            try:
+                os.kill(p, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
+def campaign(tmp: Path, finegrain: Path, seed: int, iterations: int) -> None:
+    rng = random.Random(seed)
+    problems: list[str] = []
+    for i in range(iterations):
+        kind = KINDS[i % len(KINDS)] if i < len(KINDS) else rng.choice(KINDS)
+        delay = rng.uniform(0.0, 3.0)
+        d = tmp / f"it{i}"
+        d.mkdir()
+        found = one_iteration(d, finegrain, kind, delay, rng)
+        problems += [f"iteration {i} (seed {seed}, kill at {delay:.2f} s): {p}" for p in found]
+    assert not problems, "\n".join(problems)
+
+
+def test_killing_any_part_at_random_moments_leaves_nothing(tmp_path: Path, finegrain: Path) -> None:
+    campaign(tmp_path, finegrain, seed=17, iterations=len(KINDS))
+
+
+@pytest.mark.slow
+def test_killing_any_part_at_random_moments_leaves_nothing_long(tmp_path: Path, finegrain: Path) -> None:
+    campaign(tmp_path, finegrain, seed=1017, iterations=20)
