@@ -90,3 +90,19 @@ def test_beats_pbs_finding_names_its_baseline_and_says_tie() -> None:
     assert cc.verdict == TIE and "PBS = BATCH-NS" in cc.rule
     assert f["SB outperforms PBS (S000 §5.2)"].verdict == REPRODUCED  # 25, 33, 42% of 120: all above 0
     assert "BATCH − SB" in f["SB outperforms PBS (S000 §5.2)"].ours  # the other baseline is reported too
+
+
+def test_fig4_order_of_indistinguishable_neighbours_is_a_tie() -> None:
+    # Per seed (3 seeds) BATCH-NS, CC, HYBRID, GANG cross over: our mean order is BATCH-NS < CC < HYBRID < GANG
+    # (not the paper's), yet each neighbour's interval contains 0, so the finding is a tie, not a reversal.
+    rows = {"BATCH-NS": [90, 100, 125], "CC": [100, 110, 107], "SB": [130, 130, 130], "HYBRID": [95, 120, 110],
+            "GANG": [120, 100, 120], "BATCH": [300, 300, 300]}
+    runs = _runs(rows).assign(mean_wait_s=0.0, mean_execution_s=0.0, makespan_s=1.0, utilization=1.0,
+                              energy_j=1.0)
+    runs.loc[runs["scheme"] == "BATCH-NS", "mean_wait_s"] = 50.0
+    agg = choi.per_scheme(runs, ["scheme"])
+    order = choi.fig4_findings(agg, runs)[0]
+    assert order.verdict == TIE, order.ours
+    # With one seed no interval is known: the order decides (not reproduced).
+    one = runs[runs["seed"] == 1]
+    assert choi.fig4_findings(choi.per_scheme(one, ["scheme"]), one)[0].verdict == NOT_REPRODUCED
