@@ -13,11 +13,16 @@ is cheap and the ``cosched`` command can handle Ctrl-C from its first instant.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+# Not `from typing import TYPE_CHECKING`: importing typing takes tens of milliseconds, a
+# window in which Ctrl-C at the start of the `cosched` command printed a traceback (the
+# command's own handler, in coscheduling.entry, is reached only after this module ran).
+TYPE_CHECKING = False
 
 __all__ = ["Result", "__version__", "policies", "run", "simulate", "slice_trace", "trace_info"]
 
 if TYPE_CHECKING:
+    from typing import Any
+
     from ._core import __version__
     from .api import Result, policies, run, simulate, slice_trace, trace_info
 

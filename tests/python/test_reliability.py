@@ -265,6 +265,14 @@ def interrupt_after(args: list[str], cwd: Path, delay: float) -> tuple[int, str,
     return p.returncode, err, time.monotonic() - t0
 
 
+def test_the_command_reaches_its_ctrl_c_handler_without_importing_anything_slow():
+    # Before coscheduling.entry.main's handler, only the package's __init__ and entry run: a slow
+    # import there (typing: tens of ms) was a window in which Ctrl-C printed a traceback.
+    code = "import sys, coscheduling.entry; print(sorted(set(sys.modules) & {'typing', 'coscheduling.api', 'pandas'}))"
+    r = subprocess.run([str(PY), "-c", code], capture_output=True, text=True, check=True)
+    assert r.stdout.strip() == "[]", r.stdout
+
+
 @pytest.mark.skipif(not COSCHED.is_file(), reason="needs the installed cosched command")
 @pytest.mark.parametrize("delay", [0.3, 0.8, 4.0], ids=["importing", "start-up", "running"])
 def test_ctrl_c_exits_130_with_one_line_at_any_moment(tmp_path, delay):
