@@ -285,6 +285,10 @@ pub struct NodePlatformConfig {
     /// application presets (`NodePlatform::cpu_speed`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpu_speed: Option<f64>,
+    /// Replaces the preset's OS noise, microseconds of CPU per timer tick
+    /// (`NodePlatform::os_noise_tick_us`; 0 turns it off).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub os_noise_tick_us: Option<f64>,
 }
 
 impl NodePlatformConfig {
@@ -298,6 +302,9 @@ impl NodePlatformConfig {
         }
         if let Some(s) = self.cpu_speed {
             p.cpu_speed = s;
+        }
+        if let Some(x) = self.os_noise_tick_us {
+            p.os_noise_tick_us = x;
         }
         p.validate()?;
         Ok(p)

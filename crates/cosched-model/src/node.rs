@@ -13,7 +13,7 @@ pub enum OsConfig {
         /// Timer tick (10 ms at HZ = 100).
         #[serde(default = "default_tick_ms")]
         tick_ms: f64,
-        /// Base time slice of a nice-0 process, in ticks (kernel: 6; seed 002 states 50 ms).
+        /// Base time slice of a nice-0 process, in ticks (kernel: NICE_TO_TICKS(0) = 6 at HZ = 100; seed 002 states 50 ms).
         #[serde(default = "default_base_ticks")]
         base_ticks: u32,
     },
@@ -145,7 +145,20 @@ pub struct NodePlatform {
     /// The native OS scheduler of every node.
     #[serde(default)]
     pub os: OsConfig,
+    /// OS noise: mean CPU time the node's periodic timer interrupt takes from the
+    /// process computing when it fires, microseconds per tick (each tick draws
+    /// uniformly in 0.5 to 1.5 times it; `cosched-engine` `process/osnoise.rs`).
+    /// 0: no noise.
+    #[serde(default)]
+    pub os_noise_tick_us: f64,
 }
+
+/// OS noise of a Linux node on IA32, microseconds of CPU per timer tick: D. Tsafrir,
+/// "The context-switch overhead inflicted by hardware interrupts (and the enigma of
+/// do-nothing loops)", ExpCS 2007: "the overall overhead is found to be 0.5-1.5% at
+/// 1000 Hz, linearly proportional to the tick rate", i.e. 5 to 15 us per tick; the
+/// middle of the range.
+pub const LINUX_TICK_NOISE_US: f64 = 10.0;
 
 /// Assumption G-MEM-1: a 7200-rpm IDE disk of 2003 reading clustered pages at about 20 MB/s.
 pub fn default_disk_mb_s() -> f64 {
@@ -185,6 +198,7 @@ impl NodePlatform {
             ("interrupt_us", self.interrupt_us),
             ("context_switch_us", self.context_switch_us),
             ("idle_watts", self.idle_watts),
+            ("os_noise_tick_us", self.os_noise_tick_us),
         ];
         for (name, v) in nonneg {
             if !(v.is_finite() && v >= 0.0) {
@@ -198,6 +212,8 @@ impl NodePlatform {
             ));
         }
         plausible("cpu_speed", self.cpu_speed, CPU_SPEED_RANGE.0, CPU_SPEED_RANGE.1)?;
+        // A tick handler of up to 10 ms: beyond the plausible range of any OS timer.
+        plausible("os_noise_tick_us", self.os_noise_tick_us, 0.0, 1e4)?;
         if !(self.bandwidth_mb_s.is_finite() && self.bandwidth_mb_s > 0.0) {
             return Err(format!(
                 "bandwidth_mb_s: must be a finite number > 0, got {}",
@@ -248,7 +264,8 @@ impl NodePlatform {
                 busy_watts: 219.10 + 18.968, // S000 §5.4 "X ... 18.968 watts"
                 disk_mb_s: default_disk_mb_s(), // assumption G-MEM-1
                 cpu_speed: 1.0, // the reference CPU: the NAS presets are calibrated on this platform
-                os: linux(5), // 50 ms slice: S002 §3.3 for the same kernel 2.4.7-10 (G-OS-1); 10 ms tick (HZ=100)
+                os: linux(6), // 60 ms slice: NICE_TO_TICKS(0) = 6 ticks at HZ=100 (Linux 2.4 kernel/sched.c; G-OS-1); 10 ms tick
+                os_noise_tick_us: LINUX_TICK_NOISE_US, // Linux on IA32: Tsafrir, ExpCS 2007 (see the constant)
             }),
             // Seed 002 (Ghanesh et al.) §3: dual 1.8 GHz Xeon nodes, 100 Mbit/s Ethernet, Linux 2.4.7-10.
             "ghanesh" => Ok(NodePlatform {
@@ -268,7 +285,11 @@ impl NodePlatform {
                 // 4 processes, alone on 4 nodes takes S002 Table 1's 228.6 s. EP is pure compute,
                 // so this is the Xeon/g77 speed relative to seed 000's Athlon on NAS code.
                 cpu_speed: GHANESH_CPU_SPEED,
-                os: linux(5), // S002 §3.3 "default time slice quantum of 50 milliseconds"
+                // S002 §3.3 says "default time slice quantum of 50 milliseconds" for kernel 2.4.7-10,
+                // the kernel source's own "around 50ms or so"; the kernel computes NICE_TO_TICKS(0)
+                // = 6 ticks = 60 ms at HZ=100 (kernel/sched.c; G-OS-1). Fig. 2's slices are set explicitly.
+                os: linux(6),
+                os_noise_tick_us: LINUX_TICK_NOISE_US, // Linux on IA32: Tsafrir, ExpCS 2007 (see the constant)
             }),
             // Seed 003 (Lee et al.) §2: the 4-processor Fugu configuration. Fugu time is counted
             // in instructions; here 1 instruction = 1 ns (assumption: the seed gives no clock).
@@ -287,6 +308,7 @@ impl NodePlatform {
                 disk_mb_s: default_disk_mb_s(), // memory is not a factor in S003
                 cpu_speed: 1.0, // programs are written in Fugu instructions (1 ns each)
                 os: OsConfig::Rr { quantum_ms: 0.5 }, // S003 §4 "Quantum size is fixed at 500,000 instructions"
+                os_noise_tick_us: 0.0, // Fugu is simulated, not measured: no OS noise in S003's runs
             }),
             // Seed 003 §3: the 32-processor gang-scheduled machine of the I/O study.
             "lee32" => Ok(NodePlatform {
@@ -304,6 +326,7 @@ impl NodePlatform {
                 disk_mb_s: default_disk_mb_s(), // memory is not a factor in S003
                 cpu_speed: 1.0, // programs are written in Fugu instructions (1 ns each)
                 os: OsConfig::Rr { quantum_ms: 10.0 }, // S003 §3.2 quanta varied 1-40 ms; 10 ms as the default
+                os_noise_tick_us: 0.0,                 // a simulated machine in S003: no OS noise
             }),
             other => Err(format!(
                 "unknown platform preset {other:?}; valid presets: {}",

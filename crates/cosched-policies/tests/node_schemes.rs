@@ -28,6 +28,7 @@ fn platform(nodes: u32) -> NodePlatform {
         idle_watts: 219.10,
         busy_watts: 238.068,
         disk_mb_s: 20.0,
+        os_noise_tick_us: 0.0,
         cpu_speed: 1.0,
         os: OsConfig::Linux24 {
             tick_ms: 10.0,
@@ -118,9 +119,18 @@ fn sb_sender_spins_and_cc_sender_spin_blocks() {
 /// Node 0 holds a CPU hog (admitted first, so it runs first) and rank 0 of a pair
 /// whose rank 1 (node 1) sends it a message after 1 ms. Returns the run.
 fn hog_and_pair(spec: &str) -> ProcOutput {
-    let plat = platform(2);
+    run(spec, &platform(2), &[hog(), pair()], 2)
+}
+
+/// A CPU hog computing 200 ms.
+fn hog() -> ProcJob {
     let mut hog = Builder::new(1);
     hog.all(Op::Compute { ns: 200 * MS });
+    job(hog, "hog")
+}
+
+/// A pair: rank 0 waits in a receive, rank 1 computes 1 ms then sends it 8 bytes.
+fn pair() -> ProcJob {
     let mut pair = Builder::new(2);
     pair.each(|r| match r {
         0 => vec![Op::Recv {
@@ -137,7 +147,7 @@ fn hog_and_pair(spec: &str) -> ProcOutput {
             Op::Wait,
         ],
     });
-    run(spec, &plat, &[job(hog, "hog"), job(pair, "pair")], 2)
+    job(pair, "pair")
 }
 
 /// Pids: 0 is the hog, 1 the pair's receiver on node 0, 2 its sender.
@@ -162,21 +172,60 @@ fn dcs_interrupts_and_boosts_a_descheduled_receiver() {
 }
 
 #[test]
-fn pb_timer_boosts_a_process_with_unconsumed_messages() {
-    let pb = hog_and_pair("pb[period_us=2000]");
-    // The message lands at ~1 ms; nothing happens until the 2 ms scan boosts it.
-    assert_eq!(pb.counters.boosts, 1);
-    assert_eq!(pb.counters.boost_preemptions, 1);
-    assert_eq!(pb.counters.policy_interrupts, 1);
-    let end = pb.proc_end[RECEIVER].as_ns();
+fn pb_recommends_at_the_next_scheduling_point_without_preempting() {
+    // Node 0: hog 1 (admitted first, runs first), the pair's receiver, hog 2
+    // (admitted last: at the head of the run queue). The message lands at ~1 ms
+    // and the 2 ms scan selects the receiver, but nothing is preempted: hog 1 keeps
+    // the CPU until its slice ends (5 ticks: 40 to 50 ms), and there PB's
+    // recommendation puts the receiver before hog 2.
+    let plat = platform(2);
+    let jobs = [hog(), pair(), hog()];
+    // Pids: 0 hog 1, 1 the receiver, 2 the sender, 3 hog 2.
+    let pb = run("pb[period_us=2000]", &plat, &jobs, 3);
+    assert_eq!(pb.counters.boosts, 0);
+    assert_eq!(pb.counters.boost_preemptions, 0);
+    assert_eq!(pb.counters.policy_interrupts, 0);
+    assert!(pb.counters.hints_followed >= 1);
+    let end = pb.proc_end[1].as_ns();
     assert!(
-        (2 * MS..3 * MS).contains(&end),
+        (40 * MS..=50 * MS + MS / 10).contains(&end),
         "receiver ended at {end} ns"
     );
-    // A scan period longer than the hog's slice leaves it to the OS.
-    let slow = hog_and_pair("pb[period_us=80000]");
-    assert_eq!(slow.counters.boosts, 0);
-    assert!(slow.proc_end[RECEIVER].as_ns() >= 40 * MS);
+    // Without the recommendation hog 2 (first on the list among equals) runs first.
+    let nls = run("nls", &plat, &jobs, 3);
+    assert!(nls.proc_end[1].as_ns() >= 80 * MS);
+}
+
+#[test]
+fn a_pb_recommendation_never_preempts_a_process_of_the_same_job() {
+    // One job, ranks 0 and 1 on node 0, rank 2 on node 1. Rank 1 (at the head of
+    // the run queue, it runs first) computes 30 ms, shorter than its slice; rank 0
+    // waits for rank 2's message, which lands at ~1 ms and is selected by the 2 ms
+    // scan. Rank 1 is not preempted: it ends at exactly 30 ms (no switch cost), and
+    // rank 0 runs then.
+    let plat = platform(2);
+    let mut b = Builder::new(3);
+    b.each(|r| match r {
+        0 => vec![Op::Recv {
+            from: Some(2),
+            tag: 1,
+        }],
+        1 => vec![Op::Compute { ns: 30 * MS }],
+        _ => vec![
+            Op::Compute { ns: MS },
+            Op::Isend {
+                to: 0,
+                bytes: 8,
+                tag: 1,
+            },
+            Op::Wait,
+        ],
+    });
+    let jobs = [job(b, "trio").with_ranks_per_node(2)];
+    let pb = run("pb[period_us=2000]", &plat, &jobs, 2);
+    assert_eq!(pb.proc_end[1].as_ns(), 30 * MS);
+    assert_eq!(pb.counters.boost_preemptions, 0);
+    assert!(pb.proc_end[0].as_ns() > 30 * MS);
 }
 
 #[test]
@@ -381,10 +430,12 @@ fn sb_spins_for_send_completions_and_spin_blocks_for_receive_completions() {
     assert_eq!(cc.proc_spin_ns[0], 300_000 + 300_000);
 }
 
-/// Node 0 holds A (rank 0 of job 0), B (rank 0 of job 1) and a hog H (job 2); A's
-/// and B's partners on node 1 send them 1 and 3 messages while they compute (so no
-/// arrival boost: they are running). A runs first, then B, then H; A and B wait in
-/// the queue with 1 and 3 unconsumed messages, their counters spent. Returns the run
+/// Node 0 holds A (rank 0 of job 0), a hog H (job 1) and B (rank 0 of job 2); A's
+/// and B's partners on node 1 send them 3 and 1 messages while they compute (so no
+/// arrival boost: they are running). A, admitted first, runs at once; Linux 2.4 puts
+/// each new process at the head of its run queue, so B (admitted last) runs next,
+/// then H; A and B wait in the queue with 3 and 1 unconsumed messages, their counters
+/// spent, B first on the queue. Returns the run
 /// with its timeline.
 fn most_messages(spec: &str) -> ProcOutput {
     let plat = platform(2);
@@ -416,7 +467,7 @@ fn most_messages(spec: &str) -> ProcOutput {
     };
     let mut hog = Builder::new(1);
     hog.all(Op::Compute { ns: 300 * MS });
-    let jobs = [job(pair(1, 1), "a"), job(pair(3, 60), "b"), job(hog, "hog")];
+    let jobs = [job(pair(3, 1), "a"), job(hog, "hog"), job(pair(1, 60), "b")];
     let make = || build_node(spec).unwrap();
     simulate_processes(
         &plat,
@@ -431,16 +482,16 @@ fn most_messages(spec: &str) -> ProcOutput {
     .unwrap_or_else(|e| panic!("{spec}: {e}"))
 }
 
-/// Which of A (pid 0) and B (pid 2) runs first once the hog (pid 4) has had its slice.
+/// Which of A (pid 0) and B (pid 3) runs first once the hog (pid 2) has had its slice.
 fn first_after_hog(out: &ProcOutput) -> u32 {
     let cpu = |pid: u32| {
         out.timeline
             .iter()
             .filter(move |s| s.pid == pid && s.cpu.is_some())
     };
-    let hog_start = cpu(4).map(|s| s.start).min().unwrap();
+    let hog_start = cpu(2).map(|s| s.start).min().unwrap();
     cpu(0)
-        .chain(cpu(2))
+        .chain(cpu(3))
         .filter(|s| s.start > hog_start)
         .min_by_key(|s| s.start)
         .unwrap()
@@ -449,20 +500,20 @@ fn first_after_hog(out: &ProcOutput) -> u32 {
 
 #[test]
 fn cc_periodic_pick_runs_the_process_with_most_unconsumed_messages_first() {
-    // With CC's 10 ms period, the timers during the hog's slice recommend B (3
-    // messages) over A (1); when the hog's slice ends every counter is spent, the
+    // With CC's 10 ms period, the timers during the hog's slice recommend A (3
+    // messages) over B (1); when the hog's slice ends every counter is spent, the
     // epoch is recomputed, and the recommendation is followed.
     let cc = most_messages("cc");
-    assert_eq!(first_after_hog(&cc), 2, "B runs first");
+    assert_eq!(first_after_hog(&cc), 0, "A runs first");
     assert!(cc.counters.hints_followed >= 1);
     assert_eq!(
         cc.counters.boosts, 0,
         "no arrival boost: the receivers were running"
     );
     // With a period longer than the run, nothing is recommended: Linux 2.4 runs the
-    // process queued first, A.
+    // process first on its run queue, B.
     let slow = most_messages("cc[period_us=10000000]");
-    assert_eq!(first_after_hog(&slow), 0, "A runs first");
+    assert_eq!(first_after_hog(&slow), 3, "B runs first");
     assert_eq!(slow.counters.hints_followed, 0);
 }
 

@@ -87,11 +87,10 @@ fn three_identical_class_a_jobs_under_gang_fcfs_nls_and_batch() {
                 s.mean_execution_s, s.mean_response_s, s.makespan_s
             );
             match name {
-                // One after the other, each dedicated (MPL 1).
+                // One after the other, each dedicated (MPL 1); each job draws its own OS
+                // noise (0.1% of the CPU on choi2004), so within that.
                 "batch" => {
-                    assert!(
-                        (s.mean_execution_s - dedicated).abs() < 1e-9 * dedicated.max(1.0) + 1e-6
-                    );
+                    assert!((s.mean_execution_s - dedicated).abs() < 1e-3 * dedicated, "{line}");
                     assert!((s.makespan_s - 3.0 * dedicated).abs() < 1e-3 * dedicated);
                 }
                 // Three rows share the machine: each job gets a third of the slots.

@@ -68,6 +68,10 @@ pub trait NativeScheduler: Send {
     /// Sets the nice value (-20 to 19) of `p`, just added and not yet runnable.
     /// Default: ignored (a model without priorities).
     fn set_nice(&mut self, _p: Pid, _nice: i32) {}
+    /// The CPU about to be filled by the next [`pick`](NativeScheduler::pick) last ran
+    /// `last` (its address space is still loaded there). Default: ignored (Linux 2.4
+    /// gives that process a +1 goodness bonus).
+    fn set_active_mm(&mut self, _last: Option<Pid>) {}
     /// Makes `p` runnable.
     fn enqueue(&mut self, p: Pid, how: Wake, now: SimTime);
     /// Takes `p` out of the runnable set without running it (it blocks while queued).

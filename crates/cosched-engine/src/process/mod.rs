@@ -57,6 +57,7 @@ pub mod flexgang;
 pub mod gang;
 pub mod gangedness;
 mod inversion;
+mod osnoise;
 pub mod perturb;
 pub mod place;
 /// The node-policy contract (defined in `cosched-contract`).
@@ -471,6 +472,8 @@ struct Proc<'a> {
     last_ran: SimTime,
     /// Compute noise: the process's stream and the log-normal sigma.
     noise: Option<(RngStream, f64)>,
+    /// OS noise draws (`"os-noise/{job}/{rank}"`), made on first use.
+    os_noise_rng: Option<RngStream>,
     /// Boosted until it next gets a CPU ([`NodeAction::BoostUntilRun`]).
     boost_until_run: bool,
     /// Since when it is in its current state (the timeline's ready and blocked segments).
@@ -671,6 +674,8 @@ struct Sim<'a> {
     timeline: Option<Vec<Segment>>,
     /// The period of the nodes' OS timer ([`os::timer_tick`]).
     tick: SimTime,
+    /// The CPU time the OS timer takes from computing processes ([`osnoise`]).
+    os_noise: osnoise::OsNoise,
     // Platform constants in ns.
     send_ns: i64,
     recv_ns: i64,
@@ -888,6 +893,7 @@ pub fn simulate_processes(
         actions: Vec::new(),
         timeline: opts.record_timeline.then(Vec::new),
         tick,
+        os_noise: osnoise::OsNoise::new(plat.os_noise_tick_us, tick),
         send_ns: us(plat.send_overhead_us),
         recv_ns: us(plat.recv_overhead_us),
         interrupt_ns: us(plat.interrupt_us),
@@ -1082,7 +1088,7 @@ impl<'a> Sim<'a> {
         // Every foreground job without noise asked for exactly its program's compute
         // (when the program fixes it: no LoopUntil, no drawn burst).
         for (j, job) in self.jobs.iter().enumerate() {
-            if job.background || job.program.noise_cv != 0.0 {
+            if job.background || job.program.noise_cv != 0.0 || self.os_noise.is_on() {
                 continue;
             }
             let program: Option<i64> = job
@@ -1670,6 +1676,7 @@ impl<'a> Sim<'a> {
                         (1.0 + cv * cv).ln().sqrt(),
                     )
                 }),
+                os_noise_rng: None,
                 boost_until_run: false,
                 state_since: now,
             });
@@ -1837,7 +1844,9 @@ impl<'a> Sim<'a> {
                 };
                 self.policies[node as usize].recommend(&view)
             };
-            let Some(pick) = self.nodes[node as usize].sched.pick(now, hint) else {
+            let n = &mut self.nodes[node as usize];
+            n.sched.set_active_mm(n.cpus[cpu as usize].last);
+            let Some(pick) = n.sched.pick(now, hint) else {
                 return;
             };
             let p = &self.procs[pick.pid as usize];
@@ -2250,6 +2259,7 @@ impl<'a> Sim<'a> {
                         Some((rng, sigma)) => noisy(ns, *sigma, rng),
                         None => ns.max(0),
                     };
+                    let ns = ns + self.os_noise_extra(pid, ns, now);
                     self.counters.compute_ns += ns;
                     self.procs[pid as usize].compute_ns += ns;
                     if ns > 0 {
@@ -2363,6 +2373,20 @@ impl<'a> Sim<'a> {
     }
 
     /// The next operation of a process, expanding loops; `None` at the end.
+    /// The OS noise a compute burst of `ns` that `pid` starts now meets ([`osnoise`]).
+    fn os_noise_extra(&mut self, pid: Pid, ns: i64, now: SimTime) -> i64 {
+        if !self.os_noise.is_on() {
+            return 0;
+        }
+        let p = &mut self.procs[pid as usize];
+        let phase = self.nodes[p.node as usize].tick_phase;
+        let (job, rank, streams) = (p.job, p.rank, &self.streams);
+        let rng = p
+            .os_noise_rng
+            .get_or_insert_with(|| streams.stream(&format!("os-noise/{job}/{rank}")));
+        self.os_noise.extra(ns, now, phase, rng)
+    }
+
     fn next_op(&mut self, pid: Pid) -> Option<Op> {
         let p = &mut self.procs[pid as usize];
         loop {

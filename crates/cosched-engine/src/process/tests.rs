@@ -132,6 +132,7 @@ pub(super) fn platform(nodes: u32, os: OsConfig) -> NodePlatform {
         idle_watts: 219.10,
         busy_watts: 238.068,
         disk_mb_s: 20.0,
+        os_noise_tick_us: 0.0,
         cpu_speed: 1.0,
         os,
     }

@@ -1,18 +1,33 @@
-//! PB: periodic boost (Nagar et al.; seed 000 §2.3, seed 001 Table 1).
+//! PB: periodic boost (Nagar, Banerjee, Sivasubramaniam and Das, "Alternatives to
+//! coscheduling a network of workstations", JPDC 59(2), 1999; seed 000 §2.3, seed
+//! 001 Table 1), in the seeds' framework.
 //!
 //! Algorithm: every wait spins (seed 001 Table 1: receiver "Spin-only,
 //! Boosting", sender "Spin-only"). Every `period_us` a periodic mechanism scans
 //! the endpoints of the node's processes round-robin, starting after the process
-//! it boosted last, and boosts the first one that is not running and has
+//! it selected last, and selects the first one that is not running and has
 //! unconsumed messages (seed 000 §2.3: "a periodic mechanism checks the endpoints
 //! of the parallel processes in a round-robin fashion and boosts the priority of
-//! one of the processes with un-consumed messages"). The boost lasts until the
-//! process next runs and takes effect at once through the native scheduler's
-//! wake-up preemption rule, which enforces its fairness rule (assumptions
-//! G-SCH-1 and G-SCH-5). Each boost is delivered like DCS's: an interrupt costing the
-//! platform's `interrupt_us` (seed 001 §5.2 names "frequent interrupts from a NIC
-//! to the CPU to boost the process's priority in CC, DCS and PB"; assumption
-//! G-OS-3), counted in `ProcCounters::policy_interrupts`.
+//! one of the processes with un-consumed messages based on some selection
+//! criteria"). A running process is never displaced: in Nagar et al.'s rule the
+//! process that is running keeps the CPU, and the boosted one is the one the
+//! scheduler takes when it next chooses (assumption G-SCH-3; the JPDC text could
+//! not be consulted here, so the rule is stated from the seeds' words and the
+//! framework below, not quoted).
+//!
+//! Delivery: the seeds' framework (seed 000 §3: "Every time the local Linux
+//! scheduler is invoked by the system, before making a selection from its own
+//! runqueue, the SchedAsst selects the next process to run based on certain
+//! criteria, and returns its recommendation to the native scheduler") makes the
+//! selection a *recommendation* ([`NodePolicy::recommend`]), taken at the node's
+//! next scheduling point (a slice that ends, a process that blocks or ends, a
+//! wake-up preemption by the native scheduler's own rule) and followed only as
+//! the native scheduler's fairness rule allows (Linux 2.4: while the process has
+//! counter left). It never preempts anything, so a process of the same job (or
+//! any other) keeps its CPU until its own scheduling point, and no interrupt is
+//! raised (the mechanism is a kernel timer, not the NIC). The recommendation
+//! stands until the selected process runs, has no unconsumed message, leaves the
+//! node, or the next period selects again.
 //!
 //! Parameters: `period_us` (10000): not stated by the seeds; one Linux 2.4 timer
 //! tick (HZ = 100), the natural granularity of a kernel activity (assumption
@@ -20,14 +35,14 @@
 
 use crate::registry::{ParamInfo, PolicyInfo, PolicySpec, RegistryError};
 use cosched_contract::node::Pid;
-use cosched_contract::node::{NodeAction, NodePolicy, NodeView, WaitKind, WaitMode};
+use cosched_contract::node::{NodeAction, NodePolicy, NodeView, Ops, WaitKind, WaitMode};
 use cosched_des::SimTime;
 
 pub fn info() -> PolicyInfo {
     PolicyInfo {
         name: "pb",
         level: "node",
-        summary: "Periodic boost: spin waits; every period_us boost, round-robin, one waiting process with unconsumed messages.",
+        summary: "Periodic boost: spin waits; every period_us recommend, round-robin, one waiting process with unconsumed messages, taken at the next scheduling point.",
         params: vec![ParamInfo {
             name: "period_us",
             kind: "float",
@@ -56,13 +71,16 @@ pub fn build(spec: &PolicySpec) -> Result<Box<dyn NodePolicy>, RegistryError> {
     Ok(Box::new(Pb {
         period: period(spec, 10_000.0)?,
         last: None,
+        next: None,
     }))
 }
 
 pub struct Pb {
     pub period: SimTime,
-    /// The process boosted last (the scan resumes after it).
+    /// The process selected last (the scan resumes after it).
     last: Option<Pid>,
+    /// The standing recommendation.
+    next: Option<Pid>,
 }
 
 impl NodePolicy for Pb {
@@ -75,25 +93,42 @@ impl NodePolicy for Pb {
     fn period(&self) -> Option<SimTime> {
         Some(self.period)
     }
-    fn on_timer(&mut self, view: &dyn NodeView, out: &mut Vec<NodeAction>) {
+    fn ops(&self) -> Ops {
+        Ops::RUNNING
+    }
+    fn on_timer(&mut self, view: &dyn NodeView, _out: &mut Vec<NodeAction>) {
         let procs = view.processes();
         let n = procs.len();
         let start = match self.last {
-            // Resume after the last boosted one (or where it stood, if it left).
+            // Resume after the last selected one (or where it stood, if it left).
             Some(l) => procs.iter().position(|&p| p > l).unwrap_or(0),
             None => 0,
         };
-        let pick = (0..n)
+        self.next = (0..n)
             .map(|k| procs[(start + k) % n])
             .find(|&p| !view.is_running(p) && view.unconsumed(p) > 0);
-        if let Some(p) = pick {
-            self.last = Some(p);
-            out.push(NodeAction::Interrupt(p));
-            out.push(NodeAction::BoostUntilRun(p));
+        if self.next.is_some() {
+            self.last = self.next;
+        }
+    }
+    fn recommend(&mut self, view: &dyn NodeView) -> Option<Pid> {
+        if let Some(p) = self.next {
+            if !view.processes().contains(&p) || view.is_running(p) || view.unconsumed(p) == 0 {
+                self.next = None;
+            }
+        }
+        self.next
+    }
+    fn running(&mut self, _view: &dyn NodeView, p: Pid, _out: &mut Vec<NodeAction>) {
+        if self.next == Some(p) {
+            self.next = None;
         }
     }
     fn dump(&self) -> String {
-        format!("last boosted: {:?}", self.last)
+        format!(
+            "last selected: {:?}, recommended: {:?}",
+            self.last, self.next
+        )
     }
 }
 
@@ -103,14 +138,12 @@ mod tests {
     use crate::node::fake::View;
     use crate::registry::build_node;
 
-    fn boosted(pb: &mut dyn NodePolicy, v: &View) -> Option<Pid> {
+    /// Runs one period and returns the recommendation; a period never acts at once.
+    fn selected(pb: &mut dyn NodePolicy, v: &View) -> Option<Pid> {
         let mut out = Vec::new();
         pb.on_timer(v, &mut out);
-        match out.as_slice() {
-            [] => None,
-            [NodeAction::Interrupt(a), NodeAction::BoostUntilRun(b)] if a == b => Some(*a),
-            other => panic!("unexpected actions {other:?}"),
-        }
+        assert!(out.is_empty(), "unexpected actions {out:?}");
+        pb.recommend(v)
     }
 
     #[test]
@@ -118,13 +151,33 @@ mod tests {
         let mut pb = build_node("pb").unwrap();
         assert_eq!(pb.period(), Some(SimTime::from_ms(10)));
         let v = View::new(&[(3, false, 1), (5, false, 2), (8, false, 1)]);
-        let order: Vec<_> = (0..4).map(|_| boosted(pb.as_mut(), &v)).collect();
+        // Nothing is recommended before the first period.
+        assert_eq!(pb.recommend(&v), None);
+        let order: Vec<_> = (0..4).map(|_| selected(pb.as_mut(), &v)).collect();
         assert_eq!(order, [Some(3), Some(5), Some(8), Some(3)]);
         // 5 runs, 8 has nothing: after 3 the scan wraps around to 3 again.
         let v = View::new(&[(3, false, 1), (5, true, 2), (8, false, 0)]);
-        assert_eq!(boosted(pb.as_mut(), &v), Some(3));
+        assert_eq!(selected(pb.as_mut(), &v), Some(3));
         let v = View::new(&[(3, true, 1), (5, false, 0)]);
-        assert_eq!(boosted(pb.as_mut(), &v), None);
+        assert_eq!(selected(pb.as_mut(), &v), None);
+    }
+
+    #[test]
+    fn the_recommendation_stands_until_the_process_runs_or_has_nothing() {
+        let mut pb = build_node("pb").unwrap();
+        let v = View::new(&[(3, false, 1), (5, false, 2)]);
+        assert_eq!(selected(pb.as_mut(), &v), Some(3));
+        // Asked again at a later scheduling point: still 3.
+        assert_eq!(pb.recommend(&v), Some(3));
+        // 3 consumed its message meanwhile: withdrawn.
+        let v0 = View::new(&[(3, false, 0), (5, false, 2)]);
+        assert_eq!(pb.recommend(&v0), None);
+        // Selected again, then dispatched: withdrawn.
+        assert_eq!(selected(pb.as_mut(), &v), Some(5));
+        let mut out = Vec::new();
+        pb.running(&v, 5, &mut out);
+        assert!(out.is_empty());
+        assert_eq!(pb.recommend(&v), None);
     }
 
     #[test]
