@@ -173,14 +173,17 @@ fn dcs_interrupts_and_boosts_a_descheduled_receiver() {
 
 #[test]
 fn pb_recommends_at_the_next_scheduling_point_without_preempting() {
-    // Node 0: hog 1 (admitted first, runs first), the pair's receiver, hog 2
-    // (admitted last: at the head of the run queue). The message lands at ~1 ms
+    // Node 0: hog 1 (admitted first, runs first), the pair's receiver, rank 0 of
+    // hog 2 (admitted last: at the head of the run queue; two processes, so that it
+    // has a process on node 0 whatever the placement). The message lands at ~1 ms
     // and the 2 ms scan selects the receiver, but nothing is preempted: hog 1 keeps
     // the CPU until its slice ends (5 ticks: 40 to 50 ms), and there PB's
     // recommendation puts the receiver before hog 2.
     let plat = platform(2);
-    let jobs = [hog(), pair(), hog()];
-    // Pids: 0 hog 1, 1 the receiver, 2 the sender, 3 hog 2.
+    let mut hog2 = Builder::new(2);
+    hog2.all(Op::Compute { ns: 200 * MS });
+    let jobs = [hog(), pair(), job(hog2, "hog2")];
+    // Pids: 0 hog 1, 1 the receiver, 2 the sender, 3 and 4 hog 2.
     let pb = run("pb[period_us=2000]", &plat, &jobs, 3);
     assert_eq!(pb.counters.boosts, 0);
     assert_eq!(pb.counters.boost_preemptions, 0);
