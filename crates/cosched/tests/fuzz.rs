@@ -16,7 +16,7 @@
 use cosched::model::swf;
 use cosched::model::{RunConfig, WorkloadOptions};
 use proptest::prelude::*;
-use proptest::test_runner::Config;
+use proptest::test_runner::{Config, FileFailurePersistence};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 fn cases() -> u32 {
@@ -89,7 +89,12 @@ fn no_panic<T>(what: &str, f: impl FnOnce() -> T) -> Result<T, TestCaseError> {
 }
 
 proptest! {
-    #![proptest_config(Config { cases: cases(), ..Config::default() })]
+    #![proptest_config(Config {
+        cases: cases(),
+        // Beside this file (the default looks for lib.rs / main.rs and finds none for a test).
+        failure_persistence: Some(Box::new(FileFailurePersistence::WithSource("proptest-regressions"))),
+        ..Config::default()
+    })]
 
     #[test]
     fn swf_reader(text in swf_text(), kill in any::<bool>()) {
