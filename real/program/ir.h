@@ -11,7 +11,7 @@ enum ir_kind {
     IR_COMPUTE, IR_BURST, IR_IO, IR_SEND, IR_ISEND, IR_RECV, IR_IRECV, IR_REPLY, IR_WAIT,
     IR_LOOP, IR_LOOPUNTIL, IR_COLL, IR_COLLBEGIN, IR_COLLEND
 };
-enum ir_coll { IR_BARRIER, IR_ALLREDUCE, IR_ALLTOALL, IR_BCAST };
+enum ir_coll { IR_BARRIER, IR_ALLREDUCE, IR_ALLTOALL, IR_BCAST, IR_REDUCE };
 
 /* compute/io: a = ns; burst: a = mean ns, b = k; send/isend: a = to, b = bytes, c = tag;
  * recv/irecv: a = from (-1: any), c = tag; reply: b = bytes, c = tag; loop: a = count, b = len;

@@ -33,6 +33,7 @@ static int coll_of(const char *s) {
     if (!strcmp(s, "allreduce")) return IR_ALLREDUCE;
     if (!strcmp(s, "alltoall")) return IR_ALLTOALL;
     if (!strcmp(s, "bcast")) return IR_BCAST;
+    if (!strcmp(s, "reduce")) return IR_REDUCE;
     return -1;
 }
 
@@ -186,7 +187,7 @@ int ir_parse(const char *path, int rank, struct ir_program *prog, char *err, siz
             o.a = coll_of(tok[1]);
             if (o.a == IR_BARRIER) ok = nt == 2;
             else if (o.a == IR_ALLREDUCE || o.a == IR_ALLTOALL) ok = nt == 3 && !int_field(tok[2], 0, INT32_MAX, &o.c);
-            else if (o.a == IR_BCAST)
+            else if (o.a == IR_BCAST || o.a == IR_REDUCE)
                 ok = nt == 4 && !int_field(tok[2], 0, prog->ranks - 1, &o.b) && !int_field(tok[3], 0, INT32_MAX, &o.c);
         } else {
             fail(err, errlen, path, line, "unknown operation \"%s\" (or wrong number of fields)", k);

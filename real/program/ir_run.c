@@ -184,6 +184,9 @@ static void collective(const struct ir_op *o) {
     case IR_BCAST:
         MPI_Bcast(collbuf, bytes, MPI_BYTE, (int)o->b, MPI_COMM_WORLD);
         break;
+    case IR_REDUCE:
+        MPI_Reduce(collbuf, collbuf2, bytes, MPI_BYTE, MPI_BOR, (int)o->b, MPI_COMM_WORLD);
+        break;
     }
 }
 

@@ -67,6 +67,7 @@ fn coll_name(c: Collective) -> &'static str {
         Collective::Allreduce => "allreduce",
         Collective::Alltoall => "alltoall",
         Collective::Bcast => "bcast",
+        Collective::Reduce => "reduce",
     }
 }
 
@@ -76,6 +77,7 @@ struct Region {
     kind: Collective,
     max_bytes: u64,
     has_recv: bool,
+    has_send: bool,
 }
 
 /// Index of the `CollEnd` closing the `CollBegin` at `ops[start]`.
@@ -107,11 +109,13 @@ fn regions(ops: &[Op], rank: usize) -> Result<Vec<Region>, ExportError> {
                 kind,
                 max_bytes: 0,
                 has_recv: false,
+                has_send: false,
             };
             for op in &ops[i + 1..end] {
                 match *op {
                     Op::Send { bytes, .. } | Op::Isend { bytes, .. } => {
-                        r.max_bytes = r.max_bytes.max(bytes)
+                        r.max_bytes = r.max_bytes.max(bytes);
+                        r.has_send = true;
                     }
                     Op::Recv { .. } | Op::Irecv { .. } => r.has_recv = true,
                     _ => {}
@@ -124,6 +128,29 @@ fn regions(ops: &[Op], rank: usize) -> Result<Vec<Region>, ExportError> {
         }
     }
     Ok(out)
+}
+
+/// The one rank whose region `i` satisfies `is_root`, else a structure error.
+fn only_root(
+    per_rank: &[Vec<Region>],
+    i: usize,
+    is_root: impl Fn(&Region) -> bool,
+    what: &str,
+    verb: &str,
+) -> Result<usize, ExportError> {
+    let roots: Vec<usize> = (0..per_rank.len())
+        .filter(|&r| is_root(&per_rank[r][i]))
+        .collect();
+    match roots.as_slice() {
+        [root] => Ok(*root),
+        _ => Err(ExportError::Structure {
+            rank: 0,
+            msg: format!(
+                "{what} {i} has {} ranks that {verb} nothing (expected 1)",
+                roots.len()
+            ),
+        }),
+    }
 }
 
 /// One `coll` line per collective index: (text after `coll `), the same for every rank.
@@ -166,23 +193,15 @@ fn collective_lines(p: &Program, scale: f64) -> Result<Vec<String>, ExportError>
                 Collective::Barrier => "barrier".to_string(),
                 Collective::Allreduce => format!("allreduce {bytes}"),
                 Collective::Alltoall => format!("alltoall {bytes}"),
+                // The root: the one rank that sends nothing (reduce) or receives
+                // nothing (broadcast).
+                Collective::Reduce => {
+                    let root = only_root(&per_rank, i, |r| !r.has_send, "reduce", "send")?;
+                    format!("reduce {root} {bytes}")
+                }
                 Collective::Bcast => {
-                    // The root is the one rank that receives nothing (rank 0 alone).
-                    let roots: Vec<usize> = (0..per_rank.len())
-                        .filter(|&r| !per_rank[r][i].has_recv)
-                        .collect();
-                    match roots.as_slice() {
-                        [root] => format!("bcast {root} {bytes}"),
-                        _ => {
-                            return Err(ExportError::Structure {
-                                rank: 0,
-                                msg: format!(
-                                    "broadcast {i} has {} ranks that receive nothing (expected 1)",
-                                    roots.len()
-                                ),
-                            })
-                        }
-                    }
+                    let root = only_root(&per_rank, i, |r| !r.has_recv, "broadcast", "receive")?;
+                    format!("bcast {root} {bytes}")
                 }
             })
         })
@@ -397,6 +416,19 @@ mod tests {
             );
         }
         assert!(text.contains("rank 2 5\n"));
+    }
+
+    #[test]
+    fn a_reduce_is_one_library_call_to_its_root() {
+        let mut b = Builder::new(3);
+        b.reduce(2, 16);
+        let p = b.build("t", 0.0);
+        let text = to_export(&p, 0.5, CollectiveForm::Library).unwrap();
+        for r in 0..3 {
+            assert_eq!(body(&text, r), vec!["coll reduce 2 8"], "rank {r}");
+        }
+        let text = to_export(&p, 1.0, CollectiveForm::PointToPoint).unwrap();
+        assert_eq!(body(&text, 2)[0], "collbegin reduce");
     }
 
     #[test]

@@ -128,6 +128,13 @@ pub struct NodePlatform {
     pub interrupt_us: f64,
     /// CPU time of a context switch between two processes, microseconds.
     pub context_switch_us: f64,
+    /// MPI messages of at least this many bytes use the rendezvous protocol: the
+    /// sender's request waits at the receiver until the receiver, inside an MPI call
+    /// with a matching receive posted, answers it; only then is the data sent. Smaller
+    /// messages are eager: the send completes once the message is copied out.
+    /// `None`: every message is eager.
+    #[serde(default)]
+    pub eager_limit_bytes: Option<u64>,
     /// Power of an idle node, watts.
     pub idle_watts: f64,
     /// Power of a node whose CPUs are all busy, watts.
@@ -205,6 +212,9 @@ impl NodePlatform {
                 return Err(format!("{name}: must be a finite number >= 0, got {v}"));
             }
         }
+        if self.eager_limit_bytes == Some(0) {
+            return Err("eager_limit_bytes: must be at least 1 (omit it for no rendezvous)".into());
+        }
         if !(self.disk_mb_s.is_finite() && self.disk_mb_s > 0.0) {
             return Err(format!(
                 "disk_mb_s: must be a finite number > 0, got {}",
@@ -260,6 +270,9 @@ impl NodePlatform {
                 recv_overhead_us: 1.0, // assumption G-NET-2
                 interrupt_us: 10.0, // assumption G-OS-3
                 context_switch_us: 5.0, // assumption G-OS-2
+                // MPICH-GM (ch_gm, gmpi.h, GMPI_VERSION 1.2.4..8b): GMPI_EAGER_SIZE_DEFAULT = 1024*16-96 = 16288
+                // bytes; a message shorter than it is sent eagerly, others by rendezvous (G-NET-4)
+                eager_limit_bytes: Some(16_288),
                 idle_watts: 219.10, // S000 §5.4 "B ... 219.10 watts"
                 busy_watts: 219.10 + 18.968, // S000 §5.4 "X ... 18.968 watts"
                 disk_mb_s: default_disk_mb_s(), // assumption G-MEM-1
@@ -278,6 +291,7 @@ impl NodePlatform {
                 recv_overhead_us: 25.0, // assumption G-NET-3
                 interrupt_us: 10.0,   // assumption G-OS-3
                 context_switch_us: 5.0, // assumption G-OS-2
+                eager_limit_bytes: None, // S002 does not name its MPI over Ethernet: no rendezvous (assumption G-NET-4)
                 idle_watts: 219.10,   // not stated in S002 (no energy results): seed 000's values
                 busy_watts: 219.10 + 18.968,
                 disk_mb_s: default_disk_mb_s(), // assumption G-MEM-1
@@ -303,6 +317,7 @@ impl NodePlatform {
                 recv_overhead_us: 0.1, // S003 §2 "roughly 100 cycles to process a null active message"
                 interrupt_us: 0.1,     // S003 §2: the same interrupt-driven receive
                 context_switch_us: 0.0, // G-S003-3: switch cost not stated ("small")
+                eager_limit_bytes: None, // S003's active messages have no rendezvous
                 idle_watts: 0.0,       // no power model in S003
                 busy_watts: 0.0,
                 disk_mb_s: default_disk_mb_s(), // memory is not a factor in S003
@@ -321,6 +336,7 @@ impl NodePlatform {
                 recv_overhead_us: 0.1,
                 interrupt_us: 0.1,
                 context_switch_us: 0.0,
+                eager_limit_bytes: None, // S003's active messages have no rendezvous
                 idle_watts: 0.0,
                 busy_watts: 0.0,
                 disk_mb_s: default_disk_mb_s(), // memory is not a factor in S003

@@ -7,7 +7,10 @@
 //! - [`Op::Send`] / [`Op::Isend`]: the sender pays the platform's send overhead on
 //!   its CPU; the message then travels (latency + bytes / bandwidth) and lands in
 //!   the receiver's buffer whether or not the receiver runs (user-level NIC). A
-//!   blocking `Send` completes when the NIC acknowledges delivery; how the sender
+//!   message below the platform's `eager_limit_bytes` is eager: its send completes
+//!   at once; a larger one is a rendezvous: the send (blocking, or the `Wait` of an
+//!   `Isend`) completes only once the receiver, inside an MPI wait with a matching
+//!   receive posted, has answered and the data has been delivered; how the sender
 //!   waits (spin, spin-block, block) is the node policy's choice.
 //! - [`Op::Recv`] / [`Op::Irecv`]: a receive completes when a matching message is
 //!   in the buffer AND the receiver runs to consume it (paying the receive
@@ -33,7 +36,8 @@
 //!   seed gives the same draws (seed 003's I/O-bound job).
 //!
 //! Collectives are decomposed into point-to-point rounds with the usual algorithms
-//! ([`Builder::barrier`], [`Builder::allreduce`], [`Builder::alltoall`], [`Builder::bcast`]).
+//! ([`Builder::barrier`], [`Builder::allreduce`], [`Builder::alltoall`], [`Builder::bcast`],
+//! [`Builder::reduce`]).
 
 use serde::Serialize;
 
@@ -47,6 +51,8 @@ pub enum Collective {
     Allreduce,
     Alltoall,
     Bcast,
+    /// `MPI_Reduce` to a root (the application generators' binomial tree).
+    Reduce,
 }
 
 /// One operation of a rank's program.
@@ -314,6 +320,38 @@ impl Builder {
                 mask >>= 1;
             }
             ops.push(Op::CollEnd(Collective::Bcast));
+            ops
+        })
+    }
+
+    /// Binomial-tree reduce of `bytes` to `root` (MPICH's `MPI_Reduce`: in round k a
+    /// rank whose relative rank has bit k set sends its partial result to the rank
+    /// 2^k below and stops; the others receive from 2^k above). p - 1 messages.
+    pub fn reduce(&mut self, root: Rank, bytes: u64) -> &mut Self {
+        let p = self.p;
+        let tag = self.tag();
+        self.each(|r| {
+            let rel = (r + p - root) % p;
+            let mut ops = vec![Op::CollBegin(Collective::Reduce)];
+            let mut mask = 1u32;
+            while mask < p {
+                if rel & mask != 0 {
+                    ops.push(Op::Send {
+                        to: (rel - mask + root) % p,
+                        bytes,
+                        tag,
+                    });
+                    break;
+                }
+                if rel + mask < p {
+                    ops.push(Op::Recv {
+                        from: Some((rel + mask + root) % p),
+                        tag,
+                    });
+                }
+                mask <<= 1;
+            }
+            ops.push(Op::CollEnd(Collective::Reduce));
             ops
         })
     }

@@ -25,6 +25,7 @@ fn platform(nodes: u32) -> NodePlatform {
         recv_overhead_us: 1.0,
         interrupt_us: 10.0,
         context_switch_us: 0.0,
+        eager_limit_bytes: None,
         idle_watts: 219.10,
         busy_watts: 238.068,
         disk_mb_s: 20.0,
@@ -387,6 +388,44 @@ fn hybrid_collective_boost_lets_the_woken_receiver_preempt() {
         );
         assert_eq!(out.counters.boosts, 0);
     }
+}
+
+#[test]
+fn gm_block_spins_a_millisecond_then_blocks() {
+    // GM's gm_blocking_receive: 1 ms of polling, then sleep; the sender computes 10 ms.
+    let out = run("block[spin_us=1000]", &platform(2), &[late_sender(8)], 1);
+    assert_eq!(out.proc_spin_ns[0], MS, "the receiver spins exactly 1 ms");
+    assert_eq!(out.counters.interrupts, 1, "then blocks and is woken by the message");
+    // Immediate blocking spins not at all.
+    let out = run("block", &platform(2), &[late_sender(8)], 1);
+    assert_eq!(out.proc_spin_ns[0], 0);
+    assert_eq!(out.counters.interrupts, 1);
+}
+
+/// As [`collective_wake`], the wait being rank 0's part of an `MPI_Reduce` to it
+/// (rank 1 computes 96 ms, then sends its partial result).
+fn reduce_wake(spec: &str) -> ProcOutput {
+    let plat = platform(2);
+    let mut hog = Builder::new(1);
+    hog.all(Op::Compute { ns: 300 * MS });
+    let mut pair = Builder::new(2);
+    pair.each(|r| vec![Op::Compute { ns: if r == 0 { 45 * MS } else { 96 * MS } }]);
+    pair.reduce(0, 8);
+    run(spec, &plat, &[job(hog, "hog"), job(pair, "pair")], 2)
+}
+
+#[test]
+fn hybrid_boosts_a_process_waiting_in_a_reduce() {
+    let boosted = reduce_wake("hybrid");
+    let end = boosted.proc_end[RECEIVER].as_ns();
+    assert!(
+        (96 * MS..97 * MS).contains(&end),
+        "reduce root ended at {end} ns"
+    );
+    assert_eq!(boosted.counters.boosts, 2, "one boost per rank entering the reduce");
+    // Without the collective boost it waits for the hog's slice.
+    let out = reduce_wake("block");
+    assert!(out.proc_end[RECEIVER].as_ns() >= 130 * MS);
 }
 
 #[test]

@@ -22,6 +22,7 @@ fn main() {
         recv_overhead_us: 1.0,
         interrupt_us: 10.0,
         context_switch_us: 5.0,
+        eager_limit_bytes: None,
         idle_watts: 219.10,
         busy_watts: 238.068,
         disk_mb_s: 20.0,

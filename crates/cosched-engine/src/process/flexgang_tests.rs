@@ -27,6 +27,7 @@ fn platform() -> NodePlatform {
         recv_overhead_us: 1.5,
         interrupt_us: 0.0,
         context_switch_us: 0.0,
+        eager_limit_bytes: None,
         idle_watts: 219.10,
         busy_watts: 238.068,
         disk_mb_s: 20.0,

@@ -24,6 +24,7 @@ fn platform(nodes: u32, cs_us: f64) -> NodePlatform {
         recv_overhead_us: 1.5,
         interrupt_us: 5.0,
         context_switch_us: cs_us,
+        eager_limit_bytes: None,
         idle_watts: 219.10,
         busy_watts: 238.068,
         disk_mb_s: 20.0,

@@ -10,11 +10,13 @@
 //! runs again.
 //!
 //! Mechanism details (the contract of [`cosched_model::program::Op`]):
-//! - a send costs the sender `send_overhead` of CPU; the sender node's NIC then
-//!   transmits it (bytes / bandwidth, one message at a time, in order) and it
-//!   reaches the receiver's buffer `latency` later; a blocking send waits for the
-//!   NIC acknowledgement, which returns one more `latency` after the arrival; a
-//!   non-blocking send completes (for `Wait`) when its transmission ends;
+//! - a send costs the sender `send_overhead` of CPU; a message below the
+//!   platform's eager limit is eager: the send is complete at once, the sender
+//!   node's NIC transmits it (bytes / bandwidth, one message at a time, in order)
+//!   and it reaches the receiver's buffer `latency` later; a larger one is a
+//!   rendezvous: its send completes only after the receiver, running inside an
+//!   MPI wait with a matching receive posted, has answered the request and the
+//!   data has been delivered ([`net`]);
 //! - consuming a message costs the receiver `recv_overhead` of CPU;
 //! - a process woken from blocking pays `interrupt` of CPU when it next runs;
 //! - switching a CPU to a different process costs `context_switch` (busy, no progress);
@@ -57,6 +59,7 @@ pub mod flexgang;
 pub mod gang;
 pub mod gangedness;
 mod inversion;
+mod net;
 mod osnoise;
 pub mod perturb;
 pub mod place;
@@ -70,6 +73,8 @@ pub mod testkit;
 mod flexgang_tests;
 #[cfg(test)]
 mod gang_tests;
+#[cfg(test)]
+mod net_tests;
 #[cfg(test)]
 mod perturb_tests;
 #[cfg(test)]
@@ -290,6 +295,8 @@ pub struct ProcCounters {
     pub boost_preemptions: u64,
     /// Boosts a policy applied on a NIC acknowledgement (`on_ack`, CC's sender boost).
     pub ack_boosts: u64,
+    /// Messages sent by the rendezvous protocol (the others are eager).
+    pub rendezvous: u64,
     /// Gang slot switches (each one idles every node for the switch cost).
     pub gang_switches: u64,
     /// Flexible gang: running processes preempted by a process woken by its disk
@@ -454,8 +461,12 @@ struct Proc<'a> {
     mailbox: Vec<(Rank, u32)>,
     posted: Vec<(Option<Rank>, u32)>,
     acks_pending: u32,
-    /// Non-blocking sends still being transmitted by the NIC.
+    /// Non-blocking rendezvous sends not complete yet ([`net`]).
     sends_pending: u32,
+    /// Rendezvous requests that reached this process and are not answered yet (ids).
+    rts: Vec<u32>,
+    /// Rendezvous it answered whose data has not arrived: (from, tag).
+    granted: Vec<(Rank, u32)>,
     last_from: Option<Rank>,
     blocked_at: SimTime,
     cpu_ns: i64,
@@ -555,6 +566,10 @@ enum Ev {
     Ack {
         to: Pid,
     },
+    /// A rendezvous request reaches its receiver ([`net`]).
+    Rts {
+        id: u32,
+    },
     IoDone {
         to: Pid,
     },
@@ -610,7 +625,8 @@ impl NodeView for View<'_, '_> {
         matches!(self.procs[p as usize].state, PState::Running(_))
     }
     fn unconsumed(&self, p: Pid) -> usize {
-        self.procs[p as usize].mailbox.len()
+        let q = &self.procs[p as usize];
+        q.mailbox.len() + q.rts.len()
     }
     fn job_of(&self, p: Pid) -> Option<u32> {
         self.procs.get(p as usize).map(|q| q.job as u32)
@@ -683,6 +699,10 @@ struct Sim<'a> {
     cs_ns: i64,
     latency_ns: i64,
     ns_per_byte: f64,
+    /// Messages of at least this many bytes go by rendezvous (`u64::MAX`: none).
+    eager_limit: u64,
+    /// The rendezvous in progress.
+    rndv: net::Rndvs,
 }
 
 fn us(x: f64) -> i64 {
@@ -900,6 +920,8 @@ pub fn simulate_processes(
         cs_ns: us(plat.context_switch_us),
         latency_ns: us(plat.latency_us),
         ns_per_byte: 1000.0 / plat.bandwidth_mb_s,
+        eager_limit: plat.eager_limit_bytes.unwrap_or(u64::MAX),
+        rndv: Default::default(),
     };
     for (j, job) in jobs.iter().enumerate() {
         sim.q
@@ -994,22 +1016,8 @@ impl<'a> Sim<'a> {
                     self.admit(now);
                 }
                 Ev::SegEnd { node, cpu } => self.seg_end(node, cpu, now),
-                Ev::Msg { to, from, tag } => {
-                    self.procs[to as usize].in_flight -= 1;
-                    self.procs[to as usize].mailbox.push((from, tag));
-                    if let Some(pt) = &mut self.perturb {
-                        pt.on_message(to);
-                    }
-                    if let Some(g) = &mut self.gang {
-                        g.est.on_message(to, now);
-                    }
-                    let node = self.procs[to as usize].node;
-                    let running = matches!(self.procs[to as usize].state, PState::Running(_));
-                    self.with_policy(node, now, Apply::Now, |p, v, out| {
-                        p.on_message(v, to, running, out)
-                    });
-                    self.condition_changed(to, now);
-                }
+                Ev::Msg { to, from, tag } => self.msg_arrived(to, from, tag, now),
+                Ev::Rts { id } => self.rts_arrived(id, now),
                 Ev::SendDone { to } => {
                     self.procs[to as usize].sends_pending -= 1;
                     self.condition_changed(to, now);
@@ -1659,6 +1667,8 @@ impl<'a> Sim<'a> {
                 posted: Vec::new(),
                 acks_pending: 0,
                 sends_pending: 0,
+                rts: Vec::new(),
+                granted: Vec::new(),
                 last_from: None,
                 blocked_at: now,
                 cpu_ns: 0,
@@ -1807,6 +1817,8 @@ impl<'a> Sim<'a> {
             self.dropped += p.mailbox.len() as u64 + p.in_flight as u64;
             p.mailbox.clear();
             p.posted.clear();
+            p.rts.clear();
+            p.granted.clear();
             self.finish_rank(pid, now);
         }
     }
@@ -1969,6 +1981,8 @@ impl<'a> Sim<'a> {
                 self.procs[pid as usize].wait = None;
                 self.resume_after_wait(pid, w.cond);
                 self.hook_wait_end(pid, w, WaitEndCause::Dispatched, now);
+            } else if w.cond != Cond::Io {
+                self.answer_rts(pid, w.cond, now);
             }
         }
         if unpinned {
@@ -2070,6 +2084,13 @@ impl<'a> Sim<'a> {
         }) = p.wait
         {
             end = end.min((since + spin).max(now));
+        } else if let Some(Waiting {
+            mode: WaitMode::Block,
+            ..
+        }) = p.wait
+        {
+            // Woken by a rendezvous request it has now answered: it sleeps again.
+            end = now;
         }
         let at = end.max(now);
         let id = self.q.reserve(at).expect("future");
@@ -2097,6 +2118,15 @@ impl<'a> Sim<'a> {
         }) = wait
         {
             if now >= since + spin {
+                self.block(pid, now);
+                return;
+            }
+        } else if let Some(Waiting {
+            mode: WaitMode::Block,
+            ..
+        }) = wait
+        {
+            if cpu_left == 0 {
                 self.block(pid, now);
                 return;
             }
@@ -2435,45 +2465,6 @@ impl<'a> Sim<'a> {
         }
     }
 
-    /// The message leaves through the sender node's NIC, which transmits one message
-    /// at a time (bytes / bandwidth each, in order), then crosses the network in
-    /// `latency`. Messages from one node therefore arrive in the order they were sent.
-    /// A non-blocking send completes locally when its transmission ends; a blocking
-    /// send waits for the acknowledgement, one more `latency` after the arrival.
-    fn depart(&mut self, pid: Pid, to: Rank, bytes: u64, tag: u32, blocking: bool, now: SimTime) {
-        let p = &self.procs[pid as usize];
-        let first = self.job_pids[p.job].expect("admitted");
-        let (dest, from, node) = (first + to, p.rank, p.node as usize);
-        let transfer = SimTime((bytes as f64 * self.ns_per_byte).round() as i64);
-        let start = self.nodes[node].nic_free_at.max(now);
-        let sent = start + transfer;
-        self.nodes[node].nic_free_at = sent;
-        let arrival = sent + SimTime(self.latency_ns);
-        self.counters.messages += 1;
-        self.procs[dest as usize].in_flight += 1;
-        self.q
-            .schedule(
-                arrival,
-                Ev::Msg {
-                    to: dest,
-                    from,
-                    tag,
-                },
-            )
-            .expect("future");
-        if blocking {
-            self.procs[pid as usize].acks_pending += 1;
-            self.q
-                .schedule(arrival + SimTime(self.latency_ns), Ev::Ack { to: pid })
-                .expect("future");
-        } else {
-            self.procs[pid as usize].sends_pending += 1;
-            self.q
-                .schedule(sent, Ev::SendDone { to: pid })
-                .expect("future");
-        }
-    }
-
     fn find_msg(&self, pid: Pid, from: Option<Rank>, tag: u32, skip: &[usize]) -> Option<usize> {
         self.procs[pid as usize]
             .mailbox
@@ -2562,6 +2553,8 @@ impl<'a> Sim<'a> {
 
     fn begin_wait(&mut self, pid: Pid, cond: Cond, kind: WaitKind, now: SimTime) {
         let node = self.procs[pid as usize].node;
+        // Inside an MPI call, on its CPU: answer the rendezvous its receives match.
+        self.answer_rts(pid, cond, now);
         let mode = {
             let view = View {
                 now,

@@ -8,7 +8,7 @@ use cosched_model::node::OsConfig;
 use cosched_model::program::Builder;
 
 /// Spin waits everywhere, no hooks (native local scheduling).
-struct Spin;
+pub(super) struct Spin;
 impl NodePolicy for Spin {
     fn name(&self) -> String {
         "spin".into()
@@ -129,6 +129,7 @@ pub(super) fn platform(nodes: u32, os: OsConfig) -> NodePlatform {
         recv_overhead_us: 1.5,
         interrupt_us: 5.0,
         context_switch_us: 0.0,
+        eager_limit_bytes: None,
         idle_watts: 219.10,
         busy_watts: 238.068,
         disk_mb_s: 20.0,
@@ -142,7 +143,7 @@ pub(super) fn linux() -> OsConfig {
     OsConfig::default()
 }
 
-fn run(plat: &NodePlatform, jobs: &[ProcJob], block: bool, mpl: u32) -> ProcOutput {
+pub(super) fn run(plat: &NodePlatform, jobs: &[ProcJob], block: bool, mpl: u32) -> ProcOutput {
     let make: &dyn Fn() -> Box<dyn NodePolicy> = if block {
         &|| Box::new(Block)
     } else {
@@ -268,8 +269,8 @@ fn a_nic_sends_one_message_at_a_time_in_order() {
         us(plat.latency_us),
     );
     let t = 1_000_000;
-    // Rank 0's Wait ends when its NIC has transmitted both messages, back to back.
-    assert_eq!(out.proc_end[0].as_ns(), o_s + t + t);
+    // Eager sends: rank 0's Wait finds both complete once copied out.
+    assert_eq!(out.proc_end[0].as_ns(), o_s + o_s);
     // The first message arrives after one transmission, the second after two.
     assert_eq!(out.proc_end[1].as_ns(), o_s + t + lat + o_r);
     assert_eq!(out.proc_end[2].as_ns(), o_s + t + t + lat + o_r);
@@ -1012,8 +1013,8 @@ fn a_policy_interrupt_that_wakes_a_blocked_process_is_charged_once() {
     .expect("run");
     check_work(&plat, &jobs, &out);
     // The receiver blocked at once; the message's interrupt is its wake-up (the
-    // other wake-up is the sender's, blocked in its Wait until the NIC is done).
-    assert_eq!(out.counters.interrupts, 2);
+    // sender's eager Isend is complete at its Wait: no wake-up).
+    assert_eq!(out.counters.interrupts, 1);
     assert_eq!(out.counters.policy_interrupts, 0);
     assert_eq!(out.counters.boosts, 1);
     let (o_s, o_r, lat, irq) = (
@@ -1157,6 +1158,8 @@ fn optional_ops_are_called_at_their_documented_moments() {
     // Waits, and rank 0 does a disk burst; memory is overcommitted on node 0 (page-ins).
     let mut plat = platform(2, OsConfig::Rr { quantum_ms: 5.0 });
     plat.job_memory_mb = 100.0;
+    // The pair's 100 kB sends go by rendezvous: each completes with an acknowledgement.
+    plat.eager_limit_bytes = Some(16_288);
     let mut hog = Builder::new(1);
     hog.all(Op::Compute { ns: 60_000_000 });
     let mut pair = Builder::new(2);
@@ -1557,17 +1560,17 @@ fn barrier_and_allreduce_costs_at_non_powers_of_two() {
         // (the only one below p - pof2 here) starts its rounds at R; every other
         // rank starts at 0, so in round k rank 0 waits for rank 2^k, which has done k
         // rounds of R, and rank 0 ends round k at max(own work, (k + 1) R) (with wire
-        // <= o_r its own work is R + k (o_s + o_r)); the extra rank's result then
-        // costs rank 0 a blocking send: o_s + wire + 2 lat (the acknowledgement).
-        // The rank carrying rank 0's delay through every round (pof2 - 1) ends at
-        // (rounds + 1) R.
+        // <= o_r its own work is R + k (o_s + o_r)); the extra rank's result is an
+        // eager blocking send, complete for rank 0 after o_s; the extra rank ends R
+        // after rank 0's rounds. The rank carrying rank 0's delay through every
+        // round (pof2 - 1) ends at (rounds + 1) R.
         let bytes = 200; // 1 us on the wire, below o_r
         let big_r = o_s + wire(bytes) + lat + o_r;
         let pof2 = 1i64 << (63 - (i64::from(p)).leading_zeros());
         let rounds = i64::from(pof2.trailing_zeros());
         let own = big_r + rounds * (o_s + o_r);
         let rank0_rounds = own.max(rounds * big_r);
-        let expect = (rank0_rounds + o_s + wire(bytes) + 2 * lat).max((rounds + 1) * big_r);
+        let expect = (rank0_rounds + big_r).max((rounds + 1) * big_r);
         let mut b = Builder::new(p);
         b.allreduce(bytes);
         assert_eq!(end(b), expect, "allreduce p={p}");

@@ -757,40 +757,6 @@ pub(crate) fn compute(ns: f64) -> Vec<Op> {
 /// Total compute time of a rank's operation list, ns (loops counted, not expanded).
 pub use crate::program::compute_ns;
 
-/// Tags of the application generators (below [`crate::program::COLLECTIVE_TAG_BASE`]).
-pub(crate) const REDUCE_TAG: u32 = 9_000;
-
-/// Binomial-tree reduce of `bytes` to `root` (MPICH's algorithm: in round k a rank
-/// whose relative rank has bit k set sends its partial result to the rank 2^k below
-/// and stops; the others receive from 2^k above). p - 1 messages. The program IR
-/// has no collective kind for a reduce, so it carries no collective markers.
-pub(crate) fn reduce(b: &mut crate::program::Builder, root: u32, bytes: u64, tag: u32) {
-    let p = b.size();
-    b.each(|r| {
-        let rel = (r + p - root) % p;
-        let mut ops = Vec::new();
-        let mut mask = 1u32;
-        while mask < p {
-            if rel & mask != 0 {
-                ops.push(Op::Send {
-                    to: (rel - mask + root) % p,
-                    bytes,
-                    tag,
-                });
-                break;
-            }
-            if rel + mask < p {
-                ops.push(Op::Recv {
-                    from: Some((rel + mask + root) % p),
-                    tag,
-                });
-            }
-            mask <<= 1;
-        }
-        ops
-    });
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

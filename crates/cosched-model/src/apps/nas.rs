@@ -21,9 +21,9 @@
 //! - `MPI_Send` is a blocking [`Op::Send`], `MPI_Isend` an [`Op::Isend`],
 //!   `MPI_Irecv` + wait an [`Op::Irecv`] + [`Op::Wait`], `MPI_Recv` an [`Op::Recv`].
 //! - Collectives use the [`Builder`] algorithms (recursive doubling allreduce,
-//!   pairwise alltoall); a reduce to the root uses [`super::reduce`].
+//!   pairwise alltoall, binomial reduce to the root).
 
-use super::{compute, reduce, REDUCE_TAG};
+use super::compute;
 use crate::program::{Builder, Op, Rank};
 
 const DOUBLE: u64 = 8;
@@ -277,7 +277,7 @@ fn is(b: &mut Builder, class: char, c: f64) {
         ops.push(Op::Wait);
         ops
     });
-    reduce(b, 0, 4, REDUCE_TAG);
+    b.reduce(0, 4);
 }
 
 // ---------------------------------------------------------------------------
@@ -404,7 +404,7 @@ fn mg(b: &mut Builder, class: char, c: f64) {
         });
     });
     norms(b);
-    reduce(b, 0, DOUBLE, REDUCE_TAG);
+    b.reduce(0, DOUBLE);
 }
 
 // ---------------------------------------------------------------------------
@@ -755,6 +755,6 @@ fn ft(b: &mut Builder, class: char, c: f64) {
         b.each(|_| compute(c / 2.0));
         b.alltoall(per_pair);
         b.each(|_| compute(c / 2.0));
-        reduce(b, 0, 16, REDUCE_TAG + 1);
+        b.reduce(0, 16);
     });
 }

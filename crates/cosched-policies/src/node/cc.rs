@@ -14,7 +14,8 @@
 //!   the platform's `interrupt_us`, assumption G-OS-3; when the message wakes a
 //!   blocked process, that wake-up is the interrupt);
 //! - at the sender (seed 001 Table 1, sender "Spin-Block, Boost a Priority"): when
-//!   the NIC acknowledgement of a blocking send arrives for a sender that is not
+//!   the NIC acknowledgement of a blocking send (a rendezvous: an eager send is
+//!   complete at once and has none) arrives for a sender that is not
 //!   running (it blocked after its spin, or was preempted while spinning), the NIC
 //!   interrupts it and its priority is boosted until it next runs (`on_ack`;
 //!   counted in `ProcCounters::ack_boosts`); when the acknowledgement wakes the

@@ -1,0 +1,250 @@
+//! Messaging of the process-level engine: the MPI protocols (eager and
+//! rendezvous) over the user-level NICs.
+//!
+//! - **Eager** (a message shorter than the platform's `eager_limit_bytes`, or
+//!   every message when it has none): the send completes once the message is
+//!   copied out (the sender pays its CPU cost only, MPICH-GM's short protocol);
+//!   the sender node's NIC then transmits it and it lands in the receiver's
+//!   buffer whether or not the receiver runs.
+//! - **Rendezvous** (at least `eager_limit_bytes`): the sender's request-to-send
+//!   (a control message, `latency` on the wire) waits at the receiver until the
+//!   receiver answers it, which it does only while it executes an MPI wait
+//!   (a receive, a blocking send's or a `Wait`'s completion) and holds a CPU, with
+//!   a receive posted that matches (its current `Recv` or a posted `Irecv`). A
+//!   blocked receiver is woken by the request's interrupt; it answers when it next
+//!   runs. The clear-to-send crosses back in `latency`; then the sender's NIC
+//!   transmits the data (without the sender's CPU: GM's directed send) and the
+//!   send completes (for a blocking `Send`, a non-blocking one's `Wait`) one
+//!   `latency` after the data arrived (GM's send callback).
+//! - **NICs**: a node's NIC transmits one message at a time (bytes / bandwidth
+//!   each, in order of the engine's requests) and the message crosses the network
+//!   in `latency`.
+//!
+//! Each receive slot (the current `Recv`, each posted `Irecv`) answers at most one
+//! request at a time: a slot already matched by a buffered message or by a
+//! transfer in progress answers none.
+
+use super::{Cond, Ev, PState, Pid, Sim};
+use cosched_contract::node::EnqueueReason;
+use cosched_des::SimTime;
+use cosched_model::program::Rank;
+
+/// A rendezvous whose request has been sent and not answered yet.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Rndv {
+    pub sender: Pid,
+    pub dest: Pid,
+    /// The sender's rank and the tag: what the receiver matches.
+    pub from: Rank,
+    pub tag: u32,
+    pub bytes: u64,
+    /// A blocking `Send` (completion as an acknowledgement) or an `Isend`.
+    pub blocking: bool,
+}
+
+/// The rendezvous in progress, by id (a slab with a free list).
+#[derive(Default)]
+pub(super) struct Rndvs {
+    slots: Vec<Rndv>,
+    free: Vec<u32>,
+}
+
+impl Rndvs {
+    fn insert(&mut self, r: Rndv) -> u32 {
+        match self.free.pop() {
+            Some(id) => {
+                self.slots[id as usize] = r;
+                id
+            }
+            None => {
+                self.slots.push(r);
+                (self.slots.len() - 1) as u32
+            }
+        }
+    }
+    pub fn get(&self, id: u32) -> Rndv {
+        self.slots[id as usize]
+    }
+    fn remove(&mut self, id: u32) -> Rndv {
+        self.free.push(id);
+        self.slots[id as usize]
+    }
+}
+
+impl Sim<'_> {
+    /// The message leaves: eagerly through the sender node's NIC, or as a
+    /// rendezvous request (module doc).
+    pub(super) fn depart(
+        &mut self,
+        pid: Pid,
+        to: Rank,
+        bytes: u64,
+        tag: u32,
+        blocking: bool,
+        now: SimTime,
+    ) {
+        let p = &self.procs[pid as usize];
+        let first = self.job_pids[p.job].expect("admitted");
+        let (dest, from) = (first + to, p.rank);
+        self.counters.messages += 1;
+        self.procs[dest as usize].in_flight += 1;
+        if bytes >= self.eager_limit {
+            self.counters.rendezvous += 1;
+            let p = &mut self.procs[pid as usize];
+            if blocking {
+                p.acks_pending += 1;
+            } else {
+                p.sends_pending += 1;
+            }
+            let id = self.rndv.insert(Rndv {
+                sender: pid,
+                dest,
+                from,
+                tag,
+                bytes,
+                blocking,
+            });
+            self.q
+                .schedule(now + SimTime(self.latency_ns), Ev::Rts { id })
+                .expect("future");
+            return;
+        }
+        let arrival = self.transmit(pid, bytes, now);
+        self.q
+            .schedule(
+                arrival,
+                Ev::Msg {
+                    to: dest,
+                    from,
+                    tag,
+                },
+            )
+            .expect("future");
+    }
+
+    /// The sender's NIC transmits `bytes` from `earliest` on, after what it was
+    /// given before; returns when the message is in the receiver's buffer.
+    fn transmit(&mut self, sender: Pid, bytes: u64, earliest: SimTime) -> SimTime {
+        let node = self.procs[sender as usize].node as usize;
+        let transfer = SimTime((bytes as f64 * self.ns_per_byte).round() as i64);
+        let start = self.nodes[node].nic_free_at.max(earliest);
+        let sent = start + transfer;
+        self.nodes[node].nic_free_at = sent;
+        sent + SimTime(self.latency_ns)
+    }
+
+    /// A rendezvous request reaches its receiver.
+    pub(super) fn rts_arrived(&mut self, id: u32, now: SimTime) {
+        let to = self.rndv.get(id).dest;
+        self.procs[to as usize].rts.push(id);
+        self.message_arrived(to, now);
+        let p = &self.procs[to as usize];
+        let Some(w) = p.wait else { return };
+        if w.cond == Cond::Io {
+            return;
+        }
+        match p.state {
+            PState::Running(_) => self.answer_rts(to, w.cond, now),
+            // It answers when it runs; a receive slot must match for the wake-up.
+            PState::Blocked if !self.matching_rts(to, w.cond).is_empty() => {
+                self.wake(to, EnqueueReason::Woken, now)
+            }
+            _ => {}
+        }
+    }
+
+    /// The requests `pid`, waiting for `cond`, can answer now, one per free
+    /// receive slot, as indices into its `rts` list.
+    fn matching_rts(&self, pid: Pid, cond: Cond) -> Vec<usize> {
+        let p = &self.procs[pid as usize];
+        if p.rts.is_empty() {
+            return Vec::new();
+        }
+        // (from, tag, the LoopUntil stop tag also accepted)
+        let mut slots: Vec<(Option<Rank>, u32, Option<u32>)> =
+            p.posted.iter().map(|&(f, t)| (f, t, None)).collect();
+        match cond {
+            Cond::Msg { from, tag } => slots.push((from, tag, None)),
+            Cond::MsgOr { from, tag, stop } => slots.push((from, tag, Some(stop))),
+            _ => {}
+        }
+        let (mut mail, mut granted, mut chosen) = (Vec::new(), Vec::new(), Vec::new());
+        for (sf, st, stop) in slots {
+            let m = |f: Rank, t: u32| (t == st || Some(t) == stop) && sf.is_none_or(|x| x == f);
+            let free = |used: &Vec<usize>, list: &[(Rank, u32)]| {
+                (0..list.len()).find(|k| !used.contains(k) && m(list[*k].0, list[*k].1))
+            };
+            if let Some(k) = free(&mail, &p.mailbox) {
+                mail.push(k);
+            } else if let Some(k) = free(&granted, &p.granted) {
+                granted.push(k);
+            } else if let Some(k) = (0..p.rts.len()).find(|k| {
+                let r = self.rndv.get(p.rts[*k]);
+                !chosen.contains(k) && m(r.from, r.tag)
+            }) {
+                chosen.push(k);
+            }
+        }
+        chosen
+    }
+
+    /// `pid`, inside an MPI wait for `cond` and on a CPU, answers the requests its
+    /// receive slots match: each clear-to-send crosses back and the sender's NIC
+    /// sends the data.
+    pub(super) fn answer_rts(&mut self, pid: Pid, cond: Cond, now: SimTime) {
+        let mut chosen = self.matching_rts(pid, cond);
+        chosen.sort_unstable();
+        for k in chosen.into_iter().rev() {
+            let id = self.procs[pid as usize].rts.remove(k);
+            let r = self.rndv.remove(id);
+            self.procs[pid as usize].granted.push((r.from, r.tag));
+            let cts = now + SimTime(self.latency_ns);
+            let arrival = self.transmit(r.sender, r.bytes, cts);
+            self.q
+                .schedule(
+                    arrival,
+                    Ev::Msg {
+                        to: pid,
+                        from: r.from,
+                        tag: r.tag,
+                    },
+                )
+                .expect("future");
+            let done = arrival + SimTime(self.latency_ns);
+            let ev = if r.blocking {
+                Ev::Ack { to: r.sender }
+            } else {
+                Ev::SendDone { to: r.sender }
+            };
+            self.q.schedule(done, ev).expect("future");
+        }
+    }
+
+    /// A message's data lands in `to`'s buffer.
+    pub(super) fn msg_arrived(&mut self, to: Pid, from: Rank, tag: u32, now: SimTime) {
+        let p = &mut self.procs[to as usize];
+        p.in_flight -= 1;
+        p.mailbox.push((from, tag));
+        if let Some(k) = p.granted.iter().position(|&g| g == (from, tag)) {
+            p.granted.swap_remove(k);
+        }
+        if let Some(pt) = &mut self.perturb {
+            pt.on_message(to);
+        }
+        if let Some(g) = &mut self.gang {
+            g.est.on_message(to, now);
+        }
+        self.message_arrived(to, now);
+        self.condition_changed(to, now);
+    }
+
+    /// The NIC delivered something for `to` (data or a rendezvous request): the
+    /// node policy's `on_message`.
+    fn message_arrived(&mut self, to: Pid, now: SimTime) {
+        let node = self.procs[to as usize].node;
+        let running = matches!(self.procs[to as usize].state, PState::Running(_));
+        self.with_policy(node, now, super::Apply::Now, |p, v, out| {
+            p.on_message(v, to, running, out)
+        });
+    }
+}
