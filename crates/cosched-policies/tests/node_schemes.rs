@@ -99,13 +99,15 @@ fn sb_receiver_spins_at_most_the_spin_time_and_nls_does_not() {
 
 #[test]
 fn sb_sender_spins_and_cc_sender_spin_blocks() {
-    // 200 KB take 1 ms on the wire: the blocking send's acknowledgement comes
-    // back after 1 ms + 2 latencies.
-    let plat = platform(2);
+    // 200 KB, a rendezvous, take 1 ms on the wire: the request (1 latency) wakes
+    // the blocked receiver, which answers at once (1 latency back), the data
+    // crosses and the acknowledgement returns: 1 ms + 4 latencies.
+    let mut plat = platform(2);
+    plat.eager_limit_bytes = Some(16_288);
     let jobs = [late_sender(200_000)];
     let sb = run("sb", &plat, &jobs, 1);
     let cc = run("cc", &plat, &jobs, 1);
-    let ack_wait = MS + 2 * 7_000;
+    let ack_wait = MS + 4 * 7_000;
     assert_eq!(
         sb.proc_spin_ns[1], ack_wait,
         "SB's sender spins the whole wait"
@@ -432,7 +434,8 @@ fn hybrid_boosts_a_process_waiting_in_a_reduce() {
 fn sb_spins_for_send_completions_and_spin_blocks_for_receive_completions() {
     // Rank 0: a 1 ms non-blocking send and its Wait (send completion only), then a
     // posted receive and its Wait (rank 1 sends 10 ms later: receive completion).
-    let plat = platform(2);
+    let mut plat = platform(2);
+    plat.eager_limit_bytes = Some(16_288);
     let mut b = Builder::new(2);
     b.each(|r| match r {
         0 => vec![
@@ -464,9 +467,10 @@ fn sb_spins_for_send_completions_and_spin_blocks_for_receive_completions() {
     });
     let jobs = [job(b, "completions")];
     let sb = run("sb", &plat, &jobs, 1);
-    // The send completion spins through the 1 ms transmission; the receive
+    // The send completion (a rendezvous answered by the spinning receiver) spins
+    // through request, answer, 1 ms of data and acknowledgement; the receive
     // completion spins 300 us, then blocks.
-    assert_eq!(sb.proc_spin_ns[0], MS + 300_000);
+    assert_eq!(sb.proc_spin_ns[0], MS + 4 * 7_000 + 300_000);
     // CC spin-blocks both.
     let cc = run("cc", &plat, &jobs, 1);
     assert_eq!(cc.proc_spin_ns[0], 300_000 + 300_000);
@@ -586,9 +590,11 @@ impl NodePolicy for NoAck {
 #[test]
 fn cc_interrupts_and_boosts_a_sender_blocked_on_the_acknowledgement() {
     // Node 0: the sender S (admitted first, so it runs first) and a hog; S's
-    // blocking 200 KB send is acknowledged after 1 ms + 2 latencies, by which time S
-    // has spun 300 us and blocked, and the hog runs.
-    let plat = platform(2);
+    // blocking 200 KB send (a rendezvous, answered at once by the spinning receiver)
+    // is acknowledged after 1 ms + 4 latencies, by which time S has spun 300 us and
+    // blocked, and the hog runs.
+    let mut plat = platform(2);
+    plat.eager_limit_bytes = Some(16_288);
     let mut pair = Builder::new(2);
     pair.each(|r| match r {
         0 => vec![Op::Send {
@@ -604,7 +610,7 @@ fn cc_interrupts_and_boosts_a_sender_blocked_on_the_acknowledgement() {
     let mut hog = Builder::new(1);
     hog.all(Op::Compute { ns: 200 * MS });
     let jobs = [job(pair, "pair"), job(hog, "hog")];
-    let ack_at = 1_000 + MS + 2 * 7_000;
+    let ack_at = 1_000 + MS + 4 * 7_000;
     let cc = run("cc", &plat, &jobs, 2);
     assert_eq!(cc.counters.ack_boosts, 1);
     // The acknowledgement's interrupt is the sender's wake-up: charged once.
