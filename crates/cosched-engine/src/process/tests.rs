@@ -1169,13 +1169,15 @@ fn optional_ops_are_called_at_their_documented_moments() {
                 Op::Compute {
                     ns: 2_000_000 + 3_000_000 * i64::from(r),
                 },
+                // The receive is posted first: two blocking rendezvous sends
+                // to each other with no receive posted would deadlock, as in MPI.
+                Op::Irecv {
+                    from: Some(1 - r),
+                    tag: 1,
+                },
                 Op::Send {
                     to: 1 - r,
                     bytes: 100_000,
-                    tag: 1,
-                },
-                Op::Irecv {
-                    from: Some(1 - r),
                     tag: 1,
                 },
                 Op::Wait,
