@@ -91,6 +91,13 @@ impl Program {
         self.ranks.len() as u32
     }
 
+    /// The application of this program: the name of its `name[key=value,...]`
+    /// string (`Workpile` for `Workpile[unit=2.4]`, read by the one parser
+    /// [`crate::spec`]); a name that parser refuses is its own application.
+    pub fn app(&self) -> String {
+        crate::spec::parse(&self.name).map_or_else(|_| self.name.clone(), |s| s.name)
+    }
+
     /// The same program with compute noise of coefficient of variation `cv`.
     pub fn with_noise(mut self, cv: f64) -> Self {
         self.noise_cv = cv;
@@ -453,6 +460,21 @@ pub fn flatten(ops: &[Op]) -> Vec<Op> {
 mod tests {
     use super::*;
     use std::collections::HashMap;
+
+    #[test]
+    fn the_application_is_the_name_of_the_spec_string() {
+        let named = |name: &str| Program {
+            name: name.into(),
+            ranks: Vec::new(),
+            memory_mb: 0.0,
+            noise_cv: 0.0,
+        };
+        assert_eq!(named("Workpile[unit=2.4]").app(), "Workpile");
+        assert_eq!(named(" io-bound ").app(), "io-bound");
+        assert_eq!(named("lee-Enum").app(), "lee-Enum");
+        // Not a spec string: the whole name.
+        assert_eq!(named("a b[").app(), "a b[");
+    }
 
     #[test]
     fn at_speed_scales_compute_and_bursts_only() {

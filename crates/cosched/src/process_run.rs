@@ -313,7 +313,7 @@ pub fn run_process_config_recording(cfg: &RunConfig, timeline: bool) -> Result<R
         policy_action_errors: c.action_errors.total(),
         gangedness: out.gangedness.as_ref().map(|est| {
             est.iter()
-                .map(|e| gangedness_summary(e, &jobs[e.job].program.name))
+                .map(|e| gangedness_summary(e, &jobs[e.job].program))
                 .collect()
         }),
         perturb: out.perturb.as_ref().map(perturb_summary),
@@ -335,13 +335,13 @@ pub fn run_process_config_recording(cfg: &RunConfig, timeline: bool) -> Result<R
 /// A job's gangedness estimate in summary form (non-finite numbers become null).
 fn gangedness_summary(
     e: &cosched_engine::process::gangedness::JobEstimate,
-    program: &str,
+    program: &cosched_model::program::Program,
 ) -> GangednessSummary {
     let finite = |x: f64| x.is_finite().then_some(x);
     let c = &e.counts;
     GangednessSummary {
         job: e.job,
-        app: cosched_engine::process::flexgang::app_of(program).to_string(),
+        app: program.app(),
         gang_n: c.gang.n,
         ngr_n: c.non_gang_running.n,
         ngn_n: c.non_gang_non_running.n,

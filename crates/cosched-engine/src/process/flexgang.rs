@@ -51,11 +51,6 @@ use crate::os::{Pid, Stop, Wake};
 pub use cosched_contract::process::{FlexParams, GangBit, LowGang, DEFAULT_EST_QUANTUM};
 use cosched_des::SimTime;
 
-/// The application of a program name: the text before any `[`.
-pub fn app_of(program: &str) -> &str {
-    program.split('[').next().unwrap_or(program)
-}
-
 /// Per-run state of the flexible options.
 #[derive(Clone, Debug, Default)]
 pub struct FlexState {
@@ -74,9 +69,9 @@ pub struct FlexState {
 }
 
 impl Matrix {
-    /// Records the quantum and gangedness of a placed job.
-    pub fn flex_place(&mut self, job: usize, program: &str) {
-        let app = app_of(program);
+    /// Records the quantum and gangedness of a placed job of application `app`
+    /// ([`cosched_model::program::Program::app`]).
+    pub fn flex_place(&mut self, job: usize, app: &str) {
         let f = &self.params.flex;
         let q = f.quanta.iter().find(|(a, _)| a == app).map(|&(_, q)| q);
         let low = matches!(&f.low, LowGang::Declared(l) if l.iter().any(|a| a == app));

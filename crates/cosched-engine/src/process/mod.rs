@@ -1530,7 +1530,7 @@ impl<'a> Sim<'a> {
             let first = self.procs.len() as Pid;
             let g = self.gang.as_mut().expect("gang mode");
             g.place(j, row, &chosen, first);
-            g.flex_place(j, &self.jobs[j].program.name);
+            g.flex_place(j, &self.jobs[j].program.app());
             if g.active.is_none() {
                 // The cycle was stopped (empty matrix): this row's slot starts now.
                 g.active = Some(row);

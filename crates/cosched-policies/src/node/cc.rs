@@ -36,6 +36,7 @@
 //! GM's blocking scheme, reported with CC and SB as "almost identical" (seed 000
 //! §5.2), is not a separate policy: see the SB module doc (it is `block`).
 
+use crate::node::boost_on_message;
 use crate::registry::{ParamInfo, PolicyInfo, PolicySpec, RegistryError};
 use cosched_contract::node::Pid;
 use cosched_contract::node::{NodeAction, NodePolicy, NodeView, Ops, WaitKind, WaitMode};
@@ -94,10 +95,7 @@ impl NodePolicy for Cc {
         WaitMode::SpinBlock(self.spin)
     }
     fn on_ack(&mut self, _view: &dyn NodeView, p: Pid, running: bool, out: &mut Vec<NodeAction>) {
-        if !running {
-            out.push(NodeAction::Interrupt(p));
-            out.push(NodeAction::BoostUntilRun(p));
-        }
+        boost_on_message(p, running, true, out);
     }
     fn on_message(
         &mut self,
@@ -106,10 +104,7 @@ impl NodePolicy for Cc {
         running: bool,
         out: &mut Vec<NodeAction>,
     ) {
-        if !running {
-            out.push(NodeAction::Interrupt(p));
-            out.push(NodeAction::BoostUntilRun(p));
-        }
+        boost_on_message(p, running, true, out);
     }
     fn period(&self) -> Option<SimTime> {
         Some(self.period)

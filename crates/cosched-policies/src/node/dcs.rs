@@ -14,6 +14,7 @@
 //!
 //! Parameters: none.
 
+use crate::node::boost_on_message;
 use crate::registry::{ParamInfo, PolicyInfo, PolicySpec, RegistryError};
 use cosched_contract::node::Pid;
 use cosched_contract::node::{NodeAction, NodePolicy, NodeView, WaitKind, WaitMode};
@@ -48,9 +49,6 @@ impl NodePolicy for Dcs {
         running: bool,
         out: &mut Vec<NodeAction>,
     ) {
-        if !running {
-            out.push(NodeAction::Interrupt(p));
-            out.push(NodeAction::BoostUntilRun(p));
-        }
+        boost_on_message(p, running, true, out);
     }
 }

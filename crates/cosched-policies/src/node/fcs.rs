@@ -46,6 +46,7 @@
 //!   us round trip + 2 x 5 us context switch).
 //! - `window` (8): waits per classification (at least 1).
 
+use crate::node::boost_on_message;
 use crate::node::as_us;
 use crate::node::sb::micros;
 use crate::registry::{ParamInfo, PolicyInfo, PolicySpec, RegistryError};
@@ -266,8 +267,8 @@ impl NodePolicy for Fcs {
         running: bool,
         out: &mut Vec<NodeAction>,
     ) {
-        if !running && self.class(p) == Class::Cs {
-            out.push(NodeAction::BoostUntilRun(p));
+        if self.class(p) == Class::Cs {
+            boost_on_message(p, running, false, out);
         }
     }
     fn dump(&self) -> String {

@@ -20,6 +20,25 @@ pub mod nls;
 pub mod pb;
 pub mod sb;
 
+/// The demand-driven answer to a message arriving for process `p` (DCS, CC,
+/// FCS's CS processes): nothing while it runs; otherwise, with `interrupt`,
+/// the message's interrupt wakes it if it blocked, and it is boosted until it
+/// next runs.
+pub(crate) fn boost_on_message(
+    p: cosched_contract::node::Pid,
+    running: bool,
+    interrupt: bool,
+    out: &mut Vec<cosched_contract::node::NodeAction>,
+) {
+    use cosched_contract::node::NodeAction;
+    if !running {
+        if interrupt {
+            out.push(NodeAction::Interrupt(p));
+        }
+        out.push(NodeAction::BoostUntilRun(p));
+    }
+}
+
 /// A time in microseconds, as policy names print their parameters.
 pub(crate) fn as_us(t: cosched_des::SimTime) -> f64 {
     t.as_ns() as f64 / 1000.0
