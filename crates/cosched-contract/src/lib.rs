@@ -14,6 +14,8 @@
 //!   gang, perturbation harness): the parameters of the schemes.
 //! - [`gang`]: the Ousterhout matrix's placement and slot cycle, shared by the
 //!   simulator, the single-machine controller and the Slurm gang coordinator.
+//! - [`place`]: PACKING node placement, shared by the simulator and the
+//!   single-machine controller.
 //!
 //! Dependencies: `cosched-des <- cosched-model <- cosched-contract <-
 //! cosched-policies`; the engine depends on this crate, not on the policies.
@@ -21,6 +23,7 @@
 pub mod cluster;
 pub mod gang;
 pub mod node;
+pub mod place;
 pub mod process;
 
 pub use cluster::{ClusterPolicy, ClusterView, Decision, DecisionError, Event};

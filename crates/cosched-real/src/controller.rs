@@ -7,7 +7,9 @@
 //!   [`ClusterPolicy`] of `cosched-policies` (`fcfs`, `easy`) over a view whose
 //!   processors are the process slots: `mpl` per virtual node (times the rows
 //!   under gang; memory-aware: only on nodes with memory left); a started job is then
-//!   placed on distinct nodes by PACKING (lowest nodes first) or NO PACKING
+//!   placed on distinct nodes by PACKING (the simulator's rule,
+//!   [`cosched_contract::place::packing`]: the least-loaded layer with room, then
+//!   the emptiest contiguous run; within a gang row, first fit) or NO PACKING
 //!   (seeded random choice). A job that cannot be placed yet stays first in line.
 //! * Gang: an Ousterhout matrix of `rows` rows and one column per node; a job
 //!   takes the first row with room on enough nodes. Every `quantum_ms` the
@@ -22,6 +24,7 @@ use crate::agent::{Agent, AgentOptions, AgentStats, NodeSpec, Sample};
 use crate::client::Client;
 use cosched_contract::cluster::{ClusterPolicy, ClusterView, Decision, Event};
 use cosched_contract::gang::Ousterhout;
+use cosched_contract::place::packing;
 use cosched_des::SimTime;
 use cosched_model::{JobId, JobSpec};
 use std::collections::{HashMap, VecDeque};
@@ -400,6 +403,21 @@ pub fn run(spec: &RunSpec, mut progress: impl FnMut(Progress) -> bool) -> Result
     Ok(out)
 }
 
+/// PACKING in the controller: `size` of the `cand` nodes of `row` by the
+/// simulator's rule ([`packing`]). With `by_load` a node's load is the jobs
+/// placed on it in `row` (the one row of FCFS and batch, `mpl` slots per node);
+/// a gang row is itself the layer (every load 0: first fit within the row, as in
+/// the engine).
+fn packed(grid: &Ousterhout<usize>, row: usize, cand: &[u32], size: usize, by_load: bool) -> Vec<u32> {
+    packing(cand, size, |n| {
+        if by_load {
+            grid.node_cells(row, n).iter().filter(|c| c.is_some()).count() as u32
+        } else {
+            0
+        }
+    })
+}
+
 /// The controller's loop: completions, submissions, the cluster policy's decisions,
 /// placement and launch, gang slot switches, progress, the time limit.
 // Longer than the function-length cap (clippy.toml): one loop over the run's state; to be split into
@@ -546,6 +564,7 @@ fn control(
             }
         }
         // Place the started jobs in order; one that does not fit yet stays first.
+        let gang = matches!(spec.scheme, Scheme::Gang { .. });
         while let Some(&j) = pending.front() {
             let job = &spec.jobs[j];
             // The first row with a free slot on enough nodes with memory left.
@@ -554,22 +573,22 @@ fn control(
                     !spec.memory_aware || mem[n as usize] + job.memory_mb <= spec.node_memory_mb
                 })
                 .map(|(row, mut cand)| {
-                    if !spec.packing {
-                        for i in (1..cand.len()).rev() {
-                            rng = rng
-                                .wrapping_mul(6364136223846793005)
-                                .wrapping_add(1442695040888963407);
-                            cand.swap(i, ((rng >> 33) as usize) % (i + 1));
-                        }
+                    if spec.packing {
+                        return (row, packed(&grid, row, &cand, job.procs as usize, !gang));
+                    }
+                    for i in (1..cand.len()).rev() {
+                        rng = rng
+                            .wrapping_mul(6364136223846793005)
+                            .wrapping_add(1442695040888963407);
+                        cand.swap(i, ((rng >> 33) as usize) % (i + 1));
                     }
                     cand.truncate(job.procs as usize);
-                    cand.sort();
+                    cand.sort_unstable();
                     (row, cand)
                 });
             let Some((row, nodes)) = placed else { break };
             pending.pop_front();
             client.declare(j as i32, &spec.node_policy, false)?;
-            let gang = matches!(spec.scheme, Scheme::Gang { .. });
             if gang && row as u32 != active_row {
                 client.slot(j as i32, false)?;
             }
@@ -659,4 +678,27 @@ fn control(
     let _ = progress((0, 0, done, failed, t0.elapsed().as_secs_f64()));
     out.makespan_ns = t0.elapsed().as_nanos() as u64;
     Ok(out)
+}
+
+#[cfg(test)]
+mod unit {
+    use super::*;
+
+    #[test]
+    fn packing_in_the_controller_is_the_simulators_rule() {
+        // 4 virtual nodes, MPL 2 (one row, two slots per node); job 0 holds nodes
+        // 0 and 1. A 2-node job goes to the empty nodes 2-3 (layer 0), not onto
+        // the loaded 0-1 (the old rule took the lowest nodes with a free slot).
+        let mut grid: Ousterhout<usize> = Ousterhout::new(1, 4, 2);
+        grid.place(0, &[0, 1], |_| 0);
+        let (row, cand) = grid.find_row(2, 1, |_| true).unwrap();
+        assert_eq!((row, cand.clone()), (0, vec![0, 1, 2, 3]));
+        assert_eq!(packed(&grid, row, &cand, 2, true), vec![2, 3]);
+        // A 3-node job: layer 0 has 2 nodes, layer 1 all 4; runs 0-2 (load 2) and
+        // 1-3 (load 1): 1-3.
+        assert_eq!(packed(&grid, row, &cand, 3, true), vec![1, 2, 3]);
+        // A gang row is its own layer: first fit within it (the first contiguous
+        // run), whatever the other rows hold.
+        assert_eq!(packed(&grid, row, &[0, 2, 3], 2, false), vec![2, 3]);
+    }
 }

@@ -1,0 +1,93 @@
+//! PACKING node placement, shared by the simulator engine
+//! (`cosched_engine::process::place`) and the single-machine real controller
+//! (`cosched run`, `cosched_real::controller`).
+//!
+//! Algorithm (seed 000 §5.1: "contiguous nodes are assigned to a job to reduce
+//! the system fragmentation and increase the system utilization"): the nodes are
+//! seen as layers of MPL slots, like the rows of the gang matrix, and a job goes
+//! into the *least-loaded layer with room*, the rule the gang matrix uses for its
+//! rows (first row with room). Layer `l` has room on a node whose load is at
+//! most `l`; the lowest `l` with at least `size` such nodes is taken. Among those
+//! nodes the job gets the contiguous run of `size` nodes with the smallest total
+//! load (the emptiest; the lowest-numbered on ties); when no run is contiguous,
+//! the `size` least-loaded nodes (lowest-numbered on ties). With every load
+//! equal (batch at MPL 1, a gang row) this is first fit: the first contiguous
+//! run, else the lowest-numbered nodes.
+//!
+//! Parameters: the eligible nodes (sorted, distinct; the caller decides
+//! eligibility: room under the MPL, memory), the job's node count and each
+//! node's current load (processes, or jobs, placed on it).
+
+/// `size` nodes of `eligible` (sorted, distinct) by PACKING; `load(n)` is node
+/// `n`'s current load. Returned sorted.
+///
+/// # Panics
+/// When `size` exceeds `eligible.len()` (callers check that enough nodes are
+/// eligible).
+pub fn packing(eligible: &[u32], size: usize, load: impl Fn(u32) -> u32) -> Vec<u32> {
+    if size == 0 {
+        return Vec::new();
+    }
+    assert!(size <= eligible.len(), "{size} nodes wanted, {} eligible", eligible.len());
+    let loads: Vec<u32> = eligible.iter().map(|&n| load(n)).collect();
+    let mut levels = loads.clone();
+    levels.sort_unstable();
+    // The least-loaded layer with room: the size-th smallest load.
+    let layer = levels[size - 1];
+    let room: Vec<(u32, u32)> = eligible
+        .iter()
+        .zip(&loads)
+        .filter(|&(_, &l)| l <= layer)
+        .map(|(&n, &l)| (n, l))
+        .collect();
+    let best = room
+        .windows(size)
+        .filter(|w| w[size - 1].0 - w[0].0 == size as u32 - 1)
+        .min_by_key(|w| (w.iter().map(|&(_, l)| u64::from(l)).sum::<u64>(), w[0].0));
+    if let Some(w) = best {
+        return w.iter().map(|&(n, _)| n).collect();
+    }
+    let mut by_load = room;
+    by_load.sort_by_key(|&(n, l)| (l, n));
+    let mut out: Vec<u32> = by_load[..size].iter().map(|&(n, _)| n).collect();
+    out.sort_unstable();
+    out
+}
+
+#[cfg(test)]
+mod unit {
+    use super::*;
+
+    fn pack(loads: &[u32], mpl: u32, size: usize) -> Vec<u32> {
+        let eligible: Vec<u32> = (0..loads.len() as u32)
+            .filter(|&n| loads[n as usize] < mpl)
+            .collect();
+        packing(&eligible, size, |n| loads[n as usize])
+    }
+
+    #[test]
+    fn packing_takes_the_emptiest_contiguous_nodes() {
+        // 8 nodes, MPL 3; nodes 0-3 hold one job each, 4-7 are empty. A 4-node job
+        // goes to 4-7 (layer 0), not onto the loaded low-numbered nodes 0-3 (the old
+        // first fit below the MPL).
+        assert_eq!(pack(&[1, 1, 1, 1, 0, 0, 0, 0], 3, 4), vec![4, 5, 6, 7]);
+        // Only 3 empty nodes (5-7): layer 0 has no room for 4, layer 1 (load <= 1)
+        // does. Contiguous runs of load <= 1: 2-5 (1+1+1+0 = 3), 3-6 (2), 4-7 (1):
+        // the emptiest is 4-7.
+        assert_eq!(pack(&[2, 2, 1, 1, 1, 0, 0, 0], 3, 4), vec![4, 5, 6, 7]);
+        // Equal totals: the lowest-numbered run (0-1 and 2-3 both load 0).
+        assert_eq!(pack(&[0, 0, 0, 0], 3, 2), vec![0, 1]);
+        // Layer 0 has 2 nodes (1, 3) but they are not contiguous: non-contiguous
+        // in the least-loaded layer, not a contiguous run one layer up.
+        assert_eq!(pack(&[1, 0, 1, 0, 1, 1], 3, 2), vec![1, 3]);
+        // Layer 1 needed (3 nodes), no contiguous run of load <= 1 (node 2 is at 2):
+        // the three least-loaded, lowest-numbered on ties.
+        assert_eq!(pack(&[1, 0, 2, 1, 2, 1], 3, 3), vec![0, 1, 3]);
+        // Full nodes are not eligible: 0 and 1 at MPL, run 2-3.
+        assert_eq!(pack(&[3, 3, 1, 1], 3, 2), vec![2, 3]);
+        // Equal loads (a gang row): the first contiguous run, not the lowest nodes
+        // (0 and 2 are the lowest; 2-3 is the first run).
+        assert_eq!(packing(&[0, 1, 3, 4], 2, |_| 0), vec![0, 1]);
+        assert_eq!(packing(&[0, 2, 3, 5], 2, |_| 0), vec![2, 3]);
+    }
+}
