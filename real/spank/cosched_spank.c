@@ -27,6 +27,11 @@
  *                          unregisters at MPI_Finalize; a rank that dies is unregistered by its closed socket.
  *   slurm_spank_exit       ends the job's declaration (COSCHED_MSG_JOB_END): the agent restores every weight,
  *                          freeze and cgroup it set for the step's ranks.
+ * Submission side (local context, in srun):
+ *   slurm_spank_init_post_opt  refuses --cosched-gang on a cluster whose slurmctld runs PreemptMode=GANG (read
+ *                          with slurm_load_ctl_conf): Slurm's time slicing suspends whole jobs for 5 s slices
+ *                          and cosched's coordinator would keep giving slots to the suspended job (two gang
+ *                          schedulers over the same jobs). srun then exits 1 with the reason.
  * A step without --cosched is left alone: no environment change, no agent contact. Slurm's own suspend and
  * resume (scontrol suspend, PreemptMode=GANG) act on the processes as usual; the agent does not fight them.
  */
@@ -41,6 +46,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <slurm/slurm.h>
 #include <slurm/spank.h>
 
 #include "../include/cosched_proto.h"
@@ -117,6 +123,24 @@ static int parse_args(int ac, char **av) {
 int slurm_spank_init(spank_t sp, int ac, char **av) {
     (void)sp;
     return parse_args(ac, av);
+}
+
+/* srun: --cosched-gang is refused where Slurm's own gang scheduling (PreemptMode=GANG) runs. When the
+ * controller's configuration cannot be read, the step goes on (its agents still decide). */
+int slurm_spank_init_post_opt(spank_t sp, int ac, char **av) {
+    (void)sp;
+    (void)ac;
+    (void)av;
+    if (!opt_gang || spank_context() != S_CTX_LOCAL) return 0;
+    slurm_conf_t *conf = NULL;
+    if (slurm_load_ctl_conf((time_t)0, &conf) != 0 || conf == NULL) return 0;
+    int slurm_gang = (conf->preempt_mode & PREEMPT_MODE_GANG) != 0;
+    slurm_free_ctl_conf(conf);
+    if (!slurm_gang) return 0;
+    slurm_error("cosched: --cosched-gang is refused on this cluster: it runs Slurm's own gang scheduling "
+                "(PreemptMode=GANG), which suspends whole jobs for its time slices while cosched's coordinator "
+                "would keep switching their slots; use one of the two (docs/real-slurm.md)");
+    return -1;
 }
 
 /* Expands "%n" in the agent path with the node name. */
