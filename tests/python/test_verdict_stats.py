@@ -106,3 +106,95 @@ def test_fig4_order_of_indistinguishable_neighbours_is_a_tie() -> None:
     # With one seed no interval is known: the order decides (not reproduced).
     one = runs[runs["seed"] == 1]
     assert choi.fig4_findings(choi.per_scheme(one, ["scheme"]), one)[0].verdict == NOT_REPRODUCED
+
+
+def _seeded_runs(rows: dict[str, list[float]], col: str = "mean_execution_s", **labels: object) -> pd.DataFrame:
+    """Runs of 3 seeds: {scheme: [value per seed]} in ``col`` (every other response column 0)."""
+    base = {"mean_wait_s": 0.0, "mean_execution_s": 0.0, "mean_response_s": 0.0, "makespan_s": 1.0,
+            "utilization": 1.0, "energy_j": 1.0, **labels}
+    return pd.DataFrame([{**base, "scheme": s, "seed": k + 1, col: v}
+                         for s, vs in rows.items() for k, v in enumerate(vs)])
+
+
+def test_first_of_a_set_by_the_lead_over_the_runner_up() -> None:
+    def first(rows: dict[str, list[float]], target: str, highest: bool = False) -> choi.First:
+        runs = _seeded_runs(rows)
+        agg = choi.per_scheme(runs, ["scheme"])
+        return choi.first_of(runs, agg, target, "execution_s", "mean_execution_s", highest=highest)
+
+    # HYBRID first; CC − HYBRID = 10, 20, 30% of HYBRID: mean 20, SD 10, half-width 24.84 -> [-4.8, 44.8]: a tie.
+    f = first({"HYBRID": [100, 100, 100], "CC": [110, 120, 130], "SB": [200, 200, 200]}, "HYBRID")
+    assert (f.verdict, f.first, f.second) == (TIE, "HYBRID", "CC")
+    assert f.lead.lo == pytest.approx(20 - 24.84138, abs=1e-4)
+    # 10, 11, 12%: mean 11, SD 1, half-width 2.48 -> [8.5, 13.5]: HYBRID is told apart.
+    assert first({"HYBRID": [100, 100, 100], "CC": [110, 111, 112]}, "HYBRID").verdict == REPRODUCED
+    # CC first by 20% on every seed (zero width): HYBRID is not first.
+    f = first({"HYBRID": [120, 120, 120], "CC": [100, 100, 100]}, "HYBRID")
+    assert (f.verdict, f.first, f.second) == (NOT_REPRODUCED, "CC", "HYBRID")
+    # Highest: BATCH − NLS = 50, 55, 60% of NLS: mean 55, SD 5, half-width 12.42 -> above 0.
+    f = first({"BATCH": [300, 310, 320], "NLS": [200, 200, 200]}, "BATCH", highest=True)
+    assert f.verdict == REPRODUCED and f.lead.mean == pytest.approx(55.0)
+    # One seed: the means decide, as before intervals.
+    one = _seeded_runs({"HYBRID": [100], "CC": [101]})
+    assert choi.first_of(one, choi.per_scheme(one, ["scheme"]), "HYBRID", "execution_s",
+                         "mean_execution_s").verdict == REPRODUCED
+
+
+def test_blocking_vs_spin_strict_then_group_means_with_intervals() -> None:
+    runs = _seeded_runs({"SB": [100, 100, 100], "CC": [100, 100, 100], "HYBRID": [90, 90, 90],
+                         "NLS": [150, 150, 150], "PB": [130, 90, 150], "DCS": [140, 140, 140]},
+                        "mean_response_s", placement="packing")
+    agg = choi.per_scheme(runs, ["scheme"])
+    f = choi.blocking_vs_spin(agg, "response_s", "test", runs)
+    # Best spin PB (mean 123.3) − worst blocking SB (100): 30, −10, 50%: mean 23.3, SD 30.6, half-width 75.9:
+    # a tie. Group means per seed: blocking 96.67, spin 140, 126.67, 146.67 -> 44.8, 31.0, 51.7%: mean 42.5,
+    # SD 10.54, half-width 26.2 -> [16.4, 68.7]: above 0: the weaker form holds, so partly.
+    assert f.verdict == PARTLY, f.ours
+    assert "spin − blocking group means +42.5% [95% CI +16.4, +68.7; 3 seeds]" in f.ours
+    # PB's bad seed removed: the strict order is told apart on every seed.
+    strict = runs.assign(mean_response_s=runs["mean_response_s"].where(runs["scheme"] != "PB", 130.0))
+    assert choi.blocking_vs_spin(choi.per_scheme(strict, ["scheme"]), "response_s", "test", strict).verdict \
+        == REPRODUCED
+
+
+def test_utilization_threshold_with_an_interval() -> None:
+    # 92, 93, 94% − 90 = 2, 3, 4 pp: mean 3, SD 1, half-width 2.48 -> [0.5, 5.5]: at or above 90%.
+    runs = _seeded_runs({"CC": [0, 0, 0]}).assign(utilization=[0.92, 0.93, 0.94])
+    assert report.ordered(choi._above(runs, "CC", "utilization", 0.90, {}, 0.93)) == REPRODUCED
+    # 88, 92, 96%: −2, 2, 6 pp: mean 2, SD 4, half-width 9.9: a tie.
+    runs = runs.assign(utilization=[0.88, 0.92, 0.96])
+    assert report.ordered(choi._above(runs, "CC", "utilization", 0.90, {}, 0.92)) == TIE
+
+
+def test_table4_energy_saving_per_scheme_with_intervals() -> None:
+    rows = []
+    for aware, vals in ((False, {"HYBRID": [100, 110, 120], "CC": [100, 100, 100]}),
+                        (True, {"HYBRID": [90, 90, 90], "CC": [80, 80, 80]})):
+        rows.append(_seeded_runs(vals, "energy_j", memory_aware=aware))
+    runs = pd.concat(rows, ignore_index=True)
+    t = runs.groupby(["memory_aware", "scheme"], sort=False).agg(total_MJ=("energy_j", "mean"),
+                                                                  running_time_s=("makespan_s", "mean"))
+    t = t.reset_index()
+    f = choi.table4_findings(t, runs)[0]
+    # HYBRID: (no aware − aware) / aware = 11.1, 22.2, 33.3%: mean 22.2, SD 11.1, half-width 27.6: a tie.
+    # CC: 25% on every seed: lower memory-aware. One of two: partly.
+    assert f.verdict == PARTLY, f.ours
+    assert "lower with memory-aware for 1 of 2: CC" in f.ours
+
+
+def test_fig7_pbs_finding_rests_on_the_better_fifo_baseline() -> None:
+    un = {"NLS": [300, 280, 290], "SB": [400, 400, 400], "CC": [410, 410, 410], "GM-BLOCK": [420, 420, 420],
+          "HYBRID": [405, 405, 405]}
+    aw = {"NLS": [200, 200, 200], "SB": [150, 150, 150], "CC": [150, 150, 150], "GM-BLOCK": [150, 150, 150],
+          "HYBRID": [140, 140, 140], "BATCH": [300, 300, 300], "BATCH-NS": [250, 260, 270]}
+    runs = pd.concat([_seeded_runs(un, "mean_response_s", memory_aware=False),
+                      _seeded_runs(aw, "mean_response_s", memory_aware=True)], ignore_index=True)
+    runs["mean_execution_s"] = runs["mean_response_s"]
+    agg = choi.per_scheme(runs, ["memory_aware", "scheme"])
+    fs = {f.claim.split(" (")[0]: f for f in choi.fig7_findings(agg, choi.speedup_table(agg), runs)}
+    pbs = fs["PBS outperforms every scheme without memory-aware allocation"]
+    # BATCH-NS (mean 260) is the better FIFO baseline. NLS (no memory-aware) − BATCH-NS = 50/250, 20/260,
+    # 20/270 = 20.0, 7.69, 7.41%: mean 11.7, SD 7.2, half-width 17.9: a tie.
+    assert "PBS = BATCH-NS" in pbs.rule and pbs.verdict == TIE, pbs.ours
+    # HYBRID lowest memory-aware by 140 against 150 on every seed: reproduced.
+    assert fs["with memory-aware allocation HYBRID shows the best response"].verdict == REPRODUCED
