@@ -235,6 +235,57 @@ fn a_pb_recommendation_never_preempts_a_process_of_the_same_job() {
 }
 
 #[test]
+fn at_an_epoch_boundary_pb_recommends_away_from_the_process_linux_keeps() {
+    // The rule behind PB's loss of lockstep on spin-only jobs (docs/models/pb-lockstep.md).
+    // Node 0: rank 0 of a pair (admitted first, runs first) computes 60 ms, then receives;
+    // a hog. Node 1: the pair's sender (computes 10 ms, sends 8 bytes, ends) and the hog's
+    // other rank. Node 0's slices (5 ticks, boundaries at the node's own phase):
+    // rank 0 runs 0..r1 (r1 in 40..50 ms, the 5th boundary) with 60 - r1 ms left and the
+    // message unconsumed since ~10 ms; the hog runs r1..r1 + 50. Both counters are spent:
+    // the epoch gives both 5 ticks. Linux keeps the hog (the same-address-space +1), so
+    // rank 0 resumes at r1 + 100 and ends at 160 ms; PB recommends rank 0 (not running,
+    // a message unconsumed), which resumes at r1 + 50 and ends at 110 ms, whatever r1.
+    let plat = platform(2);
+    let mut pair = Builder::new(2);
+    pair.each(|r| match r {
+        0 => vec![
+            Op::Compute { ns: 60 * MS },
+            Op::Recv {
+                from: Some(1),
+                tag: 1,
+            },
+        ],
+        _ => vec![
+            Op::Compute { ns: 10 * MS },
+            Op::Isend {
+                to: 0,
+                bytes: 8,
+                tag: 1,
+            },
+            Op::Wait,
+        ],
+    });
+    let mut hog = Builder::new(2);
+    hog.all(Op::Compute { ns: 200 * MS });
+    let jobs = [job(pair, "pair"), job(hog, "hog")];
+    // Pids: 0 rank 0 (node 0), 1 the sender (node 1), 2 and 3 the hog.
+    let window = |out: &ProcOutput, at_ms: i64| {
+        let end = out.proc_end[0].as_ns();
+        assert!(
+            (at_ms * MS..=at_ms * MS + MS / 10).contains(&end),
+            "rank 0 ended at {end} ns, expected {at_ms} ms"
+        );
+    };
+    let nls = run("nls", &plat, &jobs, 2);
+    window(&nls, 160);
+    assert_eq!(nls.counters.hints_followed, 0);
+    let pb = run("pb[period_us=2000]", &plat, &jobs, 2);
+    window(&pb, 110);
+    assert!(pb.counters.hints_followed >= 1);
+    assert_eq!(pb.counters.boost_preemptions, 0);
+}
+
+#[test]
 fn cc_boosts_on_arrival_like_dcs() {
     let cc = hog_and_pair("cc");
     assert_eq!(cc.counters.policy_interrupts, 1);

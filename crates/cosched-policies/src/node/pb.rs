@@ -29,6 +29,11 @@
 //! stands until the selected process runs, has no unconsumed message, leaves the
 //! node, or the next period selects again.
 //!
+//! Consequence on spin-only jobs (docs/models/pb-lockstep.md): at an epoch boundary
+//! the recommendation overrides the native choice (the process that ran last), by
+//! each node's own message state, so the nodes fall out of phase; with spin waits and
+//! no preemption nothing brings them back (2 x CG A: 114 s against NLS's 2.8 s).
+//!
 //! Parameters: `period_us` (10000): not stated by the seeds; one Linux 2.4 timer
 //! tick (HZ = 100), the natural granularity of a kernel activity (assumption
 //! G-SCH-3 in docs/models/seed-parameters.md).
