@@ -35,11 +35,22 @@ pub fn build(spec: &PolicySpec) -> Result<Box<dyn ClusterPolicy>, RegistryError>
     Ok(Box::new(Conservative::default()))
 }
 
+/// A queued job: its reserved start, processors and slot length.
+#[derive(Clone, Copy)]
+struct Queued {
+    job: JobId,
+    start: SimTime,
+    need: u32,
+    dur: SimTime,
+}
+
 #[derive(Default)]
 pub struct Conservative {
     profile: Option<Profile>,
-    /// Queued jobs in submission order with their reserved start.
-    queue: Vec<(JobId, SimTime)>,
+    /// Queued jobs in submission order.
+    queue: Vec<Queued>,
+    /// The earliest reservation in the queue after the last pass.
+    next_start: SimTime,
     /// Estimated end of each running job, indexed by job.
     est_end: Vec<SimTime>,
     log: Option<Vec<(JobId, SimTime, SimTime)>>,
@@ -78,20 +89,6 @@ impl Conservative {
     fn slot(view: &dyn ClusterView, j: JobId) -> SimTime {
         view.job(j).estimate.max(SimTime(1))
     }
-
-    /// Reserves job `j`'s earliest slot; returns its start and the first profile
-    /// step index that may have changed.
-    fn reserve(
-        profile: &mut Profile,
-        now: SimTime,
-        j: JobId,
-        view: &dyn ClusterView,
-    ) -> (SimTime, usize) {
-        let dur = Self::slot(view, j);
-        let t = profile.earliest(now, view.job(j).procs, dur);
-        let changed = profile.reserve(t, dur, view.job(j).procs);
-        (t, changed)
-    }
 }
 
 impl ClusterPolicy for Conservative {
@@ -116,7 +113,12 @@ impl ClusterPolicy for Conservative {
                         compress = true;
                     }
                 }
-                Event::Submitted(j) => self.queue.push((j, SimTime::MAX)),
+                Event::Submitted(j) => self.queue.push(Queued {
+                    job: j,
+                    start: SimTime::MAX,
+                    need: view.job(j).procs,
+                    dur: Self::slot(view, j),
+                }),
                 Event::Timer => {}
             }
         }
@@ -133,74 +135,90 @@ impl ClusterPolicy for Conservative {
         let failed = &mut self.failed;
         failed.clear();
         for k in upto..self.queue.len() {
-            let (j, old) = self.queue[k];
+            let Queued {
+                job: j,
+                start: old,
+                need,
+                dur,
+            } = self.queue[k];
             let t = if old == SimTime::MAX {
-                let (t, changed) = Self::reserve(profile, now, j, view);
-                prefix.truncate(changed);
+                let t = profile.earliest(now, need, dur);
+                prefix.truncate(profile.reserve(t, dur, need));
                 failed.clear();
                 t
+            } else if self.plain {
+                match profile.earlier_than(now, need, dur, old) {
+                    Some(t) => {
+                        profile.release(old, dur, need);
+                        profile.reserve(t, dur, need);
+                        t
+                    }
+                    None => continue,
+                }
             } else {
-                let (need, dur) = (view.job(j).procs, Self::slot(view, j));
-                if self.plain {
-                    match profile.earlier_than(now, need, dur, old) {
-                        Some(t) => {
-                            profile.release(old, dur, need);
-                            profile.reserve(t, dur, need);
-                            t
-                        }
-                        None => continue,
+                let bound = failed
+                    .iter()
+                    .filter(|f| f.0 <= need && f.1 <= dur && f.2 <= old)
+                    .map(|f| f.2)
+                    .max();
+                if bound == Some(old) {
+                    continue;
+                }
+                let Some(first) = profile.first_fit_before_lazy(prefix, need, old) else {
+                    continue;
+                };
+                let from = bound.unwrap_or(now).max(now);
+                let first = first.max(profile.step_index(from));
+                match profile.earlier_before(first, from, need, dur, old) {
+                    Some(t) => {
+                        prefix.truncate(profile.move_earlier(old, t, dur, need));
+                        failed.clear();
+                        t
                     }
-                } else {
-                    let bound = failed
-                        .iter()
-                        .filter(|f| f.0 <= need && f.1 <= dur && f.2 <= old)
-                        .map(|f| f.2)
-                        .max();
-                    if bound == Some(old) {
-                        continue;
-                    }
-                    let Some(first) = profile.first_fit_before_lazy(prefix, need, old) else {
-                        continue;
-                    };
-                    let from = bound.unwrap_or(now).max(now);
-                    let first = first.max(profile.step_index(from));
-                    match profile.earlier_than_from(first, from, need, dur, old) {
-                        Some(t) => {
-                            let a = profile.release(old, dur, need);
-                            let b = profile.reserve(t, dur, need);
-                            prefix.truncate(a.min(b));
-                            failed.clear();
-                            t
+                    None => {
+                        if failed.len() < 8 {
+                            failed.push((need, dur, old));
                         }
-                        None => {
-                            if failed.len() < 8 {
-                                failed.push((need, dur, old));
-                            }
-                            continue;
-                        }
+                        continue;
                     }
                 }
             };
-            self.queue[k].1 = t;
+            self.queue[k].start = t;
             if let Some(log) = &mut self.log {
                 log.push((j, now, t));
             }
         }
-        let mut next_wake = SimTime::MAX;
-        let est_end = &mut self.est_end;
-        self.queue.retain(|&(j, t)| {
-            if t == now {
-                if est_end.len() <= j.idx() {
-                    est_end.resize(j.idx() + 1, SimTime::ZERO);
+        // Start the jobs whose reservation is now. Without a compression the older
+        // jobs kept their reservations: when none of them starts now, only the new
+        // jobs need a look.
+        let from = if !compress && self.next_start > now {
+            first_new
+        } else {
+            0
+        };
+        let mut next_wake = if from == 0 {
+            SimTime::MAX
+        } else {
+            self.next_start
+        };
+        let mut kept = from;
+        for k in from..self.queue.len() {
+            let q = self.queue[k];
+            if q.start == now {
+                let j = q.job;
+                if self.est_end.len() <= j.idx() {
+                    self.est_end.resize(j.idx() + 1, SimTime::ZERO);
                 }
-                est_end[j.idx()] = now.saturating_add(view.job(j).estimate.max(SimTime(1)));
+                self.est_end[j.idx()] = now.saturating_add(q.dur);
                 out.push(Decision::Start(j));
-                false
             } else {
-                next_wake = next_wake.min(t);
-                true
+                next_wake = next_wake.min(q.start);
+                self.queue[kept] = q;
+                kept += 1;
             }
-        });
+        }
+        self.queue.truncate(kept);
+        self.next_start = next_wake;
         // Reservations start at some job's estimated end, which is an event when
         // estimates are exact; the wake-up covers the other cases.
         if next_wake != SimTime::MAX {
@@ -213,7 +231,7 @@ impl ClusterPolicy for Conservative {
             .queue
             .iter()
             .take(10)
-            .map(|(j, t)| format!("{}@{}", j.0, t))
+            .map(|q| format!("{}@{}", q.job.0, q.start))
             .collect();
         format!(
             "conservative: {} queued; first reservations: {}",

@@ -1,26 +1,37 @@
 //! Availability profile: the number of free processors as a step function of
 //! time, used by backfilling policies to place reservations.
 //!
-//! Stored as breakpoints `(t_k, free_k)` sorted by time: `free_k` processors are
-//! free on `[t_k, t_{k+1})`, and the last value holds forever.
+//! Stored as breakpoints sorted by time, in two parallel arrays (start times and
+//! free counts, so that a search reads only what it compares): `free[k]`
+//! processors are free on `[times[k], times[k + 1])`, and the last value holds
+//! forever. The profile is kept canonical: no two neighbouring steps have the
+//! same free count, so a given step function has exactly one representation
+//! whatever sequence of updates produced it.
 
 use cosched_des::SimTime;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Profile {
-    steps: Vec<(SimTime, u32)>,
+    times: Vec<SimTime>,
+    free: Vec<u32>,
 }
 
 impl Profile {
     /// A machine of `total` processors, all free from `origin` on.
     pub fn new(origin: SimTime, total: u32) -> Self {
         Self {
-            steps: vec![(origin, total)],
+            times: vec![origin],
+            free: vec![total],
         }
     }
 
-    pub fn steps(&self) -> &[(SimTime, u32)] {
-        &self.steps
+    /// The breakpoints `(start, free)` in time order.
+    pub fn steps(&self) -> Vec<(SimTime, u32)> {
+        self.times
+            .iter()
+            .copied()
+            .zip(self.free.iter().copied())
+            .collect()
     }
 
     /// Index of the step containing `t` (0 when `t` precedes the first breakpoint).
@@ -30,38 +41,29 @@ impl Profile {
 
     /// Index of the step containing `t` (t must not precede the first breakpoint).
     fn seg(&self, t: SimTime) -> usize {
-        match self.steps.binary_search_by(|(s, _)| s.cmp(&t)) {
-            Ok(i) => i,
-            Err(i) => i.saturating_sub(1),
-        }
+        self.times.partition_point(|&s| s <= t).saturating_sub(1)
     }
 
-    /// Inserts a breakpoint at `t` (if absent) and returns its index.
-    fn split(&mut self, t: SimTime) -> usize {
-        match self.steps.binary_search_by(|(s, _)| s.cmp(&t)) {
-            Ok(i) => i,
-            Err(i) => {
-                let free = self.steps[i - 1].1;
-                self.steps.insert(i, (t, free));
-                i
-            }
-        }
+    /// Start of step `k + 1`, i.e. the end of step `k` (`SimTime::MAX` for the last).
+    fn end_of(&self, k: usize) -> SimTime {
+        self.times.get(k + 1).copied().unwrap_or(SimTime::MAX)
     }
 
     /// Forgets the history before `now` (the step containing `now` starts at `now`).
     pub fn advance(&mut self, now: SimTime) {
         let i = self.seg(now);
         if i > 0 {
-            self.steps.drain(..i);
+            self.times.drain(..i);
+            self.free.drain(..i);
         }
-        if self.steps[0].0 < now {
-            self.steps[0].0 = now;
+        if self.times[0] < now {
+            self.times[0] = now;
         }
     }
 
     /// Free processors at instant `t`.
     pub fn free_at(&self, t: SimTime) -> u32 {
-        self.steps[self.seg(t)].1
+        self.free[self.seg(t)]
     }
 
     /// Earliest `t >= from` such that at least `need` processors are free on `[t, t + dur)`.
@@ -69,10 +71,9 @@ impl Profile {
     pub fn earliest(&self, from: SimTime, need: u32, dur: SimTime) -> SimTime {
         let mut start = from;
         let first = self.seg(from);
-        for k in first..self.steps.len() {
-            let (_, free) = self.steps[k];
-            let end = self.steps.get(k + 1).map_or(SimTime::MAX, |s| s.0);
-            if free < need {
+        for k in first..self.times.len() {
+            let end = self.end_of(k);
+            if self.free[k] < need {
                 start = end;
             } else if end >= start.saturating_add(dur) {
                 return start;
@@ -85,7 +86,7 @@ impl Profile {
     pub fn prefix_max(&self, out: &mut Vec<u32>) {
         out.clear();
         let mut m = 0;
-        for &(_, f) in &self.steps {
+        for &f in &self.free {
             m = m.max(f);
             out.push(m);
         }
@@ -103,15 +104,14 @@ impl Profile {
     ) -> Option<usize> {
         let k = prefix.partition_point(|&m| m < need);
         if k < prefix.len() {
-            return (self.steps[k].0 < t).then_some(k);
+            return (self.times[k] < t).then_some(k);
         }
         let mut m = prefix.last().copied().unwrap_or(0);
-        for i in prefix.len()..self.steps.len() {
-            let (s, f) = self.steps[i];
-            if s >= t {
+        for i in prefix.len()..self.times.len() {
+            if self.times[i] >= t {
                 return None;
             }
-            m = m.max(f);
+            m = m.max(self.free[i]);
             prefix.push(m);
             if m >= need {
                 return Some(i);
@@ -124,13 +124,14 @@ impl Profile {
     /// given `prefix_max`'s output; `None` if there is none.
     pub fn first_fit_before(&self, prefix: &[u32], need: u32, t: SimTime) -> Option<usize> {
         let k = prefix.partition_point(|&m| m < need);
-        (k < self.steps.len() && self.steps[k].0 < t).then_some(k)
+        (k < self.times.len() && self.times[k] < t).then_some(k)
     }
 
     /// Like [`Profile::earliest`] for a job that already holds `need` processors on
     /// `[old, old + dur)`: the earliest start before `old` that would be feasible if
     /// that reservation were given back, or `None` when the job cannot move earlier.
-    /// The profile is not modified.
+    /// The profile is not modified. This is the plain scan, which gives the
+    /// reservation back step by step; [`Profile::earlier_before`] is the fast one.
     pub fn earlier_than(
         &self,
         from: SimTime,
@@ -138,27 +139,15 @@ impl Profile {
         dur: SimTime,
         old: SimTime,
     ) -> Option<SimTime> {
-        self.earlier_than_from(self.seg(from), from, need, dur, old)
-    }
-
-    /// [`Profile::earlier_than`] starting the search at step `first` (whose start is
-    /// at or before `from`), for callers that know no earlier step can hold the job.
-    pub fn earlier_than_from(
-        &self,
-        first: usize,
-        from: SimTime,
-        need: u32,
-        dur: SimTime,
-        old: SimTime,
-    ) -> Option<SimTime> {
+        let first = self.seg(from);
         let old_end = old.saturating_add(dur);
-        let mut start = from.max(self.steps[first].0);
-        for k in first..self.steps.len() {
-            let (t, mut free) = self.steps[k];
+        let mut start = from.max(self.times[first]);
+        for k in first..self.times.len() {
+            let (t, mut free) = (self.times[k], self.free[k]);
             if start >= old || t >= start.saturating_add(dur) {
                 break;
             }
-            let end = self.steps.get(k + 1).map_or(SimTime::MAX, |s| s.0);
+            let end = self.end_of(k);
             if t >= old && t < old_end {
                 free += need; // virtually give back the job's own reservation
             }
@@ -171,35 +160,137 @@ impl Profile {
         (start < old).then_some(start)
     }
 
-    /// Adds `delta` (signed) free processors on `[t, t + dur)`. Returns the index
-    /// of the first step that may have changed: steps before it keep their index
-    /// and value.
+    /// [`Profile::earlier_than`] starting the search at step `first` (whose start is
+    /// at or before `from`), for callers that know no earlier step can hold the job.
+    ///
+    /// It reads only the steps that start before `old`: once a candidate start
+    /// before `old` is free up to `old`, the rest of its window lies in the job's
+    /// own slot, where giving the reservation back leaves at least `need` free. A
+    /// step that starts before `old` and reaches past it is entirely inside the
+    /// window of any candidate that reaches it, so its free count decides as in
+    /// the plain scan.
+    pub fn earlier_before(
+        &self,
+        first: usize,
+        from: SimTime,
+        need: u32,
+        dur: SimTime,
+        old: SimTime,
+    ) -> Option<SimTime> {
+        let (times, free) = (&self.times[..], &self.free[..]);
+        let mut start = from.max(times[first]);
+        let mut stop = old.min(start.saturating_add(dur));
+        for k in first..times.len() {
+            if times[k] >= stop {
+                break;
+            }
+            if free[k] < need {
+                start = times.get(k + 1).copied().unwrap_or(SimTime::MAX);
+                if start >= old {
+                    return None;
+                }
+                stop = old.min(start.saturating_add(dur));
+            }
+        }
+        (start < old).then_some(start)
+    }
+
+    /// Adds `parts[i].2` (signed, non-zero) free processors on
+    /// `[parts[i].0, parts[i].1)` for each part (at most two; sorted, disjoint,
+    /// non-empty, starting at or after the first breakpoint), and keeps the
+    /// profile canonical. Only the parts' bounds can gain or lose a breakpoint,
+    /// so the update is: one pass inserting the missing bounds, a plain addition
+    /// over each part's steps, one pass removing the bounds whose step now equals
+    /// its left neighbour. Returns the index of the first step that may have
+    /// changed: steps before it keep their index and value.
+    fn apply(&mut self, parts: &[(SimTime, SimTime, i64)]) -> usize {
+        debug_assert!(parts.len() <= 2 && parts[0].0 >= self.times[0]);
+        let mut bounds = [SimTime::ZERO; 4];
+        let mut nb = 0;
+        for &(s, e, _) in parts {
+            debug_assert!(s < e);
+            for x in [s, e] {
+                if nb == 0 || bounds[nb - 1] != x {
+                    bounds[nb] = x;
+                    nb += 1;
+                }
+            }
+        }
+        let bounds = &bounds[..nb];
+        // 1. A breakpoint at every bound. `at[i]` is bound i's index afterwards.
+        let mut at = [0usize; 4];
+        let mut ins = [(0usize, SimTime::ZERO, 0u32); 4];
+        let mut ni = 0;
+        let mut from = 0;
+        for (i, &x) in bounds.iter().enumerate() {
+            let p = from + self.times[from..].partition_point(|&s| s < x);
+            at[i] = p + ni;
+            if self.times.get(p) != Some(&x) {
+                ins[ni] = (p, x, self.free[p - 1]);
+                ni += 1;
+            }
+            from = p;
+        }
+        let first = at[0];
+        if ni > 0 {
+            let n = self.times.len();
+            self.times.resize(n + ni, SimTime::ZERO);
+            self.free.resize(n + ni, 0);
+            let mut end = n;
+            for (j, &(p, x, v)) in ins[..ni].iter().enumerate().rev() {
+                self.times.copy_within(p..end, p + j + 1);
+                self.free.copy_within(p..end, p + j + 1);
+                self.times[p + j] = x;
+                self.free[p + j] = v;
+                end = p;
+            }
+        }
+        // 2. The deltas.
+        let index = |x: SimTime| at[bounds.iter().position(|&b| b == x).unwrap_or(0)];
+        for &(s, e, delta) in parts {
+            let steps = &mut self.free[index(s)..index(e)];
+            debug_assert!(
+                steps.iter().all(|&f| f as i64 + delta >= 0),
+                "profile went negative"
+            );
+            // Two's complement: adding `delta as u32` adds the signed delta.
+            let d = delta as u32;
+            for f in steps {
+                *f = f.wrapping_add(d);
+            }
+        }
+        // 3. Merge equal neighbours at the bounds.
+        let mut rem = [0usize; 4];
+        let mut nr = 0;
+        for &k in &at[..nb] {
+            if k > 0 && self.free[k] == self.free[k - 1] {
+                rem[nr] = k;
+                nr += 1;
+            }
+        }
+        if nr > 0 {
+            let n = self.times.len();
+            for j in 0..nr {
+                let end = if j + 1 < nr { rem[j + 1] } else { n };
+                self.times.copy_within(rem[j] + 1..end, rem[j] - j);
+                self.free.copy_within(rem[j] + 1..end, rem[j] - j);
+            }
+            self.times.truncate(n - nr);
+            self.free.truncate(n - nr);
+        }
+        first
+    }
+
+    /// Adds `delta` (signed) free processors on `[t, t + dur)`; see [`Profile::apply`].
     fn adjust(&mut self, t: SimTime, dur: SimTime, delta: i64) -> usize {
         if dur <= SimTime::ZERO {
-            return self.steps.len();
+            return self.times.len();
         }
-        let a = self.split(t);
-        let b = self.split(t.saturating_add(dur));
-        for s in &mut self.steps[a..b] {
-            let v = s.1 as i64 + delta;
-            debug_assert!(v >= 0, "profile went negative");
-            s.1 = v as u32;
-        }
-        // Merge equal neighbours around the touched region to keep the profile short.
-        let lo = a.saturating_sub(1);
-        let hi = (b + 1).min(self.steps.len());
-        let mut k = hi - 1;
-        while k > lo {
-            if self.steps[k].1 == self.steps[k - 1].1 {
-                self.steps.remove(k);
-            }
-            k -= 1;
-        }
-        a
+        self.apply(&[(t, t.saturating_add(dur), delta)])
     }
 
     /// Takes `need` processors on `[t, t + dur)`; returns the first step index that
-    /// may have changed (see [`Profile::adjust`]).
+    /// may have changed (see [`Profile::apply`]).
     pub fn reserve(&mut self, t: SimTime, dur: SimTime, need: u32) -> usize {
         self.adjust(t, dur, -(need as i64))
     }
@@ -209,8 +300,26 @@ impl Profile {
     pub fn release(&mut self, t: SimTime, dur: SimTime, need: u32) -> usize {
         self.adjust(t, dur, need as i64)
     }
-}
 
+    /// Moves a reservation of `need` processors for `dur` from `old` to the
+    /// earlier start `t`: the same profile as `release(old, ..)` then
+    /// `reserve(t, ..)`, in one update (only the parts of the two slots that do
+    /// not overlap change). Returns the first step index that may have changed.
+    pub fn move_earlier(&mut self, old: SimTime, t: SimTime, dur: SimTime, need: u32) -> usize {
+        debug_assert!(t < old);
+        if dur <= SimTime::ZERO {
+            return self.times.len();
+        }
+        let n = need as i64;
+        let (t_end, old_end) = (t.saturating_add(dur), old.saturating_add(dur));
+        let (take_end, give_start) = (t_end.min(old), t_end.max(old));
+        if give_start < old_end {
+            self.apply(&[(t, take_end, -n), (give_start, old_end, n)])
+        } else {
+            self.apply(&[(t, take_end, -n)])
+        }
+    }
+}
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -255,8 +364,13 @@ mod tests {
             let plain = p.earlier_than(s(from), need, s(dur), old);
             let mut prefix = Vec::new();
             p.prefix_max(&mut prefix);
-            let fast = p.first_fit_before(&prefix, need, old).and_then(|first| p.earlier_than_from(first, s(from), need, s(dur), old));
+            let fast = p.first_fit_before(&prefix, need, old).and_then(|first| {
+                let first = first.max(p.step_index(s(from)));
+                p.earlier_before(first, s(from), need, s(dur), old)
+            });
             prop_assert_eq!(plain, fast);
+            // Without the running maximum: every start step is allowed.
+            prop_assert_eq!(plain, p.earlier_before(p.step_index(s(from)), s(from), need, s(dur), old));
         });
     }
 
@@ -313,5 +427,108 @@ mod tests {
         p.reserve(s(8), s(10), 10); // hole [5,8)
         assert_eq!(p.earliest(s(0), 1, s(3)), s(5));
         assert_eq!(p.earliest(s(0), 1, s(4)), s(18));
+    }
+    /// A reservation moved to an earlier, overlapping start: only the parts of the
+    /// two slots that do not overlap change, and equal neighbours merge.
+    #[test]
+    fn move_earlier_by_hand() {
+        let mut p = Profile::new(s(0), 10);
+        p.reserve(s(10), s(10), 4);
+        assert_eq!(p.steps(), &[(s(0), 10), (s(10), 6), (s(20), 10)]);
+        assert_eq!(p.move_earlier(s(10), s(5), s(10), 4), 1);
+        assert_eq!(p.steps(), &[(s(0), 10), (s(5), 6), (s(15), 10)]);
+        // A running job (3 procs until 2) and a reservation of 3 procs on [2, 5)
+        // make one step of 7; moving the reservation to 0 splits it.
+        p.reserve(s(0), s(2), 3);
+        p.reserve(s(2), s(3), 3);
+        assert_eq!(p.steps(), &[(s(0), 7), (s(5), 6), (s(15), 10)]);
+        assert_eq!(p.move_earlier(s(2), s(0), s(3), 3), 0);
+        let moved = [(s(0), 4), (s(2), 7), (s(3), 10), (s(5), 6), (s(15), 10)];
+        assert_eq!(p.steps(), &moved);
+        // The search reads only the steps before the job's own slot at `old`.
+        assert_eq!(p.earlier_before(0, s(0), 6, s(4), s(5)), Some(s(2)));
+        assert_eq!(p.earlier_before(0, s(0), 8, s(1), s(5)), Some(s(3)));
+        assert_eq!(p.earlier_before(0, s(0), 8, s(1), s(3)), None);
+        assert_eq!(p.earlier_before(0, s(0), 11, s(1), s(15)), None);
+    }
+
+    /// The profile before its update code was rewritten: breakpoint by breakpoint
+    /// inserts and removes. The oracle for [`Profile::apply`].
+    struct Plain(Vec<(SimTime, u32)>);
+
+    impl Plain {
+        fn split(&mut self, t: SimTime) -> usize {
+            match self.0.binary_search_by(|(x, _)| x.cmp(&t)) {
+                Ok(i) => i,
+                Err(i) => {
+                    let free = self.0[i - 1].1;
+                    self.0.insert(i, (t, free));
+                    i
+                }
+            }
+        }
+
+        fn adjust(&mut self, t: SimTime, dur: SimTime, delta: i64) {
+            let a = self.split(t);
+            let b = self.split(t.saturating_add(dur));
+            for x in &mut self.0[a..b] {
+                x.1 = (x.1 as i64 + delta) as u32;
+            }
+            let lo = a.saturating_sub(1);
+            let mut k = (b + 1).min(self.0.len()) - 1;
+            while k > lo {
+                if self.0[k].1 == self.0[k - 1].1 {
+                    self.0.remove(k);
+                }
+                k -= 1;
+            }
+        }
+    }
+
+    /// Reserving, releasing and moving reservations give the same steps as the
+    /// plain breakpoint-by-breakpoint updates, keep the profile canonical, and
+    /// leave every step before the returned index unchanged.
+    #[test]
+    fn in_place_updates_match_the_plain_ones() {
+        use proptest::prelude::*;
+        let ops =
+            proptest::collection::vec((0i64..60, 1i64..25, 1u32..=8, 0u8..3, 0i64..60), 0..40);
+        proptest!(ProptestConfig::with_cases(1000), |(ops in ops)| {
+            let mut p = Profile::new(s(0), 8);
+            let mut plain = Plain(vec![(s(0), 8)]);
+            let mut held: Vec<(SimTime, SimTime, u32)> = Vec::new();
+            for (t, d, n, op, earlier) in ops {
+                let prev = p.steps();
+                let changed = match (op, held.pop()) {
+                    (0, Some((a, b, c))) => {
+                        plain.adjust(a, b, c as i64);
+                        p.release(a, b, c)
+                    }
+                    (1, Some((a, b, c))) => match p.earlier_than(s(earlier), c, b, a) {
+                        Some(to) => {
+                            held.insert(0, (to, b, c));
+                            plain.adjust(a, b, c as i64);
+                            plain.adjust(to, b, -(c as i64));
+                            p.move_earlier(a, to, b, c)
+                        }
+                        None => {
+                            held.insert(0, (a, b, c));
+                            prev.len()
+                        }
+                    },
+                    (_, other) => {
+                        held.extend(other);
+                        let at = p.earliest(s(t), n, s(d));
+                        held.push((at, s(d), n));
+                        plain.adjust(at, s(d), -(n as i64));
+                        p.reserve(at, s(d), n)
+                    }
+                };
+                prop_assert_eq!(&p.steps(), &plain.0);
+                prop_assert!(p.free.windows(2).all(|w| w[0] != w[1]), "{:?}", p.steps());
+                let keep = changed.min(prev.len());
+                prop_assert_eq!(&prev[..keep], &p.steps()[..keep]);
+            }
+        });
     }
 }
