@@ -52,7 +52,7 @@ REAL_KEYS = {
     "sample_ms", "boost_factor", "idle_watts", "busy_watts", "build_dir",
 }
 #: Process-level policies and the parameters real mode carries out.
-REAL_POLICY_PARAMS = {"fcfs": set(), "batch": {"backfill"}, "easy": set(), "gang": {"quantum_ms", "rows"}}
+REAL_POLICY_PARAMS = {"fcfs": set(), "batch": {"backfill", "strict"}, "easy": set(), "gang": {"quantum_ms", "rows"}}
 #: Job keys of the simulator that real mode cannot honour, with the reason.
 SIM_ONLY_JOB_KEYS = {
     "noise_cv": "the noise model draws compute bursts; real bursts vary by themselves",
@@ -95,10 +95,18 @@ def _policy(path: Path, spec: str) -> dict[str, Any]:
                        f"(real mode takes {sorted(REAL_POLICY_PARAMS[name]) or 'none'})")
     if name == "gang":
         return {"gang": {"rows": int(kv.get("rows", 3)), "quantum_ns": int(float(kv.get("quantum_ms", 100)) * 1e6)}}
-    if name == "easy" or (name == "batch" and kv.get("backfill", "none") == "easy"):
+    strict = str(kv.get("strict", "true")).lower()
+    if strict not in ("true", "false"):
+        raise _err(path, f"field `scheduler.policy`: parameter 'strict' of {name} must be true or false, got {strict!r}")
+    easy = name == "easy" or (name == "batch" and kv.get("backfill", "none") == "easy")
+    if easy and strict == "false":
+        raise _err(path, "field `scheduler.policy`: EASY backfills around a queue head held in strict order; "
+                   "use strict=true with backfill=easy")
+    if easy:
         return {"batch": {"easy": True}}
     if name == "batch":
-        return {"batch": {"easy": False}}
+        # strict=false: the job-level fcfs[strict=false] of cosched-policies (OpenPBS strict_ordering: false).
+        return {"batch": {"easy": False, "strict": strict == "true"}}
     return "fcfs"  # type: ignore[return-value]
 
 

@@ -226,3 +226,14 @@ def test_end_to_end_orderings_two_jobs_on_two_cpus(tmp_path: Path, finegrain: Pa
     assert med["sb"] < med["nls"], med
     assert med["hybrid"] < med["nls"], med
     assert not leftovers()
+
+
+def test_batch_without_strict_order_reaches_the_controller_and_easy_keeps_strict_order(tmp_path: Path) -> None:
+    p = tmp_path / "c.toml"
+    assert real._policy(p, "batch[strict=false]") == {"batch": {"easy": False, "strict": False}}
+    assert real._policy(p, "batch") == {"batch": {"easy": False, "strict": True}}
+    assert real._policy(p, "easy") == {"batch": {"easy": True}}
+    with pytest.raises(ValueError, match="strict order"):
+        real._policy(p, "batch[backfill=easy,strict=false]")
+    with pytest.raises(ValueError, match="must be true or false"):
+        real._policy(p, "batch[strict=maybe]")

@@ -5,7 +5,13 @@
 //! head, and heads are started while they fit. A job that does not fit blocks
 //! every job behind it (no backfilling).
 //!
-//! Parameters: none.
+//! With `strict=false` (OpenPBS's default scheduler, `strict_ordering: false ALL`
+//! in `src/scheduler/pbs_sched_config` of openpbs/openpbs; the process-level
+//! `batch[strict=false]` is the same rule): each pass goes through the queue in
+//! order and starts every job that fits now; a job that does not fit keeps its
+//! place but holds no reservation.
+//!
+//! Parameters: `strict` (default `true`).
 
 use crate::registry::{ParamInfo, PolicyInfo, PolicySpec, RegistryError};
 use cosched_contract::cluster::{ClusterPolicy, ClusterView, Decision, Event};
@@ -17,23 +23,44 @@ pub fn info() -> PolicyInfo {
         name: "fcfs",
         level: "cluster",
         summary: "First come, first served; no backfilling.",
-        params: Vec::<ParamInfo>::new(),
+        params: vec![ParamInfo {
+            name: "strict",
+            kind: "bool",
+            default: "true",
+            doc: "strict order (the head blocks the queue); false: every job that fits starts (OpenPBS strict_ordering: false)",
+        }],
     }
 }
 
 pub fn build(spec: &PolicySpec) -> Result<Box<dyn ClusterPolicy>, RegistryError> {
-    spec.expect_only(&[])?;
-    Ok(Box::new(Fcfs::default()))
+    spec.expect_only(&["strict"])?;
+    Ok(Box::new(Fcfs {
+        queue: VecDeque::new(),
+        strict: spec.get("strict", true)?,
+    }))
 }
 
-#[derive(Default)]
 pub struct Fcfs {
     queue: VecDeque<JobId>,
+    strict: bool,
+}
+
+impl Default for Fcfs {
+    fn default() -> Self {
+        Fcfs {
+            queue: VecDeque::new(),
+            strict: true,
+        }
+    }
 }
 
 impl ClusterPolicy for Fcfs {
     fn name(&self) -> String {
-        "fcfs".into()
+        if self.strict {
+            "fcfs".into()
+        } else {
+            "fcfs[strict=false]".into()
+        }
     }
 
     fn on_events(&mut self, events: &[Event], view: &dyn ClusterView, out: &mut Vec<Decision>) {
@@ -43,14 +70,19 @@ impl ClusterPolicy for Fcfs {
             }
         }
         let mut free = view.free_procs();
-        while let Some(&j) = self.queue.front() {
+        let mut k = 0;
+        while let Some(&j) = self.queue.get(k) {
             let need = view.job(j).procs;
             if need > free {
-                break;
+                if self.strict {
+                    break;
+                }
+                k += 1;
+                continue;
             }
             free -= need;
             out.push(Decision::Start(j));
-            self.queue.pop_front();
+            self.queue.remove(k);
         }
     }
 

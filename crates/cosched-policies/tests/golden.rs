@@ -215,3 +215,18 @@ fn per_event_order_delivers_submissions_before_completions() {
         vec![(0, 10), (10, 20), (20, 50)]
     );
 }
+
+/// The classic workload without strict order: at t=3 the queue is B (8, waits), C (9,
+/// waits), D (2): D fits in the 4 free processors and starts at 3, whatever it delays
+/// (no reservation). At 10 (A ends) only 8 are free (D holds 2): B (8) starts. At 20
+/// B ends, 8 free, C (9) waits for D's end at 28.
+#[test]
+fn fcfs_without_strict_order_starts_every_job_that_fits() {
+    let w = classic();
+    assert_eq!(
+        sched("fcfs[strict=false]", &w, 10),
+        vec![(0, 10), (10, 20), (28, 38), (3, 28)]
+    );
+    // Strict order is the default.
+    assert_eq!(sched("fcfs[strict=true]", &w, 10), sched("fcfs", &w, 10));
+}

@@ -4,7 +4,8 @@
 //! measures what the simulator reports.
 //!
 //! * Admission: `fcfs` (MPL `mpl`), `batch` / `easy` (MPL 1) run the job-level
-//!   [`ClusterPolicy`] of `cosched-policies` (`fcfs`, `easy`) over a view whose
+//!   [`ClusterPolicy`] of `cosched-policies` (`fcfs`, `fcfs[strict=false]` for
+//!   `batch[strict=false]`, `easy`) over a view whose
 //!   processors are the process slots: `mpl` per virtual node (times the rows
 //!   under gang; memory-aware: only on nodes with memory left); a started job is then
 //!   placed on distinct nodes by PACKING (the simulator's rule,
@@ -70,10 +71,19 @@ impl Mpi {
 pub enum Scheme {
     /// FCFS under the MPL.
     Fcfs,
-    /// MPL 1, FCFS or EASY backfilling.
-    Batch { easy: bool },
+    /// MPL 1, FCFS (strict, or every job that fits: `strict=false`) or EASY
+    /// backfilling.
+    Batch {
+        easy: bool,
+        #[serde(default = "strict_default")]
+        strict: bool,
+    },
     /// Ousterhout matrix.
     Gang { rows: u32, quantum_ns: u64 },
+}
+
+fn strict_default() -> bool {
+    true
 }
 
 /// One job to run.
@@ -403,6 +413,16 @@ pub fn run(spec: &RunSpec, mut progress: impl FnMut(Progress) -> bool) -> Result
     Ok(out)
 }
 
+/// The job-level policy of `cosched-policies` that admits jobs under `scheme`.
+fn admission(scheme: &Scheme) -> Result<Box<dyn ClusterPolicy>, String> {
+    let name = match scheme {
+        Scheme::Batch { easy: true, .. } => "easy",
+        Scheme::Batch { strict: false, .. } => "fcfs[strict=false]",
+        _ => "fcfs",
+    };
+    cosched_policies::registry::build(name).map_err(|e| e.to_string())
+}
+
 /// PACKING in the controller: `size` of the `cand` nodes of `row` by the
 /// simulator's rule ([`packing`]). With `by_load` a node's load is the jobs
 /// placed on it in `row` (the one row of FCFS and batch, `mpl` slots per node);
@@ -436,12 +456,7 @@ fn control(
         Scheme::Batch { .. } => (1, 1),
         Scheme::Gang { rows, .. } => (1, rows),
     };
-    let policy_name = match spec.scheme {
-        Scheme::Batch { easy: true } => "easy",
-        _ => "fcfs",
-    };
-    let mut policy: Box<dyn ClusterPolicy> =
-        cosched_policies::registry::build(policy_name).map_err(|e| e.to_string())?;
+    let mut policy = admission(&spec.scheme)?;
     let specs: Vec<JobSpec> = spec
         .jobs
         .iter()
@@ -700,5 +715,17 @@ mod unit {
         // A gang row is its own layer: first fit within it (the first contiguous
         // run), whatever the other rows hold.
         assert_eq!(packed(&grid, row, &[0, 2, 3], 2, false), vec![2, 3]);
+    }
+
+    #[test]
+    fn batch_without_strict_order_admits_by_the_shared_non_strict_fcfs() {
+        let name = |scheme: Scheme| admission(&scheme).unwrap().name();
+        assert_eq!(name(Scheme::Batch { easy: false, strict: false }), "fcfs[strict=false]");
+        assert_eq!(name(Scheme::Batch { easy: false, strict: true }), "fcfs");
+        assert_eq!(name(Scheme::Batch { easy: true, strict: true }), "easy");
+        assert_eq!(name(Scheme::Fcfs), "fcfs");
+        // The run specification from Python: `strict` defaults to true.
+        let s: Scheme = serde_json::from_str(r#"{"batch": {"easy": false}}"#).unwrap();
+        assert_eq!(s, Scheme::Batch { easy: false, strict: true });
     }
 }
