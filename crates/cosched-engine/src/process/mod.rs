@@ -26,7 +26,9 @@
 //! Memory: each process has the footprint of its program and a resident part.
 //! A new process gets its footprint at start (fresh pages cost no disk time);
 //! when a node's job memory is short, pages are taken from the other processes
-//! of the node, least recently run first (running processes last). A process
+//! of the node, least recently run first (running processes last), a process
+//! waiting in the page-in queue included; only a process whose read is under way
+//! or that was paged in and has not run since keeps its pages. A process
 //! picked by the native scheduler with part of its footprint not resident does
 //! not run: it blocks while the missing part is read from the node's disk at
 //! `disk_mb_s` (served first come first served with the I/O bursts), and the
@@ -75,6 +77,8 @@ mod flexgang_tests;
 mod gang_tests;
 #[cfg(test)]
 mod net_tests;
+#[cfg(test)]
+mod paging_tests;
 #[cfg(test)]
 mod perturb_tests;
 #[cfg(test)]
@@ -477,6 +481,9 @@ struct Proc<'a> {
     resident_kb: i64,
     /// Waiting for memory or for its page-in: blocked until the read completes.
     paging: bool,
+    /// Its page-in read is under way (it left the page-in queue): the pages being
+    /// read are not taken.
+    reading: bool,
     /// Paged in but not run since: its pages are not taken (no livelock).
     pinned: bool,
     /// Last time the process was taken off a CPU or placed (LRU order).
@@ -1036,8 +1043,8 @@ impl<'a> Sim<'a> {
                     self.condition_changed(to, now);
                 }
                 Ev::PageDone { to } => {
-                    self.procs[to as usize].paging = false;
-                    self.procs[to as usize].pinned = true;
+                    let p = &mut self.procs[to as usize];
+                    (p.paging, p.reading, p.pinned) = (false, false, true);
                     self.wake(to, EnqueueReason::PagedIn, now);
                 }
                 Ev::IoDone { to } => {
@@ -1677,6 +1684,7 @@ impl<'a> Sim<'a> {
                 mem_kb: kb(self.jobs[j].program.memory_mb),
                 resident_kb: 0,
                 paging: false,
+                reading: false,
                 pinned: false,
                 last_ran: now,
                 noise: (self.jobs[j].program.noise_cv > 0.0).then(|| {
@@ -1814,6 +1822,7 @@ impl<'a> Sim<'a> {
             p.after = After::Next;
             p.wait = None;
             p.paging = false;
+            p.reading = false;
             self.dropped += p.mailbox.len() as u64 + p.in_flight as u64;
             p.mailbox.clear();
             p.posted.clear();
@@ -1873,8 +1882,17 @@ impl<'a> Sim<'a> {
 
     /// Frees at least `need` KB on `node` by taking pages from its other processes,
     /// least recently run first, running ones last; never from `except`, from a
-    /// process paging in, or from one paged in that has not run since. Returns
-    /// whether enough was freed.
+    /// process whose page-in read is under way, or from one paged in that has not
+    /// run since. Returns whether enough was freed.
+    ///
+    /// A process waiting in the page-in queue, its read not started, is a victim
+    /// like any other: Linux 2.4's reclaim (`mm/vmscan.c`, 2.4.17: `swap_out` walks
+    /// every address space on `mmlist` whatever its task's state, and
+    /// `try_to_swap_out` spares only a page whose pte is young, of a `VM_LOCKED`
+    /// area, active, or locked for I/O by `TryLockPage`) takes pages from a task
+    /// asleep in a page fault and spares only the pages being read. Sparing the
+    /// queued processes instead would let the queue's head wait forever for pages
+    /// that only a process queued behind it holds.
     fn make_room(&mut self, node: u32, need: i64, except: Pid) -> bool {
         while self.nodes[node as usize].free_kb < need {
             let victim = self.nodes[node as usize]
@@ -1883,7 +1901,7 @@ impl<'a> Sim<'a> {
                 .copied()
                 .filter(|&q| {
                     let p = &self.procs[q as usize];
-                    q != except && !p.paging && !p.pinned && p.resident_kb > 0
+                    q != except && !p.reading && !p.pinned && p.resident_kb > 0
                 })
                 .min_by_key(|&q| {
                     let p = &self.procs[q as usize];
@@ -1929,6 +1947,7 @@ impl<'a> Sim<'a> {
             n.disk_free_at = done;
             let p = &mut self.procs[pid as usize];
             p.resident_kb = p.mem_kb;
+            p.reading = true;
             self.debug_check_memory(node);
             self.record_disk(node, pid, start, done, SegmentKind::PageIn);
             self.counters.page_ins += 1;
