@@ -143,3 +143,67 @@ proptest! {
         }
     }
 }
+
+/// A draw of the property test above on which NLS and `pb[period_us=2000]` never
+/// ended before the page-in queue's head could take pages from processes queued
+/// behind it (the property test skips runs that reach its event bound, so it passed
+/// over this one). Nodes of 500 MB, MLFQ (`os_model(2)`), MPL 3, seed 196. Jobs 0
+/// (268 MB) and 3 (259 MB) share nodes 1–3 beyond their memory: their ranks there
+/// waited for page-ins that never started, while job 3's rank 0 on node 0 spun
+/// forever for a message from them, so the run never ran out of events (at 3 M events
+/// it was at t = 180,000 s; at this test's 100,000 events, t = 5,998 s). With 900 MB
+/// nodes it ends after 332 events; the blocking schemes ended before the fix too
+/// (`block`: 395 events) because no process spins.
+#[test]
+fn paging_queue_deadlock_draw_ends_under_spinning_schemes() {
+    use cosched_engine::process::testkit::Phase::*;
+    let draws: Vec<JobDraw> = vec![
+        (4, vec![Ring(3633)], 1, 11, 260, 7),
+        (
+            4,
+            vec![
+                Compute(1_119_279),
+                Shift(37_298),
+                Bcast(2972),
+                Allreduce(4001),
+            ],
+            3,
+            17,
+            259,
+            4,
+        ),
+        (2, vec![Bcast(1366)], 3, 10, 367, 7),
+        (
+            4,
+            vec![Barrier, Io(2_373_728), Allreduce(22_860)],
+            2,
+            7,
+            268,
+            8,
+        ),
+    ];
+    let mut jobs: Vec<ProcJob> = draws
+        .iter()
+        .map(|(p, phases, reps, at, mb, nice)| {
+            ProcJob::new(
+                spmd(*p, phases, *reps, f64::from(*mb)),
+                SimTime::from_ms(*at),
+            )
+            .with_nice(*nice)
+        })
+        .collect();
+    jobs.sort_by_key(|j| j.submit);
+    let plat = platform(os_model(2), 1);
+    for spec in ["nls", "pb[period_us=2000]"] {
+        let make = || build_node(spec).unwrap();
+        let opts = ProcOptions {
+            mpl: 3,
+            seed: 196,
+            event_limit: 100_000,
+            ..Default::default()
+        };
+        if let Err(e) = simulate_processes(&plat, &jobs, &make, &opts) {
+            panic!("{spec}: {e}");
+        }
+    }
+}
