@@ -97,7 +97,8 @@ def _policy(path: Path, spec: str) -> dict[str, Any]:
         return {"gang": {"rows": int(kv.get("rows", 3)), "quantum_ns": int(float(kv.get("quantum_ms", 100)) * 1e6)}}
     strict = str(kv.get("strict", "true")).lower()
     if strict not in ("true", "false"):
-        raise _err(path, f"field `scheduler.policy`: parameter 'strict' of {name} must be true or false, got {strict!r}")
+        raise _err(path, f"field `scheduler.policy`: parameter 'strict' of {name} must be true or false, "
+                   f"got {strict!r}")
     easy = name == "easy" or (name == "batch" and kv.get("backfill", "none") == "easy")
     if easy and strict == "false":
         raise _err(path, "field `scheduler.policy`: EASY backfills around a queue head held in strict order; "

@@ -130,6 +130,7 @@ def test_fifo_runs_the_jobs_one_after_the_other(quick):
     mech = pd.read_csv(out / "mechanisms.csv").set_index("config")
     assert mech.loc["fifo", "overlapping_pairs"] == 0
     assert mech.loc["fifo", "samples_two_running"] == 0
+    assert mech.loc["fifo", "suspensions"] == 0
     j = pd.read_csv(out / "jobs_slurm.csv")
     f = j[j.config == "fifo"].sort_values("job")
     # The second job starts when the first ends (Slurm's times are whole seconds).
@@ -142,7 +143,7 @@ def test_slurm_gang_suspends_and_alternates_the_jobs(quick):
     g = mech.loc["slurm-gang"]
     assert g.samples_two_running == 0  # one job at a time on the nodes
     assert g.samples_suspended > 0
-    assert g.slurm_alternations >= 1  # the running job changed while both were allocated
+    assert g.suspensions >= 1  # a running job was suspended (time slicing), not only the second one at its start
     assert g.overlapping_pairs == 1  # both were allocated (time-sliced) at once
 
 
@@ -167,8 +168,8 @@ def test_sharing_the_nodes_shortens_the_makespan_of_waiting_jobs(quick):
     out, _ = quick
     m = pd.read_csv(out / "metrics.csv").set_index("config")
     # The quick jobs wait (sleep) 11 s each: run one after the other they take about twice as long as when
-    # they share the nodes (a sleeping job leaves its CPU to the other), and Slurm's 5 s slices give the
-    # second job its first slice only after the first job's.
+    # they share the nodes (a sleeping job leaves its CPU to the other). Slurm's gang is not bounded here: a
+    # job that Slurm suspends as it starts may create its step only after srun's retries (an 11 s job was
+    # seen to take 80 s), so only its mechanism is checked (above).
     assert m.loc["hybrid", "makespan_s"] <= 0.75 * m.loc["fifo", "makespan_s"]
-    assert m.loc["cosched-gang", "makespan_s"] <= 0.9 * m.loc["fifo", "makespan_s"]
-    assert 0.6 * m.loc["fifo", "makespan_s"] <= m.loc["slurm-gang", "makespan_s"] <= 1.5 * m.loc["fifo", "makespan_s"]
+    assert m.loc["cosched-gang", "makespan_s"] <= 0.75 * m.loc["fifo", "makespan_s"]
