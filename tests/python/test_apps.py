@@ -23,7 +23,7 @@ TABLE1_NAS = ("CG", "IS", "SP", "MG", "BT", "LU", "EP")
 LABEL_RANK = {"Very low": 0, "Low": 1, "Medium": 2, "High": 3}
 #: Pairs (lower label, higher label) whose order the model does not reproduce; the
 #: reasons are in crates/cosched/src/calibrate.rs (KNOWN_INTENSITY_DEVIATIONS).
-KNOWN_DEVIATIONS = {("LU", "SP"), ("LU", "MG"), ("BT", "SP"), ("BT", "MG")}
+KNOWN_DEVIATIONS = {("SP", "IS"), ("MG", "IS"), ("MG", "CG")}
 
 
 @pytest.fixture(scope="module")
@@ -89,8 +89,16 @@ def test_seed002_table1_is_the_looser_second_target(validation002, monkeypatch):
     assert set(rows) == {"CG", "EP", "IS", "LU", "MG", "SP"}
     # EP fixes the ghanesh CPU speed (a dedicated calibration run), so it matches the table.
     assert rows["EP"]["off"] == [] and abs(rows["EP"]["exec_s"] - 228.6) < 0.5
+    # The joint fit's second target: CPU utilization where the imbalance reaches it (IS keeps none: the
+    # model already idles more than measured), to the fit's 0.01 points.
+    for app in ("CG", "EP", "LU", "MG", "SP"):
+        assert abs(rows[app]["errors"]["cpu_pct"]) <= 0.01 + 1e-9, rows[app]
+        assert rows[app]["imbalance_ppm"] > 0
+    assert rows["IS"]["imbalance_ppm"] == 0 and rows["IS"]["cpu_pct"] < rows["IS"]["paper_cpu_pct"]
     for r in validation002:
         assert set(r["known"]) == set(r["off"]), r  # only documented deviations
+        assert r["msgs_per_node"] == pytest.approx(r["msgs_per_s"] * r["exec_s"])
+        assert r["paper_kb_per_node"] == pytest.approx(r["paper_kb_per_s"] * r["paper_exec_s"])
         for key in ("exec_s", "msgs_per_s", "kb_per_s", "cpu_pct"):
             assert r[key] >= 0 and r["paper_" + key] >= 0
     # The table and the count of matching cells.
@@ -120,12 +128,16 @@ def test_communication_intensity_follows_table_1_except_the_known_deviations(val
     for c in "ABC":
         for high in ("CG", "IS"):
             for other in ("SP", "MG", "BT", "LU", "EP"):
-                assert frac[high, c] > frac[other, c], (high, other, c)
+                if (other, high) not in KNOWN_DEVIATIONS:
+                    assert frac[high, c] > frac[other, c], (high, other, c)
         for other in ("CG", "IS", "SP", "MG", "BT", "LU"):
             assert frac[other, c] > frac["EP", c]
-    # MG ("Medium") above BT ("Low") holds in class A only since the rendezvous protocol (B and C are a
-    # known deviation, see KNOWN_INTENSITY_DEVIATIONS).
-    assert frac["MG", "A"] > frac["BT", "A"]
+        # Medium above Low again since the joint fit (the imbalance of SP and MG).
+        for medium in ("SP", "MG"):
+            for low in ("BT", "LU"):
+                assert frac[medium, c] > frac[low, c], (medium, low, c)
+    # MG above CG holds in class A only (B and C are a known deviation).
+    assert frac["CG", "A"] > frac["MG", "A"]
     by_app = {r["app"]: r["comm_fraction"] for r in validation if r["class"] == "-"}
     assert by_app["BlockSolve95"] > by_app["sPPM"]  # Medium above Low
 

@@ -1,5 +1,6 @@
-//! Fits the application library's compute constants to seed 000 Table 1 with
-//! dedicated runs (see `cosched::calibrate`) and prints the table.
+//! Fits the application library's compute constants to seed 000 Table 1 and
+//! their load imbalance to seed 002 Table 1's CPU utilization (the joint fit),
+//! with dedicated runs only (see `cosched::calibrate`), and prints the table.
 //!
 //! Usage:
 //!   cargo run --release -p cosched --example calibrate              # fit and print
@@ -39,8 +40,8 @@ fn main() -> ExitCode {
     };
     let wall = t.elapsed().as_secs_f64();
     println!(
-        "{:<13} {:>5} {:>9} {:>11} {:>16} {:>11} {:>9} {:>8}",
-        "app", "class", "target_s", "t0_s", "compute_s/iter", "fitted_s", "error_%", "clamped"
+        "{:<13} {:>5} {:>9} {:>11} {:>16} {:>13} {:>11} {:>9} {:>8}",
+        "app", "class", "target_s", "t0_s", "compute_s/iter", "imbalance_ppm", "fitted_s", "error_%", "clamped"
     );
     for (app, classes) in &cal.apps {
         for (class, e) in classes {
@@ -49,7 +50,7 @@ fn main() -> ExitCode {
                 .map(|t| format!("{:.4}", (e.fitted_s - t) / t * 100.0))
                 .unwrap_or_else(|| "-".into());
             println!(
-                "{:<13} {:>5} {:>9} {:>11.3} {:>16.6} {:>11.3} {:>9} {:>8}",
+                "{:<13} {:>5} {:>9} {:>11.3} {:>16.6} {:>13} {:>11.3} {:>9} {:>8}",
                 app,
                 class,
                 e.target_s
@@ -57,6 +58,7 @@ fn main() -> ExitCode {
                     .unwrap_or_else(|| "-".into()),
                 e.t0_s,
                 e.compute_ns_per_iter as f64 / 1e9,
+                e.imbalance_ppm,
                 e.fitted_s,
                 err,
                 e.clamped

@@ -18,6 +18,40 @@
 //! communication alone takes longer than the target, c is clamped at 0 and the
 //! entry says so (`clamped`); the validation then reports the miss honestly.
 //!
+//! Joint fit with seed 002 Table 1 (the NAS kernels seed 002 measured: CG, IS,
+//! SP, MG, LU, EP). A second free parameter per application, its load imbalance
+//! δ across ranks (`apps::imbalance_factor`: rank compute from (1 - δ) c to
+//! (1 + δ) c, mean c, the same relative spread at every class and process
+//! count), sets how long the processes wait: the Table 1 time alone cannot
+//! separate compute from waiting, so without δ every second the modelled network
+//! does not account for was fitted as compute and the processes were busier than
+//! seed 002 measured. The two targets and the rule that carries seed 002's
+//! figures to this model:
+//! 1. seed 000 Table 1: the dedicated 16-process run time on `choi2004` (above),
+//!    every class, met by `c` per class to 1e-6 (relative);
+//! 2. seed 002 Table 1: the average CPU utilization of class B at 4 processes on
+//!    4 nodes, met by δ. Rule: seed 002's figures are compared on the model of
+//!    seed 002's own cluster, not transformed: the same program (NPB class B, 4
+//!    ranks; compute c_B x 16 / 4 by G-APP-1) on the `ghanesh` preset (its CPU
+//!    speed relative to seed 000's Athlon fitted on EP class B, a dedicated run;
+//!    Fast Ethernet by G-NET-3) under `block` (seed 002 §4: a process blocked for
+//!    communication leaves the ready queue, so its CPU is idle), CPU utilization
+//!    = CPU time of the job / (4 x run time) as seed 002's CPU probes measure
+//!    it. Message rate and data rate are not free: NPB fixes every message's
+//!    count and size per class, so the fit reports them (and the per-node counts
+//!    over the run, rate x time, which depend on neither processor nor network)
+//!    but cannot move them.
+//!
+//! Objective per application: the sum of (T_k - Table1_k)^2 / Table1_k^2 over
+//! its classes k plus (u - u_002)^2 with u the utilization as a fraction, weight 1
+//! each. The parameters separate (for any δ, each c_k meets its T_k exactly), so
+//! the objective is zero when δ in [0, 0.95] reaches u_002, and otherwise δ sits at
+//! its bound and the utilization error is the residual (reported, never hidden).
+//! Solved nested: for a trial δ, c_B by the secant fit below; δ by secant steps on
+//! 1/u (nearly affine in δ: a bulk-synchronous iteration lasts about (1 + δ) c)
+//! to |u - u_002| <= 0.01 points; then c_A, c_C at that δ. Applications without
+//! a seed 002 row (BT, FT, sPPM, BlockSolve95) keep δ = 0.
+//!
 //! Target: the Table 1 time as printed (MG B and BT B/C look inconsistent with the
 //! other classes, docs/models/seed-parameters.md §2.1; they are calibrated as
 //! printed). Launch allowance (gap G-APP-5): 0 s. The seeds do not say whether
@@ -38,7 +72,8 @@
 
 use crate::engine::process::{simulate_processes, ProcError, ProcJob, ProcOptions};
 use crate::model::apps::{
-    self, long, nas, AppError, AppParams, CalEntry, Calibration, LONG_APPS, NAS_APPS,
+    self, long, nas, AppError, AppParams, CalEntry, Calibration, LONG_APPS, MAX_IMBALANCE_PPM,
+    NAS_APPS,
 };
 use crate::model::node::NodePlatform;
 use crate::model::program::{bytes_sent, Program};
@@ -59,6 +94,8 @@ pub const PROCS: u32 = 16;
 pub const LAUNCH_ALLOWANCE_S: f64 = 0.0;
 /// Relative tolerance of the fit.
 pub const FIT_TOLERANCE: f64 = 1e-6;
+/// Tolerance of the imbalance fit on seed 002's CPU utilization, percentage points.
+pub const CPU_FIT_POINTS: f64 = 0.01;
 /// Largest relative error `validate` accepts (the issue's 5%).
 pub const VALIDATION_TOLERANCE: f64 = 0.05;
 
@@ -227,8 +264,8 @@ fn solve(
 const NAS_SOURCE: &str =
     "fit: dedicated 16-process run on choi2004 (nls, MPL 1) matched to seed 000 Table 1";
 
-/// Fits one NAS kernel with a Table 1 target.
-pub fn fit_nas(app: &str, class: char) -> Result<CalEntry, CalibrateError> {
+/// Fits one NAS kernel with a Table 1 target at load imbalance `imbalance_ppm`.
+pub fn fit_nas(app: &str, class: char, imbalance_ppm: u32) -> Result<CalEntry, CalibrateError> {
     let target = fit_target_s(app, class).ok_or_else(|| AppError::Uncalibrated {
         app: app.to_string(),
         class,
@@ -245,23 +282,131 @@ pub fn fit_nas(app: &str, class: char) -> Result<CalEntry, CalibrateError> {
                 &AppParams {
                     compute_ns_per_iter: c,
                     halo_bytes: 0,
+                    imbalance_ppm,
                 },
             )?
             .time_ns)
         },
     )?;
+    let mut source = NAS_SOURCE.to_string();
+    if let Some(row) = apps::seed002_row(app) {
+        source.push_str(&format!(
+            "; load imbalance fitted so that class B at 4 processes on ghanesh (block) is busy {:.1}% of the time as in seed 002 Table 1",
+            row.cpu_pct
+        ));
+    }
+    if s.clamped {
+        source.push_str("; CLAMPED at 0: communication alone exceeds the target");
+    }
     Ok(CalEntry {
         clamped: s.clamped,
         t0_s: s.t0_ns as f64 / 1e9,
         compute_ns_per_iter: s.x,
         fitted_s: s.t_ns as f64 / 1e9,
         halo_bytes: 0,
-        source: if s.clamped {
-            format!("{NAS_SOURCE}; CLAMPED at 0: communication alone exceeds the target")
-        } else {
-            NAS_SOURCE.to_string()
-        },
+        imbalance_ppm,
+        source,
         target_s: apps::table1_target(app, class),
+    })
+}
+
+/// Result of the imbalance solve.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ImbalanceFit {
+    pub imbalance_ppm: u32,
+    /// Model CPU utilization at the fitted imbalance, %.
+    pub cpu_pct: f64,
+    /// True when the target is out of reach of δ in [0, 0.95] (δ at a bound).
+    pub at_bound: bool,
+}
+
+/// Solves u(δ) = `target_pct` for the imbalance δ (ppm) with u non-increasing in
+/// δ: u(0) at or below the target gives δ = 0 (the model already waits at least as
+/// much as measured); else a probe at δ1 = u(0) / target - 1 (exact when u = u(0)
+/// / (1 + δ)), then secant steps on 1/u to |u - target| <= [`CPU_FIT_POINTS`],
+/// δ clamped to [0, `MAX_IMBALANCE_PPM`]. Returns the best point evaluated.
+pub fn solve_imbalance(
+    target_pct: f64,
+    cpu: impl Fn(u32) -> Result<f64, CalibrateError>,
+) -> Result<ImbalanceFit, CalibrateError> {
+    let u0 = cpu(0)?;
+    if u0 <= target_pct + CPU_FIT_POINTS {
+        return Ok(ImbalanceFit {
+            imbalance_ppm: 0,
+            cpu_pct: u0,
+            at_bound: u0 < target_pct - CPU_FIT_POINTS,
+        });
+    }
+    let clamp = |d: f64| (d * 1e6).round().clamp(0.0, MAX_IMBALANCE_PPM as f64) as u32;
+    let h = |u: f64| 1.0 / u - 1.0 / target_pct;
+    let d1 = clamp(u0 / target_pct - 1.0);
+    let u1 = cpu(d1)?;
+    let (mut a, mut b) = ((0u32, u0), (d1, u1));
+    let mut best = b;
+    for _ in 0..12 {
+        if (b.1 - target_pct).abs() <= CPU_FIT_POINTS {
+            break;
+        }
+        let slope = (h(b.1) - h(a.1)) / (b.0 as f64 - a.0 as f64);
+        if !(slope.is_finite() && slope > 0.0) {
+            break;
+        }
+        let d = clamp((b.0 as f64 - h(b.1) / slope) / 1e6);
+        if d == b.0 {
+            break;
+        }
+        let u = cpu(d)?;
+        a = b;
+        b = (d, u);
+        if (u - target_pct).abs() < (best.1 - target_pct).abs() {
+            best = b;
+        }
+    }
+    Ok(ImbalanceFit {
+        imbalance_ppm: best.0,
+        cpu_pct: best.1,
+        at_bound: (best.1 - target_pct).abs() > CPU_FIT_POINTS
+            && (best.0 == 0 || best.0 == MAX_IMBALANCE_PPM),
+    })
+}
+
+/// Seed 002's configuration with explicit parameters: (app, class B, 4 processes)
+/// alone on `ghanesh` under `block`.
+pub fn seed002_run(app: &str, params: &AppParams) -> Result<DedicatedRun, CalibrateError> {
+    dedicated_on(
+        &seed002_platform()?,
+        S002_POLICY,
+        apps::build_with(app, S002_CLASS, S002_PROCS, params)?,
+    )
+}
+
+/// CPU utilization of a dedicated run, %: CPU time of the job over (ranks x run time).
+pub fn cpu_pct(run: &DedicatedRun, ranks: u32) -> f64 {
+    run.cpu_ns as f64 / (ranks as f64 * run.time_ns as f64) * 100.0
+}
+
+/// The joint fit's imbalance of `app` (0 without a seed 002 Table 1 row): for a
+/// trial δ, c_B is fitted to seed 000 Table 1 on choi2004, then seed 002's
+/// configuration is run with (c_B, δ) and its CPU utilization compared.
+pub fn fit_imbalance(app: &str) -> Result<ImbalanceFit, CalibrateError> {
+    let Some(row) = apps::seed002_row(app) else {
+        return Ok(ImbalanceFit {
+            imbalance_ppm: 0,
+            cpu_pct: f64::NAN,
+            at_bound: false,
+        });
+    };
+    solve_imbalance(row.cpu_pct, |ppm| {
+        let e = fit_nas(app, S002_CLASS, ppm)?;
+        let run = seed002_run(
+            app,
+            &AppParams {
+                compute_ns_per_iter: e.compute_ns_per_iter,
+                halo_bytes: 0,
+                imbalance_ppm: ppm,
+            },
+        )?;
+        Ok(cpu_pct(&run, S002_PROCS))
     })
 }
 
@@ -278,6 +423,7 @@ pub fn fit_long(app: &str) -> Result<CalEntry, CalibrateError> {
             &AppParams {
                 compute_ns_per_iter: c,
                 halo_bytes: h as u64,
+                imbalance_ppm: 0,
             },
         )?
         .time_ns)
@@ -293,6 +439,7 @@ pub fn fit_long(app: &str) -> Result<CalEntry, CalibrateError> {
         compute_ns_per_iter: c,
         fitted_s: s.t_ns as f64 / 1e9,
         halo_bytes: s.x as u64,
+        imbalance_ppm: 0,
         source: format!(
             "fit: compute = {:.0}% of the seed 000 Table 1(b) time (G-APP-2) / {} iterations; halo bytes solved on a dedicated 16-process run on choi2004 (nls, MPL 1)",
             long::compute_share(app) * 100.0,
@@ -322,6 +469,7 @@ pub fn derive_ft(class: char, mg_c: &CalEntry) -> Result<CalEntry, CalibrateErro
         &AppParams {
             compute_ns_per_iter: c,
             halo_bytes: 0,
+            imbalance_ppm: 0,
         },
     )?;
     Ok(CalEntry {
@@ -330,6 +478,7 @@ pub fn derive_ft(class: char, mg_c: &CalEntry) -> Result<CalEntry, CalibrateErro
         compute_ns_per_iter: c,
         fitted_s: t.time_s(),
         halo_bytes: 0,
+        imbalance_ppm: 0,
         source: format!(
             "derived (no seed time for FT): NPB FT operation count per iteration (ft.f) / 16 processes at {:.1} Mflop/s per process, the rate the MG class C fit implies (NPB MG count 58 n^3 per iteration, mg.f)",
             rate / 1e6
@@ -378,11 +527,11 @@ pub fn targets() -> Vec<(&'static str, char)> {
     v
 }
 
-fn fit_one(app: &str, class: char) -> Result<CalEntry, CalibrateError> {
+fn fit_one(app: &str, class: char, imbalance_ppm: u32) -> Result<CalEntry, CalibrateError> {
     if LONG_APPS.contains(&app) {
         fit_long(app)
     } else {
-        fit_nas(app, class)
+        fit_nas(app, class, imbalance_ppm)
     }
 }
 
@@ -395,13 +544,17 @@ fn header(apps_: BTreeMap<String, BTreeMap<String, CalEntry>>) -> Calibration {
             "dedicated run of one job alone ({PROCS} processes on preset {PLATFORM}, MPL 1, node policy {POLICY}); \
              per (app, class) the compute per iteration c is solved from T(0) and T(c1) at a probe c1 \
              (T(c) = T(0) + slope x c) and refined by secant steps to |T(c) - target| <= {FIT_TOLERANCE} x target; \
-             compute at P processes = c x 16 / P; FT derived from the MG C fit; sPPM and BlockSolve95 fit their halo \
-             size with the G-APP-2 compute share (cosched::calibrate)"
+             compute at P processes = c x 16 / P; jointly, per app in seed 002 Table 1, the load imbalance across ranks \
+             (rank compute (1 - d) c .. (1 + d) c) solved so that class B at {S002_PROCS} processes alone on {S002_PLATFORM} \
+             ({S002_POLICY}) has seed 002 Table 1's CPU utilization to {CPU_FIT_POINTS} points, with c_B refitted at each \
+             trial d; objective per app: sum of squared relative time errors + squared utilization error (fraction), \
+             weight 1 each; d = 0 without a seed 002 row; FT derived from the MG C fit; sPPM and BlockSolve95 fit their \
+             halo size with the G-APP-2 compute share (cosched::calibrate)"
         ),
         platform: PLATFORM.to_string(),
         policy: POLICY.to_string(),
         procs: PROCS,
-        target: "seed 000 (Choi et al., Coscheduling in Clusters: Is It a Viable Alternative?) Table 1: execution time at 16 processors of NAS classes A, B, C, sPPM and BlockSolve95".to_string(),
+        target: "seed 000 (Choi et al., Coscheduling in Clusters: Is It a Viable Alternative?) Table 1: execution time at 16 processors of NAS classes A, B, C, sPPM and BlockSolve95; and seed 002 (Ghanesh et al., Empirical Evaluation of Shared Parallel Execution on Independently Scheduled Clusters) Table 1: average CPU utilization of NAS class B on 4 nodes".to_string(),
     }
 }
 
@@ -416,17 +569,18 @@ fn insert(
         .insert(class.to_string(), e);
 }
 
-/// Fits the given (app, class) pairs (FT pairs are derived from `mg_c`, which
-/// must then be given).
+/// Fits the given (app, class) pairs at the given load imbalances (ppm per app,
+/// 0 when absent; FT pairs are derived from `mg_c`, which must then be given).
 pub fn fit_some(
     pairs: &[(&str, char)],
+    imbalance: &BTreeMap<String, u32>,
     mg_c: Option<&CalEntry>,
 ) -> Result<Calibration, CalibrateError> {
     let fitted = parallel_map(pairs, |&(app, class)| {
         if app == "FT" {
             derive_ft(class, mg_c.expect("FT needs the MG C entry"))
         } else {
-            fit_one(app, class)
+            fit_one(app, class, imbalance.get(app).copied().unwrap_or(0))
         }
     });
     let mut map = BTreeMap::new();
@@ -436,12 +590,36 @@ pub fn fit_some(
     Ok(header(map))
 }
 
-/// The full fit: every target, then FT from MG C.
+/// The imbalances of the joint fit, per application of seed 002 Table 1.
+pub fn fit_imbalances() -> Result<BTreeMap<String, ImbalanceFit>, CalibrateError> {
+    let names: Vec<&str> = apps::SEED002_TABLE1.iter().map(|r| r.app).collect();
+    let fits = parallel_map(&names, |app| fit_imbalance(app));
+    names
+        .iter()
+        .zip(fits)
+        .map(|(a, f)| Ok((a.to_string(), f?)))
+        .collect()
+}
+
+/// The imbalance per application recorded in a calibration table.
+pub fn imbalances_of(cal: &Calibration) -> BTreeMap<String, u32> {
+    cal.apps
+        .iter()
+        .filter_map(|(a, m)| m.values().next().map(|e| (a.clone(), e.imbalance_ppm)))
+        .collect()
+}
+
+/// The full fit: the imbalances (joint with seed 002 Table 1), every target at
+/// them, then FT from MG C.
 pub fn fit_all() -> Result<Calibration, CalibrateError> {
-    let mut cal = fit_some(&targets(), None)?;
+    let imbalance: BTreeMap<String, u32> = fit_imbalances()?
+        .into_iter()
+        .map(|(a, f)| (a, f.imbalance_ppm))
+        .collect();
+    let mut cal = fit_some(&targets(), &imbalance, None)?;
     let mg_c = cal.apps["MG"]["C"].clone();
     let ft: Vec<(&str, char)> = apps::CLASSES.iter().map(|&c| ("FT", c)).collect();
-    let ft = fit_some(&ft, Some(&mg_c))?;
+    let ft = fit_some(&ft, &imbalance, Some(&mg_c))?;
     cal.apps.extend(ft.apps);
     Ok(cal)
 }
@@ -489,6 +667,7 @@ pub fn differences(fresh: &Calibration, committed: &Calibration) -> Vec<String> 
             };
             if e.compute_ns_per_iter != c.compute_ns_per_iter
                 || e.halo_bytes != c.halo_bytes
+                || e.imbalance_ppm != c.imbalance_ppm
                 || e.clamped != c.clamped
                 || e.source != c.source
                 || e.target_s != c.target_s
@@ -496,9 +675,9 @@ pub fn differences(fresh: &Calibration, committed: &Calibration) -> Vec<String> 
                 || !close(e.t0_s, c.t0_s)
             {
                 d.push(format!(
-                    "{app} {class}: fresh c = {} ns, halo {} (fitted {} s), committed c = {} ns, halo {} (fitted {} s)",
-                    e.compute_ns_per_iter, e.halo_bytes, e.fitted_s,
-                    c.compute_ns_per_iter, c.halo_bytes, c.fitted_s
+                    "{app} {class}: fresh c = {} ns, halo {}, imbalance {} ppm (fitted {} s), committed c = {} ns, halo {}, imbalance {} ppm (fitted {} s)",
+                    e.compute_ns_per_iter, e.halo_bytes, e.imbalance_ppm, e.fitted_s,
+                    c.compute_ns_per_iter, c.halo_bytes, c.imbalance_ppm, c.fitted_s
                 ));
             }
         }
@@ -574,22 +753,24 @@ pub fn validate_some(pairs: &[(&str, char)]) -> Result<Vec<ValidationRow>, Calib
 
 /// Pairs (lower-labelled app, higher-labelled app) of seed 000 Table 1 whose
 /// order the model does NOT reproduce, and why. Measured as the fraction of the
-/// dedicated 16-process run not spent computing on `choi2004`:
-/// - LU ("Low") above SP and MG ("Medium"): LU's SSOR wavefront leaves every
-///   process idle for the pipeline fill and drain, px + py - 2 = 6 k-plane stages
-///   of nz - 2 per sweep on the 4x4 grid (ssor.f); with Myrinet-class latency and
-///   bandwidth this idle time (3-11%) exceeds MG's and SP's transfer times. On the
-///   slower network of seed 002 (4 nodes) the order of the labels does appear.
-/// - BT ("Low") above SP ("Medium"): SP overlaps each solve-stage receive with
-///   half of the stage's work (x_solve.f computes `lhsx` / `ninvr` before
-///   waiting), which hides nearly all of its pipelined-solve messages; BT does not
-///   overlap.
-/// - BT ("Low") at or above MG ("Medium") in classes B and C, since messages of
-///   at least `eager_limit_bytes` go by rendezvous: 0.73% against 0.68% (B) and
-///   0.77% against 0.77% (C), both under 1% of the run (class A keeps the order,
-///   2.19% against 3.71%). Not yet explained from the programs' message sizes.
-pub const KNOWN_INTENSITY_DEVIATIONS: [(&str, &str); 4] =
-    [("LU", "SP"), ("LU", "MG"), ("BT", "SP"), ("BT", "MG")];
+/// dedicated 16-process run not spent computing on `choi2004` (waits for
+/// transfers and, since the joint fit, for the slowest rank):
+/// - SP and MG ("Medium") above IS ("High"), every class (A: SP 27.2%, MG 33.4%
+///   against IS 11.7%; B: 25.1%, 31.4% against 18.5%; C: 24.2%, 31.5% against
+///   16.0%): the joint fit gives SP and MG a load imbalance (0.29, 0.45) that
+///   makes their processes as idle as seed 002 measured on its cluster (77.2% and
+///   69.0% busy), while IS keeps none: on the `ghanesh` model IS is already less
+///   busy than measured (36.2% against 42.3%), so its waits at 16 processes are
+///   only its Myrinet transfers. Seed 002's own order of utilization (IS < CG <
+///   MG < SP) holds on `ghanesh`.
+/// - MG ("Medium") above CG ("High") in classes B and C (31.4% against 28.5%,
+///   31.5% against 24.9%; class A keeps the order, 33.4% against 34.7%): on
+///   `ghanesh` CG's Fast Ethernet transfers already explain much of its idle time
+///   (75.0% busy without imbalance against 59.4%), MG's do not (97.6% against
+///   69.0%), so MG gets the larger imbalance (0.45 against 0.26); on Myrinet
+///   CG's transfers shrink while the imbalance's waits do not.
+pub const KNOWN_INTENSITY_DEVIATIONS: [(&str, &str); 3] =
+    [("SP", "IS"), ("MG", "IS"), ("MG", "CG")];
 
 /// A pair of NAS kernels of one class whose communication fractions contradict
 /// their seed 000 Table 1 labels.
@@ -664,13 +845,12 @@ pub const S002_COLUMNS: [&str; 4] = ["exec_s", "msgs_per_s", "kb_per_s", "cpu_pc
 /// (app, column) of seed 002 Table 1 that the model does NOT match within the
 /// looser tolerance, and why (docs/models/seed-parameters.md §2.4). A new miss, or
 /// a listed one that starts to match, fails the test that pins this list. With the
-/// preset's EP-fitted CPU speed, 13 of the 24 compared cells match.
-/// - MG, every column: seed 000 Table 1's MG class B time (61.5 s at 16 processes,
+/// preset's EP-fitted CPU speed and the joint fit, 16 of the 24 compared cells match.
+/// - MG, time and rates: seed 000 Table 1's MG class B time (61.5 s at 16 processes,
 ///   the calibration target) is inconsistent with its classes A and C (§2.1: B/A =
 ///   25.6 against a work ratio of 5), while seed 002 measures MG B at 37.0 s on 4
 ///   processes. The preset's class B compute makes the run about 12x seed 002's; the
-///   same messages over a 12x longer run give about 1/12 of the rates, and the CPU
-///   is almost never waiting.
+///   same messages over a 12x longer run give about 1/12 of the rates.
 /// - LU exec_s, msgs_per_s, kb_per_s: strong scaling of seed 000's 16-process time
 ///   (G-APP-1) at the EP-fitted speed predicts 2.1x seed 002's 511.7 s; the two
 ///   papers' LU times do not fit one compute constant and one CPU speed. The rates
@@ -679,22 +859,17 @@ pub const S002_COLUMNS: [&str; 4] = ["exec_s", "msgs_per_s", "kb_per_s", "cpu_pc
 /// - IS exec_s, kb_per_s: at 4 processes on Fast Ethernet the alltoallv of 3/4 of
 ///   the 33.5 MB of keys per iteration dominates IS; the model moves it faster than
 ///   seed 002 measured (its data rate is 1.6x the table's, its run 0.49x).
-/// - CG, SP cpu_pct: the model's processes wait less for messages than measured
-///   (75% and 96% busy against 59.4% and 77.2%): the model's Fast Ethernet has no
-///   TCP or MPICH protocol cost beyond the 25 us per-message overheads of G-NET-3
-///   and no congestion; the measured breakdown of the waits is not published.
-pub const KNOWN_SEED002_DEVIATIONS: [(&str, &str); 11] = [
+/// - CG, SP and MG cpu_pct are no longer deviations: the joint calibration fits
+///   each application's load imbalance to this column (`fit_imbalance`).
+pub const KNOWN_SEED002_DEVIATIONS: [(&str, &str); 8] = [
     ("MG", "exec_s"),
     ("MG", "msgs_per_s"),
     ("MG", "kb_per_s"),
-    ("MG", "cpu_pct"),
     ("LU", "exec_s"),
     ("LU", "msgs_per_s"),
     ("LU", "kb_per_s"),
     ("IS", "exec_s"),
     ("IS", "kb_per_s"),
-    ("CG", "cpu_pct"),
-    ("SP", "cpu_pct"),
 ];
 
 /// The `ghanesh` platform at its preset CPU speed.
@@ -744,6 +919,19 @@ pub struct Seed002Check {
     /// CPU time of the job's processes over 4 x the run time, %.
     pub cpu_pct: f64,
     pub paper_cpu_pct: f64,
+    /// Messages sent per node over the whole run (rate x time): the platform-free
+    /// form of the message rate (depends on neither processor nor network).
+    pub msgs_per_node: f64,
+    pub paper_msgs_per_node: f64,
+    /// KB sent per node over the whole run (rate x time).
+    pub kb_per_node: f64,
+    pub paper_kb_per_node: f64,
+    /// Error per column: relative ((model - paper) / paper) for exec_s,
+    /// msgs_per_s, kb_per_s, msgs_per_node and kb_per_node (none where the paper
+    /// prints 0), percentage points (model - paper) for cpu_pct.
+    pub errors: BTreeMap<String, Option<f64>>,
+    /// The joint fit's load imbalance of the preset, ppm (`apps::imbalance_factor`).
+    pub imbalance_ppm: u32,
     /// Memory per process of the preset (not compared: the presets take it from
     /// seed 000 Table 2 and the G-MEM-2 rule).
     pub memory_mb: f64,
@@ -794,8 +982,28 @@ pub fn validate_seed002() -> Result<Vec<Seed002Check>, CalibrateError> {
             t,
             run.messages as f64 / n / t,
             run.bytes_sent as f64 / 1000.0 / n / t,
-            run.cpu_ns as f64 / 1e9 / (n * t) * 100.0,
+            cpu_pct(&run, S002_PROCS),
         ];
+        let counts = [
+            run.messages as f64 / n,
+            run.bytes_sent as f64 / 1000.0 / n,
+        ];
+        let paper_counts = [row.msgs_per_s * row.exec_s, row.kb_per_s * row.exec_s];
+        let rel = |m: f64, p: f64| (p > 0.0).then(|| (m - p) / p);
+        let errors: BTreeMap<String, Option<f64>> = [
+            ("exec_s", rel(measured[0], row.exec_s)),
+            ("msgs_per_s", rel(measured[1], row.msgs_per_s)),
+            ("kb_per_s", rel(measured[2], row.kb_per_s)),
+            ("cpu_pct", Some(measured[3] - row.cpu_pct)),
+            ("msgs_per_node", rel(counts[0], paper_counts[0])),
+            ("kb_per_node", rel(counts[1], paper_counts[1])),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect();
+        let imbalance_ppm = apps::calibration()?
+            .params(row.app, S002_CLASS)
+            .map_or(0, |p| p.imbalance_ppm);
         let paper = [row.exec_s, row.msgs_per_s, row.kb_per_s, row.cpu_pct];
         let off: Vec<String> = S002_COLUMNS
             .iter()
@@ -818,6 +1026,12 @@ pub fn validate_seed002() -> Result<Vec<Seed002Check>, CalibrateError> {
             paper_kb_per_s: row.kb_per_s,
             cpu_pct: measured[3],
             paper_cpu_pct: row.cpu_pct,
+            msgs_per_node: counts[0],
+            paper_msgs_per_node: paper_counts[0],
+            kb_per_node: counts[1],
+            paper_kb_per_node: paper_counts[1],
+            errors,
+            imbalance_ppm,
             memory_mb,
             paper_memory_mb: row.memory_mb,
             off,
@@ -836,9 +1050,11 @@ mod tests {
     fn committed_calibration_matches_a_fresh_fit_of_class_a() {
         // The full fit (every class, in release mode) is checked by the Python
         // suite (tests/python/test_apps.py) through the `calibrate` example.
-        let pairs: Vec<(&str, char)> = targets().into_iter().filter(|&(_, c)| c == 'A').collect();
-        let fresh = fit_some(&pairs, None).unwrap();
+        // At the committed imbalances (their fit needs class B runs; the Python suite
+        // checks it with the full fit).
         let committed = apps::calibration().unwrap();
+        let pairs: Vec<(&str, char)> = targets().into_iter().filter(|&(_, c)| c == 'A').collect();
+        let fresh = fit_some(&pairs, &imbalances_of(committed), None).unwrap();
         let diff = differences(&fresh, committed);
         assert!(
             diff.is_empty(),
@@ -921,6 +1137,51 @@ mod tests {
     }
 
     #[test]
+    fn the_imbalance_solve_meets_a_utilization_worked_by_hand() {
+        // Busy 80% with no imbalance and u = 80 / (1 + δ): 64% needs 1 + δ = 1.25,
+        // δ = 250,000 ppm, found at the probe.
+        let s = solve_imbalance(64.0, |ppm| Ok(80.0 / (1.0 + ppm as f64 / 1e6))).unwrap();
+        assert_eq!((s.imbalance_ppm, s.at_bound), (250_000, false));
+        assert!((s.cpu_pct - 64.0).abs() < 1e-9);
+        // A fixed wait as well: u = 100 / (1.2 + δ) (83.3% at 0); 50% needs
+        // δ = 2 - 1.2 = 0.8. The probe (83.3 / 50 - 1 = 0.667) misses; 1/u is affine
+        // in δ, so one secant step lands on 800,000 ppm.
+        let s = solve_imbalance(50.0, |ppm| Ok(100.0 / (1.2 + ppm as f64 / 1e6))).unwrap();
+        assert_eq!((s.imbalance_ppm, s.at_bound), (800_000, false));
+        // Already less busy than the target: δ = 0, at the bound.
+        let s = solve_imbalance(90.0, |_| Ok(85.0)).unwrap();
+        assert_eq!((s.imbalance_ppm, s.cpu_pct, s.at_bound), (0, 85.0, true));
+        // Out of reach from above: δ stops at its bound, 950,000 ppm.
+        let s = solve_imbalance(10.0, |ppm| Ok(90.0 / (1.0 + ppm as f64 / 1e6))).unwrap();
+        assert_eq!((s.imbalance_ppm, s.at_bound), (MAX_IMBALANCE_PPM, true));
+    }
+
+    #[test]
+    fn the_joint_fit_meets_both_targets_on_a_tiny_run() {
+        // EP class A, the cheapest preset: at a trial imbalance, c is refitted to
+        // seed 000 Table 1 (7.9 s) and the dedicated run still takes it; with δ the
+        // last rank computes (1 + δ) c x iterations, so the mean compute (what the
+        // CPU is busy with) is 1 / (1 + δ) of the run, within the time of EP's four
+        // small allreduces.
+        let e0 = fit_nas("EP", 'A', 0).unwrap();
+        let e = fit_nas("EP", 'A', 250_000).unwrap();
+        assert!((e.fitted_s - 7.9).abs() <= 7.9 * FIT_TOLERANCE, "{e:?}");
+        let ratio = e0.compute_ns_per_iter as f64 / e.compute_ns_per_iter as f64;
+        assert!((ratio - 1.25).abs() < 1e-3, "c shrinks by 1 + δ: {ratio}");
+        let run = run_with(
+            "EP",
+            'A',
+            &AppParams {
+                compute_ns_per_iter: e.compute_ns_per_iter,
+                halo_bytes: 0,
+                imbalance_ppm: 250_000,
+            },
+        )
+        .unwrap();
+        assert!((1.0 - run.comm_fraction() - 0.8).abs() < 1e-3, "{}", run.comm_fraction());
+    }
+
+    #[test]
     fn intensity_order_of_table_1_holds_for_class_a_except_the_known_deviations() {
         // Class A here (debug builds are slow); every class in the Python suite.
         let pairs: Vec<(&str, char)> = targets()
@@ -931,12 +1192,14 @@ mod tests {
         let v = intensity_violations(&rows);
         let unknown: Vec<&IntensityViolation> = v.iter().filter(|x| !x.known()).collect();
         assert!(unknown.is_empty(), "intensity order broken: {unknown:#?}");
-        // The labels that do separate: High above every other label, every label
-        // above Very low.
+        // The labels that do separate: High above every other label but the known
+        // deviations, every label above Very low.
         let frac = |app: &str| rows.iter().find(|r| r.app == app).unwrap().comm_fraction;
         for high in ["CG", "IS"] {
             for other in ["SP", "MG", "BT", "LU", "EP"] {
-                assert!(frac(high) > frac(other), "{high} vs {other}");
+                if !KNOWN_INTENSITY_DEVIATIONS.contains(&(other, high)) {
+                    assert!(frac(high) > frac(other), "{high} vs {other}");
+                }
             }
         }
         for other in ["CG", "IS", "SP", "MG", "BT", "LU"] {

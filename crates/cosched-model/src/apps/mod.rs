@@ -23,8 +23,16 @@
 //! (app, class C, P) combination, else the G-MEM-2 rule: total(app, class) / P +
 //! a per-process constant.
 //!
-//! No per-rank imbalance or noise is added: every rank of a preset computes the
-//! same amount (documented default; the seeds state no imbalance for these codes).
+//! Load imbalance across ranks is the second fitted quantity
+//! ([`imbalance_factor`], `imbalance_ppm` in the table): rank compute spread
+//! linearly from (1 - δ) c to (1 + δ) c, mean c. It is fitted jointly with the
+//! compute (`cosched::calibrate`) so that class B at 4 processes on seed 002's
+//! cluster model (`ghanesh`) is busy as long as seed 002 Table 1 measured
+//! ([`SEED002_TABLE1`], CPU utilization); it is 0 for applications without a seed
+//! 002 row (BT, FT, sPPM, BlockSolve95). It stands for every wait the modelled
+//! network does not produce (seed 002 §2: the CPU is idle "because of
+//! communication, I/O, user interactions, or inherent load imbalance"). No
+//! per-iteration noise is added.
 //!
 //! Besides: seed 003's synthetic applications, real-application profiles and
 //! I/O-bound job ([`lee`]: `Emp`, `Barrier`, `Workpile`, `Msg`, `lee-Enum`,
@@ -287,6 +295,27 @@ pub struct AppParams {
     pub compute_ns_per_iter: i64,
     /// Long applications only: halo bytes per unit of face area (see [`long`]).
     pub halo_bytes: u64,
+    /// Load imbalance across ranks, parts per million (see [`imbalance_factor`]):
+    /// 0 is every rank computing the same.
+    pub imbalance_ppm: u32,
+}
+
+/// Largest accepted [`AppParams::imbalance_ppm`] (rank 0 keeps 5% of the mean).
+pub const MAX_IMBALANCE_PPM: u32 = 950_000;
+
+/// The compute factor of rank `r` of `p` at load imbalance `imbalance_ppm` (δ =
+/// ppm / 10^6): a linear spread 1 + δ (2r / (p - 1) - 1), from 1 - δ on rank 0 to
+/// 1 + δ on the last rank, mean exactly 1 (so the mean compute per iteration stays
+/// the calibrated `c`). One process has factor 1. The same relative spread at every
+/// process count and class (assumption of the joint calibration, `cosched::calibrate`):
+/// a bulk-synchronous iteration then lasts about (1 + δ) c, and a process is busy
+/// about 1 / (1 + δ) of the time it does not spend in transfers.
+pub fn imbalance_factor(r: u32, p: u32, imbalance_ppm: u32) -> f64 {
+    if p <= 1 {
+        return 1.0;
+    }
+    let d = imbalance_ppm as f64 / 1e6;
+    1.0 + d * (2.0 * r as f64 / (p - 1) as f64 - 1.0)
 }
 
 /// One entry of the calibration table. Fields are in alphabetical order so that
@@ -304,6 +333,10 @@ pub struct CalEntry {
     /// Long applications: the fitted halo bytes per unit face area (0 otherwise).
     #[serde(default)]
     pub halo_bytes: u64,
+    /// The fitted load imbalance across ranks, parts per million
+    /// ([`imbalance_factor`]); 0 where seed 002 Table 1 has no row for the app.
+    #[serde(default)]
+    pub imbalance_ppm: u32,
     /// Where the constant comes from.
     pub source: String,
     /// Dedicated 16-process run time with the solved parameter at 0, s: for a
@@ -341,6 +374,7 @@ impl Calibration {
         Some(AppParams {
             compute_ns_per_iter: e.compute_ns_per_iter,
             halo_bytes: e.halo_bytes,
+            imbalance_ppm: e.imbalance_ppm,
         })
     }
 }
@@ -720,6 +754,16 @@ pub fn build_with(
             ),
         });
     }
+    if params.imbalance_ppm > MAX_IMBALANCE_PPM {
+        return Err(AppError::BadParams {
+            app: app.to_string(),
+            class,
+            msg: format!(
+                "imbalance_ppm must be <= {MAX_IMBALANCE_PPM}, got {}",
+                params.imbalance_ppm
+            ),
+        });
+    }
     // NAS: strong scaling of the computation (G-APP-1): per-process compute at P
     // processes = (compute at 16) x 16 / P. sPPM, BlockSolve95: the problem size
     // grows with P (weak scaling, `long.rs`): per-process compute as at 16.
@@ -738,7 +782,18 @@ pub fn build_with(
     } else {
         format!("{app}.{procs_}")
     };
-    Ok(b.build(&name, memory_of(app, class, procs_)))
+    let mut prog = b.build(&name, memory_of(app, class, procs_));
+    if params.imbalance_ppm > 0 {
+        for (r, ops) in prog.ranks.iter_mut().enumerate() {
+            let f = imbalance_factor(r as u32, procs_, params.imbalance_ppm);
+            for op in ops.iter_mut() {
+                if let Op::Compute { ns } = op {
+                    *ns = (*ns as f64 * f).round() as i64;
+                }
+            }
+        }
+    }
+    Ok(prog)
 }
 
 // ---------------------------------------------------------------------------
@@ -804,6 +859,7 @@ mod tests {
         AppParams {
             compute_ns_per_iter: c,
             halo_bytes: 4096,
+            imbalance_ppm: 0,
         }
     }
 
@@ -828,6 +884,45 @@ mod tests {
         ] {
             matched(&build_with(app, class, p, &params(1_000_000)).unwrap());
         }
+    }
+
+    #[test]
+    fn imbalance_spreads_rank_compute_linearly_around_the_mean() {
+        // δ = 0.3 at 4 ranks: factors 0.7, 0.9, 1.1, 1.3 (mean 1); one rank: 1.
+        let f: Vec<f64> = (0..4).map(|r| imbalance_factor(r, 4, 300_000)).collect();
+        for (got, want) in f.iter().zip([0.7, 0.9, 1.1, 1.3]) {
+            assert!((got - want).abs() < 1e-12, "{f:?}");
+        }
+        assert_eq!(imbalance_factor(0, 1, 300_000), 1.0);
+        // EP at 4 ranks: compute c x 16 / 4 per iteration scaled per rank; the
+        // messages are unchanged.
+        let flat = build_with("EP", 'A', 4, &params(1_000_000)).unwrap();
+        let imb = build_with(
+            "EP",
+            'A',
+            4,
+            &AppParams {
+                imbalance_ppm: 300_000,
+                ..params(1_000_000)
+            },
+        )
+        .unwrap();
+        for (r, fr) in f.iter().enumerate() {
+            let (a, b) = (compute_ns(&flat.ranks[r]), compute_ns(&imb.ranks[r]));
+            assert!((b as f64 - a as f64 * fr).abs() <= 2.0, "rank {r}: {a} -> {b}");
+            assert_eq!(
+                crate::program::bytes_sent(&flat.ranks[r]),
+                crate::program::bytes_sent(&imb.ranks[r])
+            );
+        }
+        let too_much = AppParams {
+            imbalance_ppm: MAX_IMBALANCE_PPM + 1,
+            ..params(1)
+        };
+        assert!(build_with("CG", 'A', 4, &too_much)
+            .unwrap_err()
+            .to_string()
+            .contains("imbalance_ppm must be <= 950000"));
     }
 
     #[test]
