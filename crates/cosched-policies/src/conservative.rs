@@ -167,8 +167,11 @@ impl ClusterPolicy for Conservative {
                 let Some(first) = profile.first_fit_before_lazy(prefix, need, old) else {
                     continue;
                 };
-                let from = bound.unwrap_or(now).max(now);
-                let first = first.max(profile.step_index(from));
+                // The profile starts at `now`, so only a bound can start the search later.
+                let (from, first) = match bound {
+                    Some(b) if b > now => (b, first.max(profile.step_index(b))),
+                    _ => (now, first),
+                };
                 match profile.earlier_before(first, from, need, dur, old) {
                     Some(t) => {
                         prefix.truncate(profile.move_earlier(old, t, dur, need));

@@ -177,14 +177,14 @@ impl Profile {
         dur: SimTime,
         old: SimTime,
     ) -> Option<SimTime> {
-        let (times, free) = (&self.times[..], &self.free[..]);
-        let mut start = from.max(times[first]);
+        let (times, free) = (&self.times[first..], &self.free[first..]);
+        let mut start = from.max(times[0]);
         let mut stop = old.min(start.saturating_add(dur));
-        for k in first..times.len() {
-            if times[k] >= stop {
+        for (k, (&t, &f)) in times.iter().zip(free).enumerate() {
+            if t >= stop {
                 break;
             }
-            if free[k] < need {
+            if f < need {
                 start = times.get(k + 1).copied().unwrap_or(SimTime::MAX);
                 if start >= old {
                     return None;
