@@ -237,3 +237,27 @@ def test_batch_without_strict_order_reaches_the_controller_and_easy_keeps_strict
         real._policy(p, "batch[backfill=easy,strict=false]")
     with pytest.raises(ValueError, match="must be true or false"):
         real._policy(p, "batch[strict=maybe]")
+
+
+def test_batch_without_strict_order_starts_a_later_job_that_fits_in_a_real_run(tmp_path: Path, finegrain: Path) -> None:
+    """Two virtual nodes at MPL 1: A (1 rank) starts; B (2 ranks) must wait for A; C (1 rank) fits on the
+    other node now. Strict order holds C behind B; batch[strict=false] starts C at once, before B."""
+    jobs = ('{ app = "io-bound", procs = 1, submit_s = 0 }, { app = "Msg[pattern=ring]", procs = 2, submit_s = 0 }, '
+            '{ app = "io-bound", procs = 1, submit_s = 0 }')
+    starts = {}
+    for policy in ("batch", "batch[strict=false]"):
+        cfg = config(tmp_path, [str(finegrain), "2000", "200"], policy=policy)
+        text = cfg.read_text()
+        text = text.replace(text.split("jobs = [", 1)[1].split("]\n", 1)[0], jobs)
+        text = text.replace("programs = {", f'programs = {{ "io-bound" = ["{finegrain}", "4000", "200"], ')
+        cfg.write_text(text)
+        out = tmp_path / f"out-{policy}"
+        s = real.run(cfg, out)
+        assert s["real"]["jobs_failed"] == 0, s["real"]["errors"]
+        df = pd.read_csv(out / "jobs.csv").sort_values("job_id")
+        starts[policy] = list(df.start_s)
+    a, b, c = starts["batch"]
+    assert c >= b, starts  # strict: C waits behind B
+    a, b, c = starts["batch[strict=false]"]
+    assert c < b and c - a < 0.5, starts  # C started with A, before B
+    assert not leftovers()
