@@ -14,6 +14,13 @@ EXIT_INTERRUPTED = 130
 
 
 def interrupted() -> None:
+    """Ends the command with exit code 130 after an interruption. Once the message is written the
+    command is over: a further Ctrl-C is ignored. Otherwise a second SIGINT raises KeyboardInterrupt
+    while SystemExit unwinds (Python then kills itself with SIGINT instead of exiting 130), or arrives
+    after Python's finalization has put SIGINT back to its default action (death by SIGINT)."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     sys.stderr.write("cosched: interrupted\n")
     sys.stderr.flush()
     raise SystemExit(EXIT_INTERRUPTED)

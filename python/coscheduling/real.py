@@ -281,25 +281,32 @@ def timeline_frame(samples: list[Mapping[str, Any]], cpus_per_node: int = 1) -> 
     return df.sort_values(["node", "cpu", "start_s", "pid"], kind="stable").reset_index(drop=True)
 
 
-def _sigterm(signum: int, frame: object) -> None:
+#: Signals that end ``cosched run`` like Ctrl-C: its jobs are ended and everything is restored, then
+#: the command exits 130 (``cosched: interrupted``).
+RESTORING_SIGNALS = ("SIGTERM", "SIGHUP")
+
+
+def _as_interrupt(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
 
 
-def _run_restoring_on_sigterm(spec: dict[str, Any], platform: dict[str, Any], policy: str,
+def _run_restoring_on_signals(spec: dict[str, Any], platform: dict[str, Any], policy: str,
                               progress: Callable[[int, int, int, int, float], None] | None) -> str:
-    """``_core.real_run`` with SIGTERM turned into an interruption, like Ctrl-C: the controller sees it at
-    its next progress call (within 0.5 s), ends its jobs and the agent restores everything before the
-    exception propagates. Only the main thread can install the handler; elsewhere SIGTERM is left as is."""
+    """``_core.real_run`` with SIGTERM and SIGHUP (the terminal closed) turned into an interruption, like
+    Ctrl-C: the controller sees it at its next progress call (within 0.5 s), ends its jobs and the agent
+    restores everything before the exception propagates. Only the main thread can install the handlers;
+    elsewhere the signals are left as they are."""
     import signal
     import threading
 
     if threading.current_thread() is not threading.main_thread():
         return _core.real_run(json.dumps(spec), json.dumps(platform), policy, progress)
-    old = signal.signal(signal.SIGTERM, _sigterm)
+    old = {s: signal.signal(getattr(signal, s), _as_interrupt) for s in RESTORING_SIGNALS}
     try:
         return _core.real_run(json.dumps(spec), json.dumps(platform), policy, progress)
     finally:
-        signal.signal(signal.SIGTERM, old)
+        for s, h in old.items():
+            signal.signal(getattr(signal, s), h)
 
 
 def run(
@@ -315,7 +322,7 @@ def run(
     work = Path(tempfile.mkdtemp(prefix="cosched-run-"))
     try:
         spec, platform, policy, options = plan(config, work)
-        doc = json.loads(_run_restoring_on_sigterm(spec, platform, policy, progress))
+        doc = json.loads(_run_restoring_on_signals(spec, platform, policy, progress))
         real = doc["real"]
         summary = doc["summary"]
         jobs = jobs_frame(_jobs_table(doc["jobs"]))

@@ -47,12 +47,27 @@ impl Client {
         }
     }
 
+    /// Sends a request and waits (up to the socket's 10 s receive timeout) for
+    /// its answer. A signal caught meanwhile (Ctrl-C in the embedding process,
+    /// delivered to this thread) interrupts the calls with EINTR even with
+    /// SA_RESTART, because the socket has a timeout: they are retried, and the
+    /// interruption is seen by the caller's own check.
     fn ask(&self, bytes: &[u8]) -> Result<i32, String> {
-        sock::send(self.fd.as_raw_fd(), bytes, MsgFlags::MSG_NOSIGNAL)
-            .map_err(|e| err("send", e))?;
+        use nix::errno::Errno;
+        loop {
+            match sock::send(self.fd.as_raw_fd(), bytes, MsgFlags::MSG_NOSIGNAL) {
+                Err(Errno::EINTR) => continue,
+                r => break r.map_err(|e| err("send", e))?,
+            };
+        };
         let mut buf = [0u8; 64];
-        let n = sock::recv(self.fd.as_raw_fd(), &mut buf, MsgFlags::empty())
-            .map_err(|e| err("no answer", e))?;
+        let t0 = std::time::Instant::now();
+        let n = loop {
+            match sock::recv(self.fd.as_raw_fd(), &mut buf, MsgFlags::empty()) {
+                Err(Errno::EINTR) if t0.elapsed() < Duration::from_secs(10) => continue,
+                r => break r.map_err(|e| err("no answer", e))?,
+            }
+        };
         let m = Msg::from_bytes(&buf[..n]).ok_or_else(|| err("answer", "not an ACK"))?;
         if m.kind != msg::ACK {
             return Err(err("answer", format!("type {}", m.kind)));
@@ -112,5 +127,49 @@ impl Client {
             ..Msg::new(MSG_ADOPT, job, rank, node)
         };
         self.ok(m.as_bytes(), &format!("adopt process {pid}"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use nix::sys::pthread::{pthread_kill, pthread_self};
+    use nix::sys::signal::{sigaction, SaFlags, SigAction, SigHandler, SigSet, Signal};
+
+    extern "C" fn ignore(_: i32) {}
+
+    /// A signal caught while the answer is awaited (SA_RESTART does not restart
+    /// a receive with a timeout: EINTR) does not fail the request.
+    #[test]
+    fn a_signal_while_waiting_for_the_answer_is_not_an_error() {
+        let (mine, agent) = sock::socketpair(
+            AddressFamily::Unix,
+            SockType::SeqPacket,
+            None,
+            SockFlag::SOCK_CLOEXEC,
+        )
+        .unwrap();
+        let tv = nix::sys::time::TimeVal::new(10, 0);
+        sock::setsockopt(&mine, sock::sockopt::ReceiveTimeout, &tv).unwrap();
+        let client = Client { fd: mine };
+        let act = SigAction::new(SigHandler::Handler(ignore), SaFlags::SA_RESTART, SigSet::empty());
+        // SAFETY: the handler does nothing.
+        unsafe { sigaction(Signal::SIGUSR2, &act) }.unwrap();
+        let me = pthread_self();
+        let answer = std::thread::spawn(move || {
+            let mut buf = [0u8; 256];
+            sock::recv(agent.as_raw_fd(), &mut buf, MsgFlags::empty()).unwrap();
+            // Interrupt the waiting client twice, then answer.
+            for _ in 0..2 {
+                std::thread::sleep(Duration::from_millis(50));
+                pthread_kill(me, Signal::SIGUSR2).unwrap();
+            }
+            std::thread::sleep(Duration::from_millis(50));
+            let ack = Msg::new(msg::ACK, 0, 0, 0);
+            sock::send(agent.as_raw_fd(), ack.as_bytes(), MsgFlags::empty()).unwrap();
+            agent
+        });
+        assert_eq!(client.slot(3, true), Ok(()));
+        drop(answer.join().unwrap());
     }
 }

@@ -142,8 +142,11 @@ fn lock_base(dir: &Path, base: &str) -> io::Result<Option<Flock<File>>> {
 /// their record in `dir`: for each `<base>.json` in `dir` whose lock is free
 /// (taken and held for the whole restore of that base), continues the processes
 /// they stopped, moves the processes they moved back to their original cgroups,
-/// thaws and removes the cgroups of that base, and deletes its state files; then
-/// unlinks shared-memory segments `/dev/shm/cosched.*` of dead ranks.
+/// thaws and removes the cgroups of that base, unlinks the shared-memory
+/// segments of every rank it recorded (dead or not: a rank thawed here usually
+/// dies just after, when its job is ended, and no agent serves it any more) and
+/// deletes its state files; then unlinks `/dev/shm/cosched.*` segments of dead
+/// ranks.
 /// Bases whose lock is held (live agents) and cgroups with no record in `dir`
 /// are left alone. A base that cannot be restored keeps its record and does not
 /// stop the others; the error lists every such base.
@@ -261,6 +264,7 @@ fn cleanup_base(
         // Keep the record so that a later cleanup tries again.
         return Err(errors.join("; "));
     }
+    out.segments_unlinked += unlink_segments_of(&rec.moved);
     let _ = fs::remove_file(&json);
     // Unlinked while held: a process waiting on this inode sees it is stale
     // (`lock_base`) and takes a fresh file.
@@ -290,8 +294,9 @@ fn count_dirs(p: &Path) -> usize {
         .unwrap_or(0)
 }
 
-/// Unlinks `/dev/shm/cosched.*` rank segments whose process is gone.
-pub fn unlink_dead_segments() -> usize {
+/// Unlinks the `/dev/shm/cosched.*` rank segments (checked by their magic)
+/// whose rank pid `unlink(pid)` accepts; returns how many.
+fn unlink_segments_where(unlink: impl Fn(i32) -> bool) -> usize {
     let mut n = 0;
     let Ok(rd) = fs::read_dir("/dev/shm") else {
         return 0;
@@ -307,11 +312,29 @@ pub fn unlink_dead_segments() -> usize {
         {
             continue;
         }
-        let pid = i32::from_le_bytes(b[20..24].try_into().unwrap());
-        if pid <= 0 || procfs::stat(pid as u32).is_none_or(|s| s.state == 'Z') {
+        if unlink(i32::from_le_bytes(b[20..24].try_into().unwrap())) {
             let _ = fs::remove_file(e.path());
             n += 1;
         }
     }
     n
+}
+
+/// Unlinks `/dev/shm/cosched.*` rank segments whose process is gone.
+pub fn unlink_dead_segments() -> usize {
+    unlink_segments_where(|pid| pid <= 0 || procfs::stat(pid as u32).is_none_or(|s| s.state == 'Z'))
+}
+
+/// Unlinks the segments of the ranks a dead agent recorded in `moved`, whether
+/// they still run or not: no agent serves them any more, and their peers mapped
+/// each other's segments in `MPI_Init` (an unlinked name stays mapped). A pid
+/// that now belongs to another process (its start time differs) is left alone:
+/// that segment may be a new rank's.
+fn unlink_segments_of(moved: &[Moved]) -> usize {
+    unlink_segments_where(|pid| {
+        moved.iter().any(|m| {
+            i64::from(m.pid) == i64::from(pid)
+                && !matches!(procfs::stat(m.pid), Some(s) if s.start != m.start && s.state != 'Z')
+        })
+    })
 }

@@ -141,6 +141,14 @@ fn sigkill_then_next_start_restores() {
     let _g = serial();
     let run = "t-kill-start";
     let (mut a, sp, orig) = frozen_leftover(run);
+    // A segment of the adopted rank (magic, then its pid at offset 20): the
+    // rank still lives when the next start restores, so only a restore that
+    // unlinks every segment of its recorded ranks removes it at once.
+    let seg = PathBuf::from(format!("/dev/shm/cosched.{run}.7.0"));
+    let mut bytes = vec![0u8; 64];
+    bytes[0..4].copy_from_slice(&cosched_real::proto::SHM_MAGIC.to_le_bytes());
+    bytes[20..24].copy_from_slice(&(sp.0.id() as i32).to_le_bytes());
+    std::fs::write(&seg, bytes).unwrap();
     a.0.kill().unwrap();
     a.0.wait().unwrap();
     assert!(!leftovers(run).is_empty(), "a killed agent cannot clean up");
@@ -155,6 +163,10 @@ fn sigkill_then_next_start_restores() {
         leftovers(run)
     );
     assert!(runs(sp.0.id()), "thawed by the next start");
+    assert!(
+        !seg.exists(),
+        "the live rank's segment is unlinked by the first start"
+    );
     assert_eq!(procfs::cgroup_of(sp.0.id(), Some("freezer")), orig);
     drop(b);
 }
