@@ -289,6 +289,21 @@ pub struct NodePlatformConfig {
     /// (`NodePlatform::os_noise_tick_us`; 0 turns it off).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub os_noise_tick_us: Option<f64>,
+    /// Replace the preset's messaging and switching costs (the `NodePlatform`
+    /// fields of the same names), e.g. with costs measured on a real machine
+    /// (`cosched reproduce real-vs-sim` builds its preset of this machine so).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_us: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bandwidth_mb_s: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub send_overhead_us: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recv_overhead_us: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interrupt_us: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context_switch_us: Option<f64>,
 }
 
 impl NodePlatformConfig {
@@ -305,6 +320,18 @@ impl NodePlatformConfig {
         }
         if let Some(x) = self.os_noise_tick_us {
             p.os_noise_tick_us = x;
+        }
+        for (over, field) in [
+            (self.latency_us, &mut p.latency_us),
+            (self.bandwidth_mb_s, &mut p.bandwidth_mb_s),
+            (self.send_overhead_us, &mut p.send_overhead_us),
+            (self.recv_overhead_us, &mut p.recv_overhead_us),
+            (self.interrupt_us, &mut p.interrupt_us),
+            (self.context_switch_us, &mut p.context_switch_us),
+        ] {
+            if let Some(x) = over {
+                *field = x;
+            }
         }
         p.validate()?;
         Ok(p)
@@ -695,6 +722,30 @@ estimates = "exact"
 policy = "easy"
 placement = "random"
 "#;
+
+    #[test]
+    fn node_platform_costs_replace_the_presets_and_are_validated() {
+        let parse = |extra: &str| -> NodePlatformConfig {
+            toml::from_str(&format!("preset = \"lee4\"\n{extra}")).unwrap()
+        };
+        let base = parse("").platform().unwrap();
+        let p = parse("latency_us = 12.5\nbandwidth_mb_s = 3000\ninterrupt_us = 4\ncontext_switch_us = 2")
+            .platform()
+            .unwrap();
+        assert_eq!(
+            (p.latency_us, p.bandwidth_mb_s, p.interrupt_us, p.context_switch_us),
+            (12.5, 3000.0, 4.0, 2.0)
+        );
+        // The costs not given keep the preset's values.
+        assert_eq!(
+            (p.send_overhead_us, p.recv_overhead_us),
+            (base.send_overhead_us, base.recv_overhead_us)
+        );
+        let e = parse("latency_us = -1").platform().unwrap_err();
+        assert!(e.contains("latency_us"), "{e}");
+        // Absent overrides stay out of the canonical form.
+        assert!(!serde_json::to_string(&parse("")).unwrap().contains("latency_us"));
+    }
 
     #[test]
     fn parses_toml_and_resolves_paths() {

@@ -84,7 +84,7 @@ def get(exp_id: str) -> Experiment:
 
 
 def _load() -> None:
-    from . import choi, flexgang, lee, realslurm, scale  # noqa: F401  (register their experiments)
+    from . import choi, flexgang, lee, realsim, realslurm, scale  # noqa: F401  (register their experiments)
     from .ghanesh import register as _  # noqa: F401  (registers its experiments)
 
 

@@ -1,0 +1,439 @@
+"""``cosched reproduce real-vs-sim``: the simulator checked against real execution on this machine.
+
+Steps (docs/real.md, "Real against simulated"):
+
+1. **Micro-benchmarks** on this machine, each alone (dedicated): the half round trip of an 8-byte and a
+   1 MiB ping-pong between two ranks through the shim (``cosched-probe pingpong``) spinning and blocking,
+   per MPI; the cost of a context switch on one CPU (``cosched-ctxswitch``, lmbench's lat_ctx method); the
+   compute loop's speed (a compute-only ``Emp`` job run by ``cosched-ir-run``: CPU time asked / wall time).
+2. **The native scheduler model**: every OS model of the simulator (``cfs``, ``linux24``, ``mlfq``, ``rr``,
+   default parameters) simulates the dedicated cases (one job of each granularity alone); the model with
+   the smallest mean absolute log error against the real dedicated runs (median of ``reps``) is chosen,
+   the first in that order on a tie.
+3. **The preset** of this machine: ``lee4`` (no OS noise, no memory limit, no power model) with 2 nodes
+   and every cost replaced by a measurement (``PRESET_FIELDS`` says which measurement gives which field).
+4. **The comparison**: 2 virtual nodes of one CPU, at each granularity a workload of identical jobs of 2
+   ranks (seed 003's ``Barrier``: a barrier after every ``every`` quanta of 0.5 ms of compute), every
+   scheme run for real ``reps`` times (median) and simulated once with the preset, per MPI present; per
+   scheme the mean response time real and simulated and the relative error, and per (MPI, granularity)
+   the rank order agreement of the schemes (Kendall's tau and whether the orders are equal).
+
+Outputs in ``OUT`` (written all or nothing with the experiment's ``report.md``): ``table.csv`` and
+``calibration.json`` (measurements, fit, presets, each real run's time, provenance). The experiment has no
+cached simulation runs: real timings are never reused. Real timings depend on what else runs on the
+machine: the report states the load average.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .. import _core
+from ..output import command_line, provenance
+from ..real_bench import build_dir, mpi_command, mpis_present
+from . import Experiment, Outcome, Settings, csv_writer, register
+from .runner import Gathered
+
+ID = "real-vs-sim"
+TITLE = "real execution on this machine against the simulator with a preset measured here"
+
+#: (label, process-level policy, node policy); gang's rows are the workload's job count.
+SCHEMES: tuple[tuple[str, str, str], ...] = (
+    ("NLS", "fcfs", "nls"),
+    ("BLOCK", "fcfs", "block"),
+    ("SB", "fcfs", "sb"),
+    ("DCS", "fcfs", "dcs"),
+    ("PB", "fcfs", "pb"),
+    ("CC", "fcfs", "cc"),
+    ("HYBRID", "fcfs", "hybrid"),
+    ("ICS", "fcfs", "ics"),
+    ("GANG", "gang", "nls"),
+    ("BATCH", "batch", "nls"),
+)
+QUICK_SCHEMES = ("NLS", "BLOCK", "GANG", "BATCH")
+#: The simulator's OS models, in the order that breaks ties of the fit.
+OS_MODELS = ("cfs", "linux24", "mlfq", "rr")
+GANG_QUANTUM_MS = 100
+#: Real repetitions of every run (the median is compared).
+REPS = 3
+
+
+@dataclass(frozen=True)
+class Grain:
+    """One granularity: ``jobs`` identical ``Barrier`` jobs of 2 ranks, a barrier every ``every`` quanta
+    (0.5 ms each) of compute, ``quanta`` quanta per rank."""
+
+    name: str
+    every: float
+    quanta: float
+    jobs: int
+
+    @property
+    def app(self) -> str:
+        return f"Barrier[every={self.every:g},quanta={self.quanta:g}]"
+
+
+FULL_GRAINS = (Grain("fine", 0.4, 1000, 2), Grain("coarse", 4.0, 1000, 3))
+#: A job that does almost nothing (one barrier after 0.5 ms): its response time is the launch time
+#: (mpiexec, MPI_Init, registration with the agent, MPI_Finalize, the controller's polling).
+LAUNCH_GRAIN = Grain("launch", 1.0, 1, 1)
+QUICK_GRAINS = (Grain("fine", 0.4, 100, 2), Grain("coarse", 4.0, 100, 2))
+
+#: Each preset field and the measurement that gives it.
+PRESET_FIELDS = {
+    "latency_us": "half round trip (10th percentile, as every ping-pong figure here) of an 8-byte ping-pong "
+                  "through the shim, spinning (MPI's own cost included)",
+    "bandwidth_mb_s": "1 MiB over (half round trip of 1 MiB - half round trip of 8 bytes), spinning",
+    "send_overhead_us": "0: a ping-pong cannot split the sender's CPU time from the latency (all in latency_us)",
+    "recv_overhead_us": "0: likewise (all in latency_us)",
+    "interrupt_us": "half round trip blocking - spinning, 8 bytes: the cost of waking a rank blocked in a futex",
+    "context_switch_us": "cosched-ctxswitch: pipe hand-over between two processes on CPU 0 minus the pipe alone",
+    "cpu_speed": "compute CPU time asked / wall time of a compute-only Emp job of 2 ranks (cosched-ir-run)",
+    "os": "the OS model with the smallest error on the dedicated cases (step 2)",
+    "nodes": "2: the virtual nodes of the real runs (one CPU each)",
+    "os_noise_tick_us": "0: not measured (the lee4 base has none)",
+}
+
+
+def _run(cmd: list[str], env: dict[str, str] | None = None, timeout: float = 600) -> str:
+    r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
+    if r.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} failed ({r.returncode}): {r.stderr.strip()[-500:]}")
+    return r.stdout
+
+
+def pingpong(mpi: str, wait: str, nbytes: int, iters: int) -> dict[str, float]:
+    """The probe's ping-pong between two ranks with the shim in wait mode ``wait`` (no agent)."""
+    probe = str(build_dir() / f"cosched-probe-{mpi}")
+    cmd, env = mpi_command(mpi, 2, [probe, "pingpong", str(iters), str(nbytes)], wait)
+    d = json.loads(_run(cmd, env).strip().splitlines()[-1])
+    return {"half_rtt_us": d["half_rtt_ns"] / 1e3, "p10_us": d["half_rtt_p10_ns"] / 1e3,
+            "p90_us": d["half_rtt_p90_ns"] / 1e3, "iters": iters, "bytes": nbytes}
+
+
+def context_switch(rounds: int) -> dict[str, float]:
+    exe = build_dir() / "cosched-ctxswitch"
+    if not exe.is_file():
+        raise RuntimeError(f"{exe} is missing: build it with `make real`")
+    return dict(json.loads(_run([str(exe), "0", str(rounds)])))
+
+
+def _ir_program(app: str, procs: int, work: Path) -> Path:
+    text = _core.apps_export(app, "-", procs, 1.0, "library")
+    p = work / f"{app.replace('[', '_').replace(']', '').replace(',', '_').replace('=', '')}.ir"
+    p.write_text(text)
+    return p
+
+
+def compute_speed(mpi: str, quanta: float, work: Path) -> dict[str, float]:
+    """A compute-only job of 2 ranks without the shim: compute asked / (ranks x wall)."""
+    prog = _ir_program(f"Emp[quanta={quanta:g}]", 2, work)
+    cmd, env = mpi_command(mpi, 2, [str(build_dir() / f"cosched-ir-run-{mpi}"), str(prog)], None)
+    d = json.loads(_run(cmd, env).strip().splitlines()[-1])
+    return {"compute_asked_s": d["compute_asked_ns"] / 1e9, "wall_s": d["wall_ns"] / 1e9,
+            "cpu_speed": d["compute_asked_ns"] / (2 * d["wall_ns"])}
+
+
+def microbenchmarks(mpis: list[str], quick: bool, work: Path, say: Callable[[str], None]) -> dict[str, Any]:
+    """Step 1: every measurement (the preset's sources), medians of 3 where repeated."""
+    iters_small, iters_big = (300, 30) if quick else (3000, 200)
+    out: dict[str, Any] = {"mpi": {}}
+    for mpi in mpis:
+        say(f"ping-pong through the shim ({mpi})")
+        out["mpi"][mpi] = {
+            "spin_8": pingpong(mpi, "spin", 8, iters_small),
+            "block_8": pingpong(mpi, "block", 8, iters_small),
+            "spin_1m": pingpong(mpi, "spin", 1 << 20, iters_big),
+        }
+    say("context switch")
+    out["context_switch"] = context_switch(2000 if quick else 20000)
+    say("compute loop speed")
+    runs = [compute_speed(mpis[0], 200 if quick else 2000, work) for _ in range(3)]
+    out["compute"] = {"runs": runs, "cpu_speed": statistics.median(r["cpu_speed"] for r in runs), "mpi": mpis[0]}
+    return out
+
+
+def preset(bench: dict[str, Any], mpi: str, os_model: str) -> dict[str, Any]:
+    """Step 3: the ``[node_platform]`` table of this machine for ``mpi``, from the measurements only."""
+    m = bench["mpi"][mpi]
+    # The 10th percentiles: the machine's own cost, without the preemptions by other load (a spinning
+    # rank that loses its CPU makes that round trip a time slice long).
+    small, big = m["spin_8"]["p10_us"], m["spin_1m"]["p10_us"]
+    bw = (1 << 20) / max(big - small, 1e-3)  # bytes per us = MB/s
+    lat = max(small - 8 / bw, 0.0)
+    return {
+        "preset": "lee4",
+        "nodes": 2,
+        "os": {"model": os_model},
+        "os_noise_tick_us": 0.0,
+        "cpu_speed": round(bench["compute"]["cpu_speed"], 4),
+        "latency_us": round(lat, 3),
+        "bandwidth_mb_s": round(bw, 1),
+        "send_overhead_us": 0.0,
+        "recv_overhead_us": 0.0,
+        "interrupt_us": round(max(m["block_8"]["p10_us"] - small, 0.0), 3),
+        "context_switch_us": round(max(bench["context_switch"]["switch_us"], 0.0), 3),
+    }
+
+
+def _workload(grain: Grain, jobs: int | None = None) -> list[dict[str, Any]]:
+    n = grain.jobs if jobs is None else jobs
+    return [{"app": grain.app, "procs": 2, "submit_s": 0} for _ in range(n)]
+
+
+def _policy(policy: str, jobs: int) -> str:
+    return f"gang[quantum_ms={GANG_QUANTUM_MS},rows={max(jobs, 2)}]" if policy == "gang" else policy
+
+
+def real_config(mpi: str, grain: Grain, policy: str, node_policy: str, jobs: int | None = None) -> dict[str, Any]:
+    n = grain.jobs if jobs is None else jobs
+    return {
+        "fidelity": "process", "seed": 1,
+        "node_platform": {"preset": "lee4", "nodes": 2},
+        "workload": {"jobs": _workload(grain, n)},
+        "scheduler": {"policy": _policy(policy, n), "node_policy": node_policy, "mpl": max(n, 1)},
+        "real": {"mpi": mpi, "nodes": 2, "cpus_per_node": 1, "time_limit_s": 600, "build_dir": str(build_dir())},
+    }
+
+
+def sim_config(platform: dict[str, Any], grain: Grain, policy: str, node_policy: str,
+               jobs: int | None = None) -> dict[str, Any]:
+    n = grain.jobs if jobs is None else jobs
+    return {
+        "fidelity": "process", "seed": 1,
+        "node_platform": platform,
+        "workload": {"jobs": _workload(grain, n)},
+        "scheduler": {"policy": _policy(policy, n), "node_policy": node_policy, "mpl": max(n, 1)},
+    }
+
+
+def _write_config(folder: Path, cfg: dict[str, Any]) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    p = folder / "config.json"
+    p.write_text(json.dumps(cfg, indent=1, sort_keys=True) + "\n")
+    return p
+
+
+def run_real(cfg: dict[str, Any], folder: Path) -> dict[str, Any]:
+    from .. import real
+
+    summary = real.run(_write_config(folder, cfg), folder)
+    if summary["real"]["jobs_failed"]:
+        raise RuntimeError(f"{folder}: real run failed: {summary['real']['errors']}")
+    return summary
+
+
+def run_sim(cfg: dict[str, Any], folder: Path) -> dict[str, Any]:
+    from ..api import run
+
+    result = run(config=_write_config(folder, cfg))
+    result.write(folder)
+    return dict(json.loads((folder / "summary.json").read_text()))
+
+
+def kendall(a: list[float], b: list[float]) -> float:
+    """Kendall's tau-b of two paired lists (scipy), 1.0 for fewer than two pairs."""
+    if len(a) < 2:
+        return 1.0
+    from scipy.stats import kendalltau
+
+    tau = float(kendalltau(a, b).statistic)
+    return 1.0 if math.isnan(tau) else tau
+
+
+def fit_os(dedicated: dict[str, float], platform: dict[str, Any], grains: tuple[Grain, ...], root: Path,
+           say: Callable[[str], None]) -> tuple[str, dict[str, float]]:
+    """Step 2: each OS model simulates the dedicated cases; the smallest mean |log(sim / real)| wins."""
+    errors: dict[str, float] = {}
+    for model in OS_MODELS:
+        say(f"fit: OS model {model}")
+        plat = dict(platform, os={"model": model})
+        errs = []
+        for g in grains:
+            s = run_sim(sim_config(plat, g, "fcfs", "nls", jobs=1), root / "fit" / f"{model}-{g.name}")
+            errs.append(abs(math.log(s["mean_response_s"] / dedicated[g.name])))
+        errors[model] = sum(errs) / len(errs)
+    best = min(OS_MODELS, key=lambda m: (round(errors[m], 9), OS_MODELS.index(m)))
+    return best, errors
+
+
+def _median_real(mpi: str, grain: Grain, policy: str, node_policy: str, reps: int, root: Path, key: str,
+                 jobs: int | None = None) -> tuple[float, list[float]]:
+    vals = []
+    for r in range(reps):
+        s = run_real(real_config(mpi, grain, policy, node_policy, jobs), root / "real" / f"{key}-r{r}")
+        vals.append(float(s["mean_response_s"]))
+    return statistics.median(vals), vals
+
+
+def measure(quick: bool, reps: int = REPS, mpis: list[str] | None = None,
+            say: Callable[[str], None] = lambda s: None) -> tuple[Any, dict[str, Any], list[dict[str, Any]]]:
+    """Steps 1 to 4 (see the module notes): the comparison table, the calibration record and the rank
+    agreement. Each run's own outputs go to a temporary folder."""
+    import pandas as pd
+
+    mpis = mpis if mpis is not None else mpis_present()
+    if not mpis:
+        raise ValueError(f"no MPI with a built shim in {build_dir()}: run `make real` (Debian packages "
+                         "mpich libmpich-dev and/or openmpi-bin libopenmpi-dev)")
+    if quick:
+        mpis = mpis[:1]
+    grains = QUICK_GRAINS if quick else FULL_GRAINS
+    schemes = [s for s in SCHEMES if not quick or s[0] in QUICK_SCHEMES]
+    load_before = os.getloadavg()
+    rows: list[dict[str, Any]] = []
+    presets: dict[str, Any] = {}
+    fits: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory(prefix="cosched-realsim-") as tmp:
+        root = Path(tmp)
+        bench = microbenchmarks(mpis, quick, root, say)
+        for mpi in mpis:
+            say(f"dedicated runs ({mpi})")
+            dedicated = {g.name: _median_real(mpi, g, "fcfs", "nls", reps, root, f"{mpi}-{g.name}-dedicated", 1)
+                         for g in grains}
+            say(f"launch time ({mpi})")
+            launch, launch_runs = _median_real(mpi, LAUNCH_GRAIN, "fcfs", "nls", reps, root, f"{mpi}-launch", 1)
+            base = preset(bench, mpi, OS_MODELS[0])
+            best, errors = fit_os({k: v[0] - launch for k, v in dedicated.items()}, base, grains, root / mpi, say)
+            plat = preset(bench, mpi, best)
+            presets[mpi] = plat
+            fits[mpi] = {"chosen": best, "mean_abs_log_error": errors,
+                         "launch_s": {"median": launch, "runs": launch_runs},
+                         "dedicated_real_s": {k: {"median": v[0], "runs": v[1]} for k, v in dedicated.items()}}
+            for g in grains:
+                sim_ded = run_sim(sim_config(plat, g, "fcfs", "nls", jobs=1), root / "sim" / f"{mpi}-{g.name}-ded")
+                rows.append(_row(mpi, g, "DEDICATED", dedicated[g.name], float(sim_ded["mean_response_s"]), 1,
+                                 launch))
+                for label, policy, node_policy in schemes:
+                    say(f"{mpi} {g.name} {label}")
+                    key = f"{mpi}-{g.name}-{label.lower()}"
+                    med, vals = _median_real(mpi, g, policy, node_policy, reps, root, key)
+                    sim = run_sim(sim_config(plat, g, policy, node_policy), root / "sim" / key)
+                    rows.append(_row(mpi, g, label, (med, vals), float(sim["mean_response_s"]), g.jobs,
+                                     launch * launches(policy, g.jobs)))
+    prov = provenance(version=_core.__version__, seed=1, policy="experiment",
+                      options={"experiment": ID, "quick": quick, "reps": reps, "mpis": mpis},
+                      trace=None, platform={}, command=command_line())
+    calib = {"provenance": prov, "microbenchmarks": bench, "os_fit": fits, "presets": presets,
+             "preset_fields": PRESET_FIELDS, "reps": reps, "grains": [vars(g) for g in grains],
+             "schemes": [list(s) for s in schemes],
+             "load_average": {"before": load_before, "after": os.getloadavg()}}
+    return pd.DataFrame(rows), calib, _agreement(rows)
+
+
+def _say(msg: str) -> None:
+    sys.stderr.write(f"{ID}: {msg}\n")
+    sys.stderr.flush()
+
+
+def _analyze(_: Gathered, settings: Settings) -> Outcome:
+    table, calib, agreement = measure(settings.quick, say=_say)
+    text = _report(table, agreement, calib)
+    doc = json.dumps(calib, indent=2, sort_keys=True) + "\n"
+    return Outcome(report=text, files={
+        "table.csv": csv_writer(table),
+        "calibration.json": lambda p: p.write_text(doc, encoding="utf-8"),
+    })
+
+
+def launches(policy: str, jobs: int) -> float:
+    """Launches in sequence up to a job's end, averaged over the jobs: under batch the i-th job (from 1)
+    ends after i launches, one after the other; otherwise all jobs launch at once."""
+    return (jobs + 1) / 2 if policy == "batch" else 1.0
+
+
+def _row(mpi: str, g: Grain, scheme: str, real: tuple[float, list[float]], sim: float, jobs: int,
+         launch_s: float) -> dict[str, Any]:
+    med, vals = real
+    adjusted = sim + launch_s
+    return {"mpi": mpi, "granularity": g.name, "app": g.app, "jobs": jobs, "scheme": scheme,
+            "real_mean_response_s": med, "real_runs_s": " ".join(f"{v:.4f}" for v in vals),
+            "sim_mean_response_s": sim, "launch_s": launch_s, "sim_with_launch_s": adjusted,
+            "error": (adjusted - med) / med}
+
+
+def _agreement(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    out = []
+    for key in sorted({(r["mpi"], r["granularity"]) for r in rows}):
+        rs = [r for r in rows if (r["mpi"], r["granularity"]) == key and r["scheme"] != "DEDICATED"]
+        real = [r["real_mean_response_s"] for r in rs]
+        sim = [r["sim_with_launch_s"] for r in rs]
+        order_real = [r["scheme"] for r in sorted(rs, key=lambda r: r["real_mean_response_s"])]
+        order_sim = [r["scheme"] for r in sorted(rs, key=lambda r: r["sim_with_launch_s"])]
+        out.append({"mpi": key[0], "granularity": key[1], "kendall_tau": kendall(real, sim),
+                    "same_order": order_real == order_sim, "real_order": order_real, "sim_order": order_sim})
+    return out
+
+
+def _report(table: Any, agreement: list[dict[str, Any]], calib: dict[str, Any]) -> str:
+    la = calib["load_average"]
+    lines = [
+        f"Real runs: median of {calib['reps']} (`calibration.json` has every run). Load average (1, 5, 15 min) "
+        f"before {', '.join(f'{x:.1f}' for x in la['before'])}, after {', '.join(f'{x:.1f}' for x in la['after'])}: "
+        "real times include whatever else ran on the machine (a load above the 2 CPUs inflates them and "
+        "their spread).",
+        "",
+        "Workloads (2 virtual nodes of one CPU, jobs of 2 ranks submitted at 0): "
+        + "; ".join(f"{g['name']}: {g['jobs']} x `{Grain(**g).app}`" for g in calib["grains"]) + ". Schemes: "
+        + ", ".join(f"{lab} (`{pol}` + `{npol}`)" for lab, pol, npol in calib["schemes"]) + ".",
+        "",
+        "## Preset of this machine",
+        "",
+        "| field | " + " | ".join(calib["presets"]) + " | measurement |",
+        "|---|" + "---|" * len(calib["presets"]) + "---|",
+    ]
+    for f, how in PRESET_FIELDS.items():
+        vals = [json.dumps(p.get(f)) for p in calib["presets"].values()]
+        lines.append(f"| {f} | " + " | ".join(vals) + f" | {how} |")
+    lines += ["", "Native scheduler fit on the dedicated cases (mean absolute log error of the simulated "
+              "against the real response; the smallest is chosen):", ""]
+    for mpi, fit in calib["os_fit"].items():
+        errs = ", ".join(f"{m} {e:.4f}" for m, e in fit["mean_abs_log_error"].items())
+        lines.append(f"- {mpi}: chosen **{fit['chosen']}** ({errs})")
+    spread = max(fit["mean_abs_log_error"].values()) - min(fit["mean_abs_log_error"].values())
+    if spread < 0.01:
+        lines.append("- The models differ by less than 1% on the dedicated cases (one rank per CPU: the "
+                     "scheduler has nothing to choose), so this fit barely discriminates.")
+    for mpi, fit in calib["os_fit"].items():
+        runs = ", ".join(f"{x:.3f}" for x in fit["launch_s"]["runs"])
+        lines.append(f"- {mpi}: launch time (median response of a job of one barrier after 0.5 ms) "
+                     f"{fit['launch_s']['median']:.3f} s (runs {runs})")
+    lines += ["", "## Mean response time, real (median) against simulated", "",
+              "The simulator has no job launch: the measured launch time is added to each simulated response "
+              "once per launch in sequence (under BATCH the i-th job waits for i launches; otherwise the jobs "
+              "launch together), and the error is taken on that sum. The fit above compares the dedicated "
+              "runs minus the launch time.", "",
+              "| MPI | granularity | scheme | real (s) | real runs (s) | simulated (s) | + launch (s) | error |",
+              "|---|---|---|---|---|---|---|---|"]
+    for r in table.itertuples():
+        lines.append(f"| {r.mpi} | {r.granularity} | {r.scheme} | {r.real_mean_response_s:.3f} | "
+                     f"{r.real_runs_s} | {r.sim_mean_response_s:.3f} | {r.sim_with_launch_s:.3f} | {r.error:+.1%} |")
+    lines += ["", "## Rank order of the schemes", "",
+              "| MPI | granularity | Kendall tau | same order | real order (fastest first) | simulated order |",
+              "|---|---|---|---|---|---|"]
+    for a in agreement:
+        lines.append(f"| {a['mpi']} | {a['granularity']} | {a['kendall_tau']:+.2f} | "
+                     f"{'yes' if a['same_order'] else 'no'} | {' < '.join(a['real_order'])} | "
+                     f"{' < '.join(a['sim_order'])} |")
+    return "\n".join(lines) + "\n"
+
+
+register(
+    Experiment(
+        id=ID,
+        title=TITLE,
+        source="no seed: the simulator against real execution on this machine (docs/real.md)",
+        runs=lambda s: [],
+        analyze=_analyze,
+    )
+)

@@ -1,0 +1,108 @@
+"""`cosched reproduce real-vs-sim`: the preset built from the micro-benchmarks (worked by hand), and the
+quick version end to end (structure and mechanism; real times only as medians with tolerances). Needs
+what tests/python/test_real_agent.py needs (root, cgroups, MPICH, `make real`)."""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from test_real_agent import BUILD, CGROUP_ROOTS
+
+from coscheduling.experiments import realsim
+
+
+def test_the_preset_is_built_from_the_measurements_only() -> None:
+    bench = {
+        "mpi": {"mpich": {"spin_8": {"p10_us": 10.0}, "block_8": {"p10_us": 15.0},
+                          "spin_1m": {"p10_us": 10.0 + 1048.576}}},
+        "context_switch": {"switch_us": 3.0},
+        "compute": {"cpu_speed": 0.9},
+    }
+    p = realsim.preset(bench, "mpich", "rr")
+    # 1 MiB in 1048.576 us more than 8 bytes: 1000 MB/s; the 8 bytes' own transfer is 0.008 us.
+    assert p["bandwidth_mb_s"] == 1000.0
+    assert p["latency_us"] == pytest.approx(9.992)
+    assert p["interrupt_us"] == 5.0  # blocking - spinning
+    assert p["context_switch_us"] == 3.0
+    assert p["cpu_speed"] == 0.9
+    assert p["os"] == {"model": "rr"}
+    assert (p["send_overhead_us"], p["recv_overhead_us"], p["os_noise_tick_us"]) == (0.0, 0.0, 0.0)
+    assert set(p) - {"preset"} == set(realsim.PRESET_FIELDS)
+
+
+def test_rank_agreement() -> None:
+    assert realsim.kendall([1, 2, 3], [10, 20, 30]) == pytest.approx(1.0)
+    assert realsim.kendall([1, 2, 3], [30, 20, 10]) == pytest.approx(-1.0)
+    rows = [{"mpi": "m", "granularity": "g", "scheme": s, "real_mean_response_s": r, "sim_with_launch_s": m}
+            for s, r, m in (("A", 1.0, 2.0), ("B", 2.0, 1.0), ("C", 3.0, 3.0), ("DEDICATED", 0.5, 0.5))]
+    (a,) = realsim._agreement(rows)
+    assert a["real_order"] == ["A", "B", "C"] and a["sim_order"] == ["B", "A", "C"]
+    assert not a["same_order"]
+    assert a["kendall_tau"] == pytest.approx(1 / 3)  # 2 concordant pairs, 1 discordant
+
+
+def test_quick_real_vs_sim_structure_and_mechanism(tmp_path: Path) -> None:
+    out = tmp_path / "rvs"
+    env = dict(os.environ, COSCHED_REAL_BUILD=str(BUILD), COSCHED_STATE_DIR=str(tmp_path / "state"))
+    proc = subprocess.Popen([sys.executable, "-m", "coscheduling", "reproduce", "real-vs-sim", "--quick", "-o",
+                             str(out)], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    text, _ = proc.communicate(timeout=1800)
+    assert proc.returncode == 0, text
+    files = sorted(p.name for p in out.iterdir() if p.is_file())
+    assert {"calibration.json", "report.md", "table.csv"} <= set(files)
+    calib = json.loads((out / "calibration.json").read_text())
+    assert calib["provenance"]["git_commit"] and calib["provenance"]["version"]
+    (mpi,) = calib["presets"]
+    plat = calib["presets"][mpi]
+    assert set(plat) - {"preset"} == set(realsim.PRESET_FIELDS)
+    assert plat["latency_us"] > 0 and plat["bandwidth_mb_s"] > 0 and plat["context_switch_us"] >= 0
+    # The compute loop burns thread CPU time: a dedicated rank runs at about full speed (loaded: less).
+    assert 0.2 < plat["cpu_speed"] < 1.2
+    fit = calib["os_fit"][mpi]
+    errs = fit["mean_abs_log_error"]
+    assert set(errs) == set(realsim.OS_MODELS)
+    assert errs[fit["chosen"]] == min(errs.values())
+    assert plat["os"] == {"model": fit["chosen"]}
+
+    table = pd.read_csv(out / "table.csv")
+    schemes = ["DEDICATED", *realsim.QUICK_SCHEMES]
+    for g in realsim.QUICK_GRAINS:
+        rows = table[table.granularity == g.name].set_index("scheme")
+        assert list(rows.index) == schemes
+        for s in schemes:
+            runs = [float(x) for x in rows.loc[s, "real_runs_s"].split()]
+            assert len(runs) == realsim.REPS == 3
+            assert rows.loc[s, "real_mean_response_s"] == pytest.approx(statistics.median(runs), abs=1e-4)
+            launch = calib["os_fit"][mpi]["launch_s"]["median"]
+            assert rows.loc[s, "launch_s"] == pytest.approx(launch * (1.5 if s == "BATCH" else 1.0))
+            assert rows.loc[s, "sim_with_launch_s"] == pytest.approx(
+                rows.loc[s, "sim_mean_response_s"] + rows.loc[s, "launch_s"])
+            assert rows.loc[s, "error"] == pytest.approx(
+                (rows.loc[s, "sim_with_launch_s"] - rows.loc[s, "real_mean_response_s"])
+                / rows.loc[s, "real_mean_response_s"], rel=1e-6)
+        # Batch runs the 2 identical jobs one after the other: mean response 1.5 x dedicated. Exact in the
+        # simulator (deterministic), a median with a tolerance for real.
+        assert rows.loc["BATCH", "sim_mean_response_s"] == pytest.approx(
+            1.5 * rows.loc["DEDICATED", "sim_mean_response_s"], rel=0.02)
+        assert rows.loc["BATCH", "real_mean_response_s"] > 1.2 * rows.loc["DEDICATED", "real_mean_response_s"]
+        # Sharing never beats running alone.
+        for s in realsim.QUICK_SCHEMES:
+            assert rows.loc[s, "sim_mean_response_s"] >= 0.99 * rows.loc["DEDICATED", "sim_mean_response_s"]
+    report = (out / "report.md").read_text()
+    assert report.startswith("# real-vs-sim: ") and "commit `" in report
+    for heading in ("## Preset of this machine", "## Mean response time", "## Rank order of the schemes"):
+        assert heading in report
+    for f in realsim.PRESET_FIELDS:
+        assert f"| {f} |" in report
+    # Nothing of the real runs is left on the machine.
+    run = f"cosched.r{proc.pid}."
+    assert not [p for root in CGROUP_ROOTS if root.is_dir() for p in root.iterdir() if p.name.startswith(run)]
+    assert not list(Path("/dev/shm").glob(f"{run}*"))
+    assert not list((tmp_path / "state").glob(f"{run}*"))
