@@ -21,7 +21,8 @@ IDS = ["choi-fig3a", "choi-fig3b", "choi-table3", "choi-fig4", "choi-fig5", "cho
        "choi-table4"]
 # Experiments of seeds 002 and 003, whose quick versions run in their own test modules.
 OTHER_IDS = ["ghanesh-fig1", "ghanesh-fig2", "ghanesh-fig3", "ghanesh-fig4", "ghanesh-fig5", "lee-fig5",
-             "lee-fig6-9", "lee-table3", "lee-fig2", "lee-fig3", "flexgang-mix", "gang-scale", "real-slurm", "real-vs-sim"]
+             "lee-fig6-9", "lee-table3", "lee-fig2", "lee-fig3", "flexgang-mix", "gang-scale", "real-slurm",
+             "real-vs-sim"]
 VERDICTS = {report.REPRODUCED, report.PARTLY, report.NOT_REPRODUCED, report.NOT_APPLICABLE, report.TIE}
 
 
