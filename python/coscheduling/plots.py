@@ -20,6 +20,7 @@ _STYLE = {
     "spin": {"alpha": 0.35, "hatch": "////"},
     "switch": {"alpha": 1.0, "hatch": None, "color": "black"},
     "page_in": {"alpha": 0.8, "hatch": "xx"},
+    "swap_out": {"alpha": 0.8, "hatch": "++"},
     "io": {"alpha": 0.6, "hatch": ".."},
 }
 
@@ -34,7 +35,7 @@ def gantt(
     title: str = "",
 ) -> Path:
     """Draws one lane per (node, CPU) and per node disk, segments coloured by job; spinning
-    is hatched and faint, context switches black, disk page-ins cross-hatched, I/O dotted.
+    is hatched and faint, context switches black, disk page-ins cross-hatched, swap-outs plus-hatched, I/O dotted.
     The processes' own ``ready`` and ``blocked`` rows (``cpu == -2``) are not drawn.
     ``start``/``end`` (seconds) clip the window; ``nodes`` selects nodes. Writes a PNG."""
     missing = {"node", "cpu", "job", "start_s", "end_s", "kind"} - set(timeline.columns)
@@ -72,6 +73,7 @@ def gantt(
     handles = [Patch(facecolor=color[j], label=f"job {j}") for j in jobs[:12]]
     handles += [Patch(facecolor="grey", alpha=0.35, hatch="////", label="spin"),
                 Patch(facecolor="black", label="switch"), Patch(facecolor="grey", hatch="xx", label="page-in"),
+                Patch(facecolor="grey", hatch="++", label="swap-out"),
                 Patch(facecolor="grey", alpha=0.6, hatch="..", label="I/O")]
     ax.legend(handles=handles, fontsize=6, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     fig.tight_layout()

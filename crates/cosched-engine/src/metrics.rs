@@ -115,6 +115,9 @@ pub struct ProcessSummary {
     pub page_ins: u64,
     /// Memory read back from disk by page-ins, MB.
     pub paged_in_mb: f64,
+    /// Memory written to swap when pages were taken from a process, MB.
+    #[serde(default)]
+    pub paged_out_mb: f64,
     /// Interrupts a node policy raised for processes that were not running (DCS, PB,
     /// CC on a message or at their timer), each charged the platform's interrupt cost.
     pub policy_interrupts: u64,

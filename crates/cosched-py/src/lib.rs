@@ -254,6 +254,7 @@ impl RunResult {
                 SegmentKind::Spin => "spin",
                 SegmentKind::Switch => "switch",
                 SegmentKind::PageIn => "page_in",
+                SegmentKind::SwapOut => "swap_out",
                 SegmentKind::Io => "io",
                 SegmentKind::Ready => "ready",
                 SegmentKind::Blocked => "blocked",

@@ -302,6 +302,7 @@ pub fn run_process_config_recording(cfg: &RunConfig, timeline: bool) -> Result<R
         hints_followed: c.hints_followed,
         page_ins: c.page_ins,
         paged_in_mb: c.paged_in_kb as f64 / 1000.0,
+        paged_out_mb: c.paged_out_kb as f64 / 1000.0,
         policy_interrupts: c.policy_interrupts,
         boosts: c.boosts,
         boost_preemptions: c.boost_preemptions,

@@ -24,16 +24,20 @@
 //! - disk bursts (`Io`) are served one at a time per node, first come first served.
 //!
 //! Memory: each process has the footprint of its program and a resident part.
-//! A new process gets its footprint at start (fresh pages cost no disk time);
-//! when a node's job memory is short, pages are taken from the other processes
-//! of the node, least recently run first (running processes last), a process
-//! waiting in the page-in queue included; only a process whose read is under way
-//! or that was paged in and has not run since keeps its pages. A process
-//! picked by the native scheduler with part of its footprint not resident does
-//! not run: it blocks while the missing part is read from the node's disk at
-//! `disk_mb_s` (served first come first served with the I/O bursts), and the
-//! scheduler picks another process meanwhile; the page-in completion wakes it
-//! like an interrupt. With `memory_aware` admission a job is placed only on nodes
+//! A new process gets as much of its footprint as is free at start; the rest is
+//! fresh (never touched: zero-filled, it costs no read). When a node's job memory
+//! is short, pages are taken from the other processes of the node, least recently
+//! run first (running processes last), a process waiting in the page-in queue
+//! included; only a process whose read is under way or that was paged in and has
+//! not run since keeps its pages. Pages taken are swapped out: written to the
+//! node's disk at `disk_mb_s` before their frames serve the process that took them.
+//! A process picked by the native scheduler with part of its footprint not
+//! resident does not run: it blocks while the frames it takes are written out and
+//! its swapped-out part is read back (the disk serves writes, reads and I/O bursts
+//! first come first served), and the scheduler picks another process meanwhile;
+//! the page-in completion wakes it like an interrupt. Paging is per process, not
+//! per page: a process runs only with its whole footprint resident (the NAS codes
+//! sweep all their data every iteration), and it does not fault mid-slice. With `memory_aware` admission a job is placed only on nodes
 //! whose processes' footprints leave room for it, so no paging happens.
 //!
 //! Background jobs ([`ProcJob::background`], e.g. seed 002's competing loads) run
@@ -233,6 +237,8 @@ pub enum SegmentKind {
     Switch,
     /// The node's disk reading a process's pages back.
     PageIn,
+    /// The node's disk writing to swap pages taken from a process.
+    SwapOut,
     /// The node's disk serving a process's I/O burst.
     Io,
     /// The process is runnable but waits for a CPU (off every CPU).
@@ -286,10 +292,13 @@ pub struct ProcCounters {
     pub consumed: u64,
     /// Compute time the programs asked for (after noise), all processes.
     pub compute_ns: i64,
-    /// Page-ins (a process made resident again before running).
+    /// Page-ins (a process made resident before running: its pages read back, and
+    /// the frames for them or for its fresh pages written out first).
     pub page_ins: u64,
     /// Memory read back from disk by page-ins, KB.
     pub paged_in_kb: i64,
+    /// Memory written to swap when its pages were taken from a process, KB.
+    pub paged_out_kb: i64,
     /// Interrupts a node policy raised for processes that were not running
     /// ([`NodeAction::Interrupt`]), each charged `interrupt` of CPU.
     pub policy_interrupts: u64,
@@ -479,6 +488,9 @@ struct Proc<'a> {
     /// Footprint and resident part, KB.
     mem_kb: i64,
     resident_kb: i64,
+    /// Part of the footprint never touched yet (neither resident nor in swap): it
+    /// costs no read when it is made resident (zero-filled pages).
+    fresh_kb: i64,
     /// Waiting for memory or for its page-in: blocked until the read completes.
     paging: bool,
     /// Its page-in read is under way (it left the page-in queue): the pages being
@@ -1683,6 +1695,7 @@ impl<'a> Sim<'a> {
                 end: SimTime::MAX,
                 mem_kb: kb(self.jobs[j].program.memory_mb),
                 resident_kb: 0,
+                fresh_kb: 0,
                 paging: false,
                 reading: false,
                 pinned: false,
@@ -1698,12 +1711,13 @@ impl<'a> Sim<'a> {
                 boost_until_run: false,
                 state_since: now,
             });
-            // Fresh pages: as much of the footprint as can be made room for; the
-            // rest is paged in when the process is first picked.
+            // Fresh pages: as much of the footprint as free memory holds; the rest
+            // is made room for (swapping other processes' pages out) when the
+            // process is first picked, and costs no read.
             let need = self.procs[pid as usize].mem_kb;
-            self.make_room(node, need, pid);
             let got = need.min(self.nodes[node as usize].free_kb);
             self.procs[pid as usize].resident_kb = got;
+            self.procs[pid as usize].fresh_kb = need - got;
             self.nodes[node as usize].free_kb -= got;
             self.nodes[node as usize].committed_kb += need;
             let n = &mut self.nodes[node as usize];
@@ -1739,6 +1753,7 @@ impl<'a> Sim<'a> {
             self.procs[pid as usize].mem_kb,
         );
         self.procs[pid as usize].resident_kb = 0;
+        self.procs[pid as usize].fresh_kb = 0;
         let n = &mut self.nodes[node as usize];
         n.free_kb += resident;
         n.committed_kb -= mem;
@@ -1871,7 +1886,15 @@ impl<'a> Sim<'a> {
                 return;
             };
             let p = &self.procs[pick.pid as usize];
-            if p.resident_kb < p.mem_kb {
+            let missing = p.mem_kb - p.resident_kb;
+            let n = &self.nodes[node as usize];
+            if missing > 0 && missing == p.fresh_kb && missing <= n.free_kb && n.page_queue.is_empty() {
+                // Only fresh pages missing, and free memory for them: zero-filled at once.
+                self.nodes[node as usize].free_kb -= missing;
+                let p = &mut self.procs[pick.pid as usize];
+                (p.resident_kb, p.fresh_kb) = (p.mem_kb, 0);
+                self.debug_check_memory(node);
+            } else if missing > 0 {
                 self.page_in(node, pick.pid, now);
                 continue;
             }
@@ -1885,6 +1908,14 @@ impl<'a> Sim<'a> {
     /// process whose page-in read is under way, or from one paged in that has not
     /// run since. Returns whether enough was freed.
     ///
+    /// Swap-out: the pages taken are written to swap on the node's disk (at
+    /// `disk_mb_s`, first come first served with page-ins and I/O bursts; a page-in
+    /// queued after the writes starts when they are done). Every page taken is
+    /// written: a process that has run since its pages were read has written its
+    /// arrays (the NAS codes update their whole data every iteration), and one that
+    /// has not is not a victim, so no page taken is still clean in the swap cache
+    /// (the case Linux 2.4's `try_to_swap_out` drops without I/O).
+    ///
     /// A process waiting in the page-in queue, its read not started, is a victim
     /// like any other: Linux 2.4's reclaim (`mm/vmscan.c`, 2.4.17: `swap_out` walks
     /// every address space on `mmlist` whatever its task's state, and
@@ -1893,7 +1924,7 @@ impl<'a> Sim<'a> {
     /// asleep in a page fault and spares only the pages being read. Sparing the
     /// queued processes instead would let the queue's head wait forever for pages
     /// that only a process queued behind it holds.
-    fn make_room(&mut self, node: u32, need: i64, except: Pid) -> bool {
+    fn make_room(&mut self, node: u32, need: i64, except: Pid, now: SimTime) -> bool {
         while self.nodes[node as usize].free_kb < need {
             let victim = self.nodes[node as usize]
                 .procs
@@ -1911,8 +1942,15 @@ impl<'a> Sim<'a> {
             let short = need - self.nodes[node as usize].free_kb;
             let take = short.min(self.procs[v as usize].resident_kb);
             self.procs[v as usize].resident_kb -= take;
-            self.nodes[node as usize].free_kb += take;
+            let disk = self.disk_time(take);
+            let n = &mut self.nodes[node as usize];
+            n.free_kb += take;
+            let start = n.disk_free_at.max(now);
+            let done = start + disk;
+            n.disk_free_at = done;
             self.debug_check_memory(node);
+            self.record_disk(node, v, start, done, SegmentKind::SwapOut);
+            self.counters.paged_out_kb += take;
         }
         self.nodes[node as usize].free_kb >= need
     }
@@ -1931,27 +1969,39 @@ impl<'a> Sim<'a> {
         self.pump_paging(node, now);
     }
 
-    /// Starts the disk reads of waiting page-ins, in order, while memory can be made.
+    /// How long the node's disk takes to read or write `kb` KB.
+    fn disk_time(&self, kb: i64) -> SimTime {
+        SimTime::from_secs_f64(kb as f64 / 1000.0 / self.plat.disk_mb_s)
+    }
+
+    /// Starts the disk reads of waiting page-ins, in order, while memory can be made
+    /// (the pages taken for one are written out before its read). The fresh part of
+    /// a footprint is not read: a page-in of fresh pages only ends when the frames
+    /// it takes are written out.
     fn pump_paging(&mut self, node: u32, now: SimTime) {
         while let Some(&pid) = self.nodes[node as usize].page_queue.front() {
-            let missing = self.procs[pid as usize].mem_kb - self.procs[pid as usize].resident_kb;
-            if !self.make_room(node, missing, pid) {
+            let p = &self.procs[pid as usize];
+            let (missing, read) = (p.mem_kb - p.resident_kb, p.mem_kb - p.resident_kb - p.fresh_kb);
+            if !self.make_room(node, missing, pid, now) {
                 return;
             }
+            let disk = self.disk_time(read);
             let n = &mut self.nodes[node as usize];
             n.page_queue.pop_front();
             n.free_kb -= missing;
             let start = n.disk_free_at.max(now);
-            let done =
-                start + SimTime::from_secs_f64(missing as f64 / 1000.0 / self.plat.disk_mb_s);
+            let done = start + disk;
             n.disk_free_at = done;
             let p = &mut self.procs[pid as usize];
             p.resident_kb = p.mem_kb;
+            p.fresh_kb = 0;
             p.reading = true;
             self.debug_check_memory(node);
-            self.record_disk(node, pid, start, done, SegmentKind::PageIn);
+            if read > 0 {
+                self.record_disk(node, pid, start, done, SegmentKind::PageIn);
+            }
             self.counters.page_ins += 1;
-            self.counters.paged_in_kb += missing;
+            self.counters.paged_in_kb += read;
             self.q
                 .schedule(done, Ev::PageDone { to: pid })
                 .expect("future");
@@ -2255,9 +2305,10 @@ impl<'a> Sim<'a> {
         for &q in &n.procs {
             let p = &self.procs[q as usize];
             assert!(
-                (0..=p.mem_kb).contains(&p.resident_kb),
-                "pid {q}: {} KB resident of {} KB",
+                (0..=p.mem_kb - p.fresh_kb).contains(&p.resident_kb) && p.fresh_kb >= 0,
+                "pid {q}: {} KB resident and {} KB fresh of {} KB",
                 p.resident_kb,
+                p.fresh_kb,
                 p.mem_kb
             );
             resident += p.resident_kb;

@@ -7,6 +7,23 @@ use cosched_model::node::OsConfig;
 use cosched_model::program::Builder;
 use proptest::prelude::*;
 
+/// Page-in and swap-out segments of a run: (kind, pid whose pages are read or
+/// written, start, end), times in units of 10 us.
+fn disk(out: &ProcOutput) -> Vec<(SegmentKind, Pid, i64, i64)> {
+    out.timeline
+        .iter()
+        .filter(|s| matches!(s.kind, SegmentKind::PageIn | SegmentKind::SwapOut))
+        .map(|s| {
+            (
+                s.kind,
+                s.pid,
+                s.start.as_ns() / 10_000,
+                s.end.as_ns() / 10_000,
+            )
+        })
+        .collect()
+}
+
 fn one_rank(mb: f64, submit_ms: i64, reps: u32, op: Op) -> ProcJob {
     let mut b = Builder::new(1);
     b.repeat(reps, |b| {
@@ -17,25 +34,30 @@ fn one_rank(mb: f64, submit_ms: i64, reps: u32, op: Op) -> ProcJob {
 
 /// One 900 MB node with two CPUs (CFS, spin waits, 5 us switches): pid 0 (353 MB,
 /// three 0.33 ms disk bursts) and pid 1 (549 MB, two 3 ms bursts) start at 15 ms,
-/// pid 2 (353 MB, 1 ns) at 17 ms, pid 3 (549 MB, 1 ns) at 23 ms. Disk: 20 MB/s.
+/// pid 2 (353 MB, 1 ns) at 17 ms, pid 3 (549 MB, 1 ns) at 23 ms. Disk: 20 MB/s
+/// (2 MB: 0.1 s; 194: 9.7 s; 198: 9.9 s; 351: 17.55 s; 353: 17.65 s; 549: 27.45 s).
 ///
-/// By hand: pid 1's fresh pages take 2 MB from pid 0, which pages them back in
-/// when its first burst ends (15.33 ms, taking 2 MB from pid 1; read 0.1 s, until
-/// 115.33 ms). pid 2 takes the other 353 MB from pid 1 (194 MB left) and ends at
-/// 17 ms. pid 1 is picked at 21 ms and queues for its 355 missing MB: pid 0's pages
-/// are being read. pid 3 starts at 23 ms with the 353 free MB and 194 MB taken from
-/// queued pid 1, is picked and queues behind pid 1. The head, pid 1, now takes pid
-/// 3's 547 MB (queued, not reading) and waits for the last 2 MB, held by pid 0
-/// until it has run. At 115.33 ms pid 0 runs: pid 1 takes 2 MB from it and reads
-/// its whole 549 MB (27.45 s, until 27.56533 s); the new head, pid 3, takes pid 0's
-/// other 351 MB and waits. pid 0 is picked after its next burst (115.66 ms) with
-/// nothing resident and queues. pid 1 runs at 27.56533 s: pid 3 takes 198 MB from
-/// it and reads 549 MB (until 55.01566 s); pid 1 ends. pid 3 runs (1 ns) at
-/// 55.01566 s: pid 0 takes 2 MB from it and reads 353 MB (17.65 s, until
-/// 72.66566 s), then does its last burst.
+/// By hand: at 15 ms pid 0 gets 353 MB and pid 1 the 547 free MB (2 MB fresh);
+/// pid 1 is picked and takes 2 MB from pid 0, written out after pid 0's first burst
+/// (15.33 to 115.33 ms). pid 0 queues at 15.33 ms for its 2 MB, then pid 2 (17 ms)
+/// and pid 3 (23 ms), started with nothing free (all fresh): queue [0, 2, 3]. At
+/// 115.33 ms pid 1 runs and the queue takes its pages: pid 0 2 MB (written until
+/// 215.33 ms, then read until 315.33 ms), pid 2 353 MB (written until 17.96533 s; no
+/// read), and the head pid 3 the last 194 MB (written until 27.66533 s), still 355
+/// MB short. pid 1, emptied, queues behind pid 3 after its slice. At 315.33 ms pid 0
+/// runs and pid 3, still at the head, takes its 353 MB (written until 45.31533 s):
+/// pid 0's next burst waits for the disk (until 45.31566 s) and pid 0 queues again.
+/// At 17.96533 s pid 2 runs: pid 3 takes the 2 MB it lacks (written until 45.41566
+/// s), the new head pid 1 takes 351 MB (written until 62.96566 s) and waits. At
+/// 45.41566 s pid 3 runs: pid 1 takes its 198 MB (written until 72.86566 s) and
+/// reads its 549 MB (until 100.31566 s); pid 0 takes pid 3's other 351 MB (written
+/// until 117.86566 s). At 100.31566 s pid 1 runs: pid 0 takes its last 2 MB
+/// (written until 117.96566 s), reads its 353 MB (until 135.61566 s) and ends with
+/// its last burst.
 ///
-/// Before queued processes were victims, the head (pid 1) could not take pages
-/// from pid 3 queued behind it: every process waited in the queue and nothing ran.
+/// Before queued processes were victims, the head could not take pages from the
+/// processes queued behind it, and every process ended up waiting in the queue with
+/// nothing running.
 #[test]
 fn the_page_in_queue_head_takes_pages_from_processes_queued_behind_it() {
     let mut plat = platform(
@@ -61,28 +83,35 @@ fn the_page_in_queue_head_takes_pages_from_processes_queued_behind_it() {
         ..Default::default()
     };
     let out = simulate_processes(&plat, &jobs, make, &opts).expect("no paging deadlock");
-    let reads: Vec<(Pid, i64, i64)> = out
-        .timeline
-        .iter()
-        .filter(|s| s.kind == SegmentKind::PageIn)
-        .map(|s| (s.pid, s.start.as_ns() / 10_000, s.end.as_ns() / 10_000))
-        .collect();
-    // (pid, start, end) in units of 10 us.
+    use SegmentKind::{PageIn, SwapOut};
+    let reads = disk(&out);
+    // (kind, pid whose pages are read or written, start, end) in units of 10 us.
     assert_eq!(
         reads,
         [
-            (0, 1_533, 11_533),
-            (1, 11_533, 2_756_533),
-            (3, 2_756_566, 5_501_566),
-            (0, 5_501_566, 7_266_566),
+            (SwapOut, 0, 1_533, 11_533),
+            (SwapOut, 1, 11_533, 21_533),
+            (PageIn, 0, 21_533, 31_533),
+            (SwapOut, 1, 31_533, 1_796_533),
+            (SwapOut, 1, 1_796_533, 2_766_533),
+            (SwapOut, 0, 2_766_533, 4_531_533),
+            (SwapOut, 2, 4_531_566, 4_541_566),
+            (SwapOut, 2, 4_541_566, 6_296_566),
+            (SwapOut, 3, 6_296_566, 7_286_566),
+            (PageIn, 1, 7_286_566, 10_031_566),
+            (SwapOut, 3, 10_031_566, 11_786_566),
+            (SwapOut, 1, 11_786_566, 11_796_566),
+            (PageIn, 0, 11_796_566, 13_561_566),
         ]
     );
     assert_eq!(
-        out.counters.paged_in_kb,
-        2_000 + 549_000 + 549_000 + 353_000
+        (out.counters.paged_in_kb, out.counters.paged_out_kb),
+        (
+            2_000 + 549_000 + 353_000,
+            2 * 2_000 + 353_000 + 194_000 + 353_000 + 2_000 + 351_000 + 198_000 + 351_000 + 2_000
+        )
     );
-    assert_eq!(out.jobs[2].end - out.jobs[2].start, SimTime(5_001));
-    assert!(out.jobs[0].end > SimTime::from_ns(72_665_660_000));
+    assert!(out.jobs[0].end > SimTime::from_ns(135_615_660_000));
 }
 
 proptest! {
@@ -114,4 +143,48 @@ proptest! {
         let out = simulate_processes(&plat, &pj, make.as_ref(), &opts);
         prop_assert!(out.is_ok(), "{:?}", out.err());
     }
+}
+
+/// Swap-out and fresh pages, one 900 MB node, one CPU (round robin, 50 ms), disk
+/// 20 MB/s. pid 0 (600 MB, 100 ms of compute) starts at 0 with 600 MB; pid 1 (600
+/// MB, 10 ms) at 1 ms gets the 300 free MB, its other 300 MB fresh (never touched).
+/// By hand: at 50 ms pid 0's quantum ends and pid 1 is picked with 300 MB missing:
+/// it takes 300 MB from pid 0, which are written to swap first (15 s, 50 ms to
+/// 15.05 s); its fresh pages need no read. Meanwhile pid 0 is picked with 300 MB
+/// missing and waits (pid 1's page-in is under way). At 15.05 s pid 1 runs (woken:
+/// 5 us interrupt): pid 0 takes 300 MB from it, written out from 15.05 to 30.05 s,
+/// then reads its own 300 MB back (30.05 to 45.05 s). pid 1 ends at 15.060005 s;
+/// pid 0 runs its last 50 ms from 45.05 s and ends at 45.100005 s.
+#[test]
+fn taken_pages_are_written_to_swap_before_the_read_and_fresh_pages_are_not_read() {
+    let plat = platform(1, OsConfig::Rr { quantum_ms: 50.0 });
+    let jobs = [
+        one_rank(600.0, 0, 1, Op::Compute { ns: 100_000_000 }),
+        one_rank(600.0, 1, 1, Op::Compute { ns: 10_000_000 }),
+    ];
+    let make: &dyn Fn() -> Box<dyn NodePolicy> = &|| Box::new(Spin);
+    let opts = ProcOptions {
+        mpl: 2,
+        record_timeline: true,
+        ..Default::default()
+    };
+    let out = simulate_processes(&plat, &jobs, make, &opts).unwrap();
+    assert_eq!(
+        disk(&out),
+        [
+            (SegmentKind::SwapOut, 0, 5_000, 1_505_000),
+            (SegmentKind::SwapOut, 1, 1_505_000, 3_005_000),
+            (SegmentKind::PageIn, 0, 3_005_000, 4_505_000),
+        ]
+    );
+    assert_eq!(out.jobs[1].end, SimTime::from_ns(15_060_005_000));
+    assert_eq!(out.jobs[0].end, SimTime::from_ns(45_100_005_000));
+    assert_eq!(
+        (
+            out.counters.page_ins,
+            out.counters.paged_in_kb,
+            out.counters.paged_out_kb
+        ),
+        (2, 300_000, 600_000)
+    );
 }
