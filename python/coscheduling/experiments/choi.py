@@ -1483,11 +1483,11 @@ def _table2_jobs(n: int, cls: str, seed: int) -> list[dict[str, Any]]:
 
 #: Why fig7's speed-up ranking is not evidence: the paging model is coarser than seed 000's argument.
 FIG7_PAGING_CAVEAT = (
-    "**The speed-up ranking is not evidence.** The model pages in bulk: a process picked with part of its "
-    "footprint not resident blocks while the whole missing part is read at the disk's speed, pages taken from "
-    "other processes cost no write-back, and no page faults happen within a slice "
+    "**The speed-up ranking is not evidence.** The model pages per process, not per page: a process picked "
+    "with part of its footprint not resident blocks while the pages it takes from others are written to swap "
+    "and its whole missing part is read back at the disk's speed, and no page faults happen within a slice "
     "(`crates/cosched-engine/src/process/mod.rs`, memory). Seed 000 §5.3 explains the ranking by swapping as a "
-    "process uses up its quantum, page by page with swap-out; that mechanism is not modelled, so the execution "
+    "process uses up its quantum, page by page; that mechanism is not modelled, so the execution "
     "speed-up ratios below and the finding on their ranking neither confirm nor refute it.")
 
 
