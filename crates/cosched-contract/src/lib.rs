@@ -10,6 +10,10 @@
 //! - [`node`]: node level (the seeds' SchedAsst). A [`NodePolicy`] is called at
 //!   the moments of a process's life on its node and answers [`NodeAction`]s,
 //!   wait modes and recommendations; [`NodeView`] is what it may read.
+//! - [`admission`]: process-level cluster scheduling, admission: an
+//!   [`AdmissionPolicy`] is told of arrivals and ends and starts jobs through an
+//!   [`AdmissionControl`] the mechanism implements; [`admission::Fcfs`] is the
+//!   reference admission.
 //! - [`process`]: process-level cluster scheduling (gang matrix, flexible
 //!   gang, perturbation harness): the parameters of the schemes.
 //! - [`gang`]: the Ousterhout matrix's placement and slot cycle, shared by the
@@ -20,12 +24,14 @@
 //! Dependencies: `cosched-des <- cosched-model <- cosched-contract <-
 //! cosched-policies`; the engine depends on this crate, not on the policies.
 
+pub mod admission;
 pub mod cluster;
 pub mod gang;
 pub mod node;
 pub mod place;
 pub mod process;
 
+pub use admission::{AdmissionControl, AdmissionError, AdmissionEvent, AdmissionPolicy};
 pub use cluster::{ClusterPolicy, ClusterView, Decision, DecisionError, Event};
 pub use node::{
     ActionError, DequeueReason, EnqueueReason, NodeAction, NodePolicy, NodeView, Ops, Pid, Stop,

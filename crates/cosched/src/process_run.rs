@@ -10,6 +10,7 @@ use cosched_engine::metrics::{
     summarize_busy, GangednessSummary, MeasuredBusy, PerturbSummary, ProcessSummary,
 };
 use cosched_engine::process::policy::NodePolicy;
+use cosched_engine::process::admit::AdmissionFactory;
 use cosched_engine::process::{simulate_processes, ProcError, ProcJob, ProcOptions};
 use cosched_engine::{JobRecord, JobStatus, SimOutput};
 use cosched_model::node::NodePlatform;
@@ -99,7 +100,7 @@ fn proc_error(cfg: &RunConfig, e: ProcError) -> Error {
             "{origin}: {e} (raise `limits.max_events` in the configuration if the run is meant to be this long)"
         )),
         ProcError::Interrupted { .. } => Error::Interrupted,
-        ProcError::Deadlock { .. } | ProcError::Invariant(_) => {
+        ProcError::Deadlock { .. } | ProcError::Invariant(_) | ProcError::Admission(_) => {
             Error::Run(format!("{origin}: {e}"))
         }
     }
@@ -181,19 +182,22 @@ pub fn run_process_config_recording(cfg: &RunConfig, timeline: bool) -> Result<R
         ProcAdmission::Fcfs => {}
         ProcAdmission::Batch(b) => {
             opts.mpl = 1;
-            opts.skip_blocked = !b.strict;
+            let mut estimates = None;
             if b.backfill {
                 let dedicated = dedicated_estimates(cfg, &plat, &jobs, &make)?;
                 let mut apps: Vec<_> = cfg.workload.jobs.iter().collect();
                 apps.sort_by_key(|a| SimTime::from_secs_f64(a.submit_s)); // the order of `jobs_of`
                 let class: Vec<String> = apps.iter().map(|a| a.class.to_uppercase()).collect();
                 let class: Vec<&str> = class.iter().map(String::as_str).collect();
-                opts.backfill = Some(cosched_policies::process::batch::estimates_of(
+                estimates = Some(cosched_policies::process::batch::estimates_of(
                     b.estimates,
                     &dedicated,
                     &class,
                 ));
             }
+            opts.admission = Some(AdmissionFactory::new(move || {
+                cosched_policies::process::batch::admission(&b, estimates.as_deref())
+            }));
         }
         ProcAdmission::Gang(g) => {
             opts.mpl = g.rows;

@@ -1,8 +1,9 @@
-//! Gang scheduling and EASY batch admission on tiny scenarios.
+//! Gang scheduling on tiny scenarios.
 
 use super::gang::GangParams;
 use super::policy::NodePolicy;
 use super::*;
+use cosched_contract::admission::Fcfs;
 use cosched_model::node::OsConfig;
 use cosched_model::program::Builder;
 
@@ -177,63 +178,18 @@ fn alternate_scheduling_fills_nodes_without_a_process_in_the_active_row() {
 }
 
 #[test]
-fn easy_backfills_a_short_job_without_delaying_the_head() {
-    let plat = platform(4, 0.0);
-    // Job 0 holds 2 nodes 100 ms; job 1 (4 nodes) waits for it; job 2 (2 nodes,
-    // 50 ms) ends before job 1's reservation; job 3 (2 nodes, 200 ms) would not.
-    let jobs = vec![
-        compute(2, 100),
-        compute(4, 50),
-        compute(2, 50),
-        compute(2, 200),
-    ];
-    let est: Vec<SimTime> = [100, 50, 50, 200]
-        .iter()
-        .map(|&ms| SimTime::from_ms(ms))
-        .collect();
-    let ms = |x| SimTime::from_ms(x);
-    let fcfs = run(&plat, &jobs, &ProcOptions::default());
-    let starts: Vec<SimTime> = fcfs.jobs.iter().map(|r| r.start).collect();
-    assert_eq!(starts, vec![ms(0), ms(100), ms(150), ms(150)], "FCFS order");
-    let easy = run(
-        &plat,
-        &jobs,
-        &ProcOptions {
-            backfill: Some(est),
-            ..Default::default()
-        },
-    );
-    let starts: Vec<SimTime> = easy.jobs.iter().map(|r| r.start).collect();
-    assert_eq!(
-        starts,
-        vec![ms(0), ms(100), ms(0), ms(150)],
-        "job 2 backfilled"
-    );
-    for out in [&fcfs, &easy] {
-        // MPL 1: two jobs sharing a node never overlap in time.
-        for (a, ra) in out.jobs.iter().enumerate() {
-            for rb in &out.jobs[a + 1..] {
-                if ra.nodes.iter().any(|n| rb.nodes.contains(n)) {
-                    assert!(ra.end <= rb.start || rb.end <= ra.start);
-                }
-            }
-        }
-    }
-}
-
-#[test]
-fn bad_gang_and_backfill_options_are_errors() {
+fn bad_gang_options_are_errors() {
     let plat = platform(2, 0.0);
     let jobs = vec![compute(1, 1)];
     let mut o = gang(0, 1, false);
     let e = simulate_processes(&plat, &jobs, &|| Box::new(Spin), &o).unwrap_err();
     assert!(e.to_string().contains("quantum > 0"), "{e}");
     o = ProcOptions {
-        backfill: Some(vec![]),
-        ..Default::default()
+        admission: Some(admit::AdmissionFactory::new(|| Box::new(Fcfs::default()))),
+        ..gang(10, 1, false)
     };
     let e = simulate_processes(&plat, &jobs, &|| Box::new(Spin), &o).unwrap_err();
-    assert!(e.to_string().contains("one estimate per job"), "{e}");
+    assert!(e.to_string().contains("no admission policy with gang"), "{e}");
 }
 
 #[test]

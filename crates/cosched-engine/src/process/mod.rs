@@ -49,17 +49,19 @@
 //! Background jobs take admission slots like the others: one that holds the slots
 //! a foreground job needs keeps it out until the time limit stops the run.
 //!
-//! Admission: jobs wait in FCFS order; a job of P processes gets P distinct nodes
-//! each holding fewer than `mpl` processes (with [`ProcJob::ranks_per_node`] `k`:
-//! `ceil(P / k)` nodes each with room for `k` more, consecutive ranks together)
-//! (PACKING: the first run of consecutive
-//! eligible nodes, else the lowest-numbered; NO PACKING: eligible nodes drawn at
-//! random from the seeded stream "placement"). Two other admission modes
-//! replace it when their option is set: gang scheduling ([`gang`]: an
-//! Ousterhout matrix with global slot switches, `ProcOptions::gang`) and batch
-//! scheduling with EASY backfilling at MPL 1 ([`batch`], `ProcOptions::backfill`).
+//! Admission ([`admit`]): an admission policy (`ProcOptions::admission`,
+//! the contract `cosched_contract::admission`) decides which queued job starts
+//! when; the engine validates each start and places it: a job of P processes
+//! gets P distinct nodes each holding fewer than `mpl` processes (with
+//! [`ProcJob::ranks_per_node`] `k`: `ceil(P / k)` nodes each with room for `k`
+//! more, consecutive ranks together) by the run's placement rule ([`place`]:
+//! PACKING, the least-loaded layer's emptiest contiguous run; NO PACKING,
+//! eligible nodes drawn at random from the seeded stream "placement"). Without a
+//! policy, the reference strict FCFS admits. Gang scheduling ([`gang`]: an
+//! Ousterhout matrix with global slot switches, `ProcOptions::gang`) admits
+//! through its matrix instead.
 
-pub mod batch;
+pub mod admit;
 pub mod check;
 pub mod flexgang;
 pub mod gang;
@@ -101,6 +103,7 @@ use policy::{
     ActionError, ActionErrorCounts, DequeueReason, EnqueueReason, NodeAction, NodePolicy,
     NodeView, Ops, WaitEnd, WaitEndCause, WaitKind, WaitMode,
 };
+use cosched_contract::admission::{AdmissionEvent, AdmissionPolicy};
 use thiserror::Error;
 
 /// A job of the process-level model.
@@ -186,14 +189,9 @@ pub struct ProcOptions {
     /// Gang scheduling instead of FCFS admission under `mpl`: the matrix has
     /// `rows` rows (the MPL) and the nodes run only the active row ([`gang`]).
     pub gang: Option<gang::GangParams>,
-    /// EASY backfilling (requires `mpl == 1`) with these runtime estimates, one
-    /// per job ([`batch`]).
-    pub backfill: Option<Vec<SimTime>>,
-    /// FCFS admission without strict order (OpenPBS `strict_ordering: false`,
-    /// its scheduler's default): a queued job that does not fit is passed over
-    /// (keeping its place) and every later job that fits starts now; `false`
-    /// (default): strict FCFS, the queue head blocks the queue.
-    pub skip_blocked: bool,
+    /// The admission policy outside gang mode ([`admit`]; `None`: the
+    /// reference strict FCFS under `mpl`, `cosched_contract::admission::Fcfs`).
+    pub admission: Option<admit::AdmissionFactory>,
     /// Gang mode only: perturb the gang schedule of job 0 and estimate its
     /// gangedness ([`perturb`]).
     pub perturb: Option<perturb::PerturbParams>,
@@ -210,8 +208,7 @@ impl Default for ProcOptions {
             time_limit: SimTime::from_secs(DEFAULT_TIME_LIMIT_S),
             event_limit: DEFAULT_EVENT_LIMIT,
             gang: None,
-            backfill: None,
-            skip_blocked: false,
+            admission: None,
             perturb: None,
         }
     }
@@ -362,6 +359,8 @@ pub enum ProcError {
     Mpl,
     #[error("invalid options: {0}")]
     Options(String),
+    #[error("invalid admission decision: {0}")]
+    Admission(#[from] cosched_contract::admission::AdmissionError),
     #[error("job {job}: rank {rank} sends to rank {to}, which does not exist")]
     BadRank { job: usize, rank: Rank, to: Rank },
     #[error("deadlock at t={time}: {waiting} process(es) wait for messages that can never arrive; first: {first}{dump}")]
@@ -690,7 +689,12 @@ struct Sim<'a> {
     records: Vec<Option<ProcJobRecord>>,
     /// Whether each job has ended (set once, checked: a job ends exactly once).
     ended: Vec<bool>,
+    /// Gang mode: jobs waiting for a matrix row, in FCFS order.
     pending: std::collections::VecDeque<usize>,
+    /// The admission policy (outside gang mode; taken out while it decides).
+    admission: Option<Box<dyn AdmissionPolicy>>,
+    /// The first refused decision; it stops the run.
+    failure: Option<ProcError>,
     /// Jobs whose submission event has not happened yet.
     arrivals_left: usize,
     jobs_done: usize,
@@ -762,9 +766,9 @@ pub fn simulate_processes(
                 "gang needs rows >= 1, quantum > 0 and switch >= 0, got {g:?}"
             )));
         }
-        if opts.backfill.is_some() {
+        if opts.admission.is_some() {
             return Err(ProcError::Options(
-                "gang and backfill exclude each other".into(),
+                "gang admits through its matrix: no admission policy with gang".into(),
             ));
         }
     }
@@ -781,16 +785,6 @@ pub fn simulate_processes(
                     jobs[0].program.size()
                 )));
             }
-        }
-    }
-    if let Some(est) = &opts.backfill {
-        if opts.mpl != 1 || est.len() != jobs.len() {
-            return Err(ProcError::Options(format!(
-                "backfill needs mpl 1 and one estimate per job ({} jobs, {} estimates, mpl {})",
-                jobs.len(),
-                est.len(),
-                opts.mpl
-            )));
         }
     }
     if let Some(i) = jobs.windows(2).position(|w| w[1].submit < w[0].submit) {
@@ -826,12 +820,6 @@ pub fn simulate_processes(
                     "ranks_per_node must be between 1 and the mpl ({}), got {rpn}",
                     opts.mpl
                 ),
-            });
-        }
-        if rpn > 1 && opts.backfill.is_some() {
-            return Err(ProcError::BadProgram {
-                job: j,
-                msg: "ranks_per_node > 1 needs FCFS or gang admission (not batch)".into(),
             });
         }
         if opts.gang.is_some() && rpn > plat.cpus_per_node {
@@ -920,6 +908,8 @@ pub fn simulate_processes(
         records: vec![None; jobs.len()],
         ended: vec![false; jobs.len()],
         pending: Default::default(),
+        admission: admit::policy_of(opts),
+        failure: None,
         arrivals_left: jobs.len(),
         jobs_done: 0,
         counters: ProcCounters::default(),
@@ -987,6 +977,9 @@ impl<'a> Sim<'a> {
         let mut last = SimTime::ZERO;
         let cpus = self.plat.cpus_per_node;
         while self.fg_left > 0 {
+            if let Some(e) = self.failure.take() {
+                return Err(e);
+            }
             // The next event in (time, sequence) order: a CPU's segment end (its timer
             // slot) or the queue's next event.
             let seg = self.segs.peek().filter(|&(t, seq, _)| {
@@ -1031,8 +1024,7 @@ impl<'a> Sim<'a> {
             match ev {
                 Ev::Arrive(j) => {
                     self.arrivals_left -= 1;
-                    self.pending.push_back(j);
-                    self.admit(now);
+                    self.admit(AdmissionEvent::Arrived(j), now);
                 }
                 Ev::SegEnd { node, cpu } => self.seg_end(node, cpu, now),
                 Ev::Msg { to, from, tag } => self.msg_arrived(to, from, tag, now),
@@ -1092,7 +1084,7 @@ impl<'a> Sim<'a> {
                 }
             }
         }
-        Ok(())
+        self.failure.take().map_or(Ok(()), Err)
     }
 
     /// End-of-run checks: CPU work is conserved (the useful CPU time equals the
@@ -1470,136 +1462,6 @@ impl<'a> Sim<'a> {
         self.procs[p as usize].cpu_left += self.interrupt_ns;
     }
 
-    // ----- admission -------------------------------------------------------
-
-    fn admit(&mut self, now: SimTime) {
-        if self.gang.is_some() {
-            return self.admit_gang(now);
-        }
-        if self.opts.backfill.is_some() {
-            return self.admit_easy(now);
-        }
-        // Strict FCFS stops at the first job that does not fit; without strict
-        // order (`skip_blocked`) that job keeps its place and the next is tried.
-        let mut k = 0;
-        while let Some(&j) = self.pending.get(k) {
-            // `rpn` consecutive ranks per node: a node is eligible when it has room
-            // for that many more processes (and their memory).
-            let rpn = self.jobs[j].ranks_per_node;
-            let size = self.jobs[j].nodes_needed() as usize;
-            let need = kb(self.jobs[j].program.memory_mb) * i64::from(rpn);
-            let capacity = kb(self.plat.job_memory_mb);
-            let eligible: Vec<u32> = (0..self.plat.nodes)
-                .filter(|&n| {
-                    let nd = &self.nodes[n as usize];
-                    nd.load + rpn <= self.opts.mpl
-                        && (!self.opts.memory_aware || nd.committed_kb + need <= capacity)
-                })
-                .collect();
-            if eligible.len() < size {
-                if self.opts.skip_blocked {
-                    k += 1;
-                    continue;
-                }
-                return;
-            }
-            let chosen = self.choose_nodes(&eligible, size, true);
-            let ranks = self.jobs[j].program.size() as usize;
-            let per_rank: Vec<u32> = (0..ranks).map(|r| chosen[r / rpn as usize]).collect();
-            self.pending.remove(k);
-            self.start_job(j, per_rank, now);
-        }
-    }
-
-    /// `size` of the `eligible` nodes (sorted), by the run's placement rule
-    /// ([`place::choose_nodes`]; PACKING fills the least-loaded layer first).
-    /// A gang row is itself the layer: `by_load = false` places within it by
-    /// first fit, whatever the other rows hold.
-    fn choose_nodes(&mut self, eligible: &[u32], size: usize, by_load: bool) -> Vec<u32> {
-        let nodes = &self.nodes;
-        place::choose_nodes(
-            self.opts.placement,
-            eligible,
-            size,
-            |n| if by_load { nodes[n as usize].load } else { 0 },
-            &mut self.rng,
-        )
-    }
-
-    /// Gang admission: FCFS, each job into the first matrix row with room.
-    fn admit_gang(&mut self, now: SimTime) {
-        while let Some(&j) = self.pending.front() {
-            // `rpn` consecutive ranks per node, each in its own CPU column.
-            let rpn = self.jobs[j].ranks_per_node;
-            let size = self.jobs[j].nodes_needed() as usize;
-            let need = kb(self.jobs[j].program.memory_mb) * i64::from(rpn);
-            let capacity = kb(self.plat.job_memory_mb);
-            let g = self.gang.as_ref().expect("gang mode");
-            let nodes = &self.nodes;
-            let aware = self.opts.memory_aware;
-            let Some((row, eligible)) = g.find_row(size, rpn as usize, |n| {
-                !aware || nodes[n as usize].committed_kb + need <= capacity
-            }) else {
-                return;
-            };
-            let picked = self.choose_nodes(&eligible, size, false);
-            let ranks = self.jobs[j].program.size() as usize;
-            let chosen: Vec<u32> = (0..ranks).map(|r| picked[r / rpn as usize]).collect();
-            self.pending.pop_front();
-            let first = self.procs.len() as Pid;
-            let g = self.gang.as_mut().expect("gang mode");
-            g.place(j, row, &chosen, first);
-            g.flex_place(j, &self.jobs[j].program.app());
-            if g.active.is_none() {
-                // The cycle was stopped (empty matrix): this row's slot starts now.
-                g.active = Some(row);
-                g.gen += 1;
-                let (gen, quantum) = (g.gen, g.slot_quantum());
-                self.q
-                    .schedule(now + quantum, Ev::GangSwitch { gen })
-                    .expect("future");
-                g.est.slot_start(now);
-                if let Some(pt) = &mut self.perturb {
-                    pt.job_started(j, first, &chosen);
-                    pt.slot_start(self.gang.as_ref().expect("gang mode"), now);
-                }
-            } else if let Some(pt) = &mut self.perturb {
-                pt.job_started(j, first, &chosen);
-            }
-            self.start_job(j, chosen, now);
-        }
-    }
-
-    /// Batch admission at MPL 1 with EASY backfilling ([`batch::easy_starts`]).
-    fn admit_easy(&mut self, now: SimTime) {
-        let est = self.opts.backfill.as_ref().expect("backfill mode");
-        let running: Vec<batch::Running> = (0..self.jobs.len())
-            .filter(|&j| self.records[j].is_some() && self.ranks_left[j] > 0)
-            .map(|j| batch::Running {
-                end: self.records[j].as_ref().expect("started").start + est[j],
-                size: self.jobs[j].program.size(),
-            })
-            .collect();
-        let queue: Vec<batch::Queued> = self
-            .pending
-            .iter()
-            .map(|&j| batch::Queued {
-                job: j,
-                size: self.jobs[j].program.size(),
-                estimate: est[j],
-            })
-            .collect();
-        let free = self.nodes.iter().filter(|n| n.load == 0).count() as u32;
-        for j in batch::easy_starts(now, free, &running, &queue) {
-            let eligible: Vec<u32> = (0..self.plat.nodes)
-                .filter(|&n| self.nodes[n as usize].load == 0)
-                .collect();
-            let chosen = self.choose_nodes(&eligible, self.jobs[j].program.size() as usize, true);
-            self.pending.retain(|&x| x != j);
-            self.start_job(j, chosen, now);
-        }
-    }
-
     // ----- gang slots ------------------------------------------------------
 
     /// End of a slot: every CPU of the machine is taken back, and the machine
@@ -1785,7 +1647,7 @@ impl<'a> Sim<'a> {
                     return;
                 }
             }
-            self.admit(now);
+            self.admit(AdmissionEvent::Ended(j), now);
             // The active row emptied: switch to the next row at once.
             if let Some(g) = &mut self.gang {
                 if !g.switching && g.active.is_some() && g.active_empty() {

@@ -68,7 +68,9 @@ fn non_strict_order_starts_a_later_job_that_fits() {
         4,
         &jobs,
         ProcOptions {
-            skip_blocked: true,
+            admission: Some(admit::AdmissionFactory::new(|| {
+                Box::new(cosched_contract::admission::Fcfs::new(false))
+            })),
             ..Default::default()
         },
     );
@@ -82,4 +84,39 @@ fn non_strict_order_starts_a_later_job_that_fits() {
     assert_eq!(loose.jobs[2].start, SimTime::from_ms(20));
     assert_eq!(loose.jobs[2].nodes, vec![2, 3]);
     assert!(s(&loose, 1) > 0.99 && s(&loose, 1) < 1.1, "{}", s(&loose, 1));
+}
+
+/// Starts the job after the one that arrived, on every node.
+struct Eager;
+impl cosched_contract::admission::AdmissionPolicy for Eager {
+    fn name(&self) -> String {
+        "eager".into()
+    }
+    fn on_events(
+        &mut self,
+        events: &[AdmissionEvent],
+        ctl: &mut dyn cosched_contract::admission::AdmissionControl,
+    ) -> Result<(), cosched_contract::admission::AdmissionError> {
+        if let [AdmissionEvent::Arrived(j)] = events {
+            let all: Vec<u32> = (0..ctl.nodes()).collect();
+            ctl.start(j + 1, &all)?;
+        }
+        Ok(())
+    }
+}
+
+#[test]
+fn a_start_the_engine_cannot_carry_out_stops_the_run_with_a_typed_error() {
+    // Job 1 is submitted at 10 ms: at 0 it is not waiting for admission.
+    let jobs = [at(cpu(2, 100), 0), at(cpu(2, 100), 10)];
+    let opts = ProcOptions {
+        admission: Some(admit::AdmissionFactory::new(|| Box::new(Eager))),
+        ..Default::default()
+    };
+    let e = simulate_processes(&platform(4, linux()), &jobs, &|| Box::new(Block), &opts)
+        .unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "invalid admission decision: job 1 cannot start: it is not waiting for admission"
+    );
 }

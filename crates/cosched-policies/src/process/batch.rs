@@ -14,7 +14,7 @@
 //!   reservation. (Its starving-job rule, `help_starving_jobs` after
 //!   `max_starve: 24:00:00`, is not modelled.)
 //! - `backfill=easy` (or the name `easy`): strict order with EASY backfilling
-//!   (run by `cosched_engine::process::batch`): when the queue head does not fit
+//!   (the admission policy [`super::easy::Easy`]): when the queue head does not fit
 //!   it gets a reservation at the earliest time enough nodes are free by the
 //!   running jobs' estimated ends; a later job starts now if it fits and ends by
 //!   its estimate before that time or uses only nodes the head does not need.
@@ -37,6 +37,7 @@
 //! (default 600, > 0).
 
 use super::ProcAdmission;
+use cosched_contract::admission::{AdmissionPolicy, Fcfs};
 use crate::registry::{ParamInfo, PolicyInfo, PolicySpec, RegistryError};
 use cosched_des::SimTime;
 
@@ -187,6 +188,17 @@ pub fn build_easy(spec: &PolicySpec) -> Result<ProcAdmission, RegistryError> {
         strict: true,
         estimates: estimates(spec)?,
     }))
+}
+
+/// The admission policy of the batch scheme `b`: EASY backfilling from
+/// `estimates` (one per job, [`estimates_of`]) when `b.backfill`, else FCFS,
+/// strict or not. The mechanism runs it at MPL 1.
+pub fn admission(b: &BatchParams, estimates: Option<&[SimTime]>) -> Box<dyn AdmissionPolicy> {
+    match (b.backfill, estimates) {
+        (true, Some(est)) => Box::new(super::easy::Easy::new(est.to_vec())),
+        (true, None) => Box::new(super::easy::Easy::new(Vec::new())),
+        (false, _) => Box::new(Fcfs::new(b.strict)),
+    }
 }
 
 /// EASY's estimate of each job from the dedicated runtimes (`dedicated[k]`) and

@@ -2,14 +2,17 @@
 //! engine), one file per scheme; [`build_process`] builds one from
 //! `name[key=value,...]`.
 //!
-//! The decisions themselves run inside the process engine, in separate modules
-//! (`cosched_engine::process::gang` decides rows, slots and which process a CPU
-//! runs; `cosched_engine::process::batch` decides EASY backfilling): they need
-//! the engine's per-node state at every slot switch, which the job-level
-//! `ClusterPolicy` contract does not carry. The files here state each scheme's
-//! algorithm and parameters and turn a policy string into the engine's options.
+//! Admission is a policy behind the process-level admission contract
+//! (`cosched_contract::admission`): FCFS (strict or not) is the contract's
+//! reference `Fcfs`, EASY backfilling is [`easy::Easy`]; [`batch::admission`]
+//! builds the batch scheme's. Gang scheduling's decisions (rows, slots, which
+//! process a CPU runs, fragments) still run inside the process engine
+//! (`cosched_engine::process::gang`, `flexgang`, `perturb`): the files here
+//! state their algorithm and parameters and turn a policy string into the
+//! engine's options.
 
 pub mod batch;
+pub mod easy;
 pub mod gang;
 pub mod perturb;
 

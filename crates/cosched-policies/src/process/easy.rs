@@ -1,36 +1,120 @@
-//! Batch admission with EASY backfilling at process level (PBS like, MPL 1).
+//! EASY backfilling at process level, as an admission policy (batch at MPL 1,
+//! PBS like; the scheme `batch[backfill=easy]` / `easy`, [`super::batch`]).
 //!
-//! Decision only (the engine places and starts the jobs it returns): nodes are
+//! Algorithm (Lifka, "The ANL/IBM SP scheduling system", JSSPP 1995): nodes are
 //! whole (one process per node). The queue is FCFS; when the head job does not
 //! fit, it gets a reservation at the *shadow time*, the earliest time at which
 //! enough nodes are free counting the running jobs' estimated ends (start +
 //! estimate), and the *extra* nodes, those free at the shadow time (every job
-//! ending at or before it counted) beyond what the head needs. A later job is started now (backfilled) if it fits in the
-//! free nodes and either ends, by its estimate, no later than the shadow time or
-//! uses no more than the extra nodes (which then shrink). Estimates are given
-//! by the caller (the facade uses each job's dedicated runtime: "perfect
-//! estimates").
+//! ending at or before it counted) beyond what the head needs. A later job is
+//! started now (backfilled) if it fits in the free nodes and either ends, by its
+//! estimate, no later than the shadow time or uses no more than the extra nodes
+//! (which then shrink). Estimates are given per job by the caller
+//! ([`super::batch::estimates_of`]: requested walltimes or perfect estimates).
+//!
+//! The policy keeps its queue and the estimated ends of the jobs it started; it
+//! reads only the idle nodes and each job's node count from the mechanism.
 
+use cosched_contract::admission::{
+    AdmissionControl, AdmissionError, AdmissionEvent, AdmissionPolicy,
+};
 use cosched_des::SimTime;
+use std::collections::{BTreeMap, VecDeque};
+
+/// EASY backfilling over whole nodes, from one runtime estimate per job.
+#[derive(Clone, Debug)]
+pub struct Easy {
+    estimates: Vec<SimTime>,
+    queue: VecDeque<usize>,
+    /// Estimated end of each running job, by job.
+    running: BTreeMap<usize, SimTime>,
+}
+
+impl Easy {
+    /// `estimates[j]`: job `j`'s estimated runtime.
+    pub fn new(estimates: Vec<SimTime>) -> Self {
+        Self {
+            estimates,
+            queue: VecDeque::new(),
+            running: BTreeMap::new(),
+        }
+    }
+
+    fn estimate(&self, j: usize) -> Result<SimTime, AdmissionError> {
+        self.estimates
+            .get(j)
+            .copied()
+            .ok_or_else(|| AdmissionError::Policy(format!("easy: no runtime estimate for job {j}")))
+    }
+}
+
+impl AdmissionPolicy for Easy {
+    fn name(&self) -> String {
+        "easy".into()
+    }
+    fn on_events(
+        &mut self,
+        events: &[AdmissionEvent],
+        ctl: &mut dyn AdmissionControl,
+    ) -> Result<(), AdmissionError> {
+        for e in events {
+            match *e {
+                AdmissionEvent::Arrived(j) => self.queue.push_back(j),
+                AdmissionEvent::Ended(j) => {
+                    self.running.remove(&j);
+                }
+            }
+        }
+        let now = ctl.now();
+        let running: Vec<Running> = self
+            .running
+            .iter()
+            .map(|(&j, &end)| Running {
+                end,
+                size: ctl.nodes_needed(j),
+            })
+            .collect();
+        let mut queue = Vec::with_capacity(self.queue.len());
+        for &j in &self.queue {
+            queue.push(Queued {
+                job: j,
+                size: ctl.nodes_needed(j),
+                estimate: self.estimate(j)?,
+            });
+        }
+        let free = ctl.idle().len() as u32;
+        for j in easy_starts(now, free, &running, &queue) {
+            let idle = ctl.idle();
+            ctl.start(j, &idle)?;
+            self.queue.retain(|&x| x != j);
+            self.running.insert(j, now + self.estimate(j)?);
+        }
+        Ok(())
+    }
+    fn dump(&self) -> String {
+        format!("queued: {:?}; running (estimated ends): {:?}", self.queue, self.running)
+    }
+}
+
 
 /// A running job: estimated end and node count.
 #[derive(Clone, Copy, Debug)]
-pub struct Running {
-    pub end: SimTime,
-    pub size: u32,
+struct Running {
+    end: SimTime,
+    size: u32,
 }
 
 /// A queued job: index, node count, estimated runtime.
 #[derive(Clone, Copy, Debug)]
-pub struct Queued {
-    pub job: usize,
-    pub size: u32,
-    pub estimate: SimTime,
+struct Queued {
+    job: usize,
+    size: u32,
+    estimate: SimTime,
 }
 
 /// Jobs of `queue` (FCFS order) to start now with `free` free nodes: the head
 /// jobs that fit in order, then EASY backfilling behind the first that does not.
-pub fn easy_starts(
+fn easy_starts(
     now: SimTime,
     mut free: u32,
     running: &[Running],

@@ -1,0 +1,135 @@
+//! The process-level cluster contract, admission part: which queued job starts
+//! when, and on which nodes. An [`AdmissionPolicy`] receives the jobs' arrivals
+//! and ends ([`AdmissionEvent`]) and answers by starting jobs through an
+//! [`AdmissionControl`], which the mechanism (the simulator's process engine,
+//! a real-execution controller) implements: it reads the machine's state and
+//! carries out each start at once, so the next question the policy asks sees it.
+//! Every start is validated; a start that cannot apply is an
+//! [`AdmissionError`], never a silent no-op.
+//!
+//! [`Fcfs`], first come first served under the multiprogramming level, is the
+//! reference admission: the one a mechanism uses when the run names no other
+//! (as [`crate::gang::Ousterhout`] is the one gang matrix).
+
+use cosched_des::SimTime;
+use thiserror::Error;
+
+/// What an admission policy is told.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AdmissionEvent {
+    /// Job `j` was submitted and waits for admission.
+    Arrived(usize),
+    /// Every process of job `j` has ended.
+    Ended(usize),
+}
+
+/// A start the mechanism refused.
+#[derive(Clone, Debug, Error, PartialEq, Eq)]
+pub enum AdmissionError {
+    #[error("job {0} cannot start: it is not waiting for admission")]
+    NotQueued(usize),
+    #[error("job {job} cannot start: node {node} does not exist or has no room for it")]
+    NoRoom { job: usize, node: u32 },
+    #[error("job {job} needs {need} nodes, {offered} offered")]
+    TooFew { job: usize, need: u32, offered: u32 },
+    #[error("admission policy: {0}")]
+    Policy(String),
+}
+
+/// The machine as an admission policy sees it, and the one decision it makes.
+pub trait AdmissionControl {
+    fn now(&self) -> SimTime;
+    /// Nodes of the machine.
+    fn nodes(&self) -> u32;
+    /// Nodes job `j` needs (its processes over its processes per node).
+    fn nodes_needed(&self, job: usize) -> u32;
+    /// The nodes with room for job `j`'s processes of one node: under the
+    /// multiprogramming level, and beside the others' memory when admission is
+    /// memory-aware. Ascending.
+    fn eligible(&self, job: usize) -> Vec<u32>;
+    /// The nodes that hold no process. Ascending.
+    fn idle(&self) -> Vec<u32>;
+    /// Starts job `j` now on [`Self::nodes_needed`] of `among` (each with room
+    /// for it), chosen by the run's placement rule; its consecutive ranks go
+    /// together on a node.
+    fn start(&mut self, job: usize, among: &[u32]) -> Result<(), AdmissionError>;
+}
+
+/// A process-level admission policy.
+pub trait AdmissionPolicy: Send {
+    /// Canonical name, e.g. `"fcfs"`.
+    fn name(&self) -> String;
+    /// Called with the events of one instant (arrivals in submission order);
+    /// starts the jobs to start now.
+    fn on_events(
+        &mut self,
+        events: &[AdmissionEvent],
+        ctl: &mut dyn AdmissionControl,
+    ) -> Result<(), AdmissionError>;
+    /// State dump for the stall report (default: empty).
+    fn dump(&self) -> String {
+        String::new()
+    }
+}
+
+/// First come, first served under the multiprogramming level: the queue head
+/// starts as soon as [`AdmissionControl::eligible`] offers the nodes it needs.
+/// Strict (`strict = true`, the default): the head blocks the queue. Not
+/// strict (OpenPBS `strict_ordering: false`, its scheduler's default): a job
+/// that does not fit keeps its place and every later job that fits starts now.
+#[derive(Clone, Debug)]
+pub struct Fcfs {
+    strict: bool,
+    queue: std::collections::VecDeque<usize>,
+}
+
+impl Fcfs {
+    pub fn new(strict: bool) -> Self {
+        Self {
+            strict,
+            queue: Default::default(),
+        }
+    }
+}
+
+impl Default for Fcfs {
+    fn default() -> Self {
+        Self::new(true)
+    }
+}
+
+impl AdmissionPolicy for Fcfs {
+    fn name(&self) -> String {
+        if self.strict { "fcfs" } else { "fcfs[strict=false]" }.into()
+    }
+    fn on_events(
+        &mut self,
+        events: &[AdmissionEvent],
+        ctl: &mut dyn AdmissionControl,
+    ) -> Result<(), AdmissionError> {
+        for e in events {
+            if let AdmissionEvent::Arrived(j) = *e {
+                self.queue.push_back(j);
+            }
+        }
+        // A start only fills nodes, so a job passed over stays unable to start
+        // in this call: one pass over the queue suffices.
+        let mut k = 0;
+        while let Some(&j) = self.queue.get(k) {
+            let eligible = ctl.eligible(j);
+            if eligible.len() < ctl.nodes_needed(j) as usize {
+                if self.strict {
+                    return Ok(());
+                }
+                k += 1;
+                continue;
+            }
+            self.queue.remove(k);
+            ctl.start(j, &eligible)?;
+        }
+        Ok(())
+    }
+    fn dump(&self) -> String {
+        format!("queued: {:?}", self.queue)
+    }
+}
