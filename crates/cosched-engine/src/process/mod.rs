@@ -66,11 +66,13 @@ pub mod check;
 pub mod flexgang;
 pub mod gang;
 pub mod gangedness;
+mod invariants;
 mod inversion;
 mod net;
 mod osnoise;
 pub mod perturb;
 pub mod place;
+mod setup;
 /// The node-policy contract (defined in `cosched-contract`).
 pub mod policy {
     pub use cosched_contract::node::*;
@@ -734,8 +736,6 @@ fn us(x: f64) -> i64 {
 
 /// Runs `jobs` (sorted by submit time) on `plat`, each node with its own policy
 /// from `make_policy`.
-// Longer than the function-length cap (clippy.toml): the process engine's setup; to be split with process/mod.rs.
-#[allow(clippy::too_many_lines)]
 pub fn simulate_processes(
     plat: &NodePlatform,
     jobs: &[ProcJob],
@@ -757,102 +757,7 @@ pub fn simulate_processes(
             .collect();
         &at_speed
     };
-    if opts.mpl == 0 {
-        return Err(ProcError::Mpl);
-    }
-    if let Some(g) = &opts.gang {
-        if g.rows == 0 || g.quantum <= SimTime::ZERO || g.switch < SimTime::ZERO {
-            return Err(ProcError::Options(format!(
-                "gang needs rows >= 1, quantum > 0 and switch >= 0, got {g:?}"
-            )));
-        }
-        if opts.admission.is_some() {
-            return Err(ProcError::Options(
-                "gang admits through its matrix: no admission policy with gang".into(),
-            ));
-        }
-    }
-    if let Some(p) = &opts.perturb {
-        if opts.gang.is_none() || jobs.is_empty() {
-            return Err(ProcError::Options(
-                "perturbations need gang scheduling and a job 0 to perturb".into(),
-            ));
-        }
-        if let perturb::Choice::Fixed(r) = p.choice {
-            if r >= jobs[0].program.size() {
-                return Err(ProcError::Options(format!(
-                    "perturbed rank {r} does not exist in job 0 ({} ranks)",
-                    jobs[0].program.size()
-                )));
-            }
-        }
-    }
-    if let Some(i) = jobs.windows(2).position(|w| w[1].submit < w[0].submit) {
-        return Err(ProcError::Unsorted(i + 1));
-    }
-    for (j, job) in jobs.iter().enumerate() {
-        let cv = job.program.noise_cv;
-        if !(cv.is_finite() && cv >= 0.0) {
-            return Err(ProcError::BadProgram {
-                job: j,
-                msg: format!("noise_cv must be a finite number >= 0, got {cv}"),
-            });
-        }
-        let mb = job.program.memory_mb;
-        if !(mb.is_finite() && mb >= 0.0) || kb(mb) > kb(plat.job_memory_mb) {
-            return Err(ProcError::TooBig {
-                job: j,
-                mb,
-                node_mb: plat.job_memory_mb,
-            });
-        }
-        if !(-20..=19).contains(&job.nice) {
-            return Err(ProcError::BadProgram {
-                job: j,
-                msg: format!("nice must be between -20 and 19, got {}", job.nice),
-            });
-        }
-        let rpn = job.ranks_per_node;
-        if rpn == 0 || rpn > opts.mpl {
-            return Err(ProcError::BadProgram {
-                job: j,
-                msg: format!(
-                    "ranks_per_node must be between 1 and the mpl ({}), got {rpn}",
-                    opts.mpl
-                ),
-            });
-        }
-        if opts.gang.is_some() && rpn > plat.cpus_per_node {
-            return Err(ProcError::BadProgram {
-                job: j,
-                msg: format!(
-                    "gang: ranks_per_node {rpn} exceeds the {} CPU columns of a node",
-                    plat.cpus_per_node
-                ),
-            });
-        }
-        if job.nodes_needed() > plat.nodes {
-            return Err(ProcError::TooWide {
-                job: j,
-                size: job.nodes_needed(),
-                nodes: plat.nodes,
-            });
-        }
-        let size = job.program.size();
-        for (r, ops) in job.program.ranks.iter().enumerate() {
-            for op in ops {
-                if let Op::Send { to, .. } | Op::Isend { to, .. } = *op {
-                    if to >= size {
-                        return Err(ProcError::BadRank {
-                            job: j,
-                            rank: r as Rank,
-                            to,
-                        });
-                    }
-                }
-            }
-        }
-    }
+    setup::validate(plat, jobs, opts)?;
     // Each node's timer ticks with its own phase (nodes boot at different times):
     // uniform in [0, tick) from the seeded stream "tick-phase/<node>". The policy
     // `tick` op falls on the same boundaries.
@@ -938,38 +843,46 @@ pub fn simulate_processes(
             .map_err(|_| ProcError::Options(format!("job {j}: negative submit time {}", job.submit)))?;
     }
     sim.run()?;
-    // Background jobs that never started (every foreground job ended first).
-    let end = sim.q.now();
-    for r in sim.records.iter_mut().filter(|r| r.is_none()) {
-        *r = Some(ProcJobRecord {
-            start: end,
-            end,
-            nodes: Vec::new(),
-        });
+    sim.finish()
+}
+
+impl Sim<'_> {
+    /// The run's output, after its end-of-run checks; background jobs that never
+    /// started (every foreground job ended first) get an empty record at the end.
+    fn finish(mut self) -> Result<ProcOutput, ProcError> {
+        // Background jobs that never started (every foreground job ended first).
+        let end = self.q.now();
+        for r in self.records.iter_mut().filter(|r| r.is_none()) {
+            *r = Some(ProcJobRecord {
+                start: end,
+                end,
+                nodes: Vec::new(),
+            });
+        }
+        self.check_invariants()?;
+        let node_busy_ns = self
+            .nodes
+            .iter()
+            .map(|n| n.cpus.iter().map(|c| c.busy_ns).sum())
+            .collect();
+        Ok(ProcOutput {
+            jobs: self
+                .records
+                .into_iter()
+                .map(|r| r.expect("every job ended"))
+                .collect(),
+            counters: self.counters,
+            node_busy_ns,
+            proc_cpu_ns: self.procs.iter().map(|p| p.cpu_ns).collect(),
+            proc_spin_ns: self.procs.iter().map(|p| p.spin_ns).collect(),
+            proc_compute_ns: self.procs.iter().map(|p| p.compute_ns).collect(),
+            proc_end: self.procs.iter().map(|p| p.end).collect(),
+            timeline: self.timeline.unwrap_or_default(),
+            end: self.q.now(),
+            perturb: self.perturb.map(perturb::Perturber::finish),
+            gangedness: self.gang.map(|g| g.gangedness(self.jobs.len())),
+        })
     }
-    sim.check_invariants()?;
-    let node_busy_ns = sim
-        .nodes
-        .iter()
-        .map(|n| n.cpus.iter().map(|c| c.busy_ns).sum())
-        .collect();
-    Ok(ProcOutput {
-        jobs: sim
-            .records
-            .into_iter()
-            .map(|r| r.expect("every job ended"))
-            .collect(),
-        counters: sim.counters,
-        node_busy_ns,
-        proc_cpu_ns: sim.procs.iter().map(|p| p.cpu_ns).collect(),
-        proc_spin_ns: sim.procs.iter().map(|p| p.spin_ns).collect(),
-        proc_compute_ns: sim.procs.iter().map(|p| p.compute_ns).collect(),
-        proc_end: sim.procs.iter().map(|p| p.end).collect(),
-        timeline: sim.timeline.unwrap_or_default(),
-        end: sim.q.now(),
-        perturb: sim.perturb.map(perturb::Perturber::finish),
-        gangedness: sim.gang.map(|g| g.gangedness(jobs.len())),
-    })
 }
 
 impl<'a> Sim<'a> {
@@ -1085,145 +998,6 @@ impl<'a> Sim<'a> {
             }
         }
         self.failure.take().map_or(Ok(()), Err)
-    }
-
-    /// End-of-run checks: CPU work is conserved (the useful CPU time equals the
-    /// programs' compute plus every overhead paid), every message was consumed
-    /// exactly once, every process finished, the CPU time of the processes is
-    /// their useful plus spinning time, and under gang no CPU worked during the
-    /// global switches.
-    // Longer than the function-length cap (clippy.toml): one check per end-of-run invariant, in sequence.
-    #[allow(clippy::too_many_lines)]
-    fn check_invariants(&self) -> Result<(), ProcError> {
-        let bad = |m: String| Err(ProcError::Invariant(m));
-        let c = &self.counters;
-        let asked: i64 = self.procs.iter().map(|p| p.compute_ns).sum();
-        if asked != c.compute_ns {
-            return bad(format!(
-                "processes asked for {asked} ns of compute, the counter says {} ns",
-                c.compute_ns
-            ));
-        }
-        // Every foreground job without noise asked for exactly its program's compute
-        // (when the program fixes it: no LoopUntil, no drawn burst).
-        for (j, job) in self.jobs.iter().enumerate() {
-            if job.background || job.program.noise_cv != 0.0 || self.os_noise.is_on() {
-                continue;
-            }
-            let program: Option<i64> = job
-                .program
-                .ranks
-                .iter()
-                .map(|ops| cosched_model::program::static_compute_ns(ops))
-                .sum();
-            let Some(program) = program else { continue };
-            let run: i64 = self
-                .procs
-                .iter()
-                .filter(|p| p.job == j)
-                .map(|p| p.compute_ns)
-                .sum();
-            if run != program {
-                return bad(format!(
-                    "job {j}: {run} ns of compute run, the program holds {program} ns"
-                ));
-            }
-        }
-        let compute = c.compute_ns;
-        let expected = compute
-            + c.messages as i64 * self.send_ns
-            + c.consumed as i64 * self.recv_ns
-            + (c.interrupts + c.policy_interrupts) as i64 * self.interrupt_ns
-            + self.unsent_ns;
-        if c.useful_ns + self.abandoned_ns != expected {
-            return bad(format!(
-                "useful CPU time {} ns + {} ns abandoned by stopped background processes, expected {} ns (compute + overheads)",
-                c.useful_ns, self.abandoned_ns, expected
-            ));
-        }
-        if c.consumed + self.dropped != c.messages {
-            return bad(format!(
-                "{} messages sent, {} consumed, {} dropped at stopped background processes",
-                c.messages, c.consumed, self.dropped
-            ));
-        }
-        if let Some(p) = self
-            .procs
-            .iter()
-            .find(|p| p.state != PState::Done || !p.mailbox.is_empty())
-        {
-            return bad(format!(
-                "job {} rank {} ended in state {:?} with {} unconsumed messages",
-                p.job,
-                p.rank,
-                p.state,
-                p.mailbox.len()
-            ));
-        }
-        // Every job ended exactly once (the flag is set once, asserted in debug
-        // builds), except a background job that never started.
-        if let Some(j) = (0..self.jobs.len()).find(|&j| {
-            let never_started = self.jobs[j].background && self.job_pids[j].is_none();
-            !(self.ended[j] || never_started)
-        }) {
-            return bad(format!("job {j} never ended"));
-        }
-        let capacity = kb(self.plat.job_memory_mb);
-        if let Some((k, n)) = self
-            .nodes
-            .iter()
-            .enumerate()
-            .find(|(_, n)| n.free_kb != capacity || n.committed_kb != 0)
-        {
-            return bad(format!(
-                "node {k} ended with {} KB free of {capacity} and {} KB committed",
-                n.free_kb, n.committed_kb
-            ));
-        }
-        // Gang: every slot switch idles every CPU for the switch cost, and no switch
-        // is in progress at the end (nothing runs during one, so no job ends then).
-        if let Some(g) = &self.gang {
-            let idle = g.flex.switch_ns;
-            if idle < g.switches as i64 * g.params.switch.as_ns() {
-                return bad(format!(
-                    "{} gang switches idled only {idle} ns in total",
-                    g.switches
-                ));
-            }
-            let span = self.q.now().as_ns();
-            if g.switching {
-                return bad("a gang switch was in progress at the end".into());
-            }
-            if let Some((k, busy)) = self.nodes.iter().enumerate().find_map(|(k, n)| {
-                let busy: i64 = n.cpus.iter().map(|c| c.busy_ns).sum();
-                (busy > (span - idle) * n.cpus.len() as i64).then_some((k, busy))
-            }) {
-                return bad(format!(
-                    "node {k} busy {busy} ns in a {span} ns run with {} ns of gang switches",
-                    idle
-                ));
-            }
-        }
-        // Perturbations: job 0's own-slot time fits in its span, its records' progress
-        // in the useful time of its processes, and no more perturbations than planned.
-        if let (Some(pt), Some(rec)) = (&self.perturb, &self.records[0]) {
-            let first = self.job_pids[0].unwrap_or(0) as usize;
-            let size = self.jobs[0].program.size() as usize;
-            let useful: i64 = self.procs[first..(first + size).min(self.procs.len())]
-                .iter()
-                .map(|p| p.cpu_ns - p.spin_ns)
-                .sum();
-            pt.check((rec.end - rec.start).as_ns(), useful)
-                .map_err(|m| ProcError::Invariant(format!("perturbation harness: {m}")))?;
-        }
-        let cpu: i64 = self.procs.iter().map(|p| p.cpu_ns).sum();
-        if cpu != c.useful_ns + c.spin_ns {
-            return bad(format!(
-                "process CPU time {cpu} ns != useful {} + spin {}",
-                c.useful_ns, c.spin_ns
-            ));
-        }
-        Ok(())
     }
 
     fn deadlock(&self) -> ProcError {
