@@ -64,7 +64,7 @@ def test_timeline_is_written_consistent_and_plotted(tmp_path: Path) -> None:
     assert r.exit_code == 0, r.stdout + r.stderr
     tl = pd.read_parquet(out / "timeline.parquet")
     assert list(tl.columns) == list(TIMELINE_COLUMNS)
-    assert set(tl["kind"]) <= {"useful", "spin", "switch", "page_in", "io", "ready", "blocked"}
+    assert set(tl["kind"]) <= {"useful", "spin", "switch", "page_in", "swap_out", "io", "ready", "blocked"}
     # NLS spins: processes wait for a CPU but never block.
     assert set(tl.loc[tl["cpu"] == -2, "kind"]) == {"ready"}
     assert (tl["end_s"] > tl["start_s"]).all()
