@@ -118,7 +118,9 @@ pub struct NodePlatform {
     /// One-way network latency between NICs for a zero-byte message, microseconds
     /// (excluding the CPU overheads below).
     pub latency_us: f64,
-    /// Network bandwidth, MB/s (1 MB = 10^6 bytes).
+    /// Network bandwidth, MB/s (1 MB = 10^6 bytes), per direction of each node's
+    /// full-duplex link: a NIC sends one message at a time and takes in one at a
+    /// time at this rate (messages reaching one node together are serialized there).
     pub bandwidth_mb_s: f64,
     /// CPU time the sender spends per message, microseconds.
     pub send_overhead_us: f64,
@@ -265,7 +267,7 @@ impl NodePlatform {
                 cpus_per_node: 1,               // S000 §5.1 "Athlon 1.76 GHZ uni-processor machine"
                 job_memory_mb: 900.0, // S000 §5.3 "maximum memory size allocated for the parallel programs is 900 Mbytes"
                 latency_us: 7.7, // S000 §5.1 one-way 9.7 us in all; minus the overheads below (assumption G-NET-2)
-                bandwidth_mb_s: 200.0, // assumption G-NET-1: Myrinet 2000 with GM, PCI-limited host
+                bandwidth_mb_s: 200.0, // assumption G-NET-1: Myrinet 2000 with GM, PCI-limited host; per direction, at the sender's and the receiver's NIC
                 send_overhead_us: 1.0, // assumption G-NET-2
                 recv_overhead_us: 1.0, // assumption G-NET-2
                 interrupt_us: 10.0, // assumption G-OS-3

@@ -100,6 +100,10 @@ fn proc_error(cfg: &RunConfig, e: ProcError) -> Error {
             "{origin}: {e} (raise `limits.max_events` in the configuration if the run is meant to be this long)"
         )),
         ProcError::Interrupted { .. } => Error::Interrupted,
+        ProcError::ProgramDeadlock { job, .. } => {
+            let (field, what) = job_field(job);
+            Error::Run(format!("{origin}: {field}: {what}{}", detail(e.to_string())))
+        }
         ProcError::Deadlock { .. } | ProcError::Invariant(_) | ProcError::Admission(_) => {
             Error::Run(format!("{origin}: {e}"))
         }

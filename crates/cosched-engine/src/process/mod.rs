@@ -63,6 +63,7 @@
 
 pub mod admit;
 pub mod check;
+mod deadlock;
 pub mod flexgang;
 pub mod gang;
 pub mod gangedness;
@@ -371,6 +372,15 @@ pub enum ProcError {
         waiting: usize,
         first: String,
         /// The nodes' state: each node's native scheduler and non-empty policy dump.
+        dump: String,
+    },
+    #[error("job {job}: deadlock at t={time}: no rank of the job can ever progress, each waits for what only another waiting rank could give (an unsafe program: e.g. blocking rendezvous-size sends to each other with no receive posted deadlock, as in MPI): {detail}{dump}")]
+    ProgramDeadlock {
+        job: usize,
+        time: SimTime,
+        /// Each waiting rank's operation and what it waits for.
+        detail: String,
+        /// As for [`ProcError::Deadlock`].
         dump: String,
     },
     #[error("jobs not sorted by submit time at index {0}")]
@@ -728,6 +738,10 @@ struct Sim<'a> {
     eager_limit: u64,
     /// The rendezvous in progress.
     rndv: net::Rndvs,
+    /// The nodes' receiving NICs ([`net`]).
+    rx: net::Receivers,
+    /// A job found deadlocked ([`deadlock`]): ends the run after the current event.
+    fatal: Option<ProcError>,
 }
 
 fn us(x: f64) -> i64 {
@@ -836,6 +850,8 @@ pub fn simulate_processes(
         ns_per_byte: 1000.0 / plat.bandwidth_mb_s,
         eager_limit: plat.eager_limit_bytes.unwrap_or(u64::MAX),
         rndv: Default::default(),
+        rx: net::Receivers::new(plat.nodes as usize),
+        fatal: None,
     };
     for (j, job) in jobs.iter().enumerate() {
         sim.q
@@ -995,6 +1011,9 @@ impl<'a> Sim<'a> {
                         return Err(self.deadlock());
                     }
                 }
+            }
+            if let Some(e) = self.fatal.take() {
+                return Err(e);
             }
         }
         self.failure.take().map_or(Ok(()), Err)
@@ -1403,6 +1422,10 @@ impl<'a> Sim<'a> {
         self.debug_check_memory(node);
         self.pump_paging(node, now);
         self.ranks_left[j] -= 1;
+        if self.ranks_left[j] > 0 {
+            // The others may wait for this one.
+            self.check_program_deadlock(pid, now);
+        }
         if self.ranks_left[j] == 0 {
             debug_assert!(!self.ended[j], "job {j} ends twice");
             self.ended[j] = true;
@@ -2283,6 +2306,7 @@ impl<'a> Sim<'a> {
         if mode == WaitMode::Block && self.procs[pid as usize].wait.is_some() {
             self.block(pid, now);
         }
+        self.check_program_deadlock(pid, now);
     }
 
     /// The running process `pid` gives up its CPU and sleeps.
@@ -2363,7 +2387,11 @@ impl<'a> Sim<'a> {
         let Some(w) = self.procs[pid as usize].wait else {
             return;
         };
-        if w.cond == Cond::Io || !self.satisfied(pid, w.cond) {
+        if w.cond == Cond::Io {
+            return;
+        }
+        if !self.satisfied(pid, w.cond) {
+            self.check_program_deadlock(pid, now);
             return;
         }
         match self.procs[pid as usize].state {

@@ -16,9 +16,22 @@
 //!   transmits the data (without the sender's CPU: GM's directed send) and the
 //!   send completes (for a blocking `Send`, a non-blocking one's `Wait`) one
 //!   `latency` after the data arrived (GM's send callback).
-//! - **NICs**: a node's NIC transmits one message at a time (bytes / bandwidth
-//!   each, in order of the engine's requests) and the message crosses the network
-//!   in `latency`.
+//! - **NICs**: each node's link is full duplex at the platform's `bandwidth_mb_s`
+//!   per direction (choi2004: Myrinet 2000 under GM, assumption G-NET-1 of
+//!   docs/models/seed-parameters.md). A node's NIC sends one message at a time
+//!   (bytes / bandwidth each, in order of the engine's requests); the message's
+//!   head crosses the network in `latency`. The receiving NIC takes in one message
+//!   at a time, at the same rate ([`Receivers`]): messages that reach one node
+//!   together (many-to-one, an all-to-all's incast) are taken in one after the
+//!   other, each in the first free interval of the receiver's NIC at or after its
+//!   head arrives. Myrinet routes cut-through with link-level flow control (Boden et
+//!   al., "Myrinet: a gigabit-per-second local area network", IEEE Micro 1995, seed
+//!   000's reference [9]): a blocked packet stalls in the switch and holds its path
+//!   back to the sender, so a sender whose message
+//!   waits at a busy receiver keeps its NIC until the message's last byte left.
+//!   Message granularity is an approximation: GM cuts messages into packets of at
+//!   most 4 KB that the switch interleaves; the last of the incoming messages ends
+//!   at the same time either way, the first ones end earlier here.
 //!
 //! Each receive slot (the current `Recv`, each posted `Irecv`) answers at most one
 //! request at a time: a slot already matched by a buffered message or by a
@@ -40,6 +53,47 @@ pub(super) struct Rndv {
     pub bytes: u64,
     /// A blocking `Send` (completion as an acknowledgement) or an `Isend`.
     pub blocking: bool,
+}
+
+/// Each node's receiving NIC: the intervals `[start, end)` in which it takes in
+/// data, sorted by start and disjoint; intervals that ended before the current time
+/// are forgotten (no later message can start before the current time plus the
+/// latency).
+pub(super) struct Receivers {
+    busy: Vec<Vec<(SimTime, SimTime)>>,
+}
+
+impl Receivers {
+    pub fn new(nodes: usize) -> Self {
+        Receivers {
+            busy: vec![Vec::new(); nodes],
+        }
+    }
+
+    /// Books the first free interval of length `len` of `node`'s receiving NIC that
+    /// starts at or after `from`, forgetting intervals that ended by `now`; returns
+    /// its start. An empty transfer takes no time on the NIC.
+    fn book(&mut self, node: usize, from: SimTime, len: SimTime, now: SimTime) -> SimTime {
+        if len <= SimTime::ZERO {
+            return from;
+        }
+        let busy = &mut self.busy[node];
+        busy.retain(|&(_, e)| e > now);
+        let mut t = from;
+        let mut at = busy.len();
+        for (k, &(s, e)) in busy.iter().enumerate() {
+            if e <= t {
+                continue;
+            }
+            if s >= t + len {
+                at = k;
+                break;
+            }
+            t = e;
+        }
+        busy.insert(at, (t, t + len));
+        t
+    }
 }
 
 /// The rendezvous in progress, by id (a slab with a free list).
@@ -109,7 +163,7 @@ impl Sim<'_> {
                 .expect("future");
             return;
         }
-        let arrival = self.transmit(pid, bytes, now);
+        let arrival = self.transmit(pid, dest, bytes, now);
         self.q
             .schedule(
                 arrival,
@@ -122,15 +176,19 @@ impl Sim<'_> {
             .expect("future");
     }
 
-    /// The sender's NIC transmits `bytes` from `earliest` on, after what it was
-    /// given before; returns when the message is in the receiver's buffer.
-    fn transmit(&mut self, sender: Pid, bytes: u64, earliest: SimTime) -> SimTime {
+    /// The sender's NIC transmits `bytes` to `dest` from `earliest` on, after what
+    /// it was given before, as fast as `dest`'s receiving NIC takes them in (module
+    /// doc); returns when the message is in the receiver's buffer.
+    fn transmit(&mut self, sender: Pid, dest: Pid, bytes: u64, earliest: SimTime) -> SimTime {
         let node = self.procs[sender as usize].node as usize;
+        let to_node = self.procs[dest as usize].node as usize;
         let transfer = SimTime((bytes as f64 * self.ns_per_byte).round() as i64);
+        let lat = SimTime(self.latency_ns);
         let start = self.nodes[node].nic_free_at.max(earliest);
-        let sent = start + transfer;
-        self.nodes[node].nic_free_at = sent;
-        sent + SimTime(self.latency_ns)
+        let taken_in = self.rx.book(to_node, start + lat, transfer, self.q.now());
+        // Back-pressure: the last byte leaves one latency before it is taken in.
+        self.nodes[node].nic_free_at = taken_in - lat + transfer;
+        taken_in + transfer
     }
 
     /// A rendezvous request reaches its receiver.
@@ -139,7 +197,11 @@ impl Sim<'_> {
         self.procs[to as usize].rts.push(id);
         self.message_arrived(to, now);
         let p = &self.procs[to as usize];
-        let Some(w) = p.wait else { return };
+        let Some(w) = p.wait else {
+            // Sent to a rank that has finished: its sender may wait for ever.
+            self.check_program_deadlock(to, now);
+            return;
+        };
         if w.cond == Cond::Io {
             return;
         }
@@ -151,11 +213,13 @@ impl Sim<'_> {
             }
             _ => {}
         }
+        // A request no receive slot matches may close a cycle of waits.
+        self.check_program_deadlock(to, now);
     }
 
     /// The requests `pid`, waiting for `cond`, can answer now, one per free
     /// receive slot, as indices into its `rts` list.
-    fn matching_rts(&self, pid: Pid, cond: Cond) -> Vec<usize> {
+    pub(super) fn matching_rts(&self, pid: Pid, cond: Cond) -> Vec<usize> {
         let p = &self.procs[pid as usize];
         if p.rts.is_empty() {
             return Vec::new();
@@ -199,7 +263,7 @@ impl Sim<'_> {
             let r = self.rndv.remove(id);
             self.procs[pid as usize].granted.push((r.from, r.tag));
             let cts = now + SimTime(self.latency_ns);
-            let arrival = self.transmit(r.sender, r.bytes, cts);
+            let arrival = self.transmit(r.sender, pid, r.bytes, cts);
             self.q
                 .schedule(
                     arrival,

@@ -161,3 +161,159 @@ fn an_exchange_of_rendezvous_sends_completes_through_the_posted_receives() {
     assert_eq!(out.proc_end[0].as_ns(), end);
     assert_eq!(out.proc_end[1].as_ns(), end);
 }
+
+/// `n` ranks on `n` nodes of the test platform (MPICH-GM's eager limit), rank `r`
+/// running `ops(r)`; run with spin waits.
+fn ranks(n: u32, ops: impl Fn(u32) -> Vec<Op>) -> (NodePlatform, ProcOutput) {
+    let mut plat = platform(n, linux());
+    plat.eager_limit_bytes = Some(16_288);
+    let mut b = Builder::new(n);
+    b.each(&ops);
+    let out = run(&plat, &[job(b.build("ranks", 1.0))], false, 1);
+    (plat, out)
+}
+
+fn send(to: Rank, bytes: u64) -> Op {
+    Op::Send { to, bytes, tag: 1 }
+}
+
+fn recv_any() -> Op {
+    Op::Recv { from: None, tag: 1 }
+}
+
+#[test]
+fn two_senders_to_one_receiver_take_twice_the_serialization_time_of_one() {
+    // 16,000 bytes (eager) take t = 80 us on a 200 MB/s link. One sender: rank 2
+    // has the message at o_s + lat + t. Two senders at once: the receiving NIC takes
+    // one in, then the other, so the second is there at o_s + lat + 2t; rank 2
+    // consumed the first meanwhile (o_r < t).
+    let bytes = 16_000;
+    let (plat, one) = ranks(3, |r| match r {
+        0 => vec![send(2, bytes)],
+        1 => vec![],
+        _ => vec![recv_any()],
+    });
+    let (o_s, o_r, lat, _) = costs(&plat);
+    let t = wire(&plat, bytes);
+    assert_eq!(t, 80_000);
+    assert_eq!(one.proc_end[2].as_ns(), o_s + lat + t + o_r);
+    let (_, two) = ranks(3, |r| match r {
+        0 | 1 => vec![send(2, bytes)],
+        _ => vec![recv_any(), recv_any()],
+    });
+    assert_eq!(two.proc_end[2].as_ns(), o_s + lat + 2 * t + o_r);
+    // Serialization at the receiver: 2t against t.
+    let serial = |o: &ProcOutput| o.proc_end[2].as_ns() - (o_s + lat + o_r);
+    assert_eq!(serial(&two), 2 * serial(&one));
+    // The eager sends completed once copied out, whatever the receiving NIC does.
+    assert_eq!(two.proc_end[0].as_ns(), o_s);
+    assert_eq!(two.proc_end[1].as_ns(), o_s);
+}
+
+#[test]
+fn sends_to_distinct_receivers_do_not_interfere() {
+    // Ranks 0 and 1 send 16,000 bytes at once to ranks 2 and 3: each message takes
+    // one serialization time, as alone.
+    let bytes = 16_000;
+    let (plat, out) = ranks(4, |r| match r {
+        0 => vec![send(2, bytes)],
+        1 => vec![send(3, bytes)],
+        _ => vec![recv_any()],
+    });
+    let (o_s, o_r, lat, _) = costs(&plat);
+    let t = wire(&plat, bytes);
+    assert_eq!(out.proc_end[2].as_ns(), o_s + lat + t + o_r);
+    assert_eq!(out.proc_end[3].as_ns(), o_s + lat + t + o_r);
+}
+
+#[test]
+fn a_sender_held_by_a_busy_receiver_keeps_its_nic() {
+    // Rank 0 sends 16,000 bytes to rank 2 at o_s; rank 1 computes 1 us, sends
+    // 16,000 bytes to rank 2 (its head arrives while rank 2's NIC takes in rank 0's
+    // message, until o_s + lat + t), then 16,000 bytes to rank 3. Rank 1's first
+    // message is taken in from o_s + lat + t, so its last byte leaves at o_s + 2t
+    // (back-pressure) and only then does its NIC start the message to rank 3, which
+    // has it at o_s + 2t + lat + t. Without back-pressure the NIC would be free at
+    // 1 us + o_s + t.
+    let bytes = 16_000;
+    let (plat, out) = ranks(4, |r| match r {
+        0 => vec![send(2, bytes)],
+        1 => vec![Op::Compute { ns: 1_000 }, send(2, bytes), send(3, bytes)],
+        2 => vec![recv_any(), recv_any()],
+        _ => vec![recv_any()],
+    });
+    let (o_s, o_r, lat, _) = costs(&plat);
+    let t = wire(&plat, bytes);
+    assert_eq!(out.proc_end[2].as_ns(), o_s + lat + 2 * t + o_r);
+    assert_eq!(out.proc_end[3].as_ns(), o_s + 3 * t + lat + o_r);
+    // Rank 1's sends are eager: complete once copied out.
+    assert_eq!(out.proc_end[1].as_ns(), 1_000 + 2 * o_s);
+}
+
+/// Each rank sends 100 kB (rendezvous) to the other, then receives from it; with
+/// `safe`, each posts its receive (`Irecv`) before its send and ends with a `Wait`.
+fn exchange(safe: bool) -> (NodePlatform, Vec<ProcJob>) {
+    let ops = |peer: Rank| {
+        let send = send(peer, 100_000);
+        let recv = Op::Recv {
+            from: Some(peer),
+            tag: 1,
+        };
+        if safe {
+            vec![
+                Op::Irecv {
+                    from: Some(peer),
+                    tag: 1,
+                },
+                send,
+                Op::Wait,
+            ]
+        } else {
+            vec![send, recv]
+        }
+    };
+    pair(ops(1), ops(0))
+}
+
+#[test]
+fn blocking_rendezvous_sends_to_each_other_end_the_run_with_a_deadlock_error() {
+    // Both requests leave at o_s and reach the other rank at o_s + lat, where it
+    // waits in its own send with no receive posted: from then on neither rank can
+    // progress, so the run ends there, blocking or spinning.
+    let (plat, jobs) = exchange(false);
+    let (o_s, _, lat, _) = costs(&plat);
+    for block in [true, false] {
+        let policy = move || -> Box<dyn NodePolicy> {
+            if block {
+                Box::new(super::tests::Block)
+            } else {
+                Box::new(super::tests::Spin)
+            }
+        };
+        let r = simulate_processes(&plat, &jobs, &policy, &ProcOptions::default());
+        let err = r.unwrap_err();
+        let ProcError::ProgramDeadlock { job, time, .. } = &err else {
+            panic!("{err}")
+        };
+        assert_eq!((*job, time.as_ns()), (0, o_s + lat), "block {block}");
+        let msg = err.to_string();
+        for (r, peer) in [(0, 1), (1, 0)] {
+            let line = format!(
+                "rank {r} at op 0 (Send {{ to: {peer}, bytes: 100000, tag: 1 }}) waits for its \
+                 rendezvous send's completion (its rendezvous request waits at rank {peer}, \
+                 which has no matching receive posted)"
+            );
+            assert!(msg.contains(&line), "{msg}");
+        }
+    }
+}
+
+#[test]
+fn the_safe_exchange_completes_under_both_wait_modes() {
+    let (plat, jobs) = exchange(true);
+    for block in [true, false] {
+        let out = run(&plat, &jobs, block, 1);
+        assert_eq!(out.counters.rendezvous, 2);
+        assert_eq!(out.counters.consumed, 2);
+    }
+}

@@ -499,8 +499,9 @@ fn a_receive_that_can_never_match_is_reported() {
         &|| Box::new(Block),
         &ProcOptions::default(),
     );
+    // Rank 1 finishes at once, and rank 0 waits for it: found when rank 1 ends.
     assert!(
-        matches!(r, Err(ProcError::Deadlock { waiting: 1, .. })),
+        matches!(r, Err(ProcError::ProgramDeadlock { job: 0, time: SimTime::ZERO, .. })),
         "{r:?}"
     );
     let r = simulate_processes(
@@ -525,9 +526,12 @@ fn a_receive_that_can_never_match_is_reported() {
             ..Default::default()
         },
     );
+    // A spinning waiter does not keep the run going until the time limit.
+    let msg = r.unwrap_err().to_string();
     assert!(
-        matches!(r, Err(ProcError::TimeLimit { unfinished: 1, .. })),
-        "{r:?}"
+        msg.starts_with("job 0: deadlock at t=0")
+            && msg.contains("rank 0 at op 0 (Recv { from: Some(1), tag: 9 }) waits for a message tagged 9 from rank 1; 1 rank(s) finished"),
+        "{msg}"
     );
 }
 
@@ -1419,7 +1423,10 @@ fn a_node_that_empties_and_refills_within_a_period_keeps_one_timer_chain() {
 }
 
 #[test]
-fn a_deadlock_with_policy_timers_pending_is_detected_and_dumped() {
+fn a_deadlock_is_detected_at_the_wait_that_closes_it_and_dumped() {
+    // Rank 1 waits to receive from rank 0 at once; rank 0 computes 1 ms, then waits
+    // to receive from rank 1: at 1 ms no rank can progress (before the policy's first
+    // timer at 10 ms), whether the ranks block or spin.
     let plat = platform(2, linux());
     let mut b = Builder::new(2);
     b.each(|r| {
@@ -1441,13 +1448,16 @@ fn a_deadlock_with_policy_timers_pending_is_detected_and_dumped() {
     let jobs = [job(b.build("dead", 1.0))];
     let (r, calls) = periodic(&plat, &jobs, &ProcOptions::default());
     let err = r.unwrap_err();
-    let ProcError::Deadlock { time, waiting, .. } = &err else {
+    let ProcError::ProgramDeadlock { job, time, .. } = &err else {
         panic!("{err}")
     };
-    // Detected at the first timer after both blocked, not at the time limit.
-    assert_eq!((*time, *waiting), (SimTime::from_ms(10), 2));
-    assert_eq!(calls, vec![(0, SimTime::from_ms(10))]);
+    assert_eq!((*job, *time), (0, SimTime::from_ms(1)));
+    assert!(calls.is_empty());
     let msg = err.to_string();
+    assert!(
+        msg.contains("rank 0 at op 1") && msg.contains("rank 1 at op 0"),
+        "{msg}"
+    );
     for node in 0..2 {
         assert!(
             msg.contains(&format!("periodic-dump-marker on node {node}")),
@@ -1458,8 +1468,7 @@ fn a_deadlock_with_policy_timers_pending_is_detected_and_dumped() {
         msg.contains("native: linux24"),
         "the native schedulers' state: {msg}"
     );
-    // A spinning deadlock cannot be told from a long wait: the time limit ends it,
-    // with the same dump.
+    // Spinning, the same at the same time, not at the time limit.
     let spin_make = || -> Box<dyn NodePolicy> { Box::new(Spin) };
     let r = simulate_processes(
         &plat,
@@ -1470,10 +1479,9 @@ fn a_deadlock_with_policy_timers_pending_is_detected_and_dumped() {
             ..Default::default()
         },
     );
-    let msg = r.unwrap_err().to_string();
     assert!(
-        msg.starts_with("time limit") && msg.contains("native: linux24"),
-        "{msg}"
+        matches!(&r, Err(ProcError::ProgramDeadlock { job: 0, time, .. }) if *time == SimTime::from_ms(1)),
+        "{r:?}"
     );
 }
 
@@ -1559,20 +1567,23 @@ fn barrier_and_allreduce_costs_at_non_powers_of_two() {
         // r - pof2 (a blocking send), the pof2 = 2^floor(log2 p) others do log2(pof2)
         // exchange rounds, and the result goes back to the extra ranks. Each message
         // takes R = o_s + wire + lat + o_r from its send to its consumption. Rank 0
-        // (the only one below p - pof2 here) starts its rounds at R; every other
-        // rank starts at 0, so in round k rank 0 waits for rank 2^k, which has done k
-        // rounds of R, and rank 0 ends round k at max(own work, (k + 1) R) (with wire
-        // <= o_r its own work is R + k (o_s + o_r)); the extra rank's result is an
-        // eager blocking send, complete for rank 0 after o_s; the extra rank ends R
-        // after rank 0's rounds. The rank carrying rank 0's delay through every
-        // round (pof2 - 1) ends at (rounds + 1) R.
+        // (the only one below p - pof2 here) starts its rounds at R + wire: the extra
+        // rank's message and rank 1's first-round message leave at o_s together and
+        // rank 0's NIC takes them in one after the other, rank 1's first (it departs
+        // first). Every other rank starts at 0, so in round k rank 0 waits for rank
+        // 2^k, which has done k rounds of R, and rank 0 ends round k at
+        // max(own work, (k + 1) R) (with wire <= o_r its own work is
+        // R + wire + k (o_s + o_r)); the extra rank's result is an eager blocking
+        // send, complete for rank 0 after o_s; the extra rank ends R after rank 0's
+        // rounds. The rank carrying rank 0's delay through every round (pof2 - 1)
+        // ends at (rounds + 1) R + wire.
         let bytes = 200; // 1 us on the wire, below o_r
         let big_r = o_s + wire(bytes) + lat + o_r;
         let pof2 = 1i64 << (63 - (i64::from(p)).leading_zeros());
         let rounds = i64::from(pof2.trailing_zeros());
-        let own = big_r + rounds * (o_s + o_r);
+        let own = big_r + wire(bytes) + rounds * (o_s + o_r);
         let rank0_rounds = own.max(rounds * big_r);
-        let expect = (rank0_rounds + big_r).max((rounds + 1) * big_r);
+        let expect = (rank0_rounds + big_r).max((rounds + 1) * big_r + wire(bytes));
         let mut b = Builder::new(p);
         b.allreduce(bytes);
         assert_eq!(end(b), expect, "allreduce p={p}");
