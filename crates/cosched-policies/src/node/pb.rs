@@ -32,7 +32,7 @@
 //! Consequence on spin-only jobs (docs/models/pb-lockstep.md): at an epoch boundary
 //! the recommendation overrides the native choice (the process that ran last), by
 //! each node's own message state, so the nodes fall out of phase; with spin waits and
-//! no preemption nothing brings them back (2 x CG A: 97-127 s against NLS's 2.8 s).
+//! no preemption nothing brings them back (2 x CG A: 97-100 s against NLS's 2.8 s).
 //!
 //! Parameters: `period_us` (10000): not stated by the seeds; one Linux 2.4 timer
 //! tick (HZ = 100), the natural granularity of a kernel activity (assumption
