@@ -152,9 +152,9 @@ proptest! {
 /// waited for page-ins that never started, while job 3's rank 0 on node 0 spun
 /// forever for a message from them, so the run never ran out of events (at 3 M events
 /// it was at t = 180,000 s; at 100,000 events, t = 5,998 s). With the fix it ends under
-/// NLS, and under PB after 100,000-200,000 events since the receiving NICs serialize
-/// messages (PB's loss of lockstep, docs/models/pb-lockstep.md); this test allows
-/// 1,000,000. With 900 MB nodes it ends after 332 events; the blocking schemes ended before the fix too
+/// NLS, and under PB after 100,000-200,000 events since taken pages are written to
+/// swap before the page-in reads (without swap-out it ended within 100,000); this
+/// test allows 1,000,000. With 900 MB nodes it ends after 332 events; the blocking schemes ended before the fix too
 /// (`block`: 395 events) because no process spins.
 #[test]
 fn paging_queue_deadlock_draw_ends_under_spinning_schemes() {
