@@ -12,9 +12,10 @@
 //!
 //! The engine settles a node's waiting processes before every change of what
 //! its CPUs run (dispatch and release), so the condition is constant between
-//! two settlements.
+//! two settlements. This module knows nothing of the engine: the engine tells it
+//! of disk wake-ups and dispatches and says, at each settlement, which waiting
+//! process is kept from a CPU by another job.
 
-use super::Sim;
 use crate::os::Pid;
 use cosched_des::SimTime;
 
@@ -34,9 +35,10 @@ impl Inversion {
         }
     }
 
-    /// Adds to `total` the time since the node's last settlement for each waiting
-    /// process that `inverted` says is kept from a CPU by another job.
-    fn settle(
+    /// Settles `node` at `now`: adds to `total` the time since the node's last
+    /// settlement for each waiting process that `inverted` says is kept from a
+    /// CPU by another job (`inverted` is not called when none waits).
+    pub fn settle(
         &mut self,
         node: u32,
         now: SimTime,
@@ -46,50 +48,22 @@ impl Inversion {
         let k = node as usize;
         let dt = (now - self.last[k]).as_ns();
         self.last[k] = now;
-        if dt > 0 {
+        if dt > 0 && !self.waiting[k].is_empty() {
             *total += dt * self.waiting[k].iter().filter(|&&p| inverted(p)).count() as i64;
         }
     }
-}
 
-impl Sim<'_> {
-    /// Settles `node` at `now` (before its CPUs change what they run).
-    pub(super) fn inversion_settle(&mut self, node: u32, now: SimTime) {
-        if self.inversion.waiting[node as usize].is_empty() {
-            self.inversion.last[node as usize] = now;
-            return;
-        }
-        let (cpus, procs) = (&self.nodes[node as usize].cpus, &self.procs);
-        let inverted = |p: Pid| {
-            let j = procs[p as usize].job;
-            cpus.iter()
-                .any(|c| c.cur.is_some_and(|q| procs[q as usize].job != j))
-        };
-        self.inversion.settle(
-            node,
-            now,
-            &mut self.counters.priority_inversion_ns,
-            inverted,
-        );
-    }
-
-    /// A disk completion is about to wake `pid`: it waits from now until it runs.
-    pub(super) fn inversion_io_woken(&mut self, pid: Pid, now: SimTime) {
-        let p = &self.procs[pid as usize];
-        if p.state != super::PState::Blocked || p.paging {
-            return; // the wake-up will not make it runnable
-        }
-        let node = p.node;
-        self.inversion_settle(node, now);
-        let w = &mut self.inversion.waiting[node as usize];
+    /// A disk completion made `pid` of `node` runnable (the node was settled at
+    /// this instant): it waits until it gets a CPU.
+    pub fn woken(&mut self, node: u32, pid: Pid) {
+        let w = &mut self.waiting[node as usize];
         if !w.contains(&pid) {
             w.push(pid);
         }
     }
 
-    /// `pid` gets a CPU of `node` (before the dispatch changes the CPU).
-    pub(super) fn inversion_dispatch(&mut self, node: u32, pid: Pid, now: SimTime) {
-        self.inversion_settle(node, now);
-        self.inversion.waiting[node as usize].retain(|&p| p != pid);
+    /// `pid` of `node` got a CPU (the node was settled at this instant).
+    pub fn dispatched(&mut self, node: u32, pid: Pid) {
+        self.waiting[node as usize].retain(|&p| p != pid);
     }
 }

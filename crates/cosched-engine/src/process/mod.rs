@@ -64,13 +64,16 @@
 pub mod admit;
 pub mod check;
 mod deadlock;
+mod error;
 pub mod flexgang;
 pub mod gang;
 pub mod gangedness;
 mod invariants;
 mod inversion;
+mod job;
 mod net;
 mod osnoise;
+mod output;
 pub mod perturb;
 pub mod place;
 mod setup;
@@ -100,310 +103,19 @@ mod contract_tests;
 use crate::os::{self, NativeScheduler, Pick, Pid, Stop, Wake};
 use cosched_des::{EventQueue, RngStream, RngStreams, SimTime, TimerSlots};
 use cosched_model::node::NodePlatform;
-use cosched_model::program::{Op, Program, Rank};
-use cosched_model::Placement;
+use cosched_model::program::{Op, Rank};
 use policy::{
-    ActionError, ActionErrorCounts, DequeueReason, EnqueueReason, NodeAction, NodePolicy,
+    ActionError, DequeueReason, EnqueueReason, NodeAction, NodePolicy,
     NodeView, Ops, WaitEnd, WaitEndCause, WaitKind, WaitMode,
 };
 use cosched_contract::admission::{AdmissionEvent, AdmissionPolicy};
-use thiserror::Error;
+// Names the test modules take from here with `use super::*`.
+#[cfg(test)]
+use {cosched_model::program::Program, cosched_model::Placement};
 
-/// A job of the process-level model.
-#[derive(Clone, Debug)]
-pub struct ProcJob {
-    pub program: Program,
-    pub submit: SimTime,
-    /// A background job (a competing load): stopped by the engine when every
-    /// foreground job has finished; it never keeps the run going.
-    pub background: bool,
-    /// Consecutive ranks placed on the same node (1: one rank per node). With
-    /// `k`, ranks `0..k` share the first chosen node, `k..2k` the second, and so
-    /// on (seed 002's "two application threads per node"). FCFS admission only.
-    pub ranks_per_node: u32,
-    /// Nice value of the job's processes, -20 to 19 (0: the default priority), as
-    /// each native scheduler model maps it ([`crate::os`]).
-    pub nice: i32,
-}
-
-impl ProcJob {
-    /// A foreground job.
-    pub fn new(program: Program, submit: SimTime) -> Self {
-        Self {
-            program,
-            submit,
-            background: false,
-            ranks_per_node: 1,
-            nice: 0,
-        }
-    }
-
-    /// The same job with `k` consecutive ranks per node ([`ProcJob::ranks_per_node`]).
-    pub fn with_ranks_per_node(mut self, k: u32) -> Self {
-        self.ranks_per_node = k;
-        self
-    }
-
-    /// Nodes the job occupies: its processes divided by `ranks_per_node`, rounded up.
-    pub fn nodes_needed(&self) -> u32 {
-        self.program.size().div_ceil(self.ranks_per_node.max(1))
-    }
-
-    /// A background job (see [`ProcJob::background`]).
-    pub fn background(program: Program, submit: SimTime) -> Self {
-        Self {
-            program,
-            submit,
-            background: true,
-            ranks_per_node: 1,
-            nice: 0,
-        }
-    }
-
-    /// The same job with nice value `nice` ([`ProcJob::nice`]).
-    pub fn with_nice(mut self, nice: i32) -> Self {
-        self.nice = nice;
-        self
-    }
-}
-
-/// Default of [`ProcOptions::time_limit`], in simulated seconds (about 116 days).
-pub const DEFAULT_TIME_LIMIT_S: i64 = 10_000_000;
-/// Default of [`ProcOptions::event_limit`]: about 10 to 20 minutes of a run on one core.
-pub const DEFAULT_EVENT_LIMIT: u64 = 2_000_000_000;
-
-/// Options of a process-level run.
-#[derive(Clone, Debug)]
-pub struct ProcOptions {
-    /// Most processes per node (multiprogramming level).
-    pub mpl: u32,
-    pub placement: Placement,
-    pub seed: u64,
-    /// Admit a job only where its processes' memory fits beside the others'.
-    pub memory_aware: bool,
-    /// Record the per-node timeline ([`ProcOutput::timeline`]).
-    pub record_timeline: bool,
-    /// The run stops with an error past this simulated time (a watchdog for
-    /// programs that spin forever).
-    pub time_limit: SimTime,
-    /// The run stops with an error after this many events (a watchdog for runs
-    /// whose parameters make them far longer than intended).
-    pub event_limit: u64,
-    /// Gang scheduling instead of FCFS admission under `mpl`: the matrix has
-    /// `rows` rows (the MPL) and the nodes run only the active row ([`gang`]).
-    pub gang: Option<gang::GangParams>,
-    /// The admission policy outside gang mode ([`admit`]; `None`: the
-    /// reference strict FCFS under `mpl`, `cosched_contract::admission::Fcfs`).
-    pub admission: Option<admit::AdmissionFactory>,
-    /// Gang mode only: perturb the gang schedule of job 0 and estimate its
-    /// gangedness ([`perturb`]).
-    pub perturb: Option<perturb::PerturbParams>,
-}
-
-impl Default for ProcOptions {
-    fn default() -> Self {
-        Self {
-            mpl: 1,
-            placement: Placement::Packing,
-            seed: 0,
-            memory_aware: false,
-            record_timeline: false,
-            time_limit: SimTime::from_secs(DEFAULT_TIME_LIMIT_S),
-            event_limit: DEFAULT_EVENT_LIMIT,
-            gang: None,
-            admission: None,
-            perturb: None,
-        }
-    }
-}
-
-/// The outcome of one job.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ProcJobRecord {
-    pub start: SimTime,
-    pub end: SimTime,
-    /// The node of each rank.
-    pub nodes: Vec<u32>,
-}
-
-/// What a CPU or a disk did during a [`Segment`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum SegmentKind {
-    /// Progress: compute or message overheads.
-    Useful,
-    /// Busy-waiting.
-    Spin,
-    /// Switching to another process.
-    Switch,
-    /// The node's disk reading a process's pages back.
-    PageIn,
-    /// The node's disk writing to swap pages taken from a process.
-    SwapOut,
-    /// The node's disk serving a process's I/O burst.
-    Io,
-    /// The process is runnable but waits for a CPU (off every CPU).
-    Ready,
-    /// The process sleeps: blocked in a wait, in its disk burst, or waiting for its
-    /// pages to be read back (off every CPU, not runnable).
-    Blocked,
-}
-
-impl SegmentKind {
-    /// Whether the segment is a process's own state (ready or blocked) rather than
-    /// a CPU's or a disk's activity.
-    pub fn is_state(self) -> bool {
-        matches!(self, SegmentKind::Ready | SegmentKind::Blocked)
-    }
-}
-
-/// One interval of a node's timeline. CPU segments have `cpu = Some(k)`; disk
-/// segments (`PageIn`, `Io`) and process-state segments (`Ready`, `Blocked`) have
-/// `cpu = None`. From its admission to its end, every process is at each instant in
-/// exactly one of: on a CPU (`Useful`, `Spin`, `Switch`), `Ready` or `Blocked`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Segment {
-    pub node: u32,
-    pub cpu: Option<u32>,
-    pub pid: Pid,
-    pub job: usize,
-    pub rank: Rank,
-    pub start: SimTime,
-    pub end: SimTime,
-    pub kind: SegmentKind,
-}
-
-/// Counters of a run.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct ProcCounters {
-    /// Events handled. A CPU's planned segment end is a re-settable timer: when
-    /// the CPU's plan changes, the end it replaces is dropped, never handled nor
-    /// counted.
-    pub events: u64,
-    pub context_switches: u64,
-    pub messages: u64,
-    pub interrupts: u64,
-    /// CPU time spent spinning, all processes.
-    pub spin_ns: i64,
-    /// CPU time spent making progress (compute and message overheads), all processes.
-    pub useful_ns: i64,
-    /// Wake-up recommendations the native schedulers followed.
-    pub hints_followed: u64,
-    /// Messages consumed by their receivers.
-    pub consumed: u64,
-    /// Compute time the programs asked for (after noise), all processes.
-    pub compute_ns: i64,
-    /// Page-ins (a process made resident before running: its pages read back, and
-    /// the frames for them or for its fresh pages written out first).
-    pub page_ins: u64,
-    /// Memory read back from disk by page-ins, KB.
-    pub paged_in_kb: i64,
-    /// Memory written to swap when its pages were taken from a process, KB.
-    pub paged_out_kb: i64,
-    /// Interrupts a node policy raised for processes that were not running
-    /// ([`NodeAction::Interrupt`]), each charged `interrupt` of CPU.
-    pub policy_interrupts: u64,
-    /// Boosts applied ([`NodeAction::Boost`] and [`NodeAction::BoostUntilRun`]).
-    pub boosts: u64,
-    /// Running processes preempted at once by a boosted one.
-    pub boost_preemptions: u64,
-    /// Boosts a policy applied on a NIC acknowledgement (`on_ack`, CC's sender boost).
-    pub ack_boosts: u64,
-    /// Messages sent by the rendezvous protocol (the others are eager).
-    pub rendezvous: u64,
-    /// Gang slot switches (each one idles every node for the switch cost).
-    pub gang_switches: u64,
-    /// Flexible gang: running processes preempted by a process woken by its disk
-    /// completion (`io_preempt`).
-    pub gang_io_preemptions: u64,
-    /// Flexible gang: CPU time processes ran outside their own row's slot
-    /// (alternate scheduling, yielded slots, I/O interrupts), ns.
-    pub gang_fragment_ns: i64,
-    /// Time processes woken by a disk completion waited for a CPU while a CPU
-    /// of their node ran another job's process ([`inversion`]), ns.
-    pub priority_inversion_ns: i64,
-    /// Node-policy actions refused because they could not apply ([`ActionError`]).
-    pub action_errors: ActionErrorCounts,
-}
-
-/// Everything a process-level run produces.
-#[derive(Clone, Debug)]
-pub struct ProcOutput {
-    pub jobs: Vec<ProcJobRecord>,
-    pub counters: ProcCounters,
-    /// Busy CPU time per node (useful, spinning and context switches).
-    pub node_busy_ns: Vec<i64>,
-    /// CPU time of each process (indexed by pid; pids are given in job then rank order).
-    pub proc_cpu_ns: Vec<i64>,
-    pub proc_spin_ns: Vec<i64>,
-    /// Compute time each process asked for (after noise and drawn bursts).
-    pub proc_compute_ns: Vec<i64>,
-    /// When each process finished its program (or was stopped, for a background process).
-    pub proc_end: Vec<SimTime>,
-    /// The per-node timeline, when [`ProcOptions::record_timeline`] is set.
-    pub timeline: Vec<Segment>,
-    pub end: SimTime,
-    /// What the perturbation harness measured, when [`ProcOptions::perturb`] is set.
-    pub perturb: Option<perturb::PerturbOutput>,
-    /// Gang mode: each job's final gangedness estimate ([`gangedness`]).
-    pub gangedness: Option<Vec<gangedness::JobEstimate>>,
-}
-
-#[derive(Debug, Error)]
-pub enum ProcError {
-    #[error("invalid platform: {0}")]
-    Platform(String),
-    #[error("job {job}: needs {size} nodes but the machine has {nodes}")]
-    TooWide { job: usize, size: u32, nodes: u32 },
-    #[error("job {job}: {mb} MB per process does not fit in a node's {node_mb} MB of job memory")]
-    TooBig { job: usize, mb: f64, node_mb: f64 },
-    #[error("job {job}: {msg}")]
-    BadProgram { job: usize, msg: String },
-    #[error("mpl must be at least 1")]
-    Mpl,
-    #[error("invalid options: {0}")]
-    Options(String),
-    #[error("invalid admission decision: {0}")]
-    Admission(#[from] cosched_contract::admission::AdmissionError),
-    #[error("job {job}: rank {rank} sends to rank {to}, which does not exist")]
-    BadRank { job: usize, rank: Rank, to: Rank },
-    #[error("deadlock at t={time}: {waiting} process(es) wait for messages that can never arrive; first: {first}{dump}")]
-    Deadlock {
-        time: SimTime,
-        waiting: usize,
-        first: String,
-        /// The nodes' state: each node's native scheduler and non-empty policy dump.
-        dump: String,
-    },
-    #[error("job {job}: deadlock at t={time}: no rank of the job can ever progress, each waits for what only another waiting rank could give (an unsafe program: e.g. blocking rendezvous-size sends to each other with no receive posted deadlock, as in MPI): {detail}{dump}")]
-    ProgramDeadlock {
-        job: usize,
-        time: SimTime,
-        /// Each waiting rank's operation and what it waits for.
-        detail: String,
-        /// As for [`ProcError::Deadlock`].
-        dump: String,
-    },
-    #[error("jobs not sorted by submit time at index {0}")]
-    Unsorted(usize),
-    #[error("engine invariant violated: {0}")]
-    Invariant(String),
-    #[error("event limit {limit} reached at t={time} with {unfinished} job(s) unfinished")]
-    EventLimit {
-        limit: u64,
-        time: SimTime,
-        unfinished: usize,
-    },
-    #[error("interrupted at t={time}")]
-    Interrupted { time: SimTime },
-    #[error("time limit {limit} reached with {unfinished} job(s) unfinished; first unfinished process: {first}{dump}")]
-    TimeLimit {
-        limit: SimTime,
-        unfinished: usize,
-        first: String,
-        /// As for [`ProcError::Deadlock`].
-        dump: String,
-    },
-}
+pub use error::ProcError;
+pub use job::{ProcJob, ProcOptions, DEFAULT_EVENT_LIMIT, DEFAULT_TIME_LIMIT_S};
+pub use output::{ProcCounters, ProcJobRecord, ProcOutput, Segment, SegmentKind};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum PState {
@@ -1504,6 +1216,38 @@ impl<'a> Sim<'a> {
             p.granted.clear();
             self.finish_rank(pid, now);
         }
+    }
+
+    // ----- priority inversion ([`inversion`]) ------------------------------
+
+    /// Settles `node`'s priority inversion at `now` (before its CPUs change what
+    /// they run).
+    fn inversion_settle(&mut self, node: u32, now: SimTime) {
+        let (cpus, procs) = (&self.nodes[node as usize].cpus, &self.procs);
+        let inverted = |p: Pid| {
+            let j = procs[p as usize].job;
+            cpus.iter()
+                .any(|c| c.cur.is_some_and(|q| procs[q as usize].job != j))
+        };
+        self.inversion
+            .settle(node, now, &mut self.counters.priority_inversion_ns, inverted);
+    }
+
+    /// A disk completion is about to wake `pid`: it waits from now until it runs.
+    fn inversion_io_woken(&mut self, pid: Pid, now: SimTime) {
+        let p = &self.procs[pid as usize];
+        if p.state != PState::Blocked || p.paging {
+            return; // the wake-up will not make it runnable
+        }
+        let node = p.node;
+        self.inversion_settle(node, now);
+        self.inversion.woken(node, pid);
+    }
+
+    /// `pid` gets a CPU of `node` (before the dispatch changes the CPU).
+    fn inversion_dispatch(&mut self, node: u32, pid: Pid, now: SimTime) {
+        self.inversion_settle(node, now);
+        self.inversion.dispatched(node, pid);
     }
 
     // ----- CPUs ------------------------------------------------------------
