@@ -9,8 +9,9 @@
  *                       (docs/real-slurm.md). Implies --cosched=nls unless --cosched is given.
  *
  * plugstack.conf arguments (all optional):
- *   agent=PATH   the agent's socket; "%n" is replaced by the node name (SLURMD_NODENAME), for several
- *                slurmd on one host. Default /run/cosched/agent.sock.
+ *   agent=PATH   the agent's socket; "%n" is replaced by the node name (slurmstepd's SLURMD_NODENAME, the
+ *                name of the slurmd that runs the step), for several slurmd on one host.
+ *                Default /run/cosched/agent.sock.
  *   shim=PATH    the MPI shim to preload (libcosched built for the MPI the jobs use).
  *                Default /usr/local/lib/cosched/libcosched-mpich.so.
  *
@@ -143,13 +144,18 @@ int slurm_spank_init_post_opt(spank_t sp, int ac, char **av) {
     return -1;
 }
 
-/* Expands "%n" in the agent path with the node name. */
+/* Expands "%n" in the agent path with the node name: slurmstepd's own SLURMD_NODENAME (set by the slurmd that
+ * started it), not the job's environment. The job's environment is the submitting process's: srun started
+ * inside a batch job carries the batch node's SLURMD_NODENAME to every node of its step, which sent the ranks of
+ * every node to the batch node's agent (and, with --cosched-gang, made the job look declared on one node only,
+ * so the coordinator never placed it). The job's value is only a fallback for a slurmstepd without one. */
 static int resolve_agent(spank_t sp) {
     char node[128] = "";
-    if (spank_getenv(sp, "SLURMD_NODENAME", node, sizeof(node)) != ESPANK_SUCCESS) {
-        const char *n = getenv("SLURMD_NODENAME");
-        if (n != NULL && strlen(n) < sizeof(node)) strcpy(node, n);
-    }
+    const char *n = getenv("SLURMD_NODENAME");
+    if (n != NULL && n[0] != '\0' && strlen(n) < sizeof(node))
+        strcpy(node, n);
+    else if (spank_getenv(sp, "SLURMD_NODENAME", node, sizeof(node)) != ESPANK_SUCCESS)
+        node[0] = '\0';
     size_t o = 0;
     for (const char *p = arg_agent; *p != '\0'; p++) {
         const char *piece = NULL;

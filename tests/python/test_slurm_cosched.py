@@ -35,8 +35,9 @@ def cluster(tmp_path_factory):
     r = run(["make", "-s", "-C", str(ROOT), "real", "spank"], timeout=600)
     assert r.returncode == 0, r.stdout + r.stderr
     d = tmp_path_factory.mktemp("slurm-cosched") / "testbed"
-    # With a gang coordinator (2 rows, 100 ms) and over-subscription 2, so that two 2-node jobs share the nodes.
-    r = run([str(TESTBED), "up", "--nodes", "2", "--dir", str(d), "--coord", "--oversubscribe", "2",
+    # With a gang coordinator (2 rows, 100 ms) and a standby coordinator, and over-subscription 2, so that two
+    # 2-node jobs share the nodes.
+    r = run([str(TESTBED), "up", "--nodes", "2", "--dir", str(d), "--coord", "--coord-standby", "--oversubscribe", "2",
              "--agent-bin", str(ROOT / "target" / "release" / "cosched-agent"),
              "--plugin", str(BUILD / "cosched_spank.so"), "--shim", str(BUILD / "libcosched-mpich.so")])
     assert r.returncode == 0, r.stdout + r.stderr
@@ -237,6 +238,83 @@ def test_a_stopped_coordinator_leaves_no_job_frozen_the_agents_thaw_at_lease_exp
     finally:
         if stopped:
             os.kill(coord["pid"], signal.SIGCONT)
+        results = finish(jobs)
+    for rc, err in results:
+        assert rc == 0, err
+    step_runs.extend({x["run"] for x in shim_lines(log)})
+
+
+def alternations(recs: dict[str, list[dict]]) -> dict[str, int]:
+    """Per node, the switches at which one job was thawed and the other frozen."""
+    return {n: sum(1 for r in v if len(r["run"]) == 1 and len(r["frozen"]) == 1) for n, v in recs.items()}
+
+
+def test_gang_steps_inside_batch_jobs_are_gang_scheduled(cluster, tmp_path):
+    env, d, step_runs = cluster
+    skip = record_counts(d)
+    placed_before = (d / "coord.out").read_text().count("placed in row")
+    log = tmp_path / "shim.jsonl"
+    ids = []
+    for k in range(2):
+        r = run(["sbatch", "--parsable", "-N2", "-n2", "--mem=100M", "-o", str(tmp_path / f"b{k}.out"),
+                 "--wrap", f"srun --mpi=pmi2 --cosched-gang {PROBE} sleepwait 5"],
+                env=dict(env, COSCHED_LOG=str(log)))
+        assert r.returncode == 0, r.stderr
+        ids.append(r.stdout.strip().split(";")[0])
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and run(["squeue", "-h"], env=env).stdout.strip():
+        time.sleep(0.5)
+    assert not run(["squeue", "-h"], env=env).stdout.strip(), "the batch jobs did not end"
+    for k in range(2):
+        out = (tmp_path / f"b{k}.out").read_text()
+        assert "error" not in out.lower(), out
+    step_runs.extend({x["run"] for x in shim_lines(log)})
+    # Both batch jobs' steps reached the coordinator and were placed in rows; both nodes alternated them.
+    placed = (d / "coord.out").read_text().count("placed in row") - placed_before
+    assert placed == 2, (d / "coord.out").read_text()
+    recs = gang_records(d, skip)
+    assert all(n >= 5 for n in alternations(recs).values()), recs
+    assert {j for v in recs.values() for r in v for j in r["run"]} == {int(i) for i in ids}
+
+
+def test_a_standby_coordinator_takes_over_when_the_primary_dies(cluster, tmp_path):
+    env, d, step_runs = cluster
+    testbed = json.loads((d / "testbed.json").read_text())
+    primary = next(x for x in testbed["daemons"] if x["name"] == "coordinator")
+    assert Path(f"/proc/{primary['pid']}/cmdline").read_bytes().replace(b"\0", b" ").decode().strip() == primary["cmd"]
+    skip = record_counts(d)
+    log = tmp_path / "shim.jsonl"
+    jobs = gang_jobs(env, log, 12)
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not all(n >= 3 for n in alternations(gang_records(d, skip)).values()):
+            time.sleep(0.1)
+        assert all(n >= 3 for n in alternations(gang_records(d, skip)).values()), gang_records(d, skip)
+        # The primary dies (SIGKILL: no release sent; the kernel closes its connections).
+        os.kill(primary["pid"], signal.SIGKILL)
+        t_kill = time.time_ns()
+        # Both agents thaw at once, reconnect to the standby and report their jobs again; it places both jobs
+        # and the nodes alternate them again under its schedule.
+        deadline = time.monotonic() + 30
+        after: dict[str, list[dict]] = {}
+        while time.monotonic() < deadline:
+            after = {n: [r for r in v if r["done_ns"] > t_kill] for n, v in gang_records(d, skip).items()}
+            if all(n >= 3 for n in alternations(after).values()):
+                break
+            time.sleep(0.1)
+        assert all(n >= 3 for n in alternations(after).values()), after
+        logs = {f.name: f.read_text()[-3000:] for f in sorted(d.glob("*.out")) if "coord" in f.name or "agent" in f.name}
+        released = {n: next((r for r in v if r.get("released")), None) for n, v in after.items()}
+        assert all(released.values()), (after, logs)
+        standby = (d / "coord-standby.out").read_text()
+        assert standby.count("connected") == 2 and standby.count("placed in row") == 2, standby
+        # The standby's first switch on each node came within a few seconds of the kill (reconnection within
+        # the agent's round, plus the lead); the lease (3 s) plays no part.
+        first = {n: min(r["boundary_ns"] for r in v if len(r["run"]) == 1 and len(r["frozen"]) == 1)
+                 for n, v in after.items()}
+        assert all((b - t_kill) / 1e9 < 5.0 for b in first.values()), (first, t_kill)
+        assert all(j.poll() is None for j in jobs), "the jobs ended before the takeover could be checked"
+    finally:
         results = finish(jobs)
     for rc, err in results:
         assert rc == 0, err

@@ -151,8 +151,15 @@ impl Coord {
                     row: None,
                 });
                 j.nnodes = nnodes;
-                j.nodes.insert(col);
-                self.place_waiting()
+                let again = j.nodes.insert(col) && j.row.is_some();
+                let changed = self.place_waiting();
+                // A node that reconnected reports a job the matrix still holds
+                // (its other nodes kept it there): the matrix is unchanged, but
+                // this node needs the job's row again.
+                if again && !changed {
+                    self.send_schedule(id);
+                }
+                changed
             }
             ToCoord::JobEnd { job } => {
                 let Some(col) = self.conns.get(&id).and_then(|c| c.0) else {
@@ -475,6 +482,42 @@ mod tests {
         assert!(c.on_msg(1, ToCoord::JobEnd { job: 1 }));
         c.reschedule(250);
         assert_eq!((c.cur.from_ns, c.cur.cycle.clone()), (270, vec![1]));
+    }
+
+    #[test]
+    fn a_reconnected_agent_gets_the_row_of_a_job_the_matrix_kept() {
+        use std::io::Read;
+        let (mut c, mut k) = with_nodes(2);
+        for id in 0..2 {
+            c.on_msg(id, ToCoord::Job { job: 5, nnodes: 2 });
+        }
+        c.reschedule(0);
+        // cn0 comes back on connection 2: its old connection is replaced (job 5
+        // stays on cn1, so it keeps row 0), then it reports job 5 again.
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let mut client = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let (server, _) = l.accept().unwrap();
+        c.conns.insert(2, (None, server));
+        assert!(!c.on_msg(2, ToCoord::Hello { node: "cn0".into() }));
+        assert_eq!(c.jobs[&5].row, Some(0));
+        assert!(!c.on_msg(2, ToCoord::Job { job: 5, nnodes: 2 }));
+        // The matrix did not change, yet cn0 was sent a schedule with job 5's row.
+        client
+            .set_read_timeout(Some(Duration::from_secs(5)))
+            .unwrap();
+        let mut got = String::new();
+        let mut buf = [0u8; 4096];
+        while got.matches('\n').count() < 2 {
+            let n = client.read(&mut buf).unwrap();
+            assert!(n > 0);
+            got.push_str(std::str::from_utf8(&buf[..n]).unwrap());
+        }
+        let last: ToAgent = serde_json::from_str(got.lines().nth(1).unwrap()).unwrap();
+        assert!(
+            matches!(last, ToAgent::Schedule { ref jobs, .. } if jobs == &vec![(5, 0)]),
+            "{got}"
+        );
+        k.clear();
     }
 
     #[test]

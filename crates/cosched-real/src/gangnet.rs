@@ -25,8 +25,20 @@
 //! closes, when the coordinator sends [`ToAgent::Release`], or when nothing
 //! came from it for the lease (`lease_ns`, renewed by every message), the
 //! agent drops every schedule and thaws every job it froze; the jobs then run
-//! uncoordinated until a coordinator answers again (the agent reconnects every
-//! second). A job not in the schedule is never frozen by this channel.
+//! uncoordinated until a coordinator answers again. A job not in the schedule
+//! is never frozen by this channel.
+//!
+//! Standby coordinators: the agent's coordinator address may be a list,
+//! primary first (`--coord A,B`). The agent always tries the list in order and
+//! stays with the first that accepts, so every agent that can reach the
+//! primary uses it, and a standby (an idle `cosched-agent coordinate` on its
+//! own address) gets the agents only when the primary does not accept. When
+//! the primary dies, each agent thaws its jobs at once (as above), finds the
+//! primary refusing and connects to the standby in the same round, and reports
+//! its declared jobs again; the standby rebuilds the matrix from these reports
+//! (it keeps no copy of the primary's state) and its first schedule starts a
+//! lead time after the last of a job's nodes reported it. A round in which no
+//! coordinator accepted is retried after a second.
 
 use crate::client::Client;
 use crate::proto::{JobMsg, JOB_GANG};
@@ -86,6 +98,45 @@ pub fn realtime_ns() -> u64 {
     let t = nix::time::clock_gettime(nix::time::ClockId::CLOCK_REALTIME)
         .expect("CLOCK_REALTIME is always readable");
     t.tv_sec() as u64 * 1_000_000_000 + t.tv_nsec() as u64
+}
+
+/// How long an agent waits for one coordinator address to accept.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// The coordinator addresses of `--coord`: one address or a comma-separated
+/// list, primary first, then standbys.
+pub fn coord_addrs(s: &str) -> Vec<String> {
+    s.split(',')
+        .map(str::trim)
+        .filter(|a| !a.is_empty())
+        .map(String::from)
+        .collect()
+}
+
+/// Connects to the first of `addrs` that accepts, in list order; the error
+/// names every address that did not.
+pub fn connect_first(addrs: &[String], timeout: Duration) -> Result<(usize, TcpStream), String> {
+    use std::net::ToSocketAddrs;
+    let mut why = vec![];
+    for (i, a) in addrs.iter().enumerate() {
+        let resolved = match a.to_socket_addrs() {
+            Ok(r) => r.collect::<Vec<_>>(),
+            Err(e) => {
+                why.push(format!("{a}: {e}"));
+                continue;
+            }
+        };
+        for sa in resolved {
+            match TcpStream::connect_timeout(&sa, timeout) {
+                Ok(c) => return Ok((i, c)),
+                Err(e) => why.push(format!("{a}: {e}")),
+            }
+        }
+    }
+    if addrs.is_empty() {
+        why.push("no coordinator address given".into());
+    }
+    Err(format!("no coordinator accepted ({})", why.join("; ")))
 }
 
 /// A slot schedule as an agent keeps it.
@@ -294,19 +345,31 @@ impl GangNet {
             libc::sched_setscheduler(0, libc::SCHED_FIFO | libc::SCHED_RESET_ON_FORK, &param);
         }
         let mut st = Switcher::new(&self.opts, self.stop.clone());
+        let addrs = coord_addrs(&self.opts.coord);
+        let mut last: Option<usize> = None;
         // A stop comes when the agent's loop ended and the agent restored
         // everything: nothing is released through it then.
         while !self.stopped() {
-            match TcpStream::connect(&self.opts.coord) {
-                Ok(c) => {
+            match connect_first(&addrs, CONNECT_TIMEOUT) {
+                Ok((i, c)) => {
+                    if last.is_some_and(|l| l != i) {
+                        st.note(&format!(
+                            "now with coordinator {} (was {})",
+                            addrs[i],
+                            addrs[last.unwrap()]
+                        ));
+                    }
+                    last = Some(i);
                     let _ = c.set_nodelay(true);
                     self.session(c, &mut st);
                     if self.stopped() {
                         break;
                     }
                     st.release();
+                    // The next round at once: a standby may be waiting.
+                    continue;
                 }
-                Err(e) => st.note(&format!("coordinator {}: {e}", self.opts.coord)),
+                Err(e) => st.note(&e),
             }
             if self.wait_stop(Duration::from_secs(1)) {
                 break;
@@ -602,6 +665,35 @@ mod tests {
         assert_eq!(p.scheds.len(), 1);
         p.clear();
         assert!(p.runs(8, 2500));
+    }
+
+    #[test]
+    fn the_first_coordinator_that_accepts_is_used_in_list_order() {
+        use std::net::TcpListener;
+        assert_eq!(
+            coord_addrs(" 127.0.0.1:1, 127.0.0.1:2 ,,"),
+            vec!["127.0.0.1:1", "127.0.0.1:2"]
+        );
+        // A port nobody listens on (bound, then dropped), then a listening standby.
+        let dead = TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap();
+        let standby = TcpListener::bind("127.0.0.1:0").unwrap();
+        let primary = TcpListener::bind("127.0.0.1:0").unwrap();
+        let (d, s, p) = (
+            dead.to_string(),
+            standby.local_addr().unwrap().to_string(),
+            primary.local_addr().unwrap().to_string(),
+        );
+        let t = Duration::from_secs(1);
+        // The primary is up: it is taken, not the standby after it.
+        assert_eq!(connect_first(&[p.clone(), s.clone()], t).unwrap().0, 0);
+        // The primary is down: the standby.
+        assert_eq!(connect_first(&[d.clone(), s.clone()], t).unwrap().0, 1);
+        let e = connect_first(std::slice::from_ref(&d), t).unwrap_err();
+        assert!(e.contains(&d), "{e}");
+        assert!(connect_first(&[], t).is_err());
     }
 
     #[test]

@@ -41,7 +41,9 @@ enum Cmd {
         #[arg(long)]
         no_realtime: bool,
         /// The gang coordinator (`cosched-agent coordinate`) to take slot
-        /// schedules from, HOST:PORT. Without it, gang jobs are refused.
+        /// schedules from, HOST:PORT, or a comma-separated list, primary first,
+        /// then standby coordinators (the first that accepts is used). Without
+        /// it, gang jobs are refused.
         #[arg(long)]
         coord: Option<String>,
         /// This node's name for the coordinator (default: the host name).
