@@ -1328,6 +1328,18 @@ def reproduce(
         typer.Option("--workers", "-j", min=1, help="Parallel processes. (default: the CPU count, at most 8)",
                      show_default=False),
     ] = None,
+    repeat: Annotated[
+        int | None,
+        typer.Option(min=1, help="Experiments with real runs (real-slurm): run each real configuration N times; "
+                     "the report gives medians and their spread. (default: the experiment's, 3 for the full "
+                     "real-slurm, 1 with --quick)", show_default=False),
+    ] = None,
+    calibration: Annotated[
+        Path | None,
+        typer.Option(help="Experiments with a simulated column of this machine (real-slurm): the calibration.json "
+                     "of a `cosched reproduce real-vs-sim` run to build the preset from. (default: measure the "
+                     "micro-benchmarks afresh)", show_default=False, exists=True, dir_okay=False),
+    ] = None,
 ) -> None:
     """Run one of the seeds' experiments: CSV tables, PNG plots and a markdown report (report.md).
 
@@ -1350,7 +1362,7 @@ def reproduce(
         experiments.get(experiment)
         folder = out if out is not None else Path("reproduce") / experiment
         n_seeds = seeds if seeds is not None else (1 if quick else experiments.FULL_SEEDS)
-        settings = experiments.Settings(quick=quick, seeds=n_seeds)
+        settings = experiments.Settings(quick=quick, seeds=n_seeds, repeat=repeat, calibration=calibration)
         err = console(True)
         with Progress(
             TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),

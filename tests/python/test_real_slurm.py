@@ -94,10 +94,22 @@ def test_cosched_gang_is_refused_under_slurm_gang_and_other_schemes_still_run(bu
 
 @pytest.fixture(scope="module")
 def quick(built, tmp_path_factory):
+    import shutil
+    import tempfile
+
     out = tmp_path_factory.mktemp("real-slurm") / "out"
-    written, _ = experiments.run_experiment("real-slurm", out, settings=experiments.Settings(quick=True))
+    # The experiment's test clusters go under a folder of this test's own (another run of the experiment on the
+    # machine has folders of the same prefix elsewhere), short: slurmd's step sockets live under it and a Unix
+    # socket path has at most 107 bytes.
+    own = tempfile.mkdtemp(prefix="cosched-rs-")
+    saved, tempfile.tempdir = tempfile.tempdir, own
+    try:
+        written, _ = experiments.run_experiment("real-slurm", out, settings=experiments.Settings(quick=True))
+    finally:
+        tempfile.tempdir = saved
     # Every test cluster came down: no daemon or agent of ours names its folder any more.
-    assert _testbed_processes("cosched-real-slurm-") == []
+    assert _testbed_processes(own) == []
+    shutil.rmtree(own)
     return out, written
 
 
@@ -173,3 +185,75 @@ def test_sharing_the_nodes_shortens_the_makespan_of_waiting_jobs(quick):
     # seen to take 80 s), so only its mechanism is checked (above).
     assert m.loc["hybrid", "makespan_s"] <= 0.75 * m.loc["fifo", "makespan_s"]
     assert m.loc["cosched-gang", "makespan_s"] <= 0.75 * m.loc["fifo", "makespan_s"]
+
+
+# --- The simulated column and the repetitions (no test cluster needed) ---
+
+from coscheduling.experiments import realslurm  # noqa: E402
+
+
+def test_every_configuration_has_its_simulated_scheme():
+    got = {c.id: realslurm.sim_scheme(c) for c in realslurm.CONFIGS}
+    assert got == {
+        "fifo": ("batch", "nls", 1),
+        "backfill": ("batch[backfill=easy,estimates=perfect]", "nls", 1),
+        "slurm-gang": ("gang[quantum_ms=5000,rows=2]", "nls", 2),
+        "nls": ("fcfs", "nls", 2),
+        "sb": ("fcfs", "sb", 2),
+        "hybrid": ("fcfs", "hybrid", 2),
+        "ics": ("fcfs", "ics", 2),
+        "cosched-gang": ("gang[quantum_ms=100,rows=2]", "nls", 2),
+    }
+    cfg = realslurm.sim_config(realslurm.CONFIGS[0], realslurm.WORKLOAD, {"preset": "lee4", "nodes": 2})
+    assert [j["submit_s"] for j in cfg["workload"]["jobs"]] == [0, 0.3, 0.6, 0.9]
+    assert [j["app"] for j in cfg["workload"]["jobs"]] == [j.app for j in realslurm.WORKLOAD]
+
+
+def test_repetitions_give_each_metric_s_median_and_spread():
+    m = pd.DataFrame({
+        "config": ["fifo"] * 3 + ["sb"] * 3, "rep": [0, 1, 2] * 2, "jobs": 4, "completed": 4,
+        "makespan_s": [10, 14, 11, 7, 7, 7], "mean_wait_s": [3, 5, 4, 1, 1, 1], "mean_exec_s": [2, 2, 3, 4, 4, 4],
+        "mean_response_s": [5, 7, 7, 5, 5, 5], "mean_slowdown": [1.0, 1.5, 2.0, 2, 2, 2],
+    })
+    s = realslurm.summarize(m).set_index("config")
+    assert s.loc["fifo", "repetitions"] == 3 and s.loc["fifo", "completed"] == 12
+    f = s.loc["fifo"]
+    assert (f.makespan_s, f.makespan_min_s, f.makespan_max_s) == (11, 10, 14)
+    assert (f.mean_slowdown, f.mean_slowdown_min, f.mean_slowdown_max) == (1.5, 1.0, 2.0)
+    t = realslurm.spread_table(s.reset_index()).set_index("config")
+    assert t.loc["fifo", "makespan_s"] == "11.00 (10.00-14.00)"
+    assert t.loc["sb", "makespan_s"] == "7.00"  # no spread: the median alone
+    # Slowdown is against each job's median execution under fifo over the repetitions.
+    jobs = pd.DataFrame({"config": ["fifo"] * 3 + ["sb"], "rep": [0, 1, 2, 0], "job": 0, "state": "COMPLETED",
+                         "submit_s": 0.0, "start_s": 0.0, "end_s": [2.0, 4.0, 9.0, 8.0]})
+    mm = realslurm.metrics(jobs).set_index("config")
+    assert mm.loc["sb", "mean_slowdown"] == 2.0  # 8 / median(2, 4, 9)
+
+
+def test_real_against_simulated_per_configuration_with_kendall_tau():
+    summary = pd.DataFrame({"config": ["a", "b", "c"], "mean_response_s": [10.0, 20.0, 30.0],
+                            "mean_response_min_s": [9.0, 19, 29], "mean_response_max_s": [11.0, 21, 31]})
+    sim = pd.DataFrame({"config": ["a", "b", "c"], "sim_scheme": "x", "sim_makespan_s": 0.0, "sim_mean_wait_s": 0.0,
+                        "sim_mean_response_s": [5.0, 40.0, 30.0]})
+    t, agree = realslurm.compare(summary, sim)
+    assert list(t.error) == [-0.5, 1.0, 0.0]
+    # Pairs (a,b) and (a,c) agree, (b,c) disagrees: tau = (2 - 1) / 3.
+    assert agree["kendall_tau"] == pytest.approx(1 / 3)
+    assert not agree["same_order"] and agree["real_order"] == ["a", "b", "c"] and agree["sim_order"] == ["a", "c", "b"]
+
+
+def test_the_simulated_column_runs_every_configuration_on_a_given_preset(tmp_path):
+    # A hand-made preset (the measured one comes from real-vs-sim): 2 nodes of lee4, cfs.
+    plat = {"preset": "lee4", "nodes": 2, "os": {"model": "cfs"}, "os_noise_tick_us": 0.0, "cpu_speed": 1.0,
+            "latency_us": 1.0, "bandwidth_mb_s": 1000.0, "send_overhead_us": 0.0, "recv_overhead_us": 0.0,
+            "interrupt_us": 5.0, "context_switch_us": 3.0}
+    sim = realslurm.simulate(realslurm.CONFIGS, realslurm.WORKLOAD, plat, tmp_path).set_index("config")
+    assert list(sim.index) == [c.id for c in realslurm.CONFIGS]
+    # Every job spans both nodes: backfilling has no hole, so backfill is FIFO exactly.
+    assert sim.loc["backfill", "sim_mean_response_s"] == sim.loc["fifo", "sim_mean_response_s"]
+    # FIFO runs one job at a time, the others queue; at MPL 2 the first two jobs start at their submission.
+    assert sim.loc["fifo", "sim_mean_wait_s"] > sim.loc["nls", "sim_mean_wait_s"]
+    assert sim.loc["fifo", "sim_mean_wait_s"] > sim.loc["cosched-gang", "sim_mean_wait_s"]
+    # Deterministic: the same configuration gives the same figures.
+    again = realslurm.simulate(realslurm.CONFIGS[-1:], realslurm.WORKLOAD, plat, tmp_path / "again")
+    assert again.sim_mean_response_s.iloc[0] == sim.loc["cosched-gang", "sim_mean_response_s"]

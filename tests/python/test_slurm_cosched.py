@@ -303,7 +303,7 @@ def test_a_standby_coordinator_takes_over_when_the_primary_dies(cluster, tmp_pat
                 break
             time.sleep(0.1)
         assert all(n >= 3 for n in alternations(after).values()), after
-        logs = {f.name: f.read_text()[-3000:] for f in sorted(d.glob("*.out")) if "coord" in f.name or "agent" in f.name}
+        logs = {f.name: f.read_text()[-3000:] for f in sorted(d.glob("*.out")) if f.name.startswith(("coord", "agent"))}
         released = {n: next((r for r in v if r.get("released")), None) for n, v in after.items()}
         assert all(released.values()), (after, logs)
         standby = (d / "coord-standby.out").read_text()

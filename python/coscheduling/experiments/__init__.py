@@ -33,6 +33,11 @@ FULL_SEEDS = 5
 class Settings:
     quick: bool = False
     seeds: int = 1
+    #: Experiments with real runs: how many times each real run is repeated (None: the experiment's default).
+    repeat: int | None = None
+    #: Experiments compared with the simulator on this machine's preset: the real-vs-sim ``calibration.json``
+    #: the preset is built from (None: the experiment measures what it needs itself).
+    calibration: Path | None = None
 
 
 @dataclass
@@ -104,6 +109,8 @@ def run_experiment(
     exp = get(exp_id)
     if settings.seeds < 1:
         raise ValueError("seeds: must be at least 1")
+    if settings.repeat is not None and settings.repeat < 1:
+        raise ValueError("repeat: must be at least 1")
     specs = exp.runs(settings)
     out.mkdir(parents=True, exist_ok=True)
     # Experiments that analyse the same runs (choi-fig3a and choi-table3, ...) share them
@@ -124,7 +131,9 @@ def run_experiment(
         seed=0,
         policy="experiment",
         options={"experiment": exp.id, "quick": settings.quick, "seeds": settings.seeds,
-                 "runs_sha256": _runs_hash(specs)},
+                 "runs_sha256": _runs_hash(specs),
+                 **({"repeat": settings.repeat} if settings.repeat is not None else {}),
+                 **({"calibration": str(settings.calibration)} if settings.calibration is not None else {})},
         trace=None,
         platform={},
         command=command,

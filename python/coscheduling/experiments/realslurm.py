@@ -16,7 +16,8 @@ down again (also on failure). Configurations:
                   jobs across both nodes every ``QUANTUM_MS`` ms (2 rows)
 
 Workload: programs of the simulator's application presets exported for ``cosched-ir-run`` (seed 003's
-synthetic Workpile, Msg and Barrier, 2 ranks, one per node, scaled so a job runs for seconds; ``--quick``: two
+synthetic Workpile, Msg and Barrier, 2 ranks, one per node, with parameters that make a job run for seconds;
+the simulated column runs the very same presets; ``--quick``: two
 ``cosched-probe-mpich sleepwait 11`` jobs, which check the mechanisms at little CPU), all submitted at
 once (0.3 s apart, to fix the queue order), each with ``--mem=100M`` (so that memory does not keep two jobs off
 a node) and a time limit of ``TIME_LIMIT_MIN`` minutes.
@@ -28,18 +29,32 @@ submit, makespan = last end - first submit. Slowdown = response / the same job's
 (where it ran alone on its nodes), when ``fifo`` was run. Mechanism records beside them: the sampled
 ``squeue`` states (R, S, PD) and, under cosched gang, the agents' slot-switch logs.
 
-Submission: ``sbatch --wrap "srun ..."`` (batch jobs), except ``cosched-gang``, whose jobs are submitted with
-``srun`` itself: a ``--cosched-gang`` step started inside a batch job is not reported to the gang coordinator
-(seen with Slurm 22.05; the cause is not found), so its jobs would run uncoordinated. Under
-``PreemptMode=GANG`` a job submitted with ``srun`` is suspended at allocation and its step cannot be created
-until Slurm resumes it; srun's retries back off (tens of seconds were seen), so ``slurm-gang`` uses batch
-jobs, whose batch script is itself suspended and starts its step when resumed. That is not always enough: a
+Submission: ``sbatch --wrap "srun ..."`` (batch jobs) for every configuration. Under ``PreemptMode=GANG`` a job
+submitted with ``srun`` is suspended at allocation and its step cannot be created until Slurm resumes it;
+srun's retries back off (tens of seconds were seen), whereas a batch job's script is itself suspended and
+starts its step when resumed. That is not always enough: a
 batch job suspended as it started was seen to end 80 s after its start for 11 s of work (the known trap of a
 step started at the instant of a suspension), so ``slurm-gang``'s times can include such delays; the
 ``squeue`` samples show them (a job suspended or running far longer than its work).
 
-The simulated counterpart of each configuration needs a platform calibrated to this machine (the real-vs-sim
-calibration); when this build has none the report says so and leaves the column out.
+Repetitions: every configuration runs ``--repeat`` times (default ``FULL_REPEAT``, 1 with ``--quick``), each on
+a fresh test cluster, the configurations interleaved (round r runs every configuration once) so that a change
+of the machine's load does not fall on one configuration only; the report gives each metric's median over the
+repetitions and its spread (min to max).
+
+Simulated counterpart (full workload; the quick probes sleep, which no simulator preset models): each
+configuration is simulated once (deterministic) on the preset of this machine that ``real-vs-sim`` measures,
+built by ``realsim.preset`` from that experiment's micro-benchmarks: from its ``calibration.json`` when
+``--calibration FILE`` is given (micro-benchmarks and the fitted OS model), otherwise from the same
+micro-benchmarks measured afresh (``realsim.microbenchmarks``, MPICH) with the OS model ``cfs`` (real-vs-sim's
+fit does not discriminate the OS models on dedicated runs). The mapping (``sim_scheme``): ``fifo`` ->
+``batch`` (MPL 1, strict FCFS), ``backfill`` -> ``batch[backfill=easy,estimates=perfect]`` (every job here
+spans both nodes, so there is no hole to backfill either way), ``slurm-gang`` -> ``gang`` of 2 rows at Slurm's
+5 s slice, the cosched schemes -> ``fcfs`` at MPL 2 with the node policy, ``cosched-gang`` -> ``gang`` of 2
+rows at ``QUANTUM_MS``; jobs submitted ``SUBMIT_GAP_S`` apart as in the real runs. The simulator has no job
+launch and no Slurm (its scheduling passes, prologue and step creation), so its responses lack that cost. Per
+configuration the report gives the real median and simulated mean response and the relative error, and
+across configurations Kendall's tau of the two (``realsim.kendall``) and whether the orders are equal.
 
 Needs root, Debian's Slurm, MPICH, and the project's agent, SPANK plugin, shim and ``cosched-ir-run``
 (``cargo build --release -p cosched-real``, ``make real spank``). The machine may be shared: every time here
@@ -69,6 +84,14 @@ ROOT = Path(__file__).resolve().parents[3]
 SAMPLE_S = 0.5
 QUANTUM_MS = 100
 TIME_LIMIT_MIN = 10
+#: Slurm's gang time slice here (SchedulerTimeSlice, its minimum), seconds.
+SLURM_SLICE_S = 5
+#: Seconds between two submissions (fixes the queue order).
+SUBMIT_GAP_S = 0.3
+#: Repetitions of every configuration in a full run.
+FULL_REPEAT = 3
+#: The MPI of the workload's programs (the preset's network figures are this MPI's).
+MPI = "mpich"
 
 
 @dataclass(frozen=True)
@@ -85,9 +108,8 @@ class Config:
     #: --cosched-gang (cosched's gang coordinator).
     cosched_gang: bool = False
 
-    @property
-    def submit(self) -> str:
-        return "srun" if self.cosched_gang else "sbatch"
+    #: Every job is a batch job (``sbatch --wrap "srun ..."``).
+    submit = "sbatch"
 
 
 CONFIGS = [
@@ -103,19 +125,39 @@ CONFIGS = [
 QUICK_CONFIGS = ["fifo", "slurm-gang", "hybrid", "cosched-gang"]
 
 
+def sim_scheme(c: Config) -> tuple[str, str, int]:
+    """The simulator's (process-level policy, node policy, MPL) for configuration `c`."""
+    if c.slurm_gang:
+        return f"gang[quantum_ms={SLURM_SLICE_S * 1000},rows=2]", "nls", 2
+    if c.cosched_gang:
+        return f"gang[quantum_ms={QUANTUM_MS},rows=2]", "nls", 2
+    if c.cosched:
+        return "fcfs", c.cosched, c.mpl
+    if c.sched == "backfill":
+        return "batch[backfill=easy,estimates=perfect]", "nls", 1
+    return "batch", "nls", 1
+
+
 @dataclass(frozen=True)
 class Job:
-    #: An application preset exported for cosched-ir-run, or "probe" (cosched-probe-mpich with `args`).
+    #: An application preset (with parameters) exported for cosched-ir-run, or "probe" (cosched-probe-mpich
+    #: with `args`).
     app: str
-    scale: float = 1.0
     args: tuple[str, ...] = ()
 
     def label(self) -> str:
-        return f"probe {' '.join(self.args)}" if self.app == "probe" else f"{self.app} x{self.scale:g}"
+        return f"probe {' '.join(self.args)}" if self.app == "probe" else self.app
 
 
-#: The workload (in submission order). Full: three kinds of synchronisation at a few seconds each, dedicated.
-WORKLOAD = [Job("Workpile", 20), Job("Msg", 10), Job("Barrier", 10), Job("Workpile", 20)]
+#: The workload (in submission order). Full: three kinds of synchronisation at one to two seconds of compute per
+#: rank each, dedicated (Workpile: units of 2.8 quanta of 0.5 ms; Msg: 2000 rounds of 0.5 ms, 10 requests and a
+#: barrier; Barrier: a barrier after every 0.5 ms).
+WORKLOAD = [
+    Job("Workpile[unit=2.8,quanta=4000]"),
+    Job("Msg[quanta=2000]"),
+    Job("Barrier[every=1,quanta=2000]"),
+    Job("Workpile[unit=2.8,quanta=4000]"),
+]
 #: Quick: two equal probe jobs that wait 11 s of wall-clock time (one rank sleeps, the other waits for its
 #: message), at little CPU. Slurm's gang timer switches at its own 5 s ticks, not at the second job's arrival
 #: (a 6 s job was seen to run to its end before the first switch), so a job lasts two slices or more whatever
@@ -187,8 +229,8 @@ def _programs(jobs: list[Job], d: Path, tools: dict[str, Path]) -> list[list[str
         if j.app == "probe":
             out.append([str(tools["probe"]), *j.args])
             continue
-        p = d / f"job{k}-{j.app}.ir"
-        p.write_text(_core.apps_export(j.app, "-", 2, j.scale, "library"))
+        p = d / f"job{k}.ir"
+        p.write_text(_core.apps_export(j.app, "-", 2, 1.0, "library"))
         out.append([str(tools["runner"]), str(p)])
     return out
 
@@ -224,15 +266,15 @@ def _up_args(c: Config, d: Path, tools: dict[str, Path]) -> list[str]:
     return a
 
 
-def run_config(c: Config, jobs: list[Job], tools: dict[str, Path], tmp: Path, timeout_s: float) -> dict:
-    """Runs the workload under `c` on a fresh test cluster; returns its job rows, state samples and switches."""
-    d = tmp / f"tb-{c.id}"
+def run_config(c: Config, jobs: list[Job], tools: dict[str, Path], tmp: Path, timeout_s: float, rep: int = 0) -> dict:
+    """Runs the workload under `c` on a fresh test cluster (repetition `rep`); returns its job rows, state samples
+    and switches."""
+    d = tmp / f"tb-{c.id}-r{rep}"
     progs = _programs(jobs, tmp, tools)
     r = _run(_up_args(c, d, tools), timeout=180)
     if r.returncode != 0:
         raise RuntimeError(f"{c.id}: the test cluster did not come up: {r.stderr.strip()[-2000:]}")
     env = dict(os.environ, SLURM_CONF=str(d / "slurm.conf"))
-    procs: list[subprocess.Popen] = []
     samples: list[dict] = []
     try:
         opts = (["--cosched-gang"] if c.cosched_gang else []) + ([f"--cosched={c.cosched}"] if c.cosched else [])
@@ -240,37 +282,23 @@ def run_config(c: Config, jobs: list[Job], tools: dict[str, Path], tmp: Path, ti
         for k, prog in enumerate(progs):
             step = ["srun", "--mpi=pmi2", *opts, *prog]
             common = ["-J", f"rs{k}", "-N2", "-n2", "--mem=100M", f"--time={TIME_LIMIT_MIN}"]
-            if c.submit == "srun":
-                procs.append(
-                    subprocess.Popen(
-                        [step[0], *common, *step[1:]],
-                        env=env,
-                        stdout=subprocess.DEVNULL,
-                        stderr=open(tmp / f"{c.id}-job{k}.err", "w"),  # noqa: SIM115 - the child's
-                    )
-                )
-            else:
-                r = _run(
-                    ["sbatch", "--parsable", *common, "-o", str(tmp / f"{c.id}-job{k}.out"), "--wrap", " ".join(step)],
-                    env=env,
-                )
-                if r.returncode != 0:
-                    raise RuntimeError(f"{c.id}: sbatch of job {k} failed: {r.stderr.strip()}")
-            time.sleep(0.3)
+            out = str(tmp / f"{c.id}-r{rep}-job{k}.out")
+            r = _run(["sbatch", "--parsable", *common, "-o", out, "--wrap", " ".join(step)], env=env)
+            if r.returncode != 0:
+                raise RuntimeError(f"{c.id}: sbatch of job {k} failed: {r.stderr.strip()}")
+            time.sleep(SUBMIT_GAP_S)
         deadline = time.monotonic() + timeout_s
         while True:
             r = _run(["squeue", "-h", "-o", "%j %t"], env=env, timeout=30)
             now = time.time() - t0
             states = dict(line.split() for line in r.stdout.splitlines() if len(line.split()) == 2)
             for name, st in states.items():
-                samples.append({"config": c.id, "t_s": round(now, 3), "job": int(name[2:]), "state": st})
+                samples.append({"config": c.id, "rep": rep, "t_s": round(now, 3), "job": int(name[2:]), "state": st})
             if r.returncode == 0 and not states:
                 break
             if time.monotonic() > deadline:
                 raise RuntimeError(f"{c.id}: jobs still queued or running after {timeout_s:.0f} s: {states}")
             time.sleep(SAMPLE_S)
-        for p in procs:
-            p.wait(timeout=60)
         comp = d / "jobcomp.txt"
         end = time.monotonic() + 30
         while time.monotonic() < end:
@@ -282,16 +310,12 @@ def run_config(c: Config, jobs: list[Job], tools: dict[str, Path], tmp: Path, ti
             raise RuntimeError(f"{c.id}: {comp} lists {len(jc)} of {len(jobs)} jobs")
         gang = []
         for f in sorted((d / "agents").glob("gang-*.jsonl")):
-            gang += [dict(json.loads(x), node=f.stem[5:]) for x in f.read_text().splitlines() if x.strip()]
+            gang += [dict(json.loads(x), node=f.stem[5:], rep=rep) for x in f.read_text().splitlines() if x.strip()]
     finally:
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
         down = _run([str(tools["testbed"]), "down", "--dir", str(d)], timeout=180)
         if down.returncode != 0:
             raise RuntimeError(f"{c.id}: the test cluster did not come down: {down.stderr.strip()}")
-    jc = jc.assign(job=[int(n[2:]) for n in jc.name], config=c.id).sort_values("job")
+    jc = jc.assign(job=[int(n[2:]) for n in jc.name], config=c.id, rep=rep).sort_values("job")
     t_first = jc.submit_s.min()
     for col in ("submit_s", "start_s", "end_s"):
         jc[col] = jc[col] - t_first
@@ -299,20 +323,28 @@ def run_config(c: Config, jobs: list[Job], tools: dict[str, Path], tmp: Path, ti
     return {"jobs": jc, "samples": samples, "gang": gang}
 
 
+METRICS = ["makespan_s", "mean_wait_s", "mean_exec_s", "mean_response_s", "mean_slowdown"]
+
+
 def metrics(jobs: pd.DataFrame) -> pd.DataFrame:
-    """Per configuration: makespan, mean wait, execution, response and slowdown (against fifo's execution)."""
+    """Per configuration and repetition: makespan, mean wait, execution, response and slowdown (against the
+    job's median execution under fifo over the repetitions)."""
     j = jobs.copy()
+    if "rep" not in j:
+        j["rep"] = 0
     j["wait_s"] = j.start_s - j.submit_s
     j["exec_s"] = j.end_s - j.start_s
     j["response_s"] = j.end_s - j.submit_s
-    ded = j[j.config == "fifo"].set_index("job").exec_s
+    ded = j[j.config == "fifo"].groupby("job").exec_s.median()
     j["slowdown"] = [
         r / ded[k] if k in ded.index and ded[k] > 0 else float("nan") for k, r in zip(j.job, j.response_s, strict=True)
     ]
-    g = j.groupby("config", sort=False)
+    g = j.groupby(["config", "rep"], sort=False)
+    keys = list(g.groups)
     return pd.DataFrame(
         {
-            "config": list(g.groups),
+            "config": [k[0] for k in keys],
+            "rep": [k[1] for k in keys],
             "jobs": g.size().values,
             "completed": g.state.apply(lambda s: int((s == "COMPLETED").sum())).values,
             "makespan_s": (g.end_s.max() - g.submit_s.min()).values,
@@ -324,21 +356,55 @@ def metrics(jobs: pd.DataFrame) -> pd.DataFrame:
     )
 
 
+def summarize(m: pd.DataFrame) -> pd.DataFrame:
+    """Per configuration (in order of first appearance): the repetitions, and each metric's median, min and max
+    over them."""
+    g = m.groupby("config", sort=False)
+    out = pd.DataFrame({"config": list(g.groups), "repetitions": g.size().values,
+                        "completed": g.completed.sum().values, "jobs": g.jobs.sum().values})
+    for c in METRICS:
+        out[c] = g[c].median().values
+        out[c.removesuffix("_s") + "_min" + ("_s" if c.endswith("_s") else "")] = g[c].min().values
+        out[c.removesuffix("_s") + "_max" + ("_s" if c.endswith("_s") else "")] = g[c].max().values
+    return out
+
+
+def spread_table(s: pd.DataFrame) -> pd.DataFrame:
+    """The summary as text cells: 'median (min-max)' per metric."""
+
+    def cell(row: pd.Series, c: str) -> str:
+        base, unit = (c.removesuffix("_s"), "_s") if c.endswith("_s") else (c, "")
+        lo, hi = row[f"{base}_min{unit}"], row[f"{base}_max{unit}"]
+        return f"{row[c]:.2f}" if lo == hi else f"{row[c]:.2f} ({lo:.2f}-{hi:.2f})"
+
+    t = pd.DataFrame({"config": s.config, "runs": s.repetitions, "completed": [f"{a}/{b}" for a, b in
+                                                                              zip(s.completed, s.jobs, strict=True)]})
+    for c in METRICS:
+        t[c] = [cell(r, c) for _, r in s.iterrows()]
+    return t
+
+
 def overlaps(jobs: pd.DataFrame) -> int:
-    """Pairs of jobs whose [start, end) intervals overlap by more than Slurm's one-second resolution."""
-    iv = sorted(zip(jobs.start_s, jobs.end_s, strict=True))
-    return sum(1 for i, a in enumerate(iv) for b in iv[i + 1 :] if min(a[1], b[1]) - max(a[0], b[0]) > 1.0)
+    """Pairs of jobs of one repetition whose [start, end) intervals overlap by more than Slurm's one-second
+    resolution, summed over the repetitions."""
+    n = 0
+    for _, r in jobs.groupby("rep") if "rep" in jobs else [(0, jobs)]:
+        iv = sorted(zip(r.start_s, r.end_s, strict=True))
+        n += sum(1 for i, a in enumerate(iv) for b in iv[i + 1 :] if min(a[1], b[1]) - max(a[0], b[0]) > 1.0)
+    return n
 
 
 def mechanisms(cfg: str, jobs: pd.DataFrame, samples: pd.DataFrame, gang: pd.DataFrame) -> dict:
     """What the records show of each configuration's mechanism (computed, not asserted)."""
     s = samples[samples.config == cfg] if len(samples) else samples
-    by_t = s.groupby("t_s").state.apply(list) if len(s) else pd.Series(dtype=object)
+    if "rep" not in s:
+        s = s.assign(rep=0)
+    by_t = s.groupby(["rep", "t_s"]).state.apply(list) if len(s) else pd.Series(dtype=object)
     both_running = int(sum(1 for v in by_t if v.count("R") >= 2))
     suspended = int(sum(1 for v in by_t if "S" in v))
     # Suspensions: a job seen running (R) at one sample and suspended (S) at its next (Slurm's time slicing).
     suspensions = 0
-    for _, js in s.sort_values("t_s").groupby("job"):
+    for _, js in s.sort_values("t_s").groupby(["rep", "job"]):
         st = list(js.state)
         suspensions += sum(1 for a, b in zip(st, st[1:], strict=False) if a == "R" and b == "S")
     g = gang[gang.config == cfg] if len(gang) else gang
@@ -356,40 +422,141 @@ def mechanisms(cfg: str, jobs: pd.DataFrame, samples: pd.DataFrame, gang: pd.Dat
     }
 
 
-def simulated_counterpart() -> str | None:
-    """The calibrated platform of this machine when this build has one (from the real-vs-sim calibration)."""
-    from . import _REGISTRY, _load
+def machine_preset(calibration: Path | None, quick: bool, work: Path) -> tuple[dict, str]:
+    """The `[node_platform]` of this machine by real-vs-sim's own preset code, and where it came from."""
+    from . import realsim
 
-    _load()
-    return "real-vs-sim" if "real-vs-sim" in _REGISTRY else None
+    if calibration is not None:
+        try:
+            cal = json.loads(Path(calibration).read_text())
+            bench, fit = cal["microbenchmarks"], cal["os_fit"][MPI]
+            os_model = fit["chosen"]
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            raise ValueError(f"{calibration}: not a real-vs-sim calibration.json with {MPI} measurements "
+                             f"(missing or unreadable: {e})") from e
+        prov = cal.get("provenance", {})
+        la = cal.get("load_average", {}).get("before", [])
+        load = f"{la[0]:.1f}" if la else "?"
+        how = (f"from `{calibration}` (real-vs-sim, commit `{str(prov.get('git_commit', '?'))[:12]}`, 1-minute load "
+               f"average {load} before it; OS model {os_model} as fitted there)")
+        return realsim.preset(bench, MPI, os_model), how
+    bench = realsim.microbenchmarks([MPI], quick, work, lambda m: None)
+    os_model = realsim.OS_MODELS[0]
+    return realsim.preset(bench, MPI, os_model), (
+        "measured afresh by real-vs-sim's micro-benchmarks before the real runs (no `--calibration` given); OS "
+        f"model {os_model} without a fit (real-vs-sim's fit does not tell the OS models apart on dedicated runs)")
+
+
+def sim_config(c: Config, jobs: list[Job], platform: dict) -> dict:
+    """The simulator's configuration of `c` with the workload `jobs` on `platform`."""
+    policy, node_policy, mpl = sim_scheme(c)
+    return {
+        "fidelity": "process",
+        "seed": 1,
+        "node_platform": platform,
+        "workload": {"jobs": [{"app": j.app, "procs": 2, "submit_s": round(k * SUBMIT_GAP_S, 3)}
+                              for k, j in enumerate(jobs)]},
+        "scheduler": {"policy": policy, "node_policy": node_policy, "mpl": mpl},
+    }
+
+
+def simulate(configs: list[Config], jobs: list[Job], platform: dict, work: Path) -> pd.DataFrame:
+    """Each configuration simulated once (deterministic): its scheme and mean response, wait and execution."""
+    from . import realsim
+
+    rows = []
+    for c in configs:
+        cfg = sim_config(c, jobs, platform)
+        s = realsim.run_sim(cfg, work / "sim" / c.id)
+        sch = cfg["scheduler"]
+        rows.append({"config": c.id, "sim_scheme": f"{sch['policy']} + {sch['node_policy']}, MPL {sch['mpl']}",
+                     "sim_makespan_s": float(s["makespan_s"]), "sim_mean_wait_s": float(s["mean_wait_s"]),
+                     "sim_mean_response_s": float(s["mean_response_s"])})
+    return pd.DataFrame(rows)
+
+
+def compare(summary: pd.DataFrame, sim: pd.DataFrame) -> tuple[pd.DataFrame, dict]:
+    """Real (median) against simulated mean response per configuration, and the rank agreement across them."""
+    from . import realsim
+
+    t = summary[["config", "mean_response_s", "mean_response_min_s", "mean_response_max_s"]].merge(sim, on="config")
+    t = t.rename(columns={"mean_response_s": "real_mean_response_s", "mean_response_min_s": "real_min_s",
+                          "mean_response_max_s": "real_max_s"})
+    t["error"] = (t.sim_mean_response_s - t.real_mean_response_s) / t.real_mean_response_s
+    real, simv = list(t.real_mean_response_s), list(t.sim_mean_response_s)
+    order_real = [c for _, c in sorted(zip(real, t.config, strict=True))]
+    order_sim = [c for _, c in sorted(zip(simv, t.config, strict=True))]
+    agree = {"kendall_tau": realsim.kendall(real, simv), "same_order": order_real == order_sim,
+             "real_order": order_real, "sim_order": order_sim}
+    return t, agree
 
 
 def _loadavg() -> str:
     return " ".join(Path("/proc/loadavg").read_text().split()[:3])
 
 
+def _sim_section(cmp: pd.DataFrame | None, agree: dict | None, how: str) -> list[str]:
+    if cmp is None or agree is None:
+        return ["Not given for the quick workload: its probe jobs sleep, which no simulator preset models (the "
+                "full workload has the column).", ""]
+    t = pd.DataFrame({
+        "config": cmp.config, "simulated scheme": cmp.sim_scheme,
+        "real mean response s (median, min-max)": [f"{r:.2f} ({a:.2f}-{b:.2f})" for r, a, b in
+                                                   zip(cmp.real_mean_response_s, cmp.real_min_s, cmp.real_max_s,
+                                                       strict=True)],
+        "simulated s": [f"{v:.2f}" for v in cmp.sim_mean_response_s],
+        "error": [f"{e:+.1%}" for e in cmp.error],
+    })
+    return [
+        f"Preset of this machine (`realsim.preset`, {MPI}) {how}. Each configuration simulated once (deterministic; "
+        "`simulated.csv`). The simulator has no Slurm and no job launch: its responses lack Slurm's scheduling "
+        "passes, prologue and step creation, which the real ones (one-second resolution) include.",
+        "",
+        md_table(t),
+        "",
+        f"Rank order of the configurations by mean response: Kendall tau {agree['kendall_tau']:+.2f}, "
+        f"same order: {'yes' if agree['same_order'] else 'no'}.",
+        "",
+        f"- real (fastest first): {' < '.join(agree['real_order'])}",
+        f"- simulated: {' < '.join(agree['sim_order'])}",
+        "",
+    ]
+
+
 def _analyze(_: Gathered, settings: Settings) -> Outcome:
     tools = _tools()
     configs = [c for c in CONFIGS if not settings.quick or c.id in QUICK_CONFIGS]
     work = QUICK_WORKLOAD if settings.quick else WORKLOAD
+    reps = settings.repeat if settings.repeat is not None else (1 if settings.quick else FULL_REPEAT)
     timeout = 240.0 if settings.quick else 900.0
     load_before = _loadavg()
     jobs, samples, gang = [], [], []
+    sim = cmp = agree = None
+    how = ""
     with tempfile.TemporaryDirectory(prefix="cosched-real-slurm-") as tmp:
-        for c in configs:
-            r = run_config(c, work, tools, Path(tmp), timeout)
-            jobs.append(r["jobs"])
-            samples += r["samples"]
-            gang += [dict(x, config=c.id) for x in r["gang"]]
+        if not settings.quick:
+            # Measured (or read) before the real runs, so that the micro-benchmarks run on a machine the test
+            # clusters do not load.
+            platform, how = machine_preset(settings.calibration, settings.quick, Path(tmp))
+        for r in range(reps):
+            for c in configs:
+                res = run_config(c, work, tools, Path(tmp), timeout, rep=r)
+                jobs.append(res["jobs"])
+                samples += res["samples"]
+                gang += [dict(x, config=c.id) for x in res["gang"]]
+        if not settings.quick:
+            sim = simulate(configs, work, platform, Path(tmp))
     load_after = _loadavg()
     jdf = pd.concat(jobs, ignore_index=True)
-    sdf = pd.DataFrame(samples, columns=["config", "t_s", "job", "state"])
+    sdf = pd.DataFrame(samples, columns=["config", "rep", "t_s", "job", "state"])
     gdf = pd.DataFrame(gang)
     if len(gdf):
         gdf = gdf.assign(boundary_s=(gdf.boundary_ns - gdf.boundary_ns.min()) / 1e9)
     m = metrics(jdf)
+    summ = summarize(m)
+    if sim is not None:
+        cmp, agree = compare(summ, sim)
     mech = pd.DataFrame([mechanisms(c.id, jdf, sdf, gdf) for c in configs])
-    sim = simulated_counterpart()
     cfg_rows = pd.DataFrame(
         [
             {
@@ -410,7 +577,8 @@ def _analyze(_: Gathered, settings: Settings) -> Outcome:
         "Slurm 22.05 test cluster on this machine (`scripts/slurm-testbed`): 2 nodes of 1 CPU each (own cpusets), "
         "a cosched agent per node, a gang coordinator (2 rows, "
         f"{QUANTUM_MS} ms). Workload, submitted at once in this order: {wl}. Times are Slurm's "
-        "(jobcomp/filetxt, one-second resolution); slowdown is against the job's execution under `fifo`. "
+        "(jobcomp/filetxt, one-second resolution); slowdown is against the job's median execution under `fifo`. "
+        f"Every configuration ran {reps} time(s) on a fresh test cluster, the configurations interleaved. "
         f"The machine was shared with other work: load average {load_before} before, {load_after} after; every "
         "time is a loaded time.",
         "",
@@ -418,38 +586,37 @@ def _analyze(_: Gathered, settings: Settings) -> Outcome:
         "",
         "## Results",
         "",
-        md_table(m, digits=2),
+        f"Median over the {reps} repetition(s), with the spread (min-max) when they differ; every repetition's "
+        "figures are in `metrics.csv`, the medians and spreads in `summary.csv`.",
+        "",
+        md_table(spread_table(summ)),
         "",
         "## Mechanism records",
         "",
         f"Sampled `squeue` states every {SAMPLE_S} s (`samples.csv`): samples with two jobs running at once, with a "
         "job suspended, and suspensions (a job seen running, then suspended at the next sample: Slurm's "
         "time slicing); cosched gang slot switches "
-        "recorded by the agents (`gang.csv`); job pairs whose executions overlap by more than one second.",
+        "recorded by the agents (`gang.csv`); job pairs whose executions overlap by more than one second. "
+        "Summed over the repetitions.",
         "",
         md_table(mech),
         "",
         "## Simulated counterpart",
         "",
-        (
-            f"The calibrated platform comes from `{sim}`; comparing against it is not built yet."
-            if sim
-            else "Missing: this build has no platform calibrated to this machine (the real-vs-sim calibration), so no "
-            "simulated column is given."
-        ),
-        "",
+        *_sim_section(cmp, agree, how),
     ]
-    return Outcome(
-        report="\n".join(lines),
-        files={
-            "metrics.csv": csv_writer(m),
-            "jobs_slurm.csv": csv_writer(jdf),
-            "samples.csv": csv_writer(sdf),
-            "gang.csv": csv_writer(gdf),
-            "mechanisms.csv": csv_writer(mech),
-            "configs.csv": csv_writer(cfg_rows),
-        },
-    )
+    files = {
+        "metrics.csv": csv_writer(m),
+        "summary.csv": csv_writer(summ),
+        "jobs_slurm.csv": csv_writer(jdf),
+        "samples.csv": csv_writer(sdf),
+        "gang.csv": csv_writer(gdf),
+        "mechanisms.csv": csv_writer(mech),
+        "configs.csv": csv_writer(cfg_rows),
+    }
+    if cmp is not None:
+        files["simulated.csv"] = csv_writer(cmp.assign(kendall_tau=agree["kendall_tau"]))
+    return Outcome(report="\n".join(lines), files=files)
 
 
 register(
