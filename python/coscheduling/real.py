@@ -16,7 +16,18 @@ The configuration is the simulator's (docs/formats/config.md) plus a ``[real]`` 
 ``programs``        table: application name -> command line (a list; relative paths are resolved
                     against the configuration's folder) replacing the preset's IR program
 ``time_limit_s``    jobs still running then are killed and reported (default 600)
-``estimate_s``      the runtime estimate EASY sees for every job (default: ``time_limit_s``)
+``estimate_s``      the walltime every job requests, EASY's runtime estimate (default: ``time_limit_s``)
+``requests_s``      table: application name (or ``"APP.CLASS"``, which wins) -> the walltime its jobs request,
+                    seconds, EASY's runtime estimate for them instead of ``estimate_s`` (the request model of
+                    real mode: ``easy[estimates=request]`` and ``batch[backfill=easy,estimates=request]``; with
+                    ``round_s`` each request is rounded up to a multiple of it). A job is not killed at its
+                    request (``time_limit_s`` applies). ``estimates=perfect`` is refused: it needs each job's
+                    dedicated runtime before the run.
+``library_waits``   true: every wait is the MPI library's own (the shim keeps its events and counters but
+                    never replaces a wait, whatever the node policy asks): a baseline of the library's wait
+                    mode (default false)
+``env``             table: more environment variables for every rank, e.g. ``OMPI_MCA_mpi_yield_when_idle =
+                    "1"`` (Open MPI's yield while waiting); not ``COSCHED_*`` nor ``LD_PRELOAD``
 ``sample_ms``       timeline sampling period (default 50)
 ``boost_factor``    a policy's boost multiplies the rank's CPU weight by this (default 64)
 ``idle_watts``, ``busy_watts``   power model of a virtual node (defaults: the platform defaults)
@@ -27,6 +38,7 @@ The configuration is the simulator's (docs/formats/config.md) plus a ``[real]`` 
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import shutil
@@ -49,10 +61,11 @@ if TYPE_CHECKING:  # imported where used: `cosched --help` registers this module
 
 REAL_KEYS = {
     "mpi", "nodes", "cpus_per_node", "node_memory_mb", "scale", "programs", "time_limit_s", "estimate_s",
-    "sample_ms", "boost_factor", "idle_watts", "busy_watts", "build_dir",
+    "requests_s", "library_waits", "env", "sample_ms", "boost_factor", "idle_watts", "busy_watts", "build_dir",
 }
 #: Process-level policies and the parameters real mode carries out.
-REAL_POLICY_PARAMS = {"fcfs": set(), "batch": {"backfill", "strict"}, "easy": set(), "gang": {"quantum_ms", "rows"}}
+REAL_POLICY_PARAMS = {"fcfs": set(), "batch": {"backfill", "strict", "estimates", "round_s"},
+                      "easy": {"estimates", "round_s"}, "gang": {"quantum_ms", "rows"}}
 #: Job keys of the simulator that real mode cannot honour, with the reason.
 SIM_ONLY_JOB_KEYS = {
     "noise_cv": "the noise model draws compute bursts; real bursts vary by themselves",
@@ -109,6 +122,79 @@ def _policy(path: Path, spec: str) -> dict[str, Any]:
         # strict=false: the job-level fcfs[strict=false] of cosched-policies (OpenPBS strict_ordering: false).
         return {"batch": {"easy": False, "strict": strict == "true"}}
     return "fcfs"  # type: ignore[return-value]
+
+
+def _request_rounding(path: Path, spec: str) -> float | None:
+    """The walltime granularity EASY's requests are rounded up to (``round_s``), None for none; refuses
+    ``estimates=perfect`` (real mode has no dedicated runtimes before the run)."""
+    _, items = _core.parse_spec(spec)
+    kv = dict(items)
+    kind = str(kv.get("estimates", "request"))
+    if kind == "perfect":
+        raise _err(path, "field `scheduler.policy`: estimates=perfect needs each job's dedicated runtime before "
+                   "the run, which real mode does not have; use estimates=request (the walltimes in "
+                   "`real.requests_s`, else `real.estimate_s`)")
+    if kind != "request":
+        raise _err(path, f"field `scheduler.policy`: estimates must be \"request\" or \"perfect\", got {kind!r}")
+    if "round_s" not in kv:
+        return None
+    try:
+        r = float(kv["round_s"])
+    except ValueError:
+        r = float("nan")
+    if not (math.isfinite(r) and r > 0):
+        raise _err(path, "field `scheduler.policy`: round_s must be a positive number of seconds, "
+                   f"got {kv['round_s']!r}")
+    return r
+
+
+def _requests(path: Path, real: Mapping[str, Any], jobs: list[dict[str, Any]], default: float,
+              round_s: float | None) -> list[float]:
+    """Each job's requested walltime, seconds: ``real.requests_s`` by ``"APP.CLASS"`` then by ``APP``, else
+    ``default``; rounded up to a multiple of ``round_s`` when given. Errors name the key."""
+    table = real.get("requests_s") or {}
+    if not isinstance(table, Mapping):
+        raise _err(path, "field `real.requests_s`: a table application name -> walltime in seconds")
+    known = {k for job in jobs for k in (f"{job['app']}.{job.get('class', '-')}", job["app"])}
+    out = []
+    for job in jobs:
+        keys = [f"{job['app']}.{job.get('class', '-')}", job["app"]]
+        key = next((k for k in keys if k in table), None)
+        req = default
+        if key is not None:
+            v = table[key]
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not (math.isfinite(v) and v > 0):
+                raise _err(path, f"field `real.requests_s.{key}`: a positive number of seconds, got {v!r}")
+            req = float(v)
+        if round_s is not None:
+            req = math.ceil(req / round_s - 1e-9) * round_s
+        out.append(req)
+    for k in table:
+        if k not in known:
+            raise _err(path, f"field `real.requests_s.{k}`: no job of the workload runs {k!r}")
+    return out
+
+
+def _flag(path: Path, real: Mapping[str, Any], key: str) -> bool:
+    v = real.get(key, False)
+    if not isinstance(v, bool):
+        raise _err(path, f"field `real.{key}`: true or false, got {v!r}")
+    return v
+
+
+def _rank_env(path: Path, real: Mapping[str, Any]) -> dict[str, str]:
+    """``real.env`` checked: names of environment variables to string values, none of the shim's own."""
+    env = real.get("env") or {}
+    if not isinstance(env, Mapping):
+        raise _err(path, "field `real.env`: a table of environment variable name -> value")
+    for k, v in env.items():
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", k):
+            raise _err(path, f"field `real.env.{k}`: not an environment variable name")
+        if k.startswith("COSCHED_") or k == "LD_PRELOAD":
+            raise _err(path, f"field `real.env.{k}`: set by real mode itself")
+        if not isinstance(v, (str, int, float)) or isinstance(v, bool):
+            raise _err(path, f"field `real.env.{k}`: a string or number, got {v!r}")
+    return {k: str(v) for k, v in env.items()}
 
 
 def _mem_total_mb() -> float:
@@ -170,6 +256,9 @@ def plan(config: str | os.PathLike[str], work_dir: Path) -> tuple[dict[str, Any]
     time_limit = float(real.get("time_limit_s", 600))
     estimate = float(real.get("estimate_s", time_limit))
     sched = cfg["scheduler"]
+    scheme = _policy(path, sched["policy"])
+    round_s = _request_rounding(path, sched["policy"]) if isinstance(scheme, dict) and "batch" in scheme else None
+    requests = _requests(path, real, cfg["workload"]["jobs"], estimate, round_s)
     jobs = []
     for i, job in enumerate(cfg["workload"]["jobs"]):
         app, procs = job["app"], int(job["procs"])
@@ -198,7 +287,7 @@ def plan(config: str | os.PathLike[str], work_dir: Path) -> tuple[dict[str, Any]
             mem = max(mems, default=0.0)
             argv = [str(runner), str(prog)]
         jobs.append({"id": i, "procs": procs, "submit_ns": int(job.get("submit_s", 0) * 1e9), "argv": argv,
-                     "memory_mb": mem, "estimate_ns": int(estimate * 1e9)})
+                     "memory_mb": mem, "estimate_ns": int(requests[i] * 1e9)})
     run_id = f"r{os.getpid()}"
     spec = {
         "run": run_id,
@@ -207,7 +296,7 @@ def plan(config: str | os.PathLike[str], work_dir: Path) -> tuple[dict[str, Any]
         "shim": str(shim),
         "nodes": [f"{n * cpn}" if cpn == 1 else f"{n * cpn}-{n * cpn + cpn - 1}" for n in range(nodes)],
         "node_memory_mb": float(real.get("node_memory_mb", _mem_total_mb() / nodes)),
-        "scheme": _policy(path, sched["policy"]),
+        "scheme": scheme,
         "node_policy": sched["node_policy"],
         "mpl": int(sched["mpl"]),
         "packing": sched["placement"] == "packing",
@@ -218,6 +307,8 @@ def plan(config: str | os.PathLike[str], work_dir: Path) -> tuple[dict[str, Any]
         "sample_ns": int(float(real.get("sample_ms", 50)) * 1e6),
         "boost_factor": float(real.get("boost_factor", 64.0)),
         "state_dir": os.environ.get("COSCHED_STATE_DIR", "/run/cosched"),
+        "library_waits": _flag(path, real, "library_waits"),
+        "env": _rank_env(path, real),
     }
     platform = {"nodes": nodes, "procs_per_node": cpn}
     for k in ("idle_watts", "busy_watts"):

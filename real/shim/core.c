@@ -14,7 +14,9 @@
  * Waiting (cs_wait): SPIN tests in a loop; SPINBLOCK spins for spin_ns[kind] (+ spin_adjust_ns),
  * then blocks; BLOCK blocks at once: state BLOCKED, then { seq = wake_seq; test; futex_wait(seq,
  * 1 ms) } until complete. A call that completes at its first test is not a wait. LIBRARY leaves the
- * library's own blocking call untouched (its whole duration counts as wait time).
+ * library's own blocking call untouched (its whole duration counts as wait time). With
+ * COSCHED_LIBRARY_WAITS=1 every wait is LIBRARY whatever the agent asks (the library's own wait mode,
+ * e.g. Open MPI's mpi_yield_when_idle, as a baseline); events and counters are kept.
  *
  * Wake-ups: a send to a rank of the same job adds to the receiver's `arrivals` and bumps its
  * `wake_seq`; FUTEX_WAKE only when the receiver is BLOCKED (state is stored before wake_seq is
@@ -64,6 +66,7 @@ static struct {
     int sock;                            /* agent socket or -1 */
     char agent_path[108];
     uint32_t env_mode;                   /* standalone wait mode (COSCHED_WAIT) */
+    int library_waits;                   /* COSCHED_LIBRARY_WAITS=1: every wait is the library's */
     uint64_t env_spin_ns;
     const char *mode_text;
     MPI_Group world_group;
@@ -329,6 +332,8 @@ void cs_after_init(void) {
                     getenv("COSCHED_WAIT"));
         parse_mode("library");
     }
+    g.library_waits = getenv("COSCHED_LIBRARY_WAITS") && !strcmp(getenv("COSCHED_LIBRARY_WAITS"), "1");
+    if (g.library_waits) g.mode_text = "library";
     const char *run = getenv("COSCHED_RUN");
     const char *job = getenv("COSCHED_JOB");
     if (run && *run) {
@@ -640,7 +645,7 @@ int cs_req_is_recv(MPI_Request req) {
 /* ---------------------------------------------------------------- waiting */
 
 uint32_t cs_mode(int kind) {
-    if (!cs_ready) return COSCHED_MODE_LIBRARY;
+    if (!cs_ready || g.library_waits) return COSCHED_MODE_LIBRARY;
     if (LD(&g.me->agent_gen) != 0) {
         uint32_t m = LD(&g.me->wait_mode[kind]);
         return m <= COSCHED_MODE_LIBRARY ? m : COSCHED_MODE_LIBRARY;

@@ -136,6 +136,16 @@ def test_cosched_run_writes_the_simulators_outputs_and_restores(tmp_path: Path, 
          "noise_cv` is simulator-only"),
         (lambda t: t.replace("nodes = 2\n", "nodes = 2\nfoo = 1\n"), "unknown key `real.foo`"),
         (lambda t: t.replace(f'build_dir = "{BUILD}"', 'build_dir = "/nonexistent"'), "make real"),
+        (lambda t: t.replace('policy = "fcfs"', 'policy = "easy[estimates=perfect]"'), "estimates=perfect needs"),
+        (lambda t: t.replace('policy = "fcfs"', 'policy = "easy[round_s=0]"'),
+         "round_s=\"0\": must be a positive number"),
+        (lambda t: t.replace("nodes = 2\n", 'nodes = 2\nrequests_s = { "CG" = 10 }\n'),
+         "real.requests_s.CG`: no job of the workload runs 'CG'"),
+        (lambda t: t.replace("nodes = 2\n", 'nodes = 2\nrequests_s = { "Msg[pattern=ring]" = -1 }\n'),
+         "a positive number of seconds"),
+        (lambda t: t.replace("nodes = 2\n", 'nodes = 2\nenv = { COSCHED_WAIT = "spin" }\n'),
+         "real.env.COSCHED_WAIT`: set by real mode itself"),
+        (lambda t: t.replace("nodes = 2\n", "nodes = 2\nlibrary_waits = 1\n"), "real.library_waits`: true or false"),
     ],
 )
 def test_bad_configurations_fail_clearly_and_change_nothing(tmp_path: Path, edit, message: str) -> None:
@@ -237,6 +247,49 @@ def test_batch_without_strict_order_reaches_the_controller_and_easy_keeps_strict
         real._policy(p, "batch[backfill=easy,strict=false]")
     with pytest.raises(ValueError, match="must be true or false"):
         real._policy(p, "batch[strict=maybe]")
+
+
+def test_easy_request_model_is_each_jobs_stated_walltime(tmp_path: Path) -> None:
+    """EASY's estimate of a job is its application's request in `real.requests_s` ("APP.CLASS" before
+    "APP"), else `real.estimate_s`, rounded up to `round_s` when given."""
+    jobs = ('{ app = "Msg[pattern=ring]", procs = 2 }, { app = "Barrier", procs = 2 }, '
+            '{ app = "Emp", procs = 2 }')
+    for policy, extra, want in (
+        ("easy[estimates=request]", 'requests_s = { "Msg[pattern=ring]" = 12.5, "Barrier.-" = 7 }\nestimate_s = 40',
+         [12.5, 7.0, 40.0]),
+        ("batch[backfill=easy,estimates=request,round_s=10]",
+         'requests_s = { "Msg[pattern=ring]" = 12.5, "Barrier" = 7, "Barrier.-" = 21 }\nestimate_s = 40',
+         [20.0, 30.0, 40.0]),
+        ("easy", "", [300.0, 300.0, 300.0]),  # no request stated: the time limit
+    ):
+        cfg = config(tmp_path, ["true"], policy=policy, extra=extra)
+        text = cfg.read_text()
+        cfg.write_text(text.replace(text.split("jobs = [", 1)[1].split("]\n", 1)[0], jobs))
+        spec, *_ = real.plan(cfg, tmp_path)
+        assert [j["estimate_ns"] / 1e9 for j in spec["jobs"]] == want, policy
+        assert spec["scheme"] == {"batch": {"easy": True}}
+
+
+def test_library_waits_leave_every_wait_to_the_library(tmp_path: Path, finegrain: Path) -> None:
+    """Under BLOCK the shim puts waiting ranks to sleep; with `real.library_waits` it replaces no wait (the
+    library's own, which spins under MPICH 4): no rank ever blocks, and the extra environment reaches the
+    launch specification."""
+    blocks = {}
+    for extra in ("", 'library_waits = true\nenv = { MPIR_CVAR_ASYNC_PROGRESS = 0 }'):
+        cfg = config(tmp_path, [str(finegrain), "300", "200"], node_policy="block", extra=extra)
+        (tmp_path / "plan").mkdir(exist_ok=True)
+        spec, *_ = real.plan(cfg, tmp_path / "plan")
+        assert spec["library_waits"] == bool(extra)
+        assert spec["env"] == ({"MPIR_CVAR_ASYNC_PROGRESS": "0"} if extra else {})
+        out = tmp_path / f"out{len(blocks)}"
+        s = real.run(cfg, out)
+        assert s["real"]["jobs_failed"] == 0, s["real"]["errors"]
+        shim = [json.loads(x) for x in (out / "logs" / "shim.jsonl").read_text().splitlines()]
+        assert len(shim) == 4 and all(x["agent"] for x in shim)
+        blocks[bool(extra)] = sum(x["blocks"] for x in shim)
+        assert all(x["waits"] > 0 for x in shim)
+    assert blocks[False] > 0 and blocks[True] == 0, blocks
+    assert not leftovers()
 
 
 def test_batch_without_strict_order_starts_a_later_job_that_fits_in_a_real_run(tmp_path: Path, finegrain: Path) -> None:

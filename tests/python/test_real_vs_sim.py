@@ -24,6 +24,7 @@ def test_the_preset_is_built_from_the_measurements_only() -> None:
                           "spin_1m": {"p10_us": 10.0 + 1048.576}}},
         "context_switch": {"switch_us": 3.0},
         "compute": {"cpu_speed": 0.9},
+        "detour": {"short_fraction": 0.002},
     }
     p = realsim.preset(bench, "mpich", "rr")
     # 1 MiB in 1048.576 us more than 8 bytes: 1000 MB/s; the 8 bytes' own transfer is 0.008 us.
@@ -33,7 +34,10 @@ def test_the_preset_is_built_from_the_measurements_only() -> None:
     assert p["context_switch_us"] == 3.0
     assert p["cpu_speed"] == 0.9
     assert p["os"] == {"model": "rr"}
-    assert (p["send_overhead_us"], p["recv_overhead_us"], p["os_noise_tick_us"]) == (0.0, 0.0, 0.0)
+    assert (p["send_overhead_us"], p["recv_overhead_us"]) == (0.0, 0.0)
+    # 0.2% of the running time lost to short detours, over rr's 10 ms timer period: 20 us per tick.
+    assert p["os_noise_tick_us"] == 20.0
+    assert realsim.preset(bench, "mpich", "cfs")["os_noise_tick_us"] == 8.0  # cfs: 4 ms
     assert set(p) - {"preset"} == set(realsim.PRESET_FIELDS)
 
 
@@ -46,6 +50,39 @@ def test_rank_agreement() -> None:
     assert a["real_order"] == ["A", "B", "C"] and a["sim_order"] == ["B", "A", "C"]
     assert not a["same_order"]
     assert a["kendall_tau"] == pytest.approx(1 / 3)  # 2 concordant pairs, 1 discordant
+
+
+def test_sim_trace_sees_lockstep_and_independent_nodes(tmp_path: Path) -> None:
+    """Hand-made timelines of 2 jobs of 2 ranks on 2 nodes, 4 ms slices over 16 ms. In lockstep both nodes
+    run the same job at the same instants: co-run 1, every dispatch aligned. Out of step (node 1 a half
+    slice late): each rank's partner holds its CPU half of the time, and no dispatch is aligned."""
+    def write(folder: Path, shift: float) -> None:
+        folder.mkdir()
+        rows = []
+        for node, off in ((0, 0.0), (1, shift)):
+            t, k = off, 0
+            while t < 0.016 + off:
+                job = k % 2
+                rows.append((node, 0, job, node, 2 * job + node, t, t + 0.004, "useful"))
+                t, k = t + 0.004, k + 1
+        pd.DataFrame(rows, columns=["node", "cpu", "job", "rank", "pid", "start_s", "end_s", "kind"]).to_parquet(
+            folder / "timeline.parquet")
+        (folder / "summary.json").write_text(json.dumps(
+            {"makespan_s": 0.016 + shift, "process": {"useful_s": 0.032, "spin_s": 0.0}}))
+
+    write(tmp_path / "a", 0.0)
+    write(tmp_path / "b", 0.002)
+    a, b = realsim.sim_trace(tmp_path / "a"), realsim.sim_trace(tmp_path / "b")
+    assert (a["co_run"], a["aligned"]) == (pytest.approx(1.0), 1.0)
+    assert (b["co_run"], b["aligned"]) == (pytest.approx(0.5), 0.0)
+    assert a["busy"] == pytest.approx(1.0) and a["spin_share"] == 0.0
+    row = {"error": -0.5, "sim_co_run": 1.0, "sim_aligned": 1.0, "sim_spin_share": 0.0, "sim_busy": 1.0,
+           "real_spin_share": 0.45, "real_busy": 0.95, "real_block_share": 0.0}
+    assert realsim.why(row).startswith("simulated nodes in lockstep")
+    assert realsim.why(dict(row, real_spin_share=0.05, real_busy=0.5)).startswith("real ranks held their CPUs 50%")
+    # Gang coschedules by design: its co-run is no accident.
+    assert "lockstep" not in realsim.why(dict(row, scheme="GANG"))
+    assert realsim.why(dict(row, error=0.05)).startswith("agree")
 
 
 def test_quick_real_vs_sim_structure_and_mechanism(tmp_path: Path) -> None:
@@ -98,8 +135,14 @@ def test_quick_real_vs_sim_structure_and_mechanism(tmp_path: Path) -> None:
             assert rows.loc[s, "sim_mean_response_s"] >= 0.99 * rows.loc["DEDICATED", "sim_mean_response_s"]
     report = (out / "report.md").read_text()
     assert report.startswith("# real-vs-sim: ") and "commit `" in report
-    for heading in ("## Preset of this machine", "## Mean response time", "## Rank order of the schemes"):
+    for heading in ("## Preset of this machine", "## Mean response time", "## Rank order of the schemes",
+                    "## Why they differ"):
         assert heading in report
+    # Every compared row carries both runs' traces; the simulated shares are shares.
+    shared = table[table.scheme != "DEDICATED"]
+    for col in ("sim_co_run", "sim_aligned", "sim_spin_share", "sim_busy", "real_spin_share", "real_busy"):
+        assert shared[col].between(0, 1.0001).all(), col
+    assert calib["microbenchmarks"]["detour"]["runs"] and plat["os_noise_tick_us"] >= 0
     for f in realsim.PRESET_FIELDS:
         assert f"| {f} |" in report
     # Nothing of the real runs is left on the machine.

@@ -63,6 +63,53 @@ impl Mpi {
             Mpi::OpenMpi => "openmpi",
         }
     }
+    /// The launcher's option that prefixes every line a rank writes with its rank
+    /// (MPICH Hydra: `[R] `; Open MPI: `[JOB,R]<stdout>:` or `<stderr>:`), so that a
+    /// failure can show the ranks' own lines apart from the launcher's epilogue.
+    pub fn tag_option(self) -> &'static str {
+        match self {
+            Mpi::Mpich => "-prepend-rank",
+            Mpi::OpenMpi => "--tag-output",
+        }
+    }
+}
+
+/// Whether `line` of a job log was written by a rank (tagged by
+/// [`Mpi::tag_option`]) rather than by the launcher itself.
+fn rank_line(line: &str) -> bool {
+    let Some(rest) = line.strip_prefix('[') else {
+        return false;
+    };
+    let Some((tag, _)) = rest.split_once(']') else {
+        return false;
+    };
+    !tag.is_empty() && tag.split(',').all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+}
+
+/// What a failed job's log says, for its error: the ranks' last lines (up to
+/// `RANK_LINES`, where the cause is) and the launcher's last line (its verdict);
+/// or the log's last lines when no rank wrote anything.
+fn failure_summary(log: &str) -> String {
+    const RANK_LINES: usize = 5;
+    let lines: Vec<&str> = log
+        .lines()
+        .map(str::trim_end)
+        .filter(|l| !l.trim().is_empty() && !l.trim_start().starts_with("----"))
+        .collect();
+    let ranks: Vec<&str> = lines.iter().copied().filter(|l| rank_line(l)).collect();
+    let launcher: Vec<&str> = lines.iter().copied().filter(|l| !rank_line(l)).collect();
+    if ranks.is_empty() {
+        let tail = &lines[lines.len().saturating_sub(3)..];
+        return format!("no line from a rank; last lines: {}", tail.join(" | "));
+    }
+    let mut out = format!(
+        "ranks: {}",
+        ranks[ranks.len().saturating_sub(RANK_LINES)..].join(" | ")
+    );
+    if let Some(last) = launcher.last() {
+        out.push_str(&format!("; launcher: {last}"));
+    }
+    out
 }
 
 /// How jobs are admitted and time-sliced.
@@ -122,6 +169,13 @@ pub struct RunSpec {
     pub sample_ns: u64,
     pub boost_factor: f64,
     pub state_dir: PathBuf,
+    /// Every wait is the MPI library's own (`COSCHED_LIBRARY_WAITS=1` to the
+    /// shim): a baseline of the library's wait mode; the agent still serves the ranks.
+    #[serde(default)]
+    pub library_waits: bool,
+    /// More environment for every rank (e.g. `OMPI_MCA_mpi_yield_when_idle`).
+    #[serde(default)]
+    pub env: std::collections::BTreeMap<String, String>,
 }
 
 /// What happened to one job.
@@ -296,6 +350,7 @@ fn launch(
             .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
         c.args(["--oversubscribe", "--bind-to", "none"]);
     }
+    c.arg(spec.mpi.tag_option());
     for (r, &n) in nodes.iter().enumerate() {
         if r > 0 {
             c.arg(":");
@@ -318,8 +373,15 @@ fn launch(
                     .to_string(),
             ),
             ("LD_PRELOAD", spec.shim.to_string_lossy().to_string()),
+            (
+                "COSCHED_LIBRARY_WAITS",
+                if spec.library_waits { "1" } else { "0" }.into(),
+            ),
         ] {
             c.args(set(k, &v));
+        }
+        for (k, v) in &spec.env {
+            c.args(set(k, v));
         }
         c.args(&job.argv);
     }
@@ -522,11 +584,10 @@ fn control(
             if !o.ok {
                 let log = spec.work_dir.join(format!("job{j}.log"));
                 let text = std::fs::read_to_string(&log).unwrap_or_default();
-                let tail: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
-                let tail = tail[tail.len().saturating_sub(3)..].join(" | ");
                 o.error = Some(format!(
-                    "{} exited with {status}; log job{j}.log: {tail}",
-                    spec.mpi.launcher()
+                    "{} exited with {status}; log job{j}.log: {}",
+                    spec.mpi.launcher(),
+                    failure_summary(&text)
                 ));
                 failed += 1;
             } else {
@@ -698,6 +759,37 @@ fn control(
 #[cfg(test)]
 mod unit {
     use super::*;
+
+    #[test]
+    fn a_failure_shows_the_ranks_lines_apart_from_the_launchers_epilogue() {
+        // Open MPI 4.1 with --tag-output: the rank's lines, then mpirun's epilogue.
+        let ompi = "[1,0]<stdout>:starting\n[1,1]<stderr>:libcosched (rank 1): cannot reach the agent\n\
+            --------------------------------------------------------------------------\n\
+            Primary job  terminated normally, but 1 process returned\n\
+            a non-zero exit code. Per user-direction, the job has been aborted.\n\
+            --------------------------------------------------------------------------\n\
+            mpirun.openmpi detected that one or more processes exited with non-zero status\n";
+        assert_eq!(
+            failure_summary(ompi),
+            "ranks: [1,0]<stdout>:starting | [1,1]<stderr>:libcosched (rank 1): cannot reach the agent; \
+             launcher: mpirun.openmpi detected that one or more processes exited with non-zero status"
+        );
+        // MPICH Hydra with -prepend-rank: only the last 5 rank lines.
+        let mpich: String = (0..8).map(|i| format!("[{}] line {i}\n", i % 2)).collect::<String>()
+            + "===================\n=   BAD TERMINATION OF ONE OF YOUR APPLICATION PROCESSES\n";
+        assert_eq!(
+            failure_summary(&mpich),
+            "ranks: [1] line 3 | [0] line 4 | [1] line 5 | [0] line 6 | [1] line 7; \
+             launcher: =   BAD TERMINATION OF ONE OF YOUR APPLICATION PROCESSES"
+        );
+        // Nothing from a rank: the log's last lines.
+        assert_eq!(
+            failure_summary("a\nb\n\nc\nd\n"),
+            "no line from a rank; last lines: b | c | d"
+        );
+        assert!(rank_line("[12] x") && rank_line("[1,3]<stderr>:x"));
+        assert!(!rank_line("[mpiexec@host] x") && !rank_line("[] x") && !rank_line("x [1] y"));
+    }
 
     #[test]
     fn packing_in_the_controller_is_the_simulators_rule() {

@@ -44,6 +44,8 @@ fn spec(name: &str, scheme: Scheme, policy: &str, argv: &[&str], n: usize) -> Ru
         sample_ns: 50_000_000,
         boost_factor: 64.0,
         state_dir: cosched_real::state::default_dir(),
+        library_waits: false,
+        env: Default::default(),
     }
 }
 

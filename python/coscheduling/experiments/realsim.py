@@ -5,18 +5,23 @@ Steps (docs/real.md, "Real against simulated"):
 1. **Micro-benchmarks** on this machine, each alone (dedicated): the half round trip of an 8-byte and a
    1 MiB ping-pong between two ranks through the shim (``cosched-probe pingpong``) spinning and blocking,
    per MPI; the cost of a context switch on one CPU (``cosched-ctxswitch``, lmbench's lat_ctx method); the
-   compute loop's speed (a compute-only ``Emp`` job run by ``cosched-ir-run``: CPU time asked / wall time).
+   compute loop's speed (a compute-only ``Emp`` job run by ``cosched-ir-run``: CPU time asked / wall time);
+   the OS noise a compute loop sees on each virtual node's CPU (``cosched-detour``, selfish detour).
 2. **The native scheduler model**: every OS model of the simulator (``cfs``, ``linux24``, ``mlfq``, ``rr``,
    default parameters) simulates the dedicated cases (one job of each granularity alone); the model with
    the smallest mean absolute log error against the real dedicated runs (median of ``reps``) is chosen,
    the first in that order on a tie.
-3. **The preset** of this machine: ``lee4`` (no OS noise, no memory limit, no power model) with 2 nodes
+3. **The preset** of this machine: ``lee4`` (no memory limit, no power model) with 2 nodes
    and every cost replaced by a measurement (``PRESET_FIELDS`` says which measurement gives which field).
 4. **The comparison**: 2 virtual nodes of one CPU, at each granularity a workload of identical jobs of 2
    ranks (seed 003's ``Barrier``: a barrier after every ``every`` quanta of 0.5 ms of compute), every
    scheme run for real ``reps`` times (median) and simulated once with the preset, per MPI present; per
    scheme the mean response time real and simulated and the relative error, and per (MPI, granularity)
-   the rank order agreement of the schemes (Kendall's tau and whether the orders are equal).
+   the rank order agreement of the schemes (Kendall's tau and whether the orders are equal). The MPI
+   library's own waits run as baselines (``BASELINES``), simulated as NLS.
+5. **Why they differ**: per compared row, the simulated timeline's co-run and lockstep shares and
+   busy-waiting against the real runs' CPU time beyond the compute asked and CPU busy share
+   (:func:`sim_trace`, :func:`real_trace`), and a reading naming the mechanism that departs (:func:`why`).
 
 Outputs in ``OUT`` (written all or nothing with the experiment's ``report.md``): ``table.csv`` and
 ``calibration.json`` (measurements, fit, presets, each real run's time, provenance). The experiment has no
@@ -26,6 +31,7 @@ machine: the report states the load average.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
@@ -60,7 +66,16 @@ SCHEMES: tuple[tuple[str, str, str], ...] = (
     ("GANG", "gang", "nls"),
     ("BATCH", "batch", "nls"),
 )
-QUICK_SCHEMES = ("NLS", "BLOCK", "GANG", "BATCH")
+#: Baselines of the MPI library's own waits (the shim replaces no wait, ``real.library_waits``): label,
+#: the ranks' extra environment, the MPIs they apply to. ``LIB``: the library's default (Debian MPICH 4
+#: and Open MPI 4.1 both poll while waiting); ``LIB-YIELD``: Open MPI's ``mpi_yield_when_idle`` (the
+#: polling loop calls ``sched_yield``). Both run FCFS and are simulated as NLS: the simulator has no
+#: model of a yielding wait, so a yielding wait is simulated as spinning.
+BASELINES: tuple[tuple[str, dict[str, str], tuple[str, ...]], ...] = (
+    ("LIB", {}, ("mpich", "openmpi")),
+    ("LIB-YIELD", {"OMPI_MCA_mpi_yield_when_idle": "1"}, ("openmpi",)),
+)
+QUICK_SCHEMES = ("NLS", "BLOCK", "GANG", "BATCH", "LIB")
 #: The simulator's OS models, in the order that breaks ties of the fit.
 OS_MODELS = ("cfs", "linux24", "mlfq", "rr")
 GANG_QUANTUM_MS = 100
@@ -101,8 +116,15 @@ PRESET_FIELDS = {
     "cpu_speed": "compute CPU time asked / wall time of a compute-only Emp job of 2 ranks (cosched-ir-run)",
     "os": "the OS model with the smallest error on the dedicated cases (step 2)",
     "nodes": "2: the virtual nodes of the real runs (one CPU each)",
-    "os_noise_tick_us": "0: not measured (the lee4 base has none)",
+    "os_noise_tick_us": "cosched-detour (selfish detour, Beckman et al., Cluster 2006) on each virtual node's CPU: "
+                        "the share of a compute loop's running time lost to detours under 100 us (interrupts, "
+                        "kernel work), mean of the CPUs, times the OS model's timer period (cfs 4 ms, else 10 ms)",
 }
+#: The period of each OS model's timer interrupt, us (the simulator's ``os::timer_tick``), over which
+#: ``os_noise_tick_us`` is the mean CPU time lost.
+TIMER_TICK_US = {"cfs": 4000.0, "linux24": 10000.0, "mlfq": 10000.0, "rr": 10000.0}
+#: The CPUs of the virtual nodes (one each).
+NODE_CPUS = (0, 1)
 
 
 def _run(cmd: list[str], env: dict[str, str] | None = None, timeout: float = 600) -> str:
@@ -126,6 +148,14 @@ def context_switch(rounds: int) -> dict[str, float]:
     if not exe.is_file():
         raise RuntimeError(f"{exe} is missing: build it with `make real`")
     return dict(json.loads(_run([str(exe), "0", str(rounds)])))
+
+
+def detour(cpu: int, seconds: float) -> dict[str, float]:
+    """The interruptions a compute loop sees on ``cpu`` (``cosched-detour``, selfish detour)."""
+    exe = build_dir() / "cosched-detour"
+    if not exe.is_file():
+        raise RuntimeError(f"{exe} is missing: build it with `make real`")
+    return dict(json.loads(_run([str(exe), str(cpu), f"{seconds:g}"])))
 
 
 def _ir_program(app: str, procs: int, work: Path) -> Path:
@@ -157,6 +187,9 @@ def microbenchmarks(mpis: list[str], quick: bool, work: Path, say: Callable[[str
         }
     say("context switch")
     out["context_switch"] = context_switch(2000 if quick else 20000)
+    say("OS noise (selfish detour)")
+    runs = [detour(cpu, 0.5 if quick else 3.0) for cpu in NODE_CPUS]
+    out["detour"] = {"runs": runs, "short_fraction": statistics.mean(r["short_fraction"] for r in runs)}
     say("compute loop speed")
     runs = [compute_speed(mpis[0], 200 if quick else 2000, work) for _ in range(3)]
     out["compute"] = {"runs": runs, "cpu_speed": statistics.median(r["cpu_speed"] for r in runs), "mpi": mpis[0]}
@@ -175,7 +208,7 @@ def preset(bench: dict[str, Any], mpi: str, os_model: str) -> dict[str, Any]:
         "preset": "lee4",
         "nodes": 2,
         "os": {"model": os_model},
-        "os_noise_tick_us": 0.0,
+        "os_noise_tick_us": round(bench["detour"]["short_fraction"] * TIMER_TICK_US[os_model], 3),
         "cpu_speed": round(bench["compute"]["cpu_speed"], 4),
         "latency_us": round(lat, 3),
         "bandwidth_mb_s": round(bw, 1),
@@ -195,14 +228,19 @@ def _policy(policy: str, jobs: int) -> str:
     return f"gang[quantum_ms={GANG_QUANTUM_MS},rows={max(jobs, 2)}]" if policy == "gang" else policy
 
 
-def real_config(mpi: str, grain: Grain, policy: str, node_policy: str, jobs: int | None = None) -> dict[str, Any]:
+def real_config(mpi: str, grain: Grain, policy: str, node_policy: str, jobs: int | None = None,
+                baseline_env: dict[str, str] | None = None) -> dict[str, Any]:
+    """The real run's configuration; with ``baseline_env`` (a library baseline) every wait is the MPI
+    library's own and the ranks get that environment."""
     n = grain.jobs if jobs is None else jobs
+    extra: dict[str, Any] = {} if baseline_env is None else {"library_waits": True, "env": dict(baseline_env)}
     return {
         "fidelity": "process", "seed": 1,
         "node_platform": {"preset": "lee4", "nodes": 2},
         "workload": {"jobs": _workload(grain, n)},
         "scheduler": {"policy": _policy(policy, n), "node_policy": node_policy, "mpl": max(n, 1)},
-        "real": {"mpi": mpi, "nodes": 2, "cpus_per_node": 1, "time_limit_s": 600, "build_dir": str(build_dir())},
+        "real": {"mpi": mpi, "nodes": 2, "cpus_per_node": 1, "time_limit_s": 600, "build_dir": str(build_dir()),
+                 **extra},
     }
 
 
@@ -236,9 +274,81 @@ def run_real(cfg: dict[str, Any], folder: Path) -> dict[str, Any]:
 def run_sim(cfg: dict[str, Any], folder: Path) -> dict[str, Any]:
     from ..api import run
 
-    result = run(config=_write_config(folder, cfg))
+    result = run(config=_write_config(folder, cfg), timeline=True)
     result.write(folder)
     return dict(json.loads((folder / "summary.json").read_text()))
+
+
+#: Dispatches on the two nodes closer than this count as the same instant (lockstep), seconds.
+ALIGN_S = 20e-6
+#: CPU rows of a timeline: the process holds the CPU.
+ON_CPU = ("useful", "spin", "switch")
+
+
+def _overlap(a: list[tuple[float, float]], b: list[tuple[float, float]]) -> float:
+    """Total length of the intersection of two sorted lists of disjoint intervals."""
+    i = j = 0
+    total = 0.0
+    while i < len(a) and j < len(b):
+        lo, hi = max(a[i][0], b[j][0]), min(a[i][1], b[j][1])
+        total += max(hi - lo, 0.0)
+        if a[i][1] < b[j][1]:
+            i += 1
+        else:
+            j += 1
+    return total
+
+
+def sim_trace(folder: Path) -> dict[str, float]:
+    """What a simulated run did, from its timeline and summary: ``co_run``, the share of its ranks' CPU
+    time during which the partner rank held its CPU too (mean over the jobs; 1: the ranks always run
+    together, as under gang; 1 / jobs: each node picks independently); ``aligned``, the share
+    of node 0's dispatches (a CPU passing to another process) with a dispatch on node 1 within
+    ``ALIGN_S`` (1: the nodes switch in lockstep); ``spin_share``, busy-waiting over CPU time used;
+    ``busy``, CPU time used over the 2 CPUs' time to the makespan."""
+    import numpy as np
+    import pandas as pd
+
+    tl = pd.read_parquet(folder / "timeline.parquet")
+    summ = json.loads((folder / "summary.json").read_text())
+    on = tl[(tl.cpu >= 0) & tl.kind.isin(ON_CPU)].sort_values("start_s", kind="stable")
+    shares = []
+    for _, g in on.groupby("job"):
+        ranks = [list(zip(r.start_s, r.end_s, strict=True)) for _, r in g.groupby("rank")]
+        held = statistics.mean(sum(b - a for a, b in iv) for iv in ranks)
+        if len(ranks) == 2 and held > 0:
+            shares.append(_overlap(ranks[0], ranks[1]) / held)
+    disp = {}
+    for node, g in on.groupby("node"):
+        pids = g.pid.to_numpy()
+        disp[int(node)] = np.sort(g.start_s.to_numpy()[np.r_[True, pids[1:] != pids[:-1]]])
+    aligned = float("nan")
+    if len(disp.get(0, [])) and len(disp.get(1, [])):
+        a, b = disp[0], disp[1]
+        k = np.clip(np.searchsorted(b, a), 1, len(b) - 1) if len(b) > 1 else np.zeros(len(a), dtype=int)
+        near = np.minimum(np.abs(b[k] - a), np.abs(b[np.maximum(k - 1, 0)] - a))
+        aligned = float(np.mean(near <= ALIGN_S))
+    proc = summ["process"]
+    used = proc["useful_s"] + proc["spin_s"]
+    return {"co_run": statistics.mean(shares) if shares else float("nan"), "aligned": aligned,
+            "spin_share": proc["spin_s"] / used if used else 0.0,
+            "busy": used / (2 * summ["makespan_s"]) if summ["makespan_s"] else 0.0}
+
+
+def real_trace(folder: Path, summary: dict[str, Any], compute_s: float) -> dict[str, float]:
+    """What a real run did, from its summary (CPU time of the jobs from cpuacct, wall time) and the
+    shim's per-rank counters (``logs/shim.jsonl``): ``spin_share``, the CPU time beyond the compute the
+    program asks for (``compute_s``, all ranks) over the CPU time used (under a spinning wait: busy-waiting;
+    MPI's own start and end are in it too); ``busy``, CPU time used over the 2 CPUs' wall time;
+    ``block_share``, time the ranks slept in a wait over their waiting time."""
+    cpu = float(sum(summary["real"]["cpu_s"]))
+    wall = float(summary["real"]["wall_s"])
+    ranks = [json.loads(x) for x in (folder / "logs" / "shim.jsonl").read_text().splitlines() if x.strip()] \
+        if (folder / "logs" / "shim.jsonl").is_file() else []
+    wait = sum(r["wait_ns"] for r in ranks)
+    return {"spin_share": max(cpu - compute_s, 0.0) / cpu if cpu else 0.0,
+            "busy": cpu / (2 * wall) if wall else 0.0,
+            "block_share": sum(r["block_ns"] for r in ranks) / wait if wait else 0.0}
 
 
 def kendall(a: list[float], b: list[float]) -> float:
@@ -267,12 +377,23 @@ def fit_os(dedicated: dict[str, float], platform: dict[str, Any], grains: tuple[
     return best, errors
 
 
+#: CPU time one quantum of a ``Barrier`` rank computes, s (seed 003's quantum).
+QUANTUM_S = 0.5e-3
+
+
 def _median_real(mpi: str, grain: Grain, policy: str, node_policy: str, reps: int, root: Path, key: str,
-                 jobs: int | None = None) -> tuple[float, list[float]]:
+                 jobs: int | None = None, traces: list[dict[str, float]] | None = None,
+                 baseline_env: dict[str, str] | None = None) -> tuple[float, list[float]]:
+    """The median mean response of ``reps`` real runs and every run's; each run's trace
+    (:func:`real_trace`) is appended to ``traces`` when given."""
     vals = []
+    n = grain.jobs if jobs is None else jobs
     for r in range(reps):
-        s = run_real(real_config(mpi, grain, policy, node_policy, jobs), root / "real" / f"{key}-r{r}")
+        folder = root / "real" / f"{key}-r{r}"
+        s = run_real(real_config(mpi, grain, policy, node_policy, jobs, baseline_env), folder)
         vals.append(float(s["mean_response_s"]))
+        if traces is not None:
+            traces.append(real_trace(folder, s, grain.quanta * QUANTUM_S * 2 * n))
     return statistics.median(vals), vals
 
 
@@ -289,7 +410,10 @@ def measure(quick: bool, reps: int = REPS, mpis: list[str] | None = None,
     if quick:
         mpis = mpis[:1]
     grains = QUICK_GRAINS if quick else FULL_GRAINS
-    schemes = [s for s in SCHEMES if not quick or s[0] in QUICK_SCHEMES]
+    schemes: list[tuple[str, str, str, dict[str, str] | None, tuple[str, ...]]] = [
+        (lab, pol, npol, None, ("mpich", "openmpi")) for lab, pol, npol in SCHEMES]
+    schemes += [(lab, "fcfs", "nls", env, only) for lab, env, only in BASELINES]
+    schemes = [s for s in schemes if not quick or s[0] in QUICK_SCHEMES]
     load_before = os.getloadavg()
     rows: list[dict[str, Any]] = []
     presets: dict[str, Any] = {}
@@ -314,19 +438,27 @@ def measure(quick: bool, reps: int = REPS, mpis: list[str] | None = None,
                 sim_ded = run_sim(sim_config(plat, g, "fcfs", "nls", jobs=1), root / "sim" / f"{mpi}-{g.name}-ded")
                 rows.append(_row(mpi, g, "DEDICATED", dedicated[g.name], float(sim_ded["mean_response_s"]), 1,
                                  launch))
-                for label, policy, node_policy in schemes:
+                for label, policy, node_policy, env, only in schemes:
+                    if mpi not in only:
+                        continue
                     say(f"{mpi} {g.name} {label}")
                     key = f"{mpi}-{g.name}-{label.lower()}"
-                    med, vals = _median_real(mpi, g, policy, node_policy, reps, root, key)
+                    traces: list[dict[str, float]] = []
+                    med, vals = _median_real(mpi, g, policy, node_policy, reps, root, key, traces=traces,
+                                             baseline_env=env)
                     sim = run_sim(sim_config(plat, g, policy, node_policy), root / "sim" / key)
-                    rows.append(_row(mpi, g, label, (med, vals), float(sim["mean_response_s"]), g.jobs,
-                                     launch * launches(policy, g.jobs)))
+                    row = _row(mpi, g, label, (med, vals), float(sim["mean_response_s"]), g.jobs,
+                               launch * launches(policy, g.jobs))
+                    row.update({f"sim_{k}": v for k, v in sim_trace(root / "sim" / key).items()})
+                    row.update({f"real_{k}": statistics.median(t[k] for t in traces) for k in traces[0]})
+                    rows.append(row)
     prov = provenance(version=_core.__version__, seed=1, policy="experiment",
                       options={"experiment": ID, "quick": quick, "reps": reps, "mpis": mpis},
                       trace=None, platform={}, command=command_line())
     calib = {"provenance": prov, "microbenchmarks": bench, "os_fit": fits, "presets": presets,
              "preset_fields": PRESET_FIELDS, "reps": reps, "grains": [vars(g) for g in grains],
-             "schemes": [list(s) for s in schemes],
+             "schemes": [[lab, pol, npol] for lab, pol, npol, _, _ in schemes],
+             "baselines": {lab: {"env": env, "mpis": list(only)} for lab, env, only in BASELINES},
              "load_average": {"before": load_before, "after": os.getloadavg()}}
     return pd.DataFrame(rows), calib, _agreement(rows)
 
@@ -375,6 +507,68 @@ def _agreement(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
+#: Thresholds of :func:`why` (shares of CPU time, or of a job's lifetime).
+AGREE = 0.10
+LOCKSTEP_ALIGNED, LOCKSTEP_CO_RUN, SHARE_GAP = 0.9, 0.8, 0.2
+#: Schemes whose ranks run together by design (gang slots; batch runs one job at a time).
+COSCHEDULED = frozenset({"GANG", "BATCH"})
+
+
+def why(r: dict[str, Any]) -> str:
+    """The reading of one compared row from the two runs' traces (:func:`sim_trace`, :func:`real_trace`):
+    which mechanism of the simulated run departs from the real one."""
+    if abs(r["error"]) <= AGREE:
+        return f"agree within {AGREE:.0%}"
+    get = lambda k: float(r.get(k, float("nan")))  # noqa: E731
+    if math.isnan(get("sim_busy")) or math.isnan(get("real_busy")):
+        return "no trace"
+    out = []
+    spin_gap = get("real_spin_share") - get("sim_spin_share")
+    by_design = r.get("scheme") in COSCHEDULED  # its ranks run together by design, not by accident
+    if (not by_design and get("sim_aligned") >= LOCKSTEP_ALIGNED and get("sim_co_run") >= LOCKSTEP_CO_RUN
+            and spin_gap >= SHARE_GAP):
+        out.append(f"simulated nodes in lockstep ({get('sim_aligned'):.0%} of dispatches at the same instant on "
+                   f"both nodes, each job's ranks on their CPUs together {get('sim_co_run'):.0%} of the time), "
+                   f"real ranks spin {get('real_spin_share'):.0%} of their CPU time against "
+                   f"{get('sim_spin_share'):.0%} simulated")
+    elif spin_gap >= SHARE_GAP:
+        out.append(f"real ranks spin {get('real_spin_share'):.0%} of their CPU time against "
+                   f"{get('sim_spin_share'):.0%} simulated")
+    if get("sim_busy") - get("real_busy") >= SHARE_GAP:
+        out.append(f"real ranks held their CPUs {get('real_busy'):.0%} of the time against {get('sim_busy'):.0%} "
+                   f"simulated (asleep in waits {get('real_block_share'):.0%} of their waiting time): other tasks "
+                   "had the CPUs, or a woken rank got its CPU later than the simulator gives it")
+    return "; ".join(out) or "not explained by these traces (CPU use and spinning agree)"
+
+
+def _why_section(table: Any) -> list[str]:
+    lines = ["", "## Why they differ", "",
+             "Computed from both runs of each row (real: the median over the runs; simulated: its timeline). "
+             "*co-run*: share of a rank's CPU time during which its partner rank held its CPU too (simulated; 1 "
+             "when the ranks always run together, about 1 / jobs when each node picks on its own). *aligned*: "
+             f"share of node 0's dispatches with a dispatch on node 1 within {ALIGN_S * 1e6:g} us (simulated; "
+             "1 = the nodes switch in lockstep). *spin*: CPU time beyond the program's compute over CPU time "
+             "used (real: cpuacct minus the compute asked; simulated: busy-waiting). *busy*: CPU time used "
+             "over the 2 CPUs' time. The reading names the mechanism that departs "
+             f"(lockstep: aligned >= {LOCKSTEP_ALIGNED:g} and co-run >= {LOCKSTEP_CO_RUN:g} with real spin "
+             f"{SHARE_GAP:.0%} above simulated, for a scheme that does not coschedule by design, i.e. not "
+             f"{' or '.join(sorted(COSCHEDULED))}; CPUs: simulated busy {SHARE_GAP:.0%} above real).", "",
+             "| MPI | granularity | scheme | error | sim co-run | sim aligned | spin real / sim | busy real / sim "
+             "| reading |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    def pct(r: dict[str, Any], k: str) -> str:
+        return "—" if k not in r or r[k] != r[k] else f"{r[k]:.0%}"
+
+    for r in table.to_dict("records"):
+        if r["scheme"] == "DEDICATED":
+            continue
+        f = functools.partial(pct, r)
+        lines.append(f"| {r['mpi']} | {r['granularity']} | {r['scheme']} | {r['error']:+.1%} | {f('sim_co_run')} | "
+                     f"{f('sim_aligned')} | {f('real_spin_share')} / {f('sim_spin_share')} | "
+                     f"{f('real_busy')} / {f('sim_busy')} | {why(r)} |")
+    return lines
+
+
 def _report(table: Any, agreement: list[dict[str, Any]], calib: dict[str, Any]) -> str:
     la = calib["load_average"]
     lines = [
@@ -385,7 +579,12 @@ def _report(table: Any, agreement: list[dict[str, Any]], calib: dict[str, Any]) 
         "",
         "Workloads (2 virtual nodes of one CPU, jobs of 2 ranks submitted at 0): "
         + "; ".join(f"{g['name']}: {g['jobs']} x `{Grain(**g).app}`" for g in calib["grains"]) + ". Schemes: "
-        + ", ".join(f"{lab} (`{pol}` + `{npol}`)" for lab, pol, npol in calib["schemes"]) + ".",
+        + ", ".join(f"{lab} (`{pol}` + `{npol}`)" for lab, pol, npol in calib["schemes"]) + ". "
+        + "Library baselines (every wait is the MPI library's own, the shim replaces none; simulated as NLS, "
+        "the simulator having no model of a yielding wait): "
+        + "; ".join(f"{lab} ({', '.join(b['mpis'])}; environment "
+                    f"{', '.join(f'{k}={v}' for k, v in b['env'].items()) or 'none'})"
+                    for lab, b in calib["baselines"].items()) + ".",
         "",
         "## Preset of this machine",
         "",
@@ -425,6 +624,7 @@ def _report(table: Any, agreement: list[dict[str, Any]], calib: dict[str, Any]) 
         lines.append(f"| {a['mpi']} | {a['granularity']} | {a['kendall_tau']:+.2f} | "
                      f"{'yes' if a['same_order'] else 'no'} | {' < '.join(a['real_order'])} | "
                      f"{' < '.join(a['sim_order'])} |")
+    lines += _why_section(table)
     return "\n".join(lines) + "\n"
 
 

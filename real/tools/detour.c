@@ -1,0 +1,105 @@
+/*
+ * cosched-detour: the interruptions a compute loop sees on one CPU of this machine, the "selfish detour"
+ * method (P. Beckman, K. Iskra, K. Yoshii, S. Coghlan, "The influence of operating systems on the
+ * performance of collective operations at extreme scale", IEEE Cluster 2006; also T. Hoefler,
+ * T. Schneider, A. Lumsdaine, "Characterizing the influence of system noise on large-scale applications
+ * by simulation", SC 2010, netgauge's noise benchmark):
+ *
+ * the process, pinned to CPU `cpu`, reads CLOCK_MONOTONIC in a tight loop for SECONDS; the smallest
+ * step between two reads is the loop's own cost; a step longer than THRESHOLD (a multiple of it, at least
+ * THRESHOLD_NS) is a detour: the time the loop did not run (the step minus the loop's cost). Detours are
+ * split by length:
+ *
+ *   short   below LONG_US (default 100 us): timer and device interrupts, softirqs, kernel work done on
+ *           the loop's time (what the simulator's OS noise charges to a compute burst)
+ *   long    LONG_US and more: the CPU was given to another runnable task for a time slice
+ *
+ * Output: one JSON object: counts and totals of each kind; `run_s`, the loop's own running time (wall time
+ * minus every detour); the short detours per second of running and `short_fraction`, the share of the
+ * running time they take (what a compute burst loses to them); the 50th/90th/99th percentiles of the
+ * short detours; the long detours per second of wall time and their share of it; the loop's cost. Usage: cosched-detour [CPU [SECONDS [LONG_US]]]
+ * (default CPU 0, 2 s, 100 us). Run it on an idle CPU: on a loaded one the long detours are that load.
+ */
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "timing.h"
+
+#define THRESHOLD_FACTOR 10.0
+#define THRESHOLD_NS 1000.0
+#define MAX_DETOURS 1000000
+
+static double now_ns(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1e9 + t.tv_nsec;
+}
+
+static double pct(const double *v, size_t n, double q) { return n ? v[(size_t)(q * (double)(n - 1))] : 0.0; }
+
+int main(int argc, char **argv) {
+    int cpu = argc > 1 ? atoi(argv[1]) : 0;
+    double seconds = argc > 2 ? atof(argv[2]) : 2.0;
+    double long_ns = (argc > 3 ? atof(argv[3]) : 100.0) * 1e3;
+    if (seconds <= 0 || long_ns <= 0) {
+        fprintf(stderr, "usage: cosched-detour [CPU [SECONDS [LONG_US]]]\n");
+        return 2;
+    }
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(cpu, &set);
+    if (sched_setaffinity(0, sizeof set, &set) != 0) {
+        perror("sched_setaffinity");
+        return 1;
+    }
+    /* The loop's own cost: the smallest step over a short warm-up. */
+    double loop = 1e18, prev = now_ns();
+    for (int i = 0; i < 1000000; i++) {
+        double t = now_ns();
+        if (t - prev < loop) loop = t - prev;
+        prev = t;
+    }
+    double threshold = loop * THRESHOLD_FACTOR > THRESHOLD_NS ? loop * THRESHOLD_FACTOR : THRESHOLD_NS;
+    double *shorts = malloc(sizeof(double) * MAX_DETOURS);
+    if (!shorts) {
+        perror("malloc");
+        return 1;
+    }
+    size_t n_short = 0, n_long = 0;
+    double t_short = 0, t_long = 0;
+    double start = now_ns(), end = start + seconds * 1e9;
+    prev = start;
+    for (;;) {
+        double t = now_ns();
+        double step = t - prev;
+        prev = t;
+        if (step > threshold) {
+            double d = step - loop;
+            if (d >= long_ns) {
+                n_long++;
+                t_long += d;
+            } else {
+                if (n_short < MAX_DETOURS) shorts[n_short] = d;
+                n_short++;
+                t_short += d;
+            }
+        }
+        if (t >= end) break;
+    }
+    double wall = (prev - start) / 1e9;
+    double run = wall - (t_short + t_long) / 1e9;
+    size_t kept = n_short < MAX_DETOURS ? n_short : MAX_DETOURS;
+    qsort(shorts, kept, sizeof(double), cmp);
+    printf("{\"cpu\": %d, \"seconds\": %.6f, \"loop_ns\": %.1f, \"threshold_ns\": %.1f, \"long_us\": %.1f, \"run_s\": %.6f, "
+           "\"short_count\": %zu, \"short_total_us\": %.3f, \"short_per_s\": %.3f, "
+           "\"short_p50_us\": %.3f, \"short_p90_us\": %.3f, \"short_p99_us\": %.3f, "
+           "\"short_fraction\": %.8f, \"long_count\": %zu, \"long_total_us\": %.3f, \"long_per_s\": %.3f, "
+           "\"long_fraction\": %.8f}\n",
+           cpu, wall, loop, threshold, long_ns / 1e3, run, n_short, t_short / 1e3, n_short / run,
+           pct(shorts, kept, 0.5) / 1e3, pct(shorts, kept, 0.9) / 1e3, pct(shorts, kept, 0.99) / 1e3,
+           t_short / 1e9 / run, n_long, t_long / 1e3, n_long / wall, t_long / 1e9 / wall);
+    free(shorts);
+    return 0;
+}
