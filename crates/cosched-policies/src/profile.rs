@@ -199,84 +199,119 @@ impl Profile {
     /// `[parts[i].0, parts[i].1)` for each part (at most two; sorted, disjoint,
     /// non-empty, starting at or after the first breakpoint), and keeps the
     /// profile canonical. Only the parts' bounds can gain or lose a breakpoint,
-    /// so the update is: one pass inserting the missing bounds, a plain addition
-    /// over each part's steps, one pass removing the bounds whose step now equals
-    /// its left neighbour. Returns the index of the first step that may have
-    /// changed: steps before it keep their index and value.
+    /// and whether one does is known before anything moves: the step starting at
+    /// a bound ends up equal to its left neighbour exactly when their old values
+    /// plus their deltas are equal. So the update is one edit pass (each run of
+    /// steps between two edited bounds is moved once, by the number of breakpoints
+    /// inserted minus removed before it; the steps after the last bound move only
+    /// when that net count is not zero), then a plain addition over each part's
+    /// steps. Returns the index of the first step that may have changed: steps
+    /// before it keep their index and value.
     fn apply(&mut self, parts: &[(SimTime, SimTime, i64)]) -> usize {
         debug_assert!(parts.len() <= 2 && parts[0].0 >= self.times[0]);
-        let mut bounds = [SimTime::ZERO; 4];
+        // The distinct bounds, each with the delta on the step it starts.
+        let mut bounds = [(SimTime::ZERO, 0i64); 4];
         let mut nb = 0;
-        for &(s, e, _) in parts {
-            debug_assert!(s < e);
-            for x in [s, e] {
-                if nb == 0 || bounds[nb - 1] != x {
-                    bounds[nb] = x;
-                    nb += 1;
-                }
+        for &(s, e, d) in parts {
+            debug_assert!(s < e && d != 0);
+            if nb > 0 && bounds[nb - 1].0 == s {
+                bounds[nb - 1].1 = d;
+            } else {
+                bounds[nb] = (s, d);
+                nb += 1;
             }
+            bounds[nb] = (e, 0);
+            nb += 1;
         }
         let bounds = &bounds[..nb];
-        // 1. A breakpoint at every bound. `at[i]` is bound i's index afterwards.
+        // 1. The edits, in order: (old index, inserted (time, value) or None for a removal).
+        let mut edits = [(0usize, None::<(SimTime, u32)>); 4];
+        let mut ne = 0;
+        // Final index of each bound's step (or of the step after it, when it merges left).
         let mut at = [0usize; 4];
-        let mut ins = [(0usize, SimTime::ZERO, 0u32); 4];
-        let mut ni = 0;
+        let mut offset = 0isize;
         let mut from = 0;
-        for (i, &x) in bounds.iter().enumerate() {
+        let mut left_delta = 0i64;
+        for (i, &(x, d)) in bounds.iter().enumerate() {
             let p = from + self.times[from..].partition_point(|&s| s < x);
-            at[i] = p + ni;
-            if self.times.get(p) != Some(&x) {
-                ins[ni] = (p, x, self.free[p - 1]);
-                ni += 1;
+            at[i] = (p as isize + offset) as usize;
+            let exists = self.times.get(p) == Some(&x);
+            if exists {
+                if p > 0 && self.free[p] as i64 + d == self.free[p - 1] as i64 + left_delta {
+                    edits[ne] = (p, None);
+                    ne += 1;
+                    offset -= 1;
+                }
+            } else if d != left_delta {
+                edits[ne] = (p, Some((x, self.free[p - 1])));
+                ne += 1;
+                offset += 1;
             }
+            left_delta = d;
             from = p;
         }
         let first = at[0];
-        if ni > 0 {
+        // 2. Move each run of old steps between edits to its final place: runs moving
+        // left from the left, then runs moving right from the right (the final places
+        // are disjoint and in order, so no run overwrites one not yet moved).
+        if ne > 0 {
             let n = self.times.len();
-            self.times.resize(n + ni, SimTime::ZERO);
-            self.free.resize(n + ni, 0);
-            let mut end = n;
-            for (j, &(p, x, v)) in ins[..ni].iter().enumerate().rev() {
-                self.times.copy_within(p..end, p + j + 1);
-                self.free.copy_within(p..end, p + j + 1);
-                self.times[p + j] = x;
-                self.free[p + j] = v;
-                end = p;
+            let new_len = (n as isize + offset) as usize;
+            if new_len > n {
+                self.times.resize(new_len, SimTime::ZERO);
+                self.free.resize(new_len, 0);
             }
+            // Runs: (start, end, shift) in old indices.
+            let mut runs = [(0usize, 0usize, 0isize); 4];
+            let mut shift = 0isize;
+            for j in 0..ne {
+                let (p, ins) = edits[j];
+                shift += if ins.is_some() { 1 } else { -1 };
+                let start = if ins.is_some() { p } else { p + 1 };
+                let end = if j + 1 < ne { edits[j + 1].0 } else { n };
+                runs[j] = (start, end.max(start), shift);
+            }
+            let runs = &runs[..ne];
+            for &(s, e, sh) in runs.iter().filter(|r| r.2 < 0) {
+                let to = (s as isize + sh) as usize;
+                self.times.copy_within(s..e, to);
+                self.free.copy_within(s..e, to);
+            }
+            for &(s, e, sh) in runs.iter().rev().filter(|r| r.2 > 0) {
+                let to = (s as isize + sh) as usize;
+                self.times.copy_within(s..e, to);
+                self.free.copy_within(s..e, to);
+            }
+            let mut shift = 0isize;
+            for &(p, ins) in &edits[..ne] {
+                match ins {
+                    Some((x, v)) => {
+                        let k = (p as isize + shift) as usize;
+                        self.times[k] = x;
+                        self.free[k] = v;
+                        shift += 1;
+                    }
+                    None => shift -= 1,
+                }
+            }
+            self.times.truncate(new_len);
+            self.free.truncate(new_len);
         }
-        // 2. The deltas.
-        let index = |x: SimTime| at[bounds.iter().position(|&b| b == x).unwrap_or(0)];
-        for &(s, e, delta) in parts {
-            let steps = &mut self.free[index(s)..index(e)];
+        // 3. The deltas.
+        for (i, &(_, d)) in bounds.iter().enumerate() {
+            if d == 0 {
+                continue;
+            }
+            let steps = &mut self.free[at[i]..at[i + 1]];
             debug_assert!(
-                steps.iter().all(|&f| f as i64 + delta >= 0),
+                steps.iter().all(|&f| f as i64 + d >= 0),
                 "profile went negative"
             );
-            // Two's complement: adding `delta as u32` adds the signed delta.
-            let d = delta as u32;
+            // Two's complement: adding `d as u32` adds the signed delta.
+            let d = d as u32;
             for f in steps {
                 *f = f.wrapping_add(d);
             }
-        }
-        // 3. Merge equal neighbours at the bounds.
-        let mut rem = [0usize; 4];
-        let mut nr = 0;
-        for &k in &at[..nb] {
-            if k > 0 && self.free[k] == self.free[k - 1] {
-                rem[nr] = k;
-                nr += 1;
-            }
-        }
-        if nr > 0 {
-            let n = self.times.len();
-            for j in 0..nr {
-                let end = if j + 1 < nr { rem[j + 1] } else { n };
-                self.times.copy_within(rem[j] + 1..end, rem[j] - j);
-                self.free.copy_within(rem[j] + 1..end, rem[j] - j);
-            }
-            self.times.truncate(n - nr);
-            self.free.truncate(n - nr);
         }
         first
     }
@@ -450,6 +485,40 @@ mod tests {
         assert_eq!(p.earlier_before(0, s(0), 8, s(1), s(5)), Some(s(3)));
         assert_eq!(p.earlier_before(0, s(0), 8, s(1), s(3)), None);
         assert_eq!(p.earlier_before(0, s(0), 11, s(1), s(15)), None);
+    }
+
+    /// A move that inserts two breakpoints and removes two: the steps between the
+    /// edits shift by the net count before them, and the steps after the last edit
+    /// stay where they are.
+    #[test]
+    fn a_move_edits_its_bounds_in_one_pass() {
+        let mut p = Profile::new(s(0), 10);
+        p.reserve(s(20), s(10), 4);
+        p.reserve(s(24), s(2), 2);
+        p.reserve(s(40), s(10), 3);
+        let before = [
+            (s(0), 10),
+            (s(20), 6),
+            (s(24), 4),
+            (s(26), 6),
+            (s(30), 10),
+            (s(40), 7),
+            (s(50), 10),
+        ];
+        assert_eq!(p.steps(), &before);
+        // The 4-processor job moves from 20 to 5: 5 and 15 are inserted, 20 and 30
+        // merge into their left neighbours, 24 and 26 shift right by one.
+        assert_eq!(p.move_earlier(s(20), s(5), s(10), 4), 1);
+        let after = [
+            (s(0), 10),
+            (s(5), 6),
+            (s(15), 10),
+            (s(24), 8),
+            (s(26), 10),
+            (s(40), 7),
+            (s(50), 10),
+        ];
+        assert_eq!(p.steps(), &after);
     }
 
     /// The profile before its update code was rewritten: breakpoint by breakpoint
