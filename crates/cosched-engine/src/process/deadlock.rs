@@ -23,8 +23,11 @@
 //! reaches a rank and leaves its wait unsatisfied, and when a rank finishes; it ends
 //! the run with [`ProcError::ProgramDeadlock`] naming the job, each rank's
 //! operation and what it waits for.
+//!
+//! The run's global deadlock (no event left while processes have not finished,
+//! [`ProcError::Deadlock`]) is described here too, with every node's state.
 
-use super::{Cond, PState, Pid, ProcError, Sim};
+use super::{Cond, PState, Pid, Proc, ProcError, Sim};
 use cosched_des::SimTime;
 
 /// At most this many ranks are described in the error.
@@ -151,5 +154,63 @@ impl Sim<'_> {
             p.pc.saturating_sub(1),
             op.map_or("-".into(), |o| format!("{o:?}"))
         )
+    }
+}
+
+impl Sim<'_> {
+    /// The run's global deadlock: no event is left although processes have not
+    /// finished (or the time limit's report: the same description).
+    pub(super) fn deadlock(&self) -> ProcError {
+        let waiting: Vec<&Proc> = self
+            .procs
+            .iter()
+            .filter(|p| p.state != PState::Done)
+            .collect();
+        let first = waiting
+            .first()
+            .map(|p| {
+                format!(
+                    "job {} rank {} at op {} waiting {:?}",
+                    p.job,
+                    p.rank,
+                    p.pc,
+                    p.wait.map(|w| w.cond)
+                )
+            })
+            .unwrap_or_default();
+        ProcError::Deadlock {
+            time: self.q.now(),
+            waiting: waiting.len(),
+            first,
+            dump: self.dump_nodes(),
+        }
+    }
+
+    /// The state of every node that still holds processes: its native scheduler's
+    /// dump and, when not empty, its policy's (as sched_ext's debug dump), one line
+    /// each, for the deadlock and time-limit errors.
+    fn dump_nodes(&self) -> String {
+        let mut out = String::new();
+        for (k, n) in self.nodes.iter().enumerate() {
+            let policy = self.policies[k].dump();
+            if n.procs.is_empty() && policy.is_empty() {
+                continue;
+            }
+            let running: Vec<String> = n
+                .cpus
+                .iter()
+                .map(|c| c.cur.map_or("-".into(), |p| p.to_string()))
+                .collect();
+            out.push_str(&format!(
+                "\n  node {k}: processes {:?}, running [{}]; native: {}",
+                n.procs,
+                running.join(" "),
+                n.sched.dump()
+            ));
+            if !policy.is_empty() {
+                out.push_str(&format!("; policy {}: {policy}", self.policies[k].name()));
+            }
+        }
+        out
     }
 }

@@ -1,0 +1,201 @@
+//! CPU dispatch of the process-level engine: giving a CPU to the process the
+//! native scheduler picked (context switch, the policy's `running` op, the
+//! re-check of a wait), planning the running process's next segment end (its
+//! CPU work, spin deadline or slice), the segment end itself, and wake-up
+//! preemption. The priority-inversion measure ([`super::inversion`]) is settled
+//! here before every change of what a node's CPUs run.
+
+use super::{Apply, Cond, PState, Pick, Pid, Sim, Stop, Waiting, Wake};
+use cosched_contract::node::{Ops, WaitEndCause, WaitMode};
+use cosched_des::SimTime;
+
+impl Sim<'_> {
+    pub(super) fn dispatch(&mut self, node: u32, cpu: u32, pick: Pick, now: SimTime) {
+        let pid = pick.pid;
+        debug_assert_eq!(
+            self.procs[pid as usize].state,
+            PState::Ready,
+            "a process runs on one CPU at a time"
+        );
+        debug_assert!(
+            self.nodes[node as usize].cpus[cpu as usize].cur.is_none(),
+            "a CPU runs one process at a time"
+        );
+        self.inversion_dispatch(node, pid, now);
+        if pick.followed_hint {
+            self.counters.hints_followed += 1;
+        }
+        if std::mem::take(&mut self.procs[pid as usize].boost_until_run) {
+            self.nodes[node as usize].sched.unboost(pid);
+        }
+        let c = &mut self.nodes[node as usize].cpus[cpu as usize];
+        let switch = if c.last == Some(pid) { 0 } else { self.cs_ns };
+        if switch > 0 {
+            self.counters.context_switches += 1;
+        }
+        c.cur = Some(pid);
+        c.last = Some(pid);
+        let unpinned = std::mem::take(&mut self.procs[pid as usize].pinned);
+        c.dispatched_at = now;
+        c.acct_at = now;
+        c.since = now + SimTime(switch);
+        c.slice_end = now + SimTime(switch) + pick.slice;
+        self.set_state(pid, PState::Running(cpu), now);
+        if self.nodes[node as usize].ops.contains(Ops::RUNNING) {
+            self.with_policy(node, now, Apply::Deferred, |p, v, out| {
+                p.running(v, pid, out)
+            });
+        }
+        // A waiting process re-checks its condition when it gets the CPU back.
+        if let Some(w) = self.procs[pid as usize].wait {
+            if w.cond != Cond::Io && self.satisfied(pid, w.cond) {
+                self.procs[pid as usize].wait = None;
+                self.resume_after_wait(pid, w.cond);
+                self.hook_wait_end(pid, w, WaitEndCause::Dispatched, now);
+            } else if w.cond != Cond::Io {
+                self.answer_rts(pid, w.cond, now);
+            }
+        }
+        if unpinned {
+            self.pump_paging(node, now);
+        }
+        self.plan(node, cpu, now);
+    }
+
+    /// Plans the running process's next segment: runs ops that need no time,
+    /// then schedules the end of its CPU work, spin deadline or slice.
+    pub(super) fn plan(&mut self, node: u32, cpu: u32, now: SimTime) {
+        let Some(pid) = self.nodes[node as usize].cpus[cpu as usize].cur else {
+            return;
+        };
+        if self.procs[pid as usize].wait.is_none() && self.procs[pid as usize].cpu_left == 0 {
+            self.step(pid, now);
+        }
+        let c = self.nodes[node as usize].cpus[cpu as usize];
+        if c.cur != Some(pid) {
+            return; // it blocked or finished; the CPU was refilled
+        }
+        let p = &self.procs[pid as usize];
+        let mut end = c.slice_end;
+        if p.cpu_left > 0 {
+            end = end.min(c.since + SimTime(p.cpu_left));
+        } else if let Some(Waiting {
+            mode: WaitMode::SpinBlock(spin),
+            since,
+            ..
+        }) = p.wait
+        {
+            end = end.min((since + spin).max(now));
+        } else if let Some(Waiting {
+            mode: WaitMode::Block,
+            ..
+        }) = p.wait
+        {
+            // Woken by a rendezvous request it has now answered: it sleeps again.
+            end = now;
+        }
+        let at = end.max(now);
+        let id = self.q.reserve(at).expect("future");
+        self.segs
+            .set((node * self.plat.cpus_per_node + cpu) as usize, at, id.0);
+    }
+
+    pub(super) fn seg_end(&mut self, node: u32, cpu: u32, now: SimTime) {
+        self.account(node, cpu, now);
+        let c = self.nodes[node as usize].cpus[cpu as usize];
+        let pid = c.cur.expect("segment of a running process");
+        let (cpu_left, wait) = (
+            self.procs[pid as usize].cpu_left,
+            self.procs[pid as usize].wait,
+        );
+        if cpu_left == 0 && wait.is_none() {
+            self.step(pid, now);
+            if self.nodes[node as usize].cpus[cpu as usize].cur != Some(pid) {
+                return;
+            }
+        } else if let Some(Waiting {
+            mode: WaitMode::SpinBlock(spin),
+            since,
+            ..
+        }) = wait
+        {
+            if now >= since + spin {
+                self.block(pid, now);
+                return;
+            }
+        } else if let Some(Waiting {
+            mode: WaitMode::Block,
+            ..
+        }) = wait
+        {
+            if cpu_left == 0 {
+                self.block(pid, now);
+                return;
+            }
+        }
+        if now >= c.slice_end {
+            self.release_cpu(node, cpu, pid, Stop::Expired, now);
+            self.nodes[node as usize]
+                .sched
+                .enqueue(pid, Wake::Expired, now);
+            self.schedule(node, now);
+        } else {
+            self.plan(node, cpu, now);
+        }
+    }
+
+    /// Wake-up preemption for the runnable `pid`: when every CPU is busy, the first
+    /// running process the native scheduler ranks lower is preempted (the caller
+    /// then refills the CPU with [`Sim::schedule`]). Returns whether one was.
+    pub(super) fn preempt_for(&mut self, node: u32, pid: Pid, now: SimTime) -> bool {
+        let n = &self.nodes[node as usize];
+        if n.cpus.iter().any(|c| c.cur.is_none()) {
+            return false;
+        }
+        let victim = n.cpus.iter().enumerate().find_map(|(k, c)| {
+            let r = c.cur.expect("all busy");
+            n.sched
+                .should_preempt(pid, r, now - c.dispatched_at)
+                .then_some((k as u32, r))
+        });
+        let Some((cpu, r)) = victim else {
+            return false;
+        };
+        self.account(node, cpu, now);
+        self.release_cpu(node, cpu, r, Stop::Preempted, now);
+        self.nodes[node as usize]
+            .sched
+            .enqueue(r, Wake::Preempted, now);
+        true
+    }
+
+    /// Settles `node`'s priority inversion at `now` (before its CPUs change what
+    /// they run).
+    pub(super) fn inversion_settle(&mut self, node: u32, now: SimTime) {
+        let (cpus, procs) = (&self.nodes[node as usize].cpus, &self.procs);
+        let inverted = |p: Pid| {
+            let j = procs[p as usize].job;
+            cpus.iter()
+                .any(|c| c.cur.is_some_and(|q| procs[q as usize].job != j))
+        };
+        self.inversion
+            .settle(node, now, &mut self.counters.priority_inversion_ns, inverted);
+    }
+
+    /// A disk completion is about to wake `pid`: it waits from now until it runs.
+    pub(super) fn inversion_io_woken(&mut self, pid: Pid, now: SimTime) {
+        let p = &self.procs[pid as usize];
+        if p.state != PState::Blocked || p.paging {
+            return; // the wake-up will not make it runnable
+        }
+        let node = p.node;
+        self.inversion_settle(node, now);
+        self.inversion.woken(node, pid);
+    }
+
+    /// `pid` gets a CPU of `node` (before the dispatch changes the CPU).
+    pub(super) fn inversion_dispatch(&mut self, node: u32, pid: Pid, now: SimTime) {
+        self.inversion_settle(node, now);
+        self.inversion.dispatched(node, pid);
+    }
+}

@@ -1,0 +1,58 @@
+//! The clock of a process-level run: the next event in (time, sequence) order,
+//! either a CPU's planned segment end (its timer slot) or the queue's next
+//! event, and the run's watchdogs (event limit, time limit, interruption).
+
+use super::{Ev, ProcError, Sim};
+use cosched_des::SimTime;
+
+impl Sim<'_> {
+    /// Takes the next event: a CPU's segment end (its timer slot) or the queue's
+    /// next event, whichever comes first in (time, sequence) order. No event left
+    /// while jobs are unfinished is a deadlock.
+    pub(super) fn next_event(&mut self) -> Result<(SimTime, Ev), ProcError> {
+        let cpus = self.plat.cpus_per_node;
+        let seg = self.segs.peek().filter(|&(t, seq, _)| {
+            self.q
+                .peek_key()
+                .is_none_or(|(qt, id)| (t, seq) < (qt, id.0))
+        });
+        if let Some((t, _, slot)) = seg {
+            self.segs.clear(slot);
+            self.q.advance_to(t).expect("the earliest event");
+            let (node, cpu) = (slot as u32 / cpus, slot as u32 % cpus);
+            Ok((t, Ev::SegEnd { node, cpu }))
+        } else if let Some(ev) = self.q.pop() {
+            Ok((ev.time, ev.event))
+        } else {
+            Err(self.deadlock())
+        }
+    }
+
+    /// Counts the event taken at `now` and stops the run past the event limit,
+    /// on an interruption request or past the time limit.
+    pub(super) fn check_limits(&mut self, now: SimTime) -> Result<(), ProcError> {
+        self.counters.events += 1;
+        if self.counters.events > self.opts.event_limit {
+            return Err(ProcError::EventLimit {
+                limit: self.opts.event_limit,
+                time: now,
+                unfinished: self.fg_left,
+            });
+        }
+        if cosched_des::interrupt::requested() {
+            return Err(ProcError::Interrupted { time: now });
+        }
+        if now > self.opts.time_limit {
+            let ProcError::Deadlock { first, dump, .. } = self.deadlock() else {
+                unreachable!()
+            };
+            return Err(ProcError::TimeLimit {
+                limit: self.opts.time_limit,
+                unfinished: self.fg_left,
+                first,
+                dump,
+            });
+        }
+        Ok(())
+    }
+}

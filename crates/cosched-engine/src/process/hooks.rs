@@ -1,0 +1,258 @@
+//! The engine's side of the node-policy contract ([`super::policy`]): the
+//! read-only [`View`] of a node a policy op is called with, the calls of the
+//! optional ops (`enqueue`, `dequeue`, `on_wait_end`, the policy's timer and the
+//! OS tick), and the validation and application of the actions a policy returns
+//! ([`NodeAction`]), each at the moment [`Apply`] says. An action that cannot
+//! apply is a counted [`ActionError`], never applied.
+
+use super::{Cond, Ev, Node, PState, Pid, Proc, Sim, Waiting};
+use cosched_contract::node::{
+    ActionError, DequeueReason, EnqueueReason, NodeAction, NodePolicy, NodeView, Ops, WaitEnd,
+    WaitEndCause, WaitMode,
+};
+use cosched_des::SimTime;
+
+/// When a policy's actions take effect ([`super::policy`] module doc).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Apply {
+    /// A boost of a runnable process may preempt at once; the node is rescheduled.
+    Now,
+    /// No preemption; the node is rescheduled (ops called while a process executes).
+    NextPoint,
+    /// Priorities change; no preemption, no rescheduling (ops called during a CPU
+    /// hand-over: `enqueue`, `dequeue`, `running`, `stopping`).
+    Deferred,
+}
+
+/// What a node policy sees of its node during an op.
+pub(super) struct View<'s, 'a> {
+    pub(super) now: SimTime,
+    pub(super) node: &'s Node,
+    pub(super) procs: &'s [Proc<'a>],
+}
+
+impl NodeView for View<'_, '_> {
+    fn now(&self) -> SimTime {
+        self.now
+    }
+    fn processes(&self) -> &[Pid] {
+        &self.node.procs
+    }
+    fn is_running(&self, p: Pid) -> bool {
+        matches!(self.procs[p as usize].state, PState::Running(_))
+    }
+    fn unconsumed(&self, p: Pid) -> usize {
+        let q = &self.procs[p as usize];
+        q.mailbox.len() + q.rts.len()
+    }
+    fn job_of(&self, p: Pid) -> Option<u32> {
+        self.procs.get(p as usize).map(|q| q.job as u32)
+    }
+    fn waited(&self, p: Pid) -> Option<SimTime> {
+        let w = self.procs.get(p as usize)?.wait?;
+        w.kind.map(|_| self.now - w.since)
+    }
+    fn cpu_time(&self, p: Pid) -> Option<SimTime> {
+        let q = self.procs.get(p as usize)?;
+        // A running process is accounted lazily: add what it ran since.
+        let since = match q.state {
+            PState::Running(cpu) if self.node.procs.contains(&p) => {
+                (self.now - self.node.cpus[cpu as usize].since).as_ns().max(0)
+            }
+            _ => 0,
+        };
+        Some(SimTime(q.cpu_ns + since))
+    }
+}
+
+impl Sim<'_> {
+    /// Starts the node's chain of policy timers if it holds processes, the policy
+    /// has a period and no timer of the node is pending.
+    pub(super) fn arm_timer(&mut self, node: u32, now: SimTime) {
+        let n = &self.nodes[node as usize];
+        if n.timer_armed || n.load == 0 {
+            return;
+        }
+        if let Some(period) = self.policies[node as usize].period() {
+            self.nodes[node as usize].timer_armed = true;
+            self.q
+                .schedule(now + period, Ev::Timer { node })
+                .expect("future");
+        }
+    }
+
+    /// Schedules the node's next OS timer tick (after `now`) for a policy with the
+    /// `tick` op, if the node holds processes and no tick is pending.
+    pub(super) fn arm_tick(&mut self, node: u32, now: SimTime) {
+        let n = &self.nodes[node as usize];
+        if n.tick_armed || n.load == 0 || !n.ops.contains(Ops::TICK) {
+            return;
+        }
+        let (tick, phase) = (self.tick.as_ns(), n.tick_phase.as_ns());
+        let next = phase + ((now.as_ns() - phase).div_euclid(tick) + 1) * tick;
+        self.nodes[node as usize].tick_armed = true;
+        self.q
+            .schedule(SimTime(next), Ev::Tick { node })
+            .expect("future");
+    }
+
+    /// Calls a policy op with a view of its node, then applies its actions as
+    /// `apply` says (the timing of each op's actions: [`super::policy`] module doc).
+    pub(super) fn with_policy(
+        &mut self,
+        node: u32,
+        now: SimTime,
+        apply: Apply,
+        f: impl FnOnce(&mut dyn NodePolicy, &dyn NodeView, &mut Vec<NodeAction>),
+    ) {
+        let mut out = std::mem::take(&mut self.actions);
+        out.clear();
+        {
+            let view = View {
+                now,
+                node: &self.nodes[node as usize],
+                procs: &self.procs,
+            };
+            f(self.policies[node as usize].as_mut(), &view, &mut out);
+        }
+        let mut resched = false;
+        for a in out.drain(..) {
+            let p = a.pid();
+            let refused = match self.procs.get(p as usize) {
+                Some(pr) if pr.node != node => Some(ActionError::NotOnNode(p)),
+                None => Some(ActionError::NotOnNode(p)),
+                Some(pr) if pr.state == PState::Done => Some(ActionError::Finished(p)),
+                Some(_) => None,
+            };
+            if let Some(e) = refused {
+                self.counters.action_errors.add(e);
+                continue;
+            }
+            match a {
+                NodeAction::Boost(_) | NodeAction::BoostUntilRun(_) => {
+                    self.counters.boosts += 1;
+                    self.nodes[node as usize].sched.boost(p, now);
+                    if matches!(a, NodeAction::BoostUntilRun(_)) {
+                        self.procs[p as usize].boost_until_run = true;
+                    }
+                    if apply == Apply::Now
+                        && self.procs[p as usize].state == PState::Ready
+                        && self.preempt_for(node, p, now)
+                    {
+                        self.counters.boost_preemptions += 1;
+                    }
+                    resched = apply != Apply::Deferred;
+                }
+                NodeAction::Unboost(_) => {
+                    self.procs[p as usize].boost_until_run = false;
+                    self.nodes[node as usize].sched.unboost(p);
+                }
+                NodeAction::Interrupt(_) => self.policy_interrupt(p),
+                NodeAction::SpinFor(_, d) => {
+                    if let Err(e) = self.spin_for(p, d, apply, now) {
+                        self.counters.action_errors.add(e);
+                    }
+                }
+            }
+        }
+        self.actions = out;
+        if resched {
+            self.schedule(node, now);
+        }
+    }
+
+    /// [`NodeAction::SpinFor`]: `p`, spinning in a wait, spins until `now + d`.
+    /// A running process's CPU is re-planned at once, except in a deferred op
+    /// (its CPU is being handed over and is planned right after).
+    pub(super) fn spin_for(&mut self, p: Pid, d: SimTime, apply: Apply, now: SimTime) -> Result<(), ActionError> {
+        let pr = &mut self.procs[p as usize];
+        let blocked = pr.state == PState::Blocked;
+        let Some(w) = pr.wait.as_mut().filter(|w| w.kind.is_some() && !blocked) else {
+            return Err(ActionError::NotSpinning(p));
+        };
+        w.mode = WaitMode::SpinBlock((now + d.max(SimTime::ZERO)) - w.since);
+        if let (PState::Running(cpu), true) = (pr.state, apply != Apply::Deferred) {
+            let node = pr.node;
+            self.account(node, cpu, now);
+            self.plan(node, cpu, now);
+        }
+        Ok(())
+    }
+
+    /// Tells the policy of `pid`'s node that the wait `w` ended (only with
+    /// [`Ops::WAIT_END`]; not for a disk burst).
+    pub(super) fn hook_wait_end(&mut self, pid: Pid, w: Waiting, by: WaitEndCause, now: SimTime) {
+        let node = self.procs[pid as usize].node;
+        let Some(kind) = w.kind else { return };
+        if !self.nodes[node as usize].ops.contains(Ops::WAIT_END) {
+            return;
+        }
+        let end = WaitEnd {
+            kind,
+            waited: now - w.since,
+            spun: SimTime(self.procs[pid as usize].spin_ns - w.spin_at),
+            blocked: w.blocked,
+            by,
+        };
+        let apply = if by == WaitEndCause::Dispatched {
+            Apply::Deferred
+        } else {
+            Apply::NextPoint
+        };
+        self.with_policy(node, now, apply, |pol, v, out| {
+            pol.on_wait_end(v, pid, &end, out)
+        });
+    }
+
+    /// A policy's NIC interrupt for `p` (see [`NodeAction::Interrupt`]).
+    pub(super) fn policy_interrupt(&mut self, p: Pid) {
+        let pr = &self.procs[p as usize];
+        let woken_by_it = pr.state == PState::Blocked
+            && !pr.paging
+            && pr
+                .wait
+                .is_some_and(|w| w.cond != Cond::Io && self.satisfied(p, w.cond));
+        if matches!(pr.state, PState::Running(_)) || woken_by_it {
+            return;
+        }
+        self.counters.policy_interrupts += 1;
+        self.procs[p as usize].cpu_left += self.interrupt_ns;
+    }
+
+    /// The policy's `enqueue` op, if it has it: `pid` becomes runnable.
+    pub(super) fn hook_enqueue(&mut self, pid: Pid, why: EnqueueReason, now: SimTime) {
+        let node = self.procs[pid as usize].node;
+        if self.nodes[node as usize].ops.contains(Ops::ENQUEUE) {
+            self.with_policy(node, now, Apply::Deferred, |p, v, out| {
+                p.enqueue(v, pid, why, out)
+            });
+        }
+    }
+
+    /// The policy's `dequeue` op, if it has it: `pid` leaves the runnable set.
+    pub(super) fn hook_dequeue(&mut self, pid: Pid, why: DequeueReason, now: SimTime) {
+        let node = self.procs[pid as usize].node;
+        if self.nodes[node as usize].ops.contains(Ops::DEQUEUE) {
+            self.with_policy(node, now, Apply::Deferred, |p, v, out| {
+                p.dequeue(v, pid, why, out)
+            });
+        }
+    }
+
+    /// The node's policy timer fired: its `on_timer` op, then the next timer.
+    pub(super) fn policy_timer(&mut self, node: u32, now: SimTime) {
+        self.nodes[node as usize].timer_armed = false;
+        self.with_policy(node, now, Apply::Now, |p, v, out| p.on_timer(v, out));
+        self.arm_timer(node, now);
+    }
+
+    /// The node's OS timer ticked: the policy's `tick` op and the next tick, if
+    /// the node still holds processes (a tick pending when it emptied is dropped).
+    pub(super) fn os_tick(&mut self, node: u32, now: SimTime) {
+        self.nodes[node as usize].tick_armed = false;
+        if self.nodes[node as usize].load > 0 {
+            self.with_policy(node, now, Apply::Now, |p, v, out| p.tick(v, out));
+            self.arm_tick(node, now);
+        }
+    }
+}

@@ -1,0 +1,183 @@
+//! Waits of the process-level engine: what a waiting process waits for
+//! ([`Cond`]), whether it holds, what a satisfied wait consumes, the start of a
+//! wait (the node policy's wait mode: spin, spin then block, block) and the
+//! re-check when a message, acknowledgement or completion arrives.
+
+use super::{Apply, Cond, PState, Pid, Sim, View, Waiting};
+use cosched_contract::node::{EnqueueReason, Ops, WaitEndCause, WaitKind, WaitMode};
+use cosched_des::SimTime;
+use cosched_model::program::Rank;
+
+impl Sim<'_> {
+    pub(super) fn where_running(&self, pid: Pid) -> (u32, u32) {
+        let p = &self.procs[pid as usize];
+        match p.state {
+            PState::Running(cpu) => (p.node, cpu),
+            _ => (p.node, u32::MAX),
+        }
+    }
+
+    pub(super) fn find_msg(&self, pid: Pid, from: Option<Rank>, tag: u32, skip: &[usize]) -> Option<usize> {
+        self.procs[pid as usize]
+            .mailbox
+            .iter()
+            .enumerate()
+            .position(|(k, &(f, t))| t == tag && from.is_none_or(|x| x == f) && !skip.contains(&k))
+    }
+
+    pub(super) fn satisfied(&self, pid: Pid, cond: Cond) -> bool {
+        let p = &self.procs[pid as usize];
+        match cond {
+            Cond::Msg { from, tag } => self.find_msg(pid, from, tag, &[]).is_some(),
+            Cond::MsgOr { from, tag, stop } => {
+                self.find_msg(pid, from, tag, &[]).is_some()
+                    || self.find_msg(pid, from, stop, &[]).is_some()
+            }
+            Cond::Ack => p.acks_pending == 0,
+            Cond::Completion => {
+                p.acks_pending == 0 && p.sends_pending == 0 && self.posted_matched(pid)
+            }
+            Cond::Io => false,
+        }
+    }
+
+    /// Whether every posted non-blocking receive of `pid` has a distinct buffered
+    /// message to complete it.
+    pub(super) fn posted_matched(&self, pid: Pid) -> bool {
+        let p = &self.procs[pid as usize];
+        match p.posted.as_slice() {
+            [] => return true,
+            &[(from, tag)] => return self.find_msg(pid, from, tag, &[]).is_some(),
+            _ => {}
+        }
+        let mut used = Vec::with_capacity(p.posted.len());
+        for &(from, tag) in &p.posted {
+            match self.find_msg(pid, from, tag, &used) {
+                Some(k) => used.push(k),
+                None => return false,
+            }
+        }
+        true
+    }
+
+    /// The condition holds: consume what it waited for and charge the CPU cost.
+    pub(super) fn resume_after_wait(&mut self, pid: Pid, cond: Cond) {
+        match cond {
+            Cond::Msg { from, tag } => self.consume(pid, from, tag),
+            Cond::MsgOr { from, tag, stop } => {
+                // The earlier of the two kinds in arrival order.
+                let p = &self.procs[pid as usize];
+                let first = p
+                    .mailbox
+                    .iter()
+                    .find(|&&(f, t)| (t == tag || t == stop) && from.is_none_or(|x| x == f))
+                    .map(|&(_, t)| t)
+                    .expect("a matching message is buffered");
+                self.consume(pid, from, first);
+                if first == stop {
+                    // Leave the innermost LoopUntil: resume after its body.
+                    let p = &mut self.procs[pid as usize];
+                    let (depth, _) = p.untils.pop().expect("inside a LoopUntil");
+                    p.pc = p.loops[depth].1;
+                    p.loops.truncate(depth);
+                }
+            }
+            Cond::Completion => {
+                for (from, tag) in std::mem::take(&mut self.procs[pid as usize].posted) {
+                    self.consume(pid, from, tag);
+                }
+            }
+            Cond::Ack | Cond::Io => {}
+        }
+    }
+
+    /// Takes the first matching message out of `pid`'s buffer, paying the receive overhead.
+    pub(super) fn consume(&mut self, pid: Pid, from: Option<Rank>, tag: u32) {
+        let k = self
+            .find_msg(pid, from, tag, &[])
+            .expect("a matching message is buffered");
+        let p = &mut self.procs[pid as usize];
+        let (f, _) = p.mailbox.remove(k);
+        p.last_from = Some(f);
+        p.cpu_left += self.recv_ns;
+        self.counters.consumed += 1;
+    }
+
+    pub(super) fn begin_wait(&mut self, pid: Pid, cond: Cond, kind: WaitKind, now: SimTime) {
+        let node = self.procs[pid as usize].node;
+        // Inside an MPI call, on its CPU: answer the rendezvous its receives match.
+        self.answer_rts(pid, cond, now);
+        let mode = {
+            let view = View {
+                now,
+                node: &self.nodes[node as usize],
+                procs: &self.procs,
+            };
+            self.policies[node as usize].wait_mode(&view, pid, kind)
+        };
+        self.procs[pid as usize].wait = Some(Waiting {
+            cond,
+            kind: Some(kind),
+            mode,
+            since: now,
+            spin_at: self.procs[pid as usize].spin_ns,
+            blocked: false,
+        });
+        self.with_policy(node, now, Apply::NextPoint, |pol, v, out| {
+            pol.on_wait_begin(v, pid, kind, out)
+        });
+        if mode == WaitMode::Block && self.procs[pid as usize].wait.is_some() {
+            self.block(pid, now);
+        }
+        self.check_program_deadlock(pid, now);
+    }
+
+    /// A message, acknowledgement or completion changed what `pid` may be waiting for.
+    pub(super) fn condition_changed(&mut self, pid: Pid, now: SimTime) {
+        let Some(w) = self.procs[pid as usize].wait else {
+            return;
+        };
+        if w.cond == Cond::Io {
+            return;
+        }
+        if !self.satisfied(pid, w.cond) {
+            self.check_program_deadlock(pid, now);
+            return;
+        }
+        match self.procs[pid as usize].state {
+            PState::Running(cpu) => {
+                let node = self.procs[pid as usize].node;
+                self.account(node, cpu, now);
+                self.procs[pid as usize].wait = None;
+                self.resume_after_wait(pid, w.cond);
+                self.plan(node, cpu, now);
+                self.hook_wait_end(pid, w, WaitEndCause::Spinning, now);
+            }
+            PState::Blocked => {
+                self.procs[pid as usize].wait = None;
+                self.resume_after_wait(pid, w.cond);
+                self.wake(pid, EnqueueReason::Woken, now);
+                self.hook_wait_end(pid, w, WaitEndCause::Woken, now);
+            }
+            // Queued while spinning: it notices when it runs again.
+            PState::Ready | PState::Done => {}
+        }
+    }
+
+    /// A NIC acknowledgement reached the sender `to`: the policy's `on_ack` op
+    /// (with [`Ops::ON_ACK`]; its boosts are counted as `ack_boosts`), then the
+    /// wait it may end.
+    pub(super) fn ack_arrived(&mut self, to: Pid, now: SimTime) {
+        self.procs[to as usize].acks_pending -= 1;
+        let node = self.procs[to as usize].node;
+        if self.nodes[node as usize].ops.contains(Ops::ON_ACK) {
+            let running = matches!(self.procs[to as usize].state, PState::Running(_));
+            let boosts = self.counters.boosts;
+            self.with_policy(node, now, Apply::Now, |p, v, out| {
+                p.on_ack(v, to, running, out)
+            });
+            self.counters.ack_boosts += self.counters.boosts - boosts;
+        }
+        self.condition_changed(to, now);
+    }
+}
