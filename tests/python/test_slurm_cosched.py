@@ -249,6 +249,18 @@ def alternations(recs: dict[str, list[dict]]) -> dict[str, int]:
     return {n: sum(1 for r in v if len(r["run"]) == 1 and len(r["frozen"]) == 1) for n, v in recs.items()}
 
 
+def test_each_task_of_a_step_inside_a_batch_job_talks_to_its_own_node_s_agent(cluster, tmp_path):
+    env, _, _ = cluster
+    # srun inside the batch script carries the batch node's SLURMD_NODENAME to every node of its step; the plugin
+    # must name each node's own agent all the same.
+    show = "echo $SLURMD_NODENAME ${COSCHED_AGENT##*/}"
+    r = run(["sbatch", "--parsable", "--wait", "-N2", "-n2", "--mem=100M", "-o", str(tmp_path / "b.out"),
+             "--wrap", f"srun --cosched=nls bash -c '{show}'"], env=env)
+    assert r.returncode == 0, r.stderr
+    lines = sorted((tmp_path / "b.out").read_text().split("\n"))
+    assert [x for x in lines if x] == ["cn0 agent-cn0.sock", "cn1 agent-cn1.sock"], lines
+
+
 def test_gang_steps_inside_batch_jobs_are_gang_scheduled(cluster, tmp_path):
     env, d, step_runs = cluster
     skip = record_counts(d)
