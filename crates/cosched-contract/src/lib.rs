@@ -14,6 +14,13 @@
 //!   [`AdmissionPolicy`] is told of arrivals and ends and starts jobs through an
 //!   [`AdmissionControl`] the mechanism implements; [`admission::Fcfs`] is the
 //!   reference admission.
+//! - [`slots`]: process-level cluster scheduling, time slots: a
+//!   [`SlotPolicy`] (gang scheduling and its flexible options) is a table of
+//!   ops called at the moments of the schedule (arrival, end, slot timer,
+//!   switch end, I/O wake, CPU given up) and answers [`SlotDecision`]s (admit,
+//!   run a row until, switch, stop, wake at), which CPU process runs and which
+//!   CPU a woken process takes; it reads a [`SlotView`], the mechanism
+//!   validates each decision ([`SlotError`]).
 //! - [`process`]: process-level cluster scheduling (gang matrix, flexible
 //!   gang, perturbation harness): the parameters of the schemes.
 //! - [`gang`]: the Ousterhout matrix's placement and slot cycle, shared by the
@@ -30,6 +37,7 @@ pub mod gang;
 pub mod node;
 pub mod place;
 pub mod process;
+pub mod slots;
 
 pub use admission::{AdmissionControl, AdmissionError, AdmissionEvent, AdmissionPolicy};
 pub use cluster::{ClusterPolicy, ClusterView, Decision, DecisionError, Event};
@@ -37,3 +45,4 @@ pub use node::{
     ActionError, DequeueReason, EnqueueReason, NodeAction, NodePolicy, NodeView, Ops, Pid, Stop,
     WaitEnd, WaitEndCause, WaitKind, WaitMode,
 };
+pub use slots::{MatrixView, SlotDecision, SlotError, SlotPolicy, SlotView};

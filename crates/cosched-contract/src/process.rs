@@ -136,6 +136,27 @@ impl PartialEq for GangednessParams {
 }
 impl Eq for GangednessParams {}
 
+/// A job's gangedness class.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GangClass {
+    /// Too few records yet.
+    Unknown,
+    /// Low gangedness: tolerates interruptions, uses fragments.
+    Low,
+    /// High gangedness: must be ganged.
+    High,
+}
+
+impl GangClass {
+    pub fn name(self) -> &'static str {
+        match self {
+            GangClass::Unknown => "unknown",
+            GangClass::Low => "low",
+            GangClass::High => "high",
+        }
+    }
+}
+
 /// The perturbation harness (seed 003 §4): takeaway or giveaway.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kind {

@@ -65,3 +65,31 @@ pub fn spans(out: &SimOutput) -> Vec<(i64, i64)> {
         })
         .collect()
 }
+
+/// A node policy that only spins (the process-level tests' default).
+pub struct Spin;
+impl cosched_engine::process::policy::NodePolicy for Spin {
+    fn name(&self) -> String {
+        "spin".into()
+    }
+}
+
+/// `nodes` single-CPU nodes without context-switch cost or OS noise.
+pub fn proc_platform(nodes: u32) -> cosched_model::node::NodePlatform {
+    cosched_model::node::NodePlatform {
+        nodes,
+        cpus_per_node: 1,
+        context_switch_us: 0.0,
+        os_noise_tick_us: 0.0,
+        cpu_speed: 1.0,
+        ..cosched_model::node::NodePlatform::preset("lee4").expect("preset")
+    }
+}
+
+/// `p` ranks computing `ms` each, submitted at 0.
+pub fn compute(p: u32, ms: i64) -> cosched_engine::process::ProcJob {
+    use cosched_model::program::{Builder, Op};
+    let mut b = Builder::new(p);
+    b.all(Op::Compute { ns: ms * 1_000_000 });
+    cosched_engine::process::ProcJob::new(b.build("compute", 10.0), SimTime::ZERO)
+}

@@ -1,46 +1,20 @@
 //! Process-level admission policies run by the process engine on tiny
 //! scenarios worked out by hand.
 
+mod common;
+
+use common::{compute, proc_platform, Spin};
 use cosched_des::SimTime;
 use cosched_engine::process::admit::AdmissionFactory;
-use cosched_engine::process::policy::NodePolicy;
 use cosched_engine::process::{simulate_processes, ProcJob, ProcOptions, ProcOutput};
-use cosched_model::node::NodePlatform;
-use cosched_model::program::{Builder, Op};
 use cosched_policies::process::batch::{admission, BatchParams};
-
-struct Spin;
-impl NodePolicy for Spin {
-    fn name(&self) -> String {
-        "spin".into()
-    }
-}
-
-/// `nodes` single-CPU nodes without context-switch cost or OS noise.
-fn platform(nodes: u32) -> NodePlatform {
-    NodePlatform {
-        nodes,
-        cpus_per_node: 1,
-        context_switch_us: 0.0,
-        os_noise_tick_us: 0.0,
-        cpu_speed: 1.0,
-        ..NodePlatform::preset("lee4").expect("preset")
-    }
-}
-
-/// `p` ranks computing `ms` each, submitted at 0.
-fn compute(p: u32, ms: i64) -> ProcJob {
-    let mut b = Builder::new(p);
-    b.all(Op::Compute { ns: ms * 1_000_000 });
-    ProcJob::new(b.build("compute", 10.0), SimTime::ZERO)
-}
 
 fn run(jobs: &[ProcJob], admission: Option<AdmissionFactory>) -> ProcOutput {
     let opts = ProcOptions {
         admission,
         ..Default::default()
     };
-    simulate_processes(&platform(4), jobs, &|| Box::new(Spin), &opts).expect("run")
+    simulate_processes(&proc_platform(4), jobs, &|| Box::new(Spin), &opts).expect("run")
 }
 
 #[test]
@@ -90,7 +64,7 @@ fn easy_without_an_estimate_is_a_typed_error() {
         admission: Some(AdmissionFactory::new(move || admission(&b, Some(&[])))),
         ..Default::default()
     };
-    let e = simulate_processes(&platform(4), &[compute(1, 1)], &|| Box::new(Spin), &opts)
+    let e = simulate_processes(&proc_platform(4), &[compute(1, 1)], &|| Box::new(Spin), &opts)
         .unwrap_err();
     assert_eq!(
         e.to_string(),

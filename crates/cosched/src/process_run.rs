@@ -104,7 +104,10 @@ fn proc_error(cfg: &RunConfig, e: ProcError) -> Error {
             let (field, what) = job_field(job);
             Error::Run(format!("{origin}: {field}: {what}{}", detail(e.to_string())))
         }
-        ProcError::Deadlock { .. } | ProcError::Invariant(_) | ProcError::Admission(_) => {
+        ProcError::Deadlock { .. }
+        | ProcError::Invariant(_)
+        | ProcError::Admission(_)
+        | ProcError::Slot(_) => {
             Error::Run(format!("{origin}: {e}"))
         }
     }
@@ -205,10 +208,12 @@ pub fn run_process_config_recording(cfg: &RunConfig, timeline: bool) -> Result<R
         }
         ProcAdmission::Gang(g) => {
             opts.mpl = g.rows;
+            opts.slots = Some(cosched_policies::process::gang::factory(g.clone()));
             opts.gang = Some(g);
         }
         ProcAdmission::GangPerturb { gang, perturb } => {
             opts.mpl = gang.rows;
+            opts.slots = Some(cosched_policies::process::gang::factory(gang.clone()));
             opts.gang = Some(gang);
             opts.perturb = Some(perturb);
         }

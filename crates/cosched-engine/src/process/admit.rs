@@ -4,13 +4,12 @@
 //! its questions about the nodes, validates each start and carries it out
 //! (placement by the run's rule, [`place::choose_nodes`]). Without a policy the
 //! reference admission, strict FCFS under the MPL, decides. Gang mode admits
-//! through its matrix instead (`admit_gang`, [`gang`]).
+//! through its slot policy instead ([`super::slots`]).
 
-use super::{kb, place, Ev, ProcError, Sim};
+use super::{kb, place, ProcError, Sim};
 use cosched_contract::admission::{
     AdmissionControl, AdmissionError, AdmissionEvent, AdmissionPolicy, Fcfs,
 };
-use cosched_contract::node::Pid;
 use cosched_des::SimTime;
 use std::sync::Arc;
 
@@ -62,27 +61,8 @@ impl AdmissionControl for Sim<'_> {
             .collect()
     }
     fn start(&mut self, job: usize, among: &[u32]) -> Result<(), AdmissionError> {
-        let queued = job < self.jobs.len()
-            && self.records[job].is_none()
-            && self.jobs[job].submit <= self.q.now();
-        if !queued {
-            return Err(AdmissionError::NotQueued(job));
-        }
-        let sorted = among.windows(2).all(|w| w[0] < w[1]);
-        if let Some(&node) = among
-            .iter()
-            .find(|&&n| n >= self.plat.nodes || !self.has_room(job, n) || !sorted)
-        {
-            return Err(AdmissionError::NoRoom { job, node });
-        }
+        self.check_start(job, among, |n| self.has_room(job, n))?;
         let (size, rpn) = (self.jobs[job].nodes_needed(), self.jobs[job].ranks_per_node);
-        if (among.len() as u32) < size {
-            return Err(AdmissionError::TooFew {
-                job,
-                need: size,
-                offered: among.len() as u32,
-            });
-        }
         let chosen = self.choose_nodes(among, size as usize, true);
         let ranks = self.jobs[job].program.size() as usize;
         let per_rank: Vec<u32> = (0..ranks).map(|r| chosen[r / rpn as usize]).collect();
@@ -93,6 +73,39 @@ impl AdmissionControl for Sim<'_> {
 }
 
 impl Sim<'_> {
+    /// Checks a start of job `job` on its nodes among `among`: the job waits
+    /// for admission, `among` is ascending, each of its nodes exists and has
+    /// `room` for it, and there are enough of them.
+    pub(super) fn check_start(
+        &self,
+        job: usize,
+        among: &[u32],
+        room: impl Fn(u32) -> bool,
+    ) -> Result<(), AdmissionError> {
+        let queued = job < self.jobs.len()
+            && self.records[job].is_none()
+            && self.jobs[job].submit <= self.q.now();
+        if !queued {
+            return Err(AdmissionError::NotQueued(job));
+        }
+        let sorted = among.windows(2).all(|w| w[0] < w[1]);
+        if let Some(&node) = among
+            .iter()
+            .find(|&&n| n >= self.plat.nodes || !sorted || !room(n))
+        {
+            return Err(AdmissionError::NoRoom { job, node });
+        }
+        let size = self.jobs[job].nodes_needed();
+        if (among.len() as u32) < size {
+            return Err(AdmissionError::TooFew {
+                job,
+                need: size,
+                offered: among.len() as u32,
+            });
+        }
+        Ok(())
+    }
+
     /// Whether node `n` has room for `ranks_per_node` more processes of job `j`
     /// (and their memory, with memory-aware admission).
     fn has_room(&self, j: usize, n: u32) -> bool {
@@ -103,14 +116,19 @@ impl Sim<'_> {
             && (!self.opts.memory_aware || nd.committed_kb + need <= kb(self.plat.job_memory_mb))
     }
 
-    /// Tells the admission (the policy, or gang's matrix) what happened now and
+    /// Tells the admission (the policy, or gang's slot policy) what happened now and
     /// carries out its starts. A start the engine refuses stops the run.
     pub(super) fn admit(&mut self, event: AdmissionEvent, now: SimTime) {
         let Some(mut policy) = self.admission.take() else {
-            if let AdmissionEvent::Arrived(j) = event {
-                self.pending.push_back(j);
+            if self.slots.is_none() {
+                // A job ended while the admission policy was deciding (a start
+                // ran a job to its end at once): it sees the room at its next call.
+                return;
             }
-            return self.admit_gang(now);
+            return match event {
+                AdmissionEvent::Arrived(j) => self.slot_arrival(j, now),
+                AdmissionEvent::Ended(_) => self.slot_next(now),
+            };
         };
         if let Err(e) = policy.on_events(&[event], self) {
             self.failure.get_or_insert(ProcError::Admission(e));
@@ -122,7 +140,12 @@ impl Sim<'_> {
     /// ([`place::choose_nodes`]; PACKING fills the least-loaded layer first).
     /// A gang row is itself the layer: `by_load = false` places within it by
     /// first fit, whatever the other rows hold.
-    fn choose_nodes(&mut self, eligible: &[u32], size: usize, by_load: bool) -> Vec<u32> {
+    pub(super) fn choose_nodes(
+        &mut self,
+        eligible: &[u32],
+        size: usize,
+        by_load: bool,
+    ) -> Vec<u32> {
         let nodes = &self.nodes;
         place::choose_nodes(
             self.opts.placement,
@@ -131,49 +154,5 @@ impl Sim<'_> {
             |n| if by_load { nodes[n as usize].load } else { 0 },
             &mut self.rng,
         )
-    }
-
-    /// Gang admission: FCFS, each job into the first matrix row with room.
-    fn admit_gang(&mut self, now: SimTime) {
-        while let Some(&j) = self.pending.front() {
-            // `rpn` consecutive ranks per node, each in its own CPU column.
-            let rpn = self.jobs[j].ranks_per_node;
-            let size = self.jobs[j].nodes_needed() as usize;
-            let need = kb(self.jobs[j].program.memory_mb) * i64::from(rpn);
-            let capacity = kb(self.plat.job_memory_mb);
-            let g = self.gang.as_ref().expect("gang mode");
-            let nodes = &self.nodes;
-            let aware = self.opts.memory_aware;
-            let Some((row, eligible)) = g.find_row(size, rpn as usize, |n| {
-                !aware || nodes[n as usize].committed_kb + need <= capacity
-            }) else {
-                return;
-            };
-            let picked = self.choose_nodes(&eligible, size, false);
-            let ranks = self.jobs[j].program.size() as usize;
-            let chosen: Vec<u32> = (0..ranks).map(|r| picked[r / rpn as usize]).collect();
-            self.pending.pop_front();
-            let first = self.procs.len() as Pid;
-            let g = self.gang.as_mut().expect("gang mode");
-            g.place(j, row, &chosen, first);
-            g.flex_place(j, &self.jobs[j].program.app());
-            if g.active.is_none() {
-                // The cycle was stopped (empty matrix): this row's slot starts now.
-                g.active = Some(row);
-                g.gen += 1;
-                let (gen, quantum) = (g.gen, g.slot_quantum());
-                self.q
-                    .schedule(now + quantum, Ev::GangSwitch { gen })
-                    .expect("future");
-                g.est.slot_start(now);
-                if let Some(pt) = &mut self.perturb {
-                    pt.job_started(j, first, &chosen);
-                    pt.slot_start(self.gang.as_ref().expect("gang mode"), now);
-                }
-            } else if let Some(pt) = &mut self.perturb {
-                pt.job_started(j, first, &chosen);
-            }
-            self.start_job(j, chosen, now);
-        }
     }
 }

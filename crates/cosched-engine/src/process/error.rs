@@ -23,6 +23,8 @@ pub enum ProcError {
     Options(String),
     #[error("invalid admission decision: {0}")]
     Admission(#[from] cosched_contract::admission::AdmissionError),
+    #[error("invalid slot decision: {0}")]
+    Slot(#[from] cosched_contract::slots::SlotError),
     #[error("job {job}: rank {rank} sends to rank {to}, which does not exist")]
     BadRank { job: usize, rank: Rank, to: Rank },
     #[error("deadlock at t={time}: {waiting} process(es) wait for messages that can never arrive; first: {first}{dump}")]

@@ -1,10 +1,10 @@
 //! Flexible gang scheduling (seed 003) on tiny scenarios: per-job quanta, I/O
 //! interrupts, the gang bit, fragment filling and the round cost.
 
-use super::flexgang::{FlexParams, GangBit, LowGang};
 use super::gang::GangParams;
 use super::policy::NodePolicy;
 use super::*;
+use cosched_contract::process::{FlexParams, GangBit, LowGang};
 use cosched_model::node::OsConfig;
 use cosched_model::program::Builder;
 
@@ -56,15 +56,14 @@ fn io_job(io_ms: i64) -> ProcJob {
 
 fn opts(quantum_ms: i64, rows: u32, switch_us: i64, flex: FlexParams) -> ProcOptions {
     ProcOptions {
-        gang: Some(GangParams {
+        record_timeline: true,
+        ..super::testkit::gang_options(GangParams {
             quantum: SimTime::from_ms(quantum_ms),
             rows,
             switch: SimTime::from_us(switch_us),
             alternate: false,
             flex,
-        }),
-        record_timeline: true,
-        ..Default::default()
+        })
     }
 }
 
@@ -189,37 +188,6 @@ fn fill_gives_fragments_to_low_gangedness_jobs_only() {
 }
 
 #[test]
-fn fill_keeps_a_jobs_processes_within_the_fairness_bound() {
-    let mut m = gang::Matrix::new(
-        GangParams {
-            quantum: SimTime::from_ms(10),
-            rows: 2,
-            switch: SimTime::ZERO,
-            alternate: true,
-            flex: FlexParams {
-                fill: true,
-                low: LowGang::Declared(vec!["lo".into()]),
-                fair: SimTime::from_ms(5),
-                ..Default::default()
-            },
-        },
-        2,
-        1,
-        1,
-    );
-    m.place(0, 1, &[0, 1], 0);
-    m.flex_place(0, "lo");
-    m.active = Some(0);
-    assert_eq!(m.choose(0, &[None], |_| true), Some(0));
-    // Pid 0 got 6 ms of fragments, pid 1 none: pid 0 is past the bound.
-    assert!(m.flex_ran(0, 0, SimTime::from_ms(6), SimTime::from_ms(6)));
-    assert_eq!(m.choose(0, &[None], |_| true), None);
-    assert_eq!(m.choose(1, &[None], |_| true), Some(1));
-    assert!(m.flex_ran(1, 0, SimTime::from_ms(2), SimTime::from_ms(8)));
-    assert_eq!(m.choose(0, &[None], |_| true), Some(0), "back within 5 ms of pid 1");
-}
-
-#[test]
 fn round_precomputation_adds_to_the_switch_starting_each_round() {
     // One row, 95 ms of work in 10 ms slots: 9 switches of 1 ms.
     let jobs = [compute("a", 95)];
@@ -294,7 +262,7 @@ fn auto_mix(low: LowGang) -> ProcOutput {
     ];
     let opts = ProcOptions {
         mpl: 3,
-        gang: Some(GangParams {
+        ..super::testkit::gang_options(GangParams {
             quantum: SimTime::from_ms(10),
             rows: 3,
             switch: SimTime::ZERO,
@@ -307,8 +275,7 @@ fn auto_mix(low: LowGang) -> ProcOutput {
                 est_quantum: SimTime::from_ms(1),
                 ..Default::default()
             },
-        }),
-        ..Default::default()
+        })
     };
     simulate_processes(&plat, &jobs, &|| Box::new(Spin), &opts).expect("run")
 }

@@ -53,15 +53,14 @@ fn compute(p: u32, ms: i64) -> ProcJob {
 
 fn gang(quantum_ms: i64, switch_us: i64, alternate: bool) -> ProcOptions {
     ProcOptions {
-        gang: Some(GangParams {
+        record_timeline: true,
+        ..super::testkit::gang_options(GangParams {
             quantum: SimTime::from_ms(quantum_ms),
             rows: 3,
             switch: SimTime::from_us(switch_us),
             alternate,
             flex: Default::default(),
-        }),
-        record_timeline: true,
-        ..Default::default()
+        })
     }
 }
 

@@ -47,29 +47,10 @@
 //! calls "at least a factor of five" apart (S003 §5.2).
 
 use crate::os::Pid;
-pub use cosched_contract::process::{GangednessParams, DEFAULT_RATIO_THRESHOLD, DEFAULT_WINDOW};
+pub use cosched_contract::process::{
+    GangClass, GangednessParams, DEFAULT_RATIO_THRESHOLD, DEFAULT_WINDOW,
+};
 use cosched_des::SimTime;
-
-/// A job's gangedness class.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum GangClass {
-    /// Too few records yet.
-    Unknown,
-    /// Low gangedness: tolerates interruptions, uses fragments.
-    Low,
-    /// High gangedness: must be ganged.
-    High,
-}
-
-impl GangClass {
-    pub fn name(self) -> &'static str {
-        match self {
-            GangClass::Unknown => "unknown",
-            GangClass::Low => "low",
-            GangClass::High => "high",
-        }
-    }
-}
 
 /// Running counts of one set of records.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

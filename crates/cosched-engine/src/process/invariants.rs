@@ -100,12 +100,12 @@ impl Sim<'_> {
         }
         // Gang: every slot switch idles every CPU for the switch cost, and no switch
         // is in progress at the end (nothing runs during one, so no job ends then).
-        if let Some(g) = &self.gang {
-            let idle = g.flex.switch_ns;
-            if idle < g.switches as i64 * g.params.switch.as_ns() {
+        if let (Some(g), Some(params)) = (&self.slots, &self.opts.gang) {
+            let idle = g.idle_ns;
+            let switches = self.counters.gang_switches;
+            if idle < switches as i64 * params.switch.as_ns() {
                 return bad(format!(
-                    "{} gang switches idled only {idle} ns in total",
-                    g.switches
+                    "{switches} gang switches idled only {idle} ns in total"
                 ));
             }
             let span = self.q.now().as_ns();

@@ -92,6 +92,10 @@ pub struct ProcOptions {
     /// Gang scheduling instead of FCFS admission under `mpl`: the matrix has
     /// `rows` rows (the MPL) and the nodes run only the active row ([`gang`]).
     pub gang: Option<gang::GangParams>,
+    /// Gang mode: the slot policy that decides with these parameters
+    /// ([`super::slots`]; `cosched_policies::process::gang::factory`).
+    /// Required with `gang`.
+    pub slots: Option<cosched_contract::slots::SlotFactory>,
     /// The admission policy outside gang mode ([`admit`]; `None`: the
     /// reference strict FCFS under `mpl`, `cosched_contract::admission::Fcfs`).
     pub admission: Option<admit::AdmissionFactory>,
@@ -111,6 +115,7 @@ impl Default for ProcOptions {
             time_limit: SimTime::from_secs(DEFAULT_TIME_LIMIT_S),
             event_limit: DEFAULT_EVENT_LIMIT,
             gang: None,
+            slots: None,
             admission: None,
             perturb: None,
         }

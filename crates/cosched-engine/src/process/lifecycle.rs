@@ -94,7 +94,6 @@ impl Sim<'_> {
     /// Every foreground job has finished: background jobs waiting for admission are
     /// dropped and every running background process is stopped where it is.
     pub(super) fn stop_background(&mut self, now: SimTime) {
-        self.pending.clear();
         // Only background processes are left: no page-in starts any more.
         for n in &mut self.nodes {
             n.page_queue.clear();

@@ -67,7 +67,6 @@ mod cpu;
 mod deadlock;
 mod error;
 mod events;
-pub mod flexgang;
 pub mod gang;
 pub mod gangedness;
 mod hooks;
@@ -81,6 +80,7 @@ mod net;
 mod osnoise;
 mod output;
 pub mod perturb;
+pub mod slots;
 pub mod place;
 mod setup;
 mod state;
@@ -167,11 +167,12 @@ enum Ev {
     Tick {
         node: u32,
     },
-    /// End of a gang slot: every CPU is taken back and the global switch starts.
+    /// The gang slot policy's slot timer ([`slots`]: the end of a slot, or a
+    /// re-plan such as an emptied row).
     GangSwitch {
         gen: u64,
     },
-    /// End of the global switch: the next row's slot starts.
+    /// End of the global switch ([`slots`]): the slot policy picks the next slot.
     GangResume {
         gen: u64,
     },
@@ -191,8 +192,8 @@ struct Sim<'a> {
     /// First pid of each admitted job.
     job_pids: Vec<Option<Pid>>,
     ranks_left: Vec<u32>,
-    /// The gang matrix, in gang mode.
-    gang: Option<gang::Matrix>,
+    /// Gang mode: the slot policy and the engine's slot state ([`slots`]).
+    slots: Option<slots::Slots>,
     /// The perturbation harness ([`perturb`]), gang mode only.
     perturb: Option<perturb::Perturber>,
     /// Priority inversion of disk-woken processes ([`inversion`]).
@@ -200,8 +201,6 @@ struct Sim<'a> {
     records: Vec<Option<ProcJobRecord>>,
     /// Whether each job has ended (set once, checked: a job ends exactly once).
     ended: Vec<bool>,
-    /// Gang mode: jobs waiting for a matrix row, in FCFS order.
-    pending: std::collections::VecDeque<usize>,
     /// The admission policy (outside gang mode; taken out while it decides).
     admission: Option<Box<dyn AdmissionPolicy>>,
     /// The first refused decision; it stops the run.
@@ -286,15 +285,11 @@ pub fn simulate_processes(
         procs: Vec::new(),
         job_pids: vec![None; jobs.len()],
         ranks_left: vec![0; jobs.len()],
-        gang: opts
-            .gang
-            .clone()
-            .map(|g| gang::Matrix::new(g, plat.nodes, plat.cpus_per_node, jobs.len())),
+        slots: slots::Slots::of(opts, plat.nodes, plat.cpus_per_node, jobs.len()),
         perturb: opts.perturb.clone().map(perturb::Perturber::new),
         inversion: inversion::Inversion::new(plat.nodes),
         records: vec![None; jobs.len()],
         ended: vec![false; jobs.len()],
-        pending: Default::default(),
         admission: admit::policy_of(opts),
         failure: None,
         arrivals_left: jobs.len(),
@@ -405,7 +400,7 @@ impl Sim<'_> {
             timeline: self.timeline.unwrap_or_default(),
             end: self.q.now(),
             perturb: self.perturb.map(perturb::Perturber::finish),
-            gangedness: self.gang.map(|g| g.gangedness(self.jobs.len())),
+            gangedness: self.slots.map(|s| s.gangedness(self.jobs.len())),
         })
     }
 }
@@ -441,14 +436,12 @@ impl<'a> Sim<'a> {
                     let p = &mut self.procs[to as usize];
                     debug_assert!(matches!(p.wait, Some(Waiting { cond: Cond::Io, .. })));
                     p.wait = None;
-                    if let Some(g) = &mut self.gang {
-                        g.flex_io_done(to);
-                    }
+                    self.slot_io_wake(to);
                     self.inversion_io_woken(to, now);
                     self.wake(to, EnqueueReason::IoDone, now);
                 }
-                Ev::GangSwitch { gen } => self.gang_switch(gen, now),
-                Ev::GangResume { gen } => self.gang_resume(gen, now),
+                Ev::GangSwitch { gen } => self.slot_timer(gen, now),
+                Ev::GangResume { gen } => self.slot_switch_done(gen, now),
                 Ev::Timer { node } => {
                     self.policy_timer(node, now);
                     if self.stuck() {
@@ -477,7 +470,7 @@ impl<'a> Sim<'a> {
     /// charge interrupts; they never satisfy a wait). Gang mode is left to the time
     /// limit.
     fn stuck(&self) -> bool {
-        if self.gang.is_some() || self.arrivals_left > 0 {
+        if self.slots.is_some() || self.arrivals_left > 0 {
             return false;
         }
         if self
@@ -498,67 +491,6 @@ impl<'a> Sim<'a> {
         })
     }
 
-    // ----- gang slots ------------------------------------------------------
-
-    /// End of a slot: every CPU of the machine is taken back, and the machine
-    /// idles for the global switch; with an empty matrix the cycle stops.
-    fn gang_switch(&mut self, gen: u64, now: SimTime) {
-        let g = self.gang.as_mut().expect("gang mode");
-        if g.gen != gen {
-            return;
-        }
-        if g.next_row().is_none() {
-            g.active = None;
-            return;
-        }
-        g.switching = true;
-        g.switches += 1;
-        self.counters.gang_switches += 1;
-        let resume = now + g.switch_cost();
-        for node in 0..self.plat.nodes {
-            for cpu in 0..self.plat.cpus_per_node {
-                if let Some(pid) = self.nodes[node as usize].cpus[cpu as usize].cur {
-                    self.account(node, cpu, now);
-                    self.release_cpu(node, cpu, pid, Stop::Preempted, now);
-                    self.nodes[node as usize]
-                        .sched
-                        .enqueue(pid, Wake::Preempted, now);
-                }
-            }
-        }
-        if let Some(pt) = &mut self.perturb {
-            pt.slot_end(now);
-        }
-        self.gang.as_mut().expect("gang mode").est_slot_end(now);
-        self.q
-            .schedule(resume, Ev::GangResume { gen })
-            .expect("future");
-    }
-
-    /// End of the global switch: the next non-empty row's slot starts.
-    fn gang_resume(&mut self, gen: u64, now: SimTime) {
-        let g = self.gang.as_mut().expect("gang mode");
-        if g.gen != gen {
-            return;
-        }
-        g.switching = false;
-        g.active = g.next_row();
-        if g.active.is_none() {
-            return;
-        }
-        let quantum = g.slot_quantum();
-        g.est.slot_start(now);
-        self.q
-            .schedule(now + quantum, Ev::GangSwitch { gen })
-            .expect("future");
-        if let Some(pt) = &mut self.perturb {
-            pt.slot_start(self.gang.as_ref().expect("gang mode"), now);
-        }
-        for node in 0..self.plat.nodes {
-            self.schedule(node, now);
-        }
-    }
-
     fn finish_rank(&mut self, pid: Pid, now: SimTime) {
         let (j, node) = (self.procs[pid as usize].job, self.procs[pid as usize].node);
         self.set_state(pid, PState::Done, now);
@@ -574,11 +506,8 @@ impl<'a> Sim<'a> {
         n.committed_kb -= mem;
         n.sched.exit(pid);
         n.procs.retain(|&p| p != pid);
-        if let Some(g) = &mut self.gang {
-            g.flex_blocked(pid);
-            g.est.on_finished(pid);
-        }
         n.load -= 1;
+        self.slot_process_end(pid);
         self.debug_check_memory(node);
         self.pump_paging(node, now);
         self.ranks_left[j] -= 1;
@@ -594,9 +523,7 @@ impl<'a> Sim<'a> {
             if let Some(pt) = &mut self.perturb {
                 pt.job_done(j, now);
             }
-            if let Some(g) = &mut self.gang {
-                g.free(j);
-            }
+            self.slot_job_end(j);
             if !self.jobs[j].background {
                 self.fg_left -= 1;
                 if self.fg_left == 0 {
@@ -605,14 +532,6 @@ impl<'a> Sim<'a> {
                 }
             }
             self.admit(AdmissionEvent::Ended(j), now);
-            // The active row emptied: switch to the next row at once.
-            if let Some(g) = &mut self.gang {
-                if !g.switching && g.active.is_some() && g.active_empty() {
-                    g.gen += 1;
-                    let gen = g.gen;
-                    self.q.schedule(now, Ev::GangSwitch { gen }).expect("now");
-                }
-            }
         }
     }
 
@@ -626,21 +545,9 @@ impl<'a> Sim<'a> {
                 cpu += 1;
                 continue;
             }
-            let hint = if let Some(g) = &self.gang {
-                // Gang mode: the slot dispatcher decides, the node's Dispatcher obeys.
-                let procs = &self.procs;
-                let ok =
-                    |p: Pid| procs[p as usize].state == PState::Ready && !procs[p as usize].paging;
-                let curs: Vec<Option<Pid>> = self.nodes[node as usize]
-                    .cpus
-                    .iter()
-                    .map(|c| c.cur)
-                    .collect();
-                let hint = g.choose(node, &curs, ok);
-                match &self.perturb {
-                    Some(pt) => pt.choose(g, node, hint, ok),
-                    None => hint,
-                }
+            let hint = if self.slots.is_some() {
+                // Gang mode: the slot policy decides, the node's Dispatcher obeys.
+                self.slot_pick(node)
             } else {
                 let view = View {
                     now,
@@ -689,7 +596,7 @@ impl<'a> Sim<'a> {
         if let Some(pt) = &mut self.perturb {
             pt.on_progress(pid, used);
         }
-        if let Some(g) = &mut self.gang {
+        if let Some(g) = &mut self.slots {
             g.est.on_progress(pid, used, now);
         }
         let spun = elapsed - used;
@@ -711,11 +618,7 @@ impl<'a> Sim<'a> {
         c.cur = None;
         self.segs
             .clear((node * self.plat.cpus_per_node + cpu) as usize);
-        if let Some(g) = &mut self.gang {
-            if g.flex_ran(pid, self.procs[pid as usize].job, ran, now) {
-                self.counters.gang_fragment_ns += ran.as_ns();
-            }
-        }
+        self.slot_ran(pid, self.procs[pid as usize].job, ran, now);
         let state = match why {
             Stop::Preempted | Stop::Expired => PState::Ready,
             Stop::Blocked => PState::Blocked,
@@ -739,9 +642,7 @@ impl<'a> Sim<'a> {
         }
         self.account(node, cpu, now);
         self.release_cpu(node, cpu, pid, Stop::Blocked, now);
-        if let Some(g) = &mut self.gang {
-            g.flex_blocked(pid);
-        }
+        self.slot_block(pid);
         let p = &mut self.procs[pid as usize];
         p.blocked_at = now;
         if let Some(w) = &mut p.wait {
@@ -774,7 +675,7 @@ impl<'a> Sim<'a> {
             .sched
             .enqueue(pid, Wake::Woken { slept }, now);
         if !self.preempt_for(node, pid, now) {
-            self.flex_preempt(pid, now);
+            self.slot_preempt(pid, now);
         }
         self.schedule(node, now);
     }

@@ -295,9 +295,7 @@ impl Sim<'_> {
         if let Some(pt) = &mut self.perturb {
             pt.on_message(to);
         }
-        if let Some(g) = &mut self.gang {
-            g.est.on_message(to, now);
-        }
+        self.slot_message(to, now);
         self.message_arrived(to, now);
         self.condition_changed(to, now);
     }

@@ -38,9 +38,9 @@
 //! of the mean message count of non-gang-non-running to gang quanta (S003 Fig. 10;
 //! a high ratio means low gangedness).
 
-use super::gang::Matrix;
 use crate::os::Pid;
 pub use cosched_contract::process::{Choice, Kind, PerturbParams};
+use cosched_contract::slots::MatrixView;
 use cosched_des::{RngStreams, SimTime};
 
 /// Perturbations per batch and their spacing in the target's slots (S003 §4).
@@ -249,7 +249,7 @@ impl Perturber {
     }
 
     /// A slot starts with row `active` (after a switch or at the first admission).
-    pub fn slot_start(&mut self, m: &Matrix, now: SimTime) {
+    pub fn slot_start(&mut self, m: &dyn MatrixView, now: SimTime) {
         self.in_slot = true;
         self.slot += 1;
         self.slot_start = now;
@@ -257,7 +257,7 @@ impl Perturber {
         self.progress.iter_mut().for_each(|x| *x = 0);
         self.perturbed.clear();
         let own_row = m.row_of(self.target);
-        self.own_now = !self.done && own_row.is_some() && m.active == own_row;
+        self.own_now = !self.done && own_row.is_some() && m.active() == own_row;
         if self.first_pid.is_none() || self.done {
             return;
         }
@@ -288,12 +288,12 @@ impl Perturber {
     /// while it is not runnable: the quantum is the target's).
     pub fn choose(
         &self,
-        m: &Matrix,
+        m: &dyn MatrixView,
         node: u32,
         hint: Option<Pid>,
         runnable: impl Fn(Pid) -> bool,
     ) -> Option<Pid> {
-        if !self.in_slot || m.switching || self.perturbed.is_empty() {
+        if !self.in_slot || self.perturbed.is_empty() {
             return hint;
         }
         let hit = self
@@ -303,10 +303,10 @@ impl Perturber {
         if !hit {
             return hint;
         }
-        let active = m.active?;
+        let active = m.active()?;
         match self.params.kind {
             Kind::Takeaway => {
-                let rows = m.params.rows as usize;
+                let rows = m.rows();
                 (1..rows)
                     .map(|k| (active + k) % rows)
                     .filter_map(|r| m.cell(r, node).map(|(_, p)| p))

@@ -31,13 +31,6 @@ fn run(target: &str, kind: Kind, choice: Choice, count: u32, seed: u64) -> Pertu
     ];
     let opts = ProcOptions {
         mpl: 2,
-        gang: Some(GangParams {
-            quantum: SimTime(Q),
-            rows: 2,
-            switch: SimTime::ZERO,
-            alternate: false,
-            flex: Default::default(),
-        }),
         perturb: Some(PerturbParams {
             kind,
             choice,
@@ -45,7 +38,13 @@ fn run(target: &str, kind: Kind, choice: Choice, count: u32, seed: u64) -> Pertu
             span: QUANTA,
             seed,
         }),
-        ..Default::default()
+        ..super::testkit::gang_options(GangParams {
+            quantum: SimTime(Q),
+            rows: 2,
+            switch: SimTime::ZERO,
+            alternate: false,
+            flex: Default::default(),
+        })
     };
     let out = simulate_processes(&plat, &jobs, &|| Box::new(Spin), &opts).expect("run");
     out.perturb.expect("perturb output")

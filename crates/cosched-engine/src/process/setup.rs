@@ -28,6 +28,15 @@ pub(super) fn validate(
                 "gang admits through its matrix: no admission policy with gang".into(),
             ));
         }
+        if opts.slots.is_none() {
+            return Err(ProcError::Options(
+                "gang needs a slot policy (options `slots`) to decide its slots".into(),
+            ));
+        }
+    } else if opts.slots.is_some() {
+        return Err(ProcError::Options(
+            "a slot policy needs the gang parameters (options `gang`)".into(),
+        ));
     }
     if let Some(p) = &opts.perturb {
         if opts.gang.is_none() || jobs.is_empty() {

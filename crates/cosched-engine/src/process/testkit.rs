@@ -115,3 +115,14 @@ pub fn os_model(k: u8) -> OsConfig {
         _ => OsConfig::Rr { quantum_ms: 20.0 },
     }
 }
+
+/// Gang-mode options: `params` decided by the gang slot policy (the engine's
+/// own tests).
+#[cfg(test)]
+pub fn gang_options(params: super::gang::GangParams) -> super::ProcOptions {
+    super::ProcOptions {
+        slots: Some(cosched_policies::process::gang::factory(params.clone())),
+        gang: Some(params),
+        ..Default::default()
+    }
+}

@@ -419,14 +419,13 @@ fn ranks_per_node_places_consecutive_ranks_on_one_node() {
     );
     let gang = ProcOptions {
         mpl: 2,
-        gang: Some(gang::GangParams {
+        ..super::testkit::gang_options(gang::GangParams {
             quantum: SimTime::from_ms(100),
             rows: 2,
             switch: SimTime::ZERO,
             alternate: false,
             flex: Default::default(),
-        }),
-        ..Default::default()
+        })
     };
     // Gang places each rank in a CPU column of its node: uniprocessor nodes have one.
     assert!(err(2, gang).contains("gang: ranks_per_node 2 exceeds the 1 CPU columns"));

@@ -1,6 +1,7 @@
 //! Gang scheduling, SCore-D like (seed 000 §2.2, §5; seed 001 §5.2).
 //!
-//! Algorithm (run by `cosched_engine::process::gang`): an Ousterhout matrix
+//! Algorithm ([`Gang`], a [`SlotPolicy`]: it decides, the mechanism preempts,
+//! idles and dispatches): an Ousterhout matrix
 //! whose rows are time slots and whose columns are the nodes. A job of P
 //! processes is placed in the first row with P free cells (on P distinct nodes;
 //! PACKING by default, the configuration's `placement = "random"` draws the
@@ -28,7 +29,7 @@
 //! - `alternate` (false): alternate scheduling of other rows' processes.
 //!
 //! Flexible gang scheduling (seed 003 §2, §3.2, §6; algorithm in
-//! `cosched_engine::process::flexgang`; defaults give plain gang):
+//! [`super::flexgang`]; defaults give plain gang):
 //! - `quanta` (none): per-job quanta, `app:ms/app:ms` (e.g.
 //!   `io-bound:10/Barrier:20`); a row's slot lasts the longest quantum of its
 //!   jobs (S003 §3.2 varies each job's quantum separately);
@@ -54,11 +55,16 @@
 //!   of `round_slots` slots is precomputed at a cost of `round_us`, added to the
 //!   switch starting each round (S003 §2; magnitude assumption G-S003-FLEX).
 
+use super::flexgang::{Flex, Grid};
 use super::ProcAdmission;
 use crate::registry::{ParamInfo, PolicyInfo, PolicySpec, RegistryError};
+use cosched_contract::node::Pid;
 use cosched_contract::process::GangParams;
 use cosched_contract::process::{FlexParams, GangBit, LowGang, DEFAULT_EST_QUANTUM};
 use cosched_contract::process::{GangednessParams, DEFAULT_RATIO_THRESHOLD, DEFAULT_WINDOW};
+use cosched_contract::slots::{
+    Interrupt, MatrixView, SlotDecision, SlotFactory, SlotPolicy, SlotSetup, SlotView,
+};
 use cosched_des::SimTime;
 
 pub fn info() -> PolicyInfo {
@@ -224,4 +230,279 @@ pub fn build(spec: &PolicySpec) -> Result<ProcAdmission, RegistryError> {
             est_quantum,
         },
     }))
+}
+
+/// The slot policy of `params`, for each run.
+pub fn factory(params: GangParams) -> SlotFactory {
+    SlotFactory::new(move |setup| Box::new(Gang::new(params.clone(), setup)))
+}
+
+/// Gang scheduling with the Ousterhout matrix (the module documentation
+/// states the algorithm), with the flexible options of [`super::flexgang`].
+#[derive(Clone, Debug)]
+pub struct Gang {
+    params: GangParams,
+    grid: Grid,
+    /// Row of each job (by job index), once placed.
+    row_of: Vec<Option<usize>>,
+    /// The active row, `None` while the cycle is stopped.
+    active: Option<usize>,
+    /// A global switch is in progress (every node idle).
+    switching: bool,
+    /// Slot switches asked for.
+    switches: u64,
+    /// Jobs waiting for admission, FCFS.
+    queue: std::collections::VecDeque<usize>,
+    /// The row of the job being admitted (between `Admit` and `on_started`).
+    placing: Option<usize>,
+    /// A job ended at this instant: the active row may have emptied.
+    ended: bool,
+    flex: Flex,
+}
+
+impl Gang {
+    pub fn new(params: GangParams, setup: SlotSetup) -> Self {
+        let rows = params.rows as usize;
+        Self {
+            flex: Flex::new(params.flex.clone()),
+            grid: Grid::new(rows, setup.nodes, setup.cpus),
+            row_of: vec![None; setup.jobs],
+            params,
+            active: None,
+            switching: false,
+            switches: 0,
+            queue: Default::default(),
+            placing: None,
+            ended: false,
+        }
+    }
+
+    /// The length of the active row's slot: the longest quantum of its jobs.
+    fn slot_quantum(&self) -> SimTime {
+        let q = self.params.quantum;
+        let Some(r) = self.active else {
+            return q;
+        };
+        self.grid.cells[r]
+            .iter()
+            .flatten()
+            .map(|&(j, _)| self.flex.quantum(j, q))
+            .max()
+            .unwrap_or(q)
+    }
+
+    fn run(&self, row: usize, v: &dyn SlotView) -> SlotDecision {
+        SlotDecision::Run {
+            row,
+            until: v.now() + self.slot_quantum(),
+        }
+    }
+
+    /// The processes of job `j`.
+    fn job_pids(&self, j: usize) -> impl Iterator<Item = Pid> + '_ {
+        let row = self.row_of[j].map(|r| &self.grid.cells[r]);
+        row.into_iter()
+            .flatten()
+            .filter_map(move |c| c.filter(|&(k, _)| k == j).map(|(_, p)| p))
+    }
+}
+
+impl MatrixView for Gang {
+    fn rows(&self) -> usize {
+        self.grid.rows()
+    }
+    fn active(&self) -> Option<usize> {
+        self.active
+    }
+    fn row_of(&self, job: usize) -> Option<usize> {
+        self.row_of.get(job).copied().flatten()
+    }
+    fn cell(&self, row: usize, node: u32) -> Option<(usize, Pid)> {
+        self.grid.cells.get(row)?;
+        self.grid
+            .node_cells(row, node)
+            .iter()
+            .copied()
+            .flatten()
+            .next()
+    }
+    fn placed(&self) -> Vec<(usize, Vec<Pid>)> {
+        let mut out: Vec<(usize, Vec<Pid>)> = Vec::new();
+        for row in &self.grid.cells {
+            for &(j, p) in row.iter().flatten() {
+                match out.iter_mut().find(|(k, _)| *k == j) {
+                    Some((_, v)) => v.push(p),
+                    None => out.push((j, vec![p])),
+                }
+            }
+        }
+        for (_, v) in &mut out {
+            v.sort_unstable();
+        }
+        out
+    }
+}
+
+impl SlotPolicy for Gang {
+    fn name(&self) -> String {
+        "gang".into()
+    }
+
+    fn on_arrival(&mut self, job: usize, _v: &dyn SlotView) {
+        self.queue.push_back(job);
+    }
+
+    /// FCFS: the queue head goes into the first row with its nodes' columns
+    /// free (and their memory, with memory-aware admission); else it waits,
+    /// later jobs behind it. After a job's end, an emptied active row ends its
+    /// slot at once.
+    fn next(&mut self, v: &dyn SlotView) -> Option<SlotDecision> {
+        if let Some(&j) = self.queue.front() {
+            let (size, rpn) = (v.nodes_needed(j) as usize, v.ranks_per_node(j) as usize);
+            if let Some((row, among)) = self.grid.find_row(size, rpn, |n| v.fits_memory(j, n)) {
+                self.queue.pop_front();
+                self.placing = Some(row);
+                return Some(SlotDecision::Admit { job: j, among });
+            }
+        }
+        let emptied = std::mem::take(&mut self.ended)
+            && !self.switching
+            && self.active.is_some_and(|r| self.grid.row_empty(r));
+        emptied.then(|| SlotDecision::WakeAt(v.now()))
+    }
+
+    fn on_started(
+        &mut self,
+        job: usize,
+        first: Pid,
+        nodes: &[u32],
+        v: &dyn SlotView,
+    ) -> Vec<SlotDecision> {
+        let row = self.placing.take().expect("on_started follows an Admit");
+        self.grid.place(row, nodes, |k| (job, first + k as Pid));
+        self.row_of[job] = Some(row);
+        self.flex.place(job, &v.app(job));
+        if self.active.is_some() {
+            return Vec::new();
+        }
+        // The cycle was stopped (empty matrix): this row's slot starts now.
+        self.active = Some(row);
+        vec![self.run(row, v)]
+    }
+
+    fn on_process_end(&mut self, pid: Pid) {
+        self.flex.blocked(pid);
+    }
+
+    fn on_job_end(&mut self, job: usize, _v: &dyn SlotView) {
+        if let Some(r) = self.row_of[job] {
+            self.grid.clear(r, |&(j, _)| j == job);
+        }
+        self.ended = true;
+    }
+
+    /// End of a slot: the global switch (the synchronization cost, plus the
+    /// round precomputation when a round starts); with an empty matrix the
+    /// cycle stops.
+    fn on_slot_timer(&mut self, _v: &dyn SlotView) -> Vec<SlotDecision> {
+        if self.grid.next_row(self.active).is_none() {
+            self.active = None;
+            return vec![SlotDecision::Stop];
+        }
+        self.switching = true;
+        self.switches += 1;
+        let idle = self.params.switch + self.flex.round_cost(self.switches);
+        vec![SlotDecision::Switch { idle }]
+    }
+
+    /// End of the global switch: the next non-empty row's slot starts.
+    fn on_switch_done(&mut self, v: &dyn SlotView) -> Vec<SlotDecision> {
+        self.switching = false;
+        self.active = self.grid.next_row(self.active);
+        match self.active {
+            Some(r) => vec![self.run(r, v)],
+            None => vec![SlotDecision::Stop],
+        }
+    }
+
+    fn on_io_wake(&mut self, pid: Pid) {
+        self.flex.io_done(pid);
+    }
+
+    fn on_block(&mut self, pid: Pid) {
+        self.flex.blocked(pid);
+    }
+
+    /// Time outside the process's own row's slot is fragment time.
+    fn on_ran(&mut self, pid: Pid, job: usize, ran: SimTime) {
+        if self.active.is_some() && self.row_of[job] != self.active {
+            self.flex.add_fragment(pid, ran);
+        }
+    }
+
+    /// A process with I/O priority; else a runnable process of the active row
+    /// on the node; else, if a column of the active row lends its CPU and fewer
+    /// CPUs than such columns already run lent time, a fragment for another
+    /// row's process (the flexible options' choice). A column lends its CPU
+    /// when it is empty (with `alternate`) or its process, of a job with the
+    /// gang bit, is neither runnable nor running.
+    fn pick(&self, node: u32, v: &dyn SlotView) -> Option<Pid> {
+        if self.switching {
+            return None;
+        }
+        let r = self.active?;
+        if let Some(p) = self.flex.choose_prio(&self.grid, node, v) {
+            return Some(p);
+        }
+        let own = self.grid.node_cells(r, node);
+        if let Some(&(_, p)) = own.iter().flatten().find(|&&(_, p)| v.runnable(p)) {
+            return Some(p);
+        }
+        let curs = v.running(node);
+        let lending = own
+            .iter()
+            .filter(|c| match c {
+                None => self.params.alternate,
+                Some((j, p)) => self.flex.yields(*j) && !curs.contains(&Some(*p)),
+            })
+            .count();
+        let lent = curs
+            .iter()
+            .flatten()
+            .filter(|&&p| !self.flex.has_prio(p) && !own.iter().flatten().any(|&(_, q)| q == p))
+            .count();
+        if lent >= lending {
+            return None;
+        }
+        let rows = self.grid.rows();
+        let cands: Vec<(usize, Pid)> = (1..rows)
+            .map(|k| (r + k) % rows)
+            .flat_map(|q| self.grid.node_cells(q, node).iter().flatten().copied())
+            .filter(|&(_, p)| v.runnable(p))
+            .collect();
+        self.flex.choose_fragment(&cands, |j| self.job_pids(j), v)
+    }
+
+    fn on_wake(&self, pid: Pid, node: u32, v: &dyn SlotView) -> Option<Interrupt> {
+        if self.switching {
+            return None;
+        }
+        let own = self.grid.node_cells(self.active?, node);
+        let cpu = self.flex.victim(own, pid, &v.running(node), v)?;
+        Some(Interrupt {
+            cpu: cpu as u32,
+            io: self.flex.has_prio(pid),
+        })
+    }
+
+    fn matrix(&self) -> Option<&dyn MatrixView> {
+        Some(self)
+    }
+
+    fn dump(&self) -> String {
+        format!(
+            "active row {:?}, switching {}, queued {:?}",
+            self.active, self.switching, self.queue
+        )
+    }
 }

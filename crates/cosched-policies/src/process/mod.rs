@@ -5,14 +5,16 @@
 //! Admission is a policy behind the process-level admission contract
 //! (`cosched_contract::admission`): FCFS (strict or not) is the contract's
 //! reference `Fcfs`, EASY backfilling is [`easy::Easy`]; [`batch::admission`]
-//! builds the batch scheme's. Gang scheduling's decisions (rows, slots, which
-//! process a CPU runs, fragments) still run inside the process engine
-//! (`cosched_engine::process::gang`, `flexgang`, `perturb`): the files here
-//! state their algorithm and parameters and turn a policy string into the
-//! engine's options.
+//! builds the batch scheme's. Gang scheduling is a policy behind the
+//! process-level slot contract (`cosched_contract::slots`): [`gang::Gang`]
+//! with the flexible options of [`flexgang`] decides rows, slots, which
+//! process a CPU runs and the fragments; [`gang::factory`] builds it for each
+//! run. The perturbation harness (`cosched_engine::process::perturb`) and the
+//! gangedness estimator are the mechanism's observers of the gang schedule.
 
 pub mod batch;
 pub mod easy;
+pub mod flexgang;
 pub mod gang;
 pub mod perturb;
 

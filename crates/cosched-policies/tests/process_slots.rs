@@ -1,0 +1,468 @@
+//! The process-level slot contract (`cosched_contract::slots`) and the gang
+//! policy behind it, on tiny scenarios worked out by hand: first each op of
+//! the policy against a hand-made view, then the engine carrying out the
+//! decisions, and decisions the engine cannot carry out.
+
+mod common;
+
+use common::{compute, proc_platform, Spin};
+use cosched_contract::admission::AdmissionError;
+use cosched_contract::node::Pid;
+use cosched_contract::process::{FlexParams, GangClass, GangParams, LowGang};
+use cosched_contract::slots::{
+    Interrupt, SlotDecision, SlotError, SlotFactory, SlotPolicy, SlotSetup, SlotView,
+};
+use cosched_des::SimTime;
+use cosched_engine::process::{simulate_processes, ProcError, ProcJob, ProcOptions, ProcOutput};
+use cosched_policies::process::gang::{factory, Gang};
+use std::cell::RefCell;
+
+const MS: fn(i64) -> SimTime = SimTime::from_ms;
+
+/// A machine as a hand-made view: jobs of `(nodes, ranks per node, app)`,
+/// the runnable processes and what each node's CPUs run.
+struct Machine {
+    now: SimTime,
+    nodes: u32,
+    cpus: u32,
+    jobs: Vec<(u32, u32, &'static str)>,
+    runnable: Vec<Pid>,
+    running: RefCell<Vec<Vec<Option<Pid>>>>,
+}
+
+impl Machine {
+    fn new(nodes: u32, cpus: u32, jobs: Vec<(u32, u32, &'static str)>) -> Self {
+        Self {
+            now: SimTime::ZERO,
+            nodes,
+            cpus,
+            jobs,
+            runnable: Vec::new(),
+            running: RefCell::new(vec![vec![None; cpus as usize]; nodes as usize]),
+        }
+    }
+}
+
+impl SlotView for Machine {
+    fn now(&self) -> SimTime {
+        self.now
+    }
+    fn nodes(&self) -> u32 {
+        self.nodes
+    }
+    fn cpus(&self) -> u32 {
+        self.cpus
+    }
+    fn nodes_needed(&self, job: usize) -> u32 {
+        self.jobs[job].0
+    }
+    fn ranks_per_node(&self, job: usize) -> u32 {
+        self.jobs[job].1
+    }
+    fn app(&self, job: usize) -> String {
+        self.jobs[job].2.into()
+    }
+    fn fits_memory(&self, _job: usize, _node: u32) -> bool {
+        true
+    }
+    fn runnable(&self, pid: Pid) -> bool {
+        self.runnable.contains(&pid)
+    }
+    fn running(&self, node: u32) -> Vec<Option<Pid>> {
+        self.running.borrow()[node as usize].clone()
+    }
+    fn gang_class(&self, _job: usize) -> GangClass {
+        GangClass::Unknown
+    }
+}
+
+fn params(quantum_ms: i64, rows: u32, alternate: bool, flex: FlexParams) -> GangParams {
+    GangParams {
+        quantum: MS(quantum_ms),
+        rows,
+        switch: SimTime::from_us(500),
+        alternate,
+        flex,
+    }
+}
+
+fn gang(p: GangParams, m: &Machine) -> Gang {
+    Gang::new(
+        p,
+        SlotSetup {
+            nodes: m.nodes,
+            cpus: m.cpus,
+            jobs: m.jobs.len(),
+        },
+    )
+}
+
+/// Admits job `job` through `next`, expecting the nodes `among`, and starts
+/// it at pid `first` on `nodes` (one per rank); returns `on_started`'s answer.
+fn admit(
+    g: &mut Gang,
+    m: &Machine,
+    job: usize,
+    among: &[u32],
+    first: Pid,
+    nodes: &[u32],
+) -> Vec<SlotDecision> {
+    g.on_arrival(job, m);
+    assert_eq!(
+        g.next(m),
+        Some(SlotDecision::Admit {
+            job,
+            among: among.to_vec()
+        })
+    );
+    g.on_started(job, first, nodes, m)
+}
+
+#[test]
+fn a_job_goes_into_the_first_row_with_room_and_starts_the_stopped_cycle() {
+    let m = Machine::new(2, 1, vec![(2, 1, "a"), (2, 1, "b"), (1, 1, "c")]);
+    let mut g = gang(params(10, 2, false, FlexParams::default()), &m);
+    assert_eq!(g.next(&m), None, "nothing waits");
+    // Job 0 on both nodes, row 0: the cycle was stopped, row 0 runs until 10 ms.
+    let d = admit(&mut g, &m, 0, &[0, 1], 0, &[0, 1]);
+    assert_eq!(
+        d,
+        vec![SlotDecision::Run {
+            row: 0,
+            until: MS(10)
+        }]
+    );
+    // Job 1 needs both nodes again: row 1; the cycle already runs.
+    assert_eq!(admit(&mut g, &m, 1, &[0, 1], 2, &[0, 1]), vec![]);
+    // Job 2 finds no row with room: it waits, FCFS.
+    g.on_arrival(2, &m);
+    assert_eq!(g.next(&m), None);
+    assert_eq!(g.dump(), "active row Some(0), switching false, queued [2]");
+}
+
+#[test]
+fn the_slot_timer_switches_every_node_to_the_next_row() {
+    // 2 jobs of 2 ranks, 2 rows, quantum 10 ms, switch 0.5 ms.
+    let mut m = Machine::new(2, 1, vec![(2, 1, "a"), (2, 1, "b")]);
+    let mut g = gang(params(10, 2, false, FlexParams::default()), &m);
+    admit(&mut g, &m, 0, &[0, 1], 0, &[0, 1]);
+    admit(&mut g, &m, 1, &[0, 1], 2, &[0, 1]);
+    m.runnable = vec![0, 1, 2, 3];
+    assert_eq!(
+        (g.pick(0, &m), g.pick(1, &m)),
+        (Some(0), Some(1)),
+        "row 0 runs"
+    );
+    m.now = MS(10);
+    assert_eq!(
+        g.on_slot_timer(&m),
+        vec![SlotDecision::Switch {
+            idle: SimTime::from_us(500)
+        }]
+    );
+    assert_eq!(g.pick(0, &m), None, "nothing runs during the switch");
+    m.now = MS(10) + SimTime::from_us(500);
+    assert_eq!(
+        g.on_switch_done(&m),
+        vec![SlotDecision::Run {
+            row: 1,
+            until: m.now + MS(10)
+        }]
+    );
+    assert_eq!(
+        (g.pick(0, &m), g.pick(1, &m)),
+        (Some(2), Some(3)),
+        "both nodes switched"
+    );
+}
+
+#[test]
+fn an_emptied_active_row_ends_its_slot_at_once_and_an_empty_matrix_stops() {
+    let mut m = Machine::new(2, 1, vec![(2, 1, "a"), (2, 1, "b")]);
+    let mut g = gang(params(10, 2, false, FlexParams::default()), &m);
+    admit(&mut g, &m, 0, &[0, 1], 0, &[0, 1]);
+    admit(&mut g, &m, 1, &[0, 1], 2, &[0, 1]);
+    m.now = MS(4);
+    g.on_process_end(0);
+    g.on_process_end(1);
+    g.on_job_end(0, &m);
+    assert_eq!(
+        g.next(&m),
+        Some(SlotDecision::WakeAt(MS(4))),
+        "row 0 emptied"
+    );
+    assert_eq!(g.next(&m), None, "asked once");
+    g.on_slot_timer(&m);
+    assert_eq!(
+        g.on_switch_done(&m),
+        vec![SlotDecision::Run {
+            row: 1,
+            until: MS(14)
+        }]
+    );
+    g.on_job_end(1, &m);
+    assert_eq!(g.next(&m), Some(SlotDecision::WakeAt(MS(4))));
+    assert_eq!(
+        g.on_slot_timer(&m),
+        vec![SlotDecision::Stop],
+        "empty matrix"
+    );
+}
+
+#[test]
+fn alternate_lends_an_empty_cell_to_another_rows_process() {
+    // Row 0: job 0 on node 0; row 1: job 1 on nodes 0 and 1.
+    let mut m = Machine::new(2, 1, vec![(1, 1, "a"), (2, 1, "b")]);
+    for alternate in [false, true] {
+        let mut g = gang(params(100, 3, alternate, FlexParams::default()), &m);
+        admit(&mut g, &m, 0, &[0, 1], 0, &[0]);
+        // Job 1 needs both nodes: row 0 has only node 1 free, so row 1.
+        admit(&mut g, &m, 1, &[0, 1], 1, &[0, 1]);
+        m.runnable = vec![0, 1, 2];
+        assert_eq!(g.pick(0, &m), Some(0), "the active row first");
+        let lent = if alternate { Some(2) } else { None };
+        assert_eq!(g.pick(1, &m), lent, "node 1 has no row-0 process");
+        m.runnable = vec![0];
+        assert_eq!(g.pick(1, &m), None, "only a runnable process");
+    }
+}
+
+#[test]
+fn dual_cpu_nodes_run_two_processes_of_the_active_row() {
+    let mut m = Machine::new(2, 2, vec![(2, 2, "a"), (1, 1, "b"), (1, 1, "c")]);
+    let mut g = gang(params(100, 3, false, FlexParams::default()), &m);
+    admit(&mut g, &m, 0, &[0, 1], 0, &[0, 0, 1, 1]);
+    admit(&mut g, &m, 1, &[0, 1], 4, &[0]);
+    admit(&mut g, &m, 2, &[0, 1], 5, &[0]);
+    m.runnable = vec![0, 1, 2, 3, 4, 5];
+    assert_eq!(g.pick(0, &m), Some(0));
+    m.running.borrow_mut()[0][0] = Some(0);
+    m.runnable.retain(|&p| p != 0);
+    assert_eq!(g.pick(0, &m), Some(1), "node 0's second CPU runs rank 1");
+    // Without the gang bit or alternate, a blocked rank's CPU idles.
+    m.runnable = vec![2, 3, 4, 5];
+    assert_eq!(g.pick(0, &m), None);
+}
+
+#[test]
+fn an_io_woken_process_interrupts_the_active_row_and_keeps_priority_until_it_blocks() {
+    let flex = FlexParams {
+        io_preempt: true,
+        ..Default::default()
+    };
+    let mut m = Machine::new(1, 1, vec![(1, 1, "io"), (1, 1, "cpu")]);
+    let mut g = gang(params(50, 2, false, flex), &m);
+    admit(&mut g, &m, 0, &[0], 0, &[0]);
+    admit(&mut g, &m, 1, &[0], 1, &[0]);
+    g.on_slot_timer(&m);
+    g.on_switch_done(&m); // row 1 (the compute job) runs
+    m.runnable = vec![0];
+    m.running.borrow_mut()[0][0] = Some(1);
+    assert_eq!(g.on_wake(0, 0, &m), None, "no I/O priority yet");
+    g.on_io_wake(0);
+    assert_eq!(g.on_wake(0, 0, &m), Some(Interrupt { cpu: 0, io: true }));
+    m.running.borrow_mut()[0][0] = None;
+    m.runnable = vec![0, 1];
+    assert_eq!(g.pick(0, &m), Some(0), "priority over the active row");
+    g.on_block(0);
+    assert_eq!(g.pick(0, &m), Some(1), "the priority ends when it blocks");
+}
+
+#[test]
+fn fill_keeps_a_jobs_processes_within_the_fairness_bound() {
+    // Row 1 holds job 0 (low gangedness) on nodes 0 and 1; row 0 is empty
+    // after job 1 ends, so with `alternate` every CPU is a fragment.
+    let flex = FlexParams {
+        fill: true,
+        low: LowGang::Declared(vec!["lo".into()]),
+        fair: MS(5),
+        ..Default::default()
+    };
+    let mut m = Machine::new(2, 1, vec![(2, 1, "hi"), (2, 1, "lo")]);
+    let mut g = gang(params(10, 2, true, flex), &m);
+    admit(&mut g, &m, 0, &[0, 1], 0, &[0, 1]);
+    admit(&mut g, &m, 1, &[0, 1], 2, &[0, 1]);
+    g.on_job_end(0, &m);
+    m.runnable = vec![2, 3];
+    assert_eq!(g.pick(0, &m), Some(2));
+    // Pid 2 got 6 ms of fragments, pid 3 none: pid 2 is past the bound.
+    g.on_ran(2, 1, MS(6));
+    assert_eq!(g.pick(0, &m), None);
+    assert_eq!(g.pick(1, &m), Some(3));
+    g.on_ran(3, 1, MS(2));
+    assert_eq!(g.pick(0, &m), Some(2), "back within 5 ms of pid 3");
+}
+
+// ----- the engine carries the decisions out ---------------------------------
+
+fn run(jobs: &[ProcJob], p: GangParams, slots: SlotFactory) -> Result<ProcOutput, ProcError> {
+    let opts = ProcOptions {
+        mpl: p.rows,
+        gang: Some(p),
+        slots: Some(slots),
+        ..Default::default()
+    };
+    simulate_processes(&proc_platform(2), jobs, &|| Box::new(Spin), &opts)
+}
+
+#[test]
+fn the_engine_switches_both_nodes_at_each_slot_timer() {
+    // 2 jobs of 2 ranks computing 15 ms, 2 rows, quantum 10 ms, no switch
+    // cost: job 0 runs [0, 10) and [20, 25), job 1 [10, 20) and [25, 30)
+    // (job 0's end empties row 0: the switch comes at once).
+    let p = GangParams {
+        switch: SimTime::ZERO,
+        ..params(10, 2, false, FlexParams::default())
+    };
+    let out = run(&[compute(2, 15), compute(2, 15)], p.clone(), factory(p)).unwrap();
+    let ends: Vec<SimTime> = out.jobs.iter().map(|j| j.end).collect();
+    assert_eq!(ends, [MS(25), MS(30)]);
+    // Switches at 10, 20 and 25; at 30 the matrix is empty and the cycle stops.
+    assert_eq!(out.counters.gang_switches, 3);
+}
+
+/// A broken policy: the gang policy, but its decisions pass through `bend`.
+struct Bent {
+    inner: Gang,
+    bend: fn(&mut Gang, &dyn SlotView) -> Option<SlotDecision>,
+    pick: fn(&Gang, u32, &dyn SlotView) -> Option<Pid>,
+}
+
+impl SlotPolicy for Bent {
+    fn name(&self) -> String {
+        "bent".into()
+    }
+    fn on_arrival(&mut self, job: usize, v: &dyn SlotView) {
+        self.inner.on_arrival(job, v);
+    }
+    fn next(&mut self, v: &dyn SlotView) -> Option<SlotDecision> {
+        (self.bend)(&mut self.inner, v)
+    }
+    fn on_started(&mut self, j: usize, f: Pid, n: &[u32], v: &dyn SlotView) -> Vec<SlotDecision> {
+        self.inner.on_started(j, f, n, v)
+    }
+    fn on_job_end(&mut self, job: usize, v: &dyn SlotView) {
+        self.inner.on_job_end(job, v);
+    }
+    fn on_slot_timer(&mut self, v: &dyn SlotView) -> Vec<SlotDecision> {
+        self.inner.on_slot_timer(v)
+    }
+    fn on_switch_done(&mut self, v: &dyn SlotView) -> Vec<SlotDecision> {
+        self.inner.on_switch_done(v)
+    }
+    fn pick(&self, node: u32, v: &dyn SlotView) -> Option<Pid> {
+        (self.pick)(&self.inner, node, v)
+    }
+}
+
+fn bent(
+    p: &GangParams,
+    bend: fn(&mut Gang, &dyn SlotView) -> Option<SlotDecision>,
+    pick: fn(&Gang, u32, &dyn SlotView) -> Option<Pid>,
+) -> SlotFactory {
+    let p = p.clone();
+    SlotFactory::new(move |setup| {
+        Box::new(Bent {
+            inner: Gang::new(p.clone(), setup),
+            bend,
+            pick,
+        })
+    })
+}
+
+#[test]
+fn a_decision_naming_a_finished_job_is_an_error() {
+    // Job 0 (5 ms) ends; at job 1's arrival (10 ms) the policy admits job 0 again.
+    let p = params(10, 2, false, FlexParams::default());
+    let mut late = compute(1, 5);
+    late.submit = MS(10);
+    let jobs = [compute(1, 5), late];
+    let again = |g: &mut Gang, v: &dyn SlotView| match g.next(v) {
+        Some(SlotDecision::Admit { job: 1, among }) => Some(SlotDecision::Admit { job: 0, among }),
+        d => d,
+    };
+    let err = run(&jobs, p.clone(), bent(&p, again, |g, n, v| g.pick(n, v))).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            ProcError::Slot(SlotError::Start(AdmissionError::NotQueued(0)))
+        ),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_start_on_a_node_that_does_not_exist_or_too_few_nodes_is_an_error() {
+    let p = params(10, 2, false, FlexParams::default());
+    let jobs = [compute(2, 5)];
+    let far = |g: &mut Gang, v: &dyn SlotView| match g.next(v) {
+        Some(SlotDecision::Admit { job, .. }) => Some(SlotDecision::Admit {
+            job,
+            among: vec![0, 7],
+        }),
+        d => d,
+    };
+    let err = run(&jobs, p.clone(), bent(&p, far, |g, n, v| g.pick(n, v))).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            ProcError::Slot(SlotError::Start(AdmissionError::NoRoom { job: 0, node: 7 }))
+        ),
+        "{err}"
+    );
+    let one = |g: &mut Gang, v: &dyn SlotView| match g.next(v) {
+        Some(SlotDecision::Admit { job, .. }) => Some(SlotDecision::Admit {
+            job,
+            among: vec![1],
+        }),
+        d => d,
+    };
+    let err = run(&jobs, p.clone(), bent(&p, one, |g, n, v| g.pick(n, v))).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            ProcError::Slot(SlotError::Start(AdmissionError::TooFew {
+                job: 0,
+                need: 2,
+                offered: 1
+            }))
+        ),
+        "{err}"
+    );
+}
+
+#[test]
+fn running_a_process_of_another_node_is_an_error() {
+    // Node 1's CPU is told to run node 0's process.
+    let p = params(10, 2, false, FlexParams::default());
+    let jobs = [compute(2, 5)];
+    let other = |g: &Gang, node: u32, v: &dyn SlotView| g.pick(1 - node, v);
+    let err = run(&jobs, p.clone(), bent(&p, |g, v| g.next(v), other)).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            ProcError::Slot(SlotError::NotRunnable { pid: 1, node: 0 })
+        ),
+        "{err}"
+    );
+}
+
+#[test]
+fn gang_without_a_slot_policy_is_refused() {
+    let opts = ProcOptions {
+        gang: Some(params(10, 2, false, FlexParams::default())),
+        mpl: 2,
+        ..Default::default()
+    };
+    let err = simulate_processes(
+        &proc_platform(2),
+        &[compute(1, 1)],
+        &|| Box::new(Spin),
+        &opts,
+    )
+    .unwrap_err();
+    assert!(
+        err.to_string().contains("gang needs a slot policy"),
+        "{err}"
+    );
+}
