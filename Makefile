@@ -14,8 +14,9 @@
 #                programs, once per MPI present: Debian mpich libmpich-dev and/or
 #                openmpi-bin libopenmpi-dev; gfortran for the Fortran probe)
 #   make fuzz    a long fuzzing campaign: FUZZ_CASES (default 20000) cases per Rust
-#                target (SWF reader, configuration loader, policy strings) and
-#                FUZZ_EXAMPLES (default 2000) per hypothesis test (API, CLI)
+#                target (SWF reader, configuration loader, policy strings, registered
+#                policies run with random parameters) and FUZZ_EXAMPLES (default 2000)
+#                per hypothesis test (API, CLI, real execution's program files)
 #
 # Needs only Rust (cargo), Python 3.11 and a C toolchain; everything else comes from
 # PyPI (into .venv/) and crates.io (into target/).
@@ -41,7 +42,7 @@ RUN = env LD_LIBRARY_PATH="$(PY_LIBDIR)$${LD_LIBRARY_PATH:+:$$LD_LIBRARY_PATH}"
 .PHONY: help venv install install-test demo test lint rust-test clippy stubs check-stubs pytest bench real fuzz clean
 
 help:
-	@sed -n '2,18p' Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '2,19p' Makefile | sed 's/^# \{0,1\}//'
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -105,6 +106,7 @@ FUZZ_EXAMPLES ?= 2000
 fuzz: install-test
 	PROPTEST_CASES=$(FUZZ_CASES) $(RUN) $(CARGO) test -p cosched --test fuzz -- --nocapture
 	COSCHED_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(RUN) $(PY) -m pytest tests/python/test_reliability.py -q -k "api_extreme or cli_extreme"
+	COSCHED_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(RUN) $(PY) -m pytest tests/python/test_fuzz_program.py -q
 
 clean:
 	rm -rf $(VENV) target python/coscheduling/_core*.so .pytest_cache .ruff_cache .hypothesis cosched-demo build

@@ -37,7 +37,13 @@ static int coll_of(const char *s) {
     return -1;
 }
 
-/* Checks loop bodies lie inside their parent; adds up compute. */
+/* a * b for amounts >= 0, saturated at INT64_MAX (loop counts nested past 64 bits). */
+static int64_t sat_mul(int64_t a, int64_t b) {
+    int64_t r;
+    return __builtin_mul_overflow(a, b, &r) ? INT64_MAX : r;
+}
+
+/* Checks loop bodies lie inside their parent; adds up compute (saturated at INT64_MAX). */
 static int check_loops(const struct ir_op *ops, int n, int64_t mult, int64_t *compute, const char *path,
                        char *err, size_t errlen) {
     for (int i = 0; i < n; i++) {
@@ -46,11 +52,12 @@ static int check_loops(const struct ir_op *ops, int n, int64_t mult, int64_t *co
             if (o->b > n - i - 1)
                 return fail(err, errlen, path, o->line, "loop length %lld runs past the end of its body (%d lines left)",
                             (long long)o->b, n - i - 1);
-            int64_t m = o->kind == IR_LOOP ? mult * o->a : mult;
+            int64_t m = o->kind == IR_LOOP ? sat_mul(mult, o->a) : mult;
             if (check_loops(o + 1, (int)o->b, m, compute, path, err, errlen)) return -1;
             i += (int)o->b;
         } else if (o->kind == IR_COMPUTE || o->kind == IR_BURST) {
-            *compute += mult * o->a;
+            int64_t add = sat_mul(mult, o->a);
+            *compute = add > INT64_MAX - *compute ? INT64_MAX : *compute + add;
         }
     }
     return 0;

@@ -743,6 +743,8 @@ placement = "random"
         );
         let e = parse("latency_us = -1").platform().unwrap_err();
         assert!(e.contains("latency_us"), "{e}");
+        let e = parse("latency_us = 1e300").platform().unwrap_err();
+        assert!(e.starts_with("latency_us: must be a finite number between 0 and 1000000"), "{e}");
         // Absent overrides stay out of the canonical form.
         assert!(!serde_json::to_string(&parse("")).unwrap().contains("latency_us"));
     }

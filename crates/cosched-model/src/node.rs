@@ -178,6 +178,11 @@ pub fn default_disk_mb_s() -> f64 {
 /// thousand times slower or faster is refused, since its runs would take years
 /// of simulated time or resolve nothing.
 pub const CPU_SPEED_RANGE: (f64, f64) = (1e-3, 1e3);
+/// Plausible range of a platform's messaging and switching costs (latency, CPU
+/// overheads, interrupt, context switch), microseconds: up to a second.
+pub const COST_US_MAX: f64 = 1e6;
+/// Plausible range of a platform's network bandwidth, MB/s: 1 kB/s to 10 TB/s.
+pub const BANDWIDTH_MB_S_RANGE: (f64, f64) = (1e-3, 1e7);
 
 /// `Ok` when `v` is a finite number in `[lo, hi]`, else an error naming `name`.
 fn plausible(name: &str, v: f64, lo: f64, hi: f64) -> Result<(), String> {
@@ -224,14 +229,21 @@ impl NodePlatform {
             ));
         }
         plausible("cpu_speed", self.cpu_speed, CPU_SPEED_RANGE.0, CPU_SPEED_RANGE.1)?;
+        // Messaging and switching costs (the `[node_platform]` overrides): at most a
+        // second each, so the run's nanosecond arithmetic stays in range.
+        for (name, v) in [
+            ("latency_us", self.latency_us),
+            ("send_overhead_us", self.send_overhead_us),
+            ("recv_overhead_us", self.recv_overhead_us),
+            ("interrupt_us", self.interrupt_us),
+            ("context_switch_us", self.context_switch_us),
+        ] {
+            plausible(name, v, 0.0, COST_US_MAX)?;
+        }
+        let (lo, hi) = BANDWIDTH_MB_S_RANGE;
+        plausible("bandwidth_mb_s", self.bandwidth_mb_s, lo, hi)?;
         // A tick handler of up to 10 ms: beyond the plausible range of any OS timer.
         plausible("os_noise_tick_us", self.os_noise_tick_us, 0.0, 1e4)?;
-        if !(self.bandwidth_mb_s.is_finite() && self.bandwidth_mb_s > 0.0) {
-            return Err(format!(
-                "bandwidth_mb_s: must be a finite number > 0, got {}",
-                self.bandwidth_mb_s
-            ));
-        }
         if !(self.busy_watts.is_finite() && self.busy_watts >= self.idle_watts) {
             return Err(format!(
                 "busy_watts: must be finite and >= idle_watts, got {}",
@@ -373,12 +385,45 @@ mod tests {
     }
 
     #[test]
+    fn costs_beyond_the_plausible_range_are_refused_at_their_bounds() {
+        // A latency of 1e300 us once overflowed the run's nanosecond arithmetic (a panic).
+        let ok = NodePlatform::preset("lee4").unwrap();
+        for (field, lo, hi) in [
+            ("latency_us", 0.0, 1e6),
+            ("send_overhead_us", 0.0, 1e6),
+            ("recv_overhead_us", 0.0, 1e6),
+            ("interrupt_us", 0.0, 1e6),
+            ("context_switch_us", 0.0, 1e6),
+            ("bandwidth_mb_s", 1e-3, 1e7),
+        ] {
+            let with = |v: f64| {
+                let mut p = ok.clone();
+                *match field {
+                    "latency_us" => &mut p.latency_us,
+                    "send_overhead_us" => &mut p.send_overhead_us,
+                    "recv_overhead_us" => &mut p.recv_overhead_us,
+                    "interrupt_us" => &mut p.interrupt_us,
+                    "context_switch_us" => &mut p.context_switch_us,
+                    _ => &mut p.bandwidth_mb_s,
+                } = v;
+                p.validate()
+            };
+            assert_eq!(with(lo), Ok(()), "{field} = {lo}");
+            assert_eq!(with(hi), Ok(()), "{field} = {hi}");
+            for bad in [hi * 1.000001, 1e300, f64::INFINITY, f64::NAN, -1.0] {
+                let e = with(bad).unwrap_err();
+                assert!(e.starts_with(&format!("{field}: must be a finite number between ")), "{e}");
+            }
+        }
+    }
+
+    #[test]
     fn invalid_platforms_name_the_field() {
         let mut c = NodePlatform::preset("choi2004").unwrap();
         c.bandwidth_mb_s = 0.0;
         assert_eq!(
             c.validate().unwrap_err(),
-            "bandwidth_mb_s: must be a finite number > 0, got 0"
+            "bandwidth_mb_s: must be a finite number between 0.001 and 10000000 (the plausible range), got 0"
         );
         c.bandwidth_mb_s = 1.0;
         c.os = OsConfig::Rr { quantum_ms: -1.0 };

@@ -140,6 +140,43 @@ proptest! {
     }
 
     #[test]
+    fn policy_run((level, spec) in catalog_spec()) {
+        // A registered policy (every level, from the registries' own catalogs) with
+        // random values of its own parameters, run on a small workload: no panic, no
+        // violated engine invariant, and a result that passes the checks below.
+        let r = match level {
+            Level::Job => no_panic(&spec, || {
+                let trace = swf::parse_swf(SMALL_TRACE, "small.swf").expect("the small trace parses");
+                let (workload, machine) = swf::to_workload(&trace, &WorkloadOptions::default(), None)
+                    .expect("the small trace converts");
+                cosched::run_workload(&workload, &cosched::platform_of(&machine), &spec, Default::default(), 3, 10.0)
+            })?,
+            Level::Node | Level::Process => {
+                let (policy, node) = if level == Level::Node { ("fcfs", spec.as_str()) } else { (spec.as_str(), "nls") };
+                let text = format!("{SMALL_PROCESS}[scheduler]\npolicy = {policy:?}\nnode_policy = {node:?}\nmpl = 2\n");
+                let cfg = match RunConfig::from_str_with(&text, "fuzz.toml", None) {
+                    Ok(cfg) => cfg,
+                    Err(e) => {
+                        prop_assert!(e.to_string().starts_with("fuzz.toml: "), "{e}");
+                        return Ok(());
+                    }
+                };
+                no_panic(&spec, || cosched::run_config(&cfg))?
+            }
+        };
+        match r {
+            Ok(r) => {
+                prop_assert!(r.summary.utilization <= 1.0 + 1e-9, "{}: utilization {}", spec, r.summary.utilization);
+            }
+            Err(e) => {
+                let msg = e.to_string();
+                prop_assert!(!msg.contains("invariant violated"), "{}: {}", spec, msg);
+                prop_assert!(!msg.contains("internal error"), "{}: {}", spec, msg);
+            }
+        }
+    }
+
+    #[test]
     fn policy_spec(spec in prop_oneof![4 => policy_string(), 1 => "\\PC{0,24}"]) {
         // The one `name[key=value,...]` parser: an error names the string and a
         // position inside it (or just past its end); a result renders back to a
@@ -212,6 +249,26 @@ fn config_text() -> impl Strategy<Value = String> {
         "workload.load_scale",
         "workload.machine_size",
         "workload.max_jobs",
+        // `[node_platform]` overrides of the preset's costs and OS scheduler.
+        "node_platform.latency_us",
+        "node_platform.bandwidth_mb_s",
+        "node_platform.send_overhead_us",
+        "node_platform.recv_overhead_us",
+        "node_platform.interrupt_us",
+        "node_platform.context_switch_us",
+        "node_platform.os_noise_tick_us",
+        "node_platform.os",
+    ];
+    // One OS scheduler table per model, its parameter set to the value.
+    let os_models = vec![
+        "{ model = \"linux24\", tick_ms = V }",
+        "{ model = \"linux24\", base_ticks = V }",
+        "{ model = \"cfs\", latency_ms = V }",
+        "{ model = \"cfs\", min_granularity_ms = V, wakeup_granularity_ms = V }",
+        "{ model = \"mlfq\", quantum_scale = V }",
+        "{ model = \"rr\", quantum_ms = V }",
+        "{ model = \"nope\" }",
+        "V",
     ];
     let apps = vec![
         "Emp",
@@ -236,14 +293,22 @@ fn config_text() -> impl Strategy<Value = String> {
         prop::sample::select(apps),
         prop::sample::select(policies),
         any::<bool>(),
+        prop::sample::select(os_models),
     )
-        .prop_map(|(key, v, app, policy, process)| {
+        .prop_map(|(key, v, app, policy, process, os)| {
+            // An override line of the `[node_platform]` table, when the key is one.
+            let overrides = match key.strip_prefix("node_platform.") {
+                Some("os") => format!("os = {}\n", os.replace('V', &v)),
+                Some(field) if field != "nodes" && field != "cpu_speed" => format!("{field} = {v}\n"),
+                _ => String::new(),
+            };
             let mut seed = "0".to_string();
             let (mut procs, mut submit, mut noise, mut nice, mut rpn) =
                 ("4".to_string(), "0".to_string(), "0".to_string(), "0".to_string(), "1".to_string());
             let (mut mpl, mut nodes, mut speed) = ("2".to_string(), "4".to_string(), "1.0".to_string());
             let (mut tmax, mut emax, mut bsld) = ("1e7".to_string(), "2000000000".to_string(), "10".to_string());
             let (mut scale, mut size, mut maxj) = ("1".to_string(), "8".to_string(), "5".to_string());
+            let mut unused = String::new();
             let slot = match key {
                 "seed" => &mut seed,
                 "workload.jobs.procs" => &mut procs,
@@ -259,7 +324,8 @@ fn config_text() -> impl Strategy<Value = String> {
                 "metrics.bounded_slowdown_threshold_s" => &mut bsld,
                 "workload.load_scale" => &mut scale,
                 "workload.machine_size" => &mut size,
-                _ => &mut maxj,
+                "workload.max_jobs" => &mut maxj,
+                _ => &mut unused,
             };
             *slot = v;
             let common = format!(
@@ -267,7 +333,7 @@ fn config_text() -> impl Strategy<Value = String> {
             );
             if process {
                 format!(
-                    "fidelity = \"process\"\n{common}[node_platform]\npreset = \"lee4\"\nnodes = {nodes}\ncpu_speed = {speed}\n[workload]\njobs = [{{ app = \"{app}\", procs = {procs}, submit_s = {submit}, noise_cv = {noise}, nice = {nice}, ranks_per_node = {rpn} }}]\n[scheduler]\npolicy = \"{policy}\"\nnode_policy = \"nls\"\nmpl = {mpl}\n"
+                    "fidelity = \"process\"\n{common}[node_platform]\npreset = \"lee4\"\nnodes = {nodes}\ncpu_speed = {speed}\n{overrides}[workload]\njobs = [{{ app = \"{app}\", procs = {procs}, submit_s = {submit}, noise_cv = {noise}, nice = {nice}, ranks_per_node = {rpn} }}]\n[scheduler]\npolicy = \"{policy}\"\nnode_policy = \"nls\"\nmpl = {mpl}\n"
                 )
             } else {
                 format!(
@@ -324,3 +390,95 @@ fn policy_string() -> impl Strategy<Value = String> {
             }
         })
 }
+
+/// The level a registered policy runs at.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Level {
+    /// A job-level cluster policy or time-sharing model, on a trace.
+    Job,
+    /// A node-level policy (`scheduler.node_policy` at process fidelity).
+    Node,
+    /// A process-level cluster scheme (`scheduler.policy` at process fidelity).
+    Process,
+}
+
+/// Every registered policy: its level, name and parameter names.
+fn registered() -> Vec<(Level, &'static str, Vec<&'static str>)> {
+    let level = |l: &str| match l {
+        "node" => Level::Node,
+        "process" => Level::Process,
+        _ => Level::Job,
+    };
+    cosched::policies::catalog()
+        .into_iter()
+        .chain(cosched::timeshare::catalog())
+        .map(|i| {
+            (
+                level(i.level),
+                i.name,
+                i.params.iter().map(|p| p.name).collect(),
+            )
+        })
+        .collect()
+}
+
+/// A value of a policy parameter: small numbers, extremes, and the words the
+/// parameters take (booleans, modes, app lists).
+fn param_value() -> impl Strategy<Value = String> {
+    prop_oneof![
+        3 => (0u32..20).prop_map(|v| v.to_string()),
+        1 => (0u32..2000).prop_map(|v| format!("{}.{}", v / 100, v % 100)),
+        2 => prop::sample::select(vec![
+            "0", "-1", "1e-300", "1e300", "1e12", "1e-9", "nan", "inf", "4294967296",
+            "18446744073709551616", "", "true", "false", "auto", "easy", "takeaway", "giveaway",
+            "rr", "fixed", "Emp/Msg", "Msg:5/Emp:1e300", "Emp:0", "Msg:-1", "very-low", "high",
+            "hybrid", "nls", "x",
+        ])
+        .prop_map(str::to_string),
+    ]
+}
+
+/// A registered policy with 0 to 4 of its own parameters (now and then an unknown one).
+fn catalog_spec() -> impl Strategy<Value = (Level, String)> {
+    prop::sample::select(registered()).prop_flat_map(|(level, name, params)| {
+        let mut keys = params;
+        keys.push("x");
+        prop::collection::vec((prop::sample::select(keys), param_value()), 0..5).prop_map(
+            move |ps| {
+                if ps.is_empty() {
+                    return (level, name.to_string());
+                }
+                let items: Vec<String> = ps.iter().map(|(k, v)| format!("{k}={v}")).collect();
+                (level, format!("{name}[{}]", items.join(",")))
+            },
+        )
+    })
+}
+
+/// A small trace for job-level policies: 8 processors, jobs of every width, an
+/// over-estimate, an under-estimate and unknown estimates.
+const SMALL_TRACE: &str = "; MaxProcs: 8
+1 0 -1 100 4 -1 -1 4 200 -1 1 1 1 -1 -1 -1 -1 -1
+2 5 -1 50 8 -1 -1 8 60 -1 1 1 1 -1 -1 -1 -1 -1
+3 10 -1 30 2 -1 -1 2 20 -1 1 1 1 -1 -1 -1 -1 -1
+4 10 -1 400 1 -1 -1 1 -1 -1 1 1 1 -1 -1 -1 -1 -1
+5 20 -1 10 3 -1 -1 3 10 -1 1 1 1 -1 -1 -1 -1 -1
+6 300 -1 1 6 -1 -1 6 1000 -1 1 1 1 -1 -1 -1 -1 -1
+";
+
+/// A small process-level configuration (its `[scheduler]` table is added per case):
+/// messaging, barrier and compute-only jobs on 4 nodes, short runs bounded by the limits.
+const SMALL_PROCESS: &str = r#"fidelity = "process"
+seed = 3
+[limits]
+max_events = 20000
+max_sim_time_s = 1000
+[node_platform]
+preset = "lee4"
+[workload]
+jobs = [
+  { app = "Msg[quanta=20]", procs = 4 },
+  { app = "Barrier[quanta=20]", procs = 2, submit_s = 0.01 },
+  { app = "Emp[quanta=20]", procs = 4, submit_s = 0.02 },
+]
+"#;

@@ -190,6 +190,52 @@ fn implausible_physical_parameters_are_refused_with_the_field() {
 }
 
 #[test]
+fn durations_beyond_the_time_range_in_platform_costs_and_policy_parameters_are_input_errors() {
+    // Found by the fuzz targets `config_loader` and `policy_run`: each was a panic
+    // (nanosecond arithmetic overflowed) before its parameter got an upper bound.
+    let jobs = r#"{ app = "Msg[quanta=20]", procs = 4 }, { app = "Emp[quanta=20]", procs = 4 }"#;
+    let with_policy = |policy: &str, node: &str| {
+        process(jobs, "").replace(
+            "node_policy = \"nls\"",
+            &format!("policy = {policy:?}\nnode_policy = {node:?}"),
+        )
+    };
+    for (text, needle) in [
+        (
+            process(jobs, "latency_us = 1e300"),
+            "field `node_platform`: latency_us: must be a finite number between 0 and 1000000",
+        ),
+        (
+            process(jobs, "bandwidth_mb_s = 1e-300"),
+            "field `node_platform`: bandwidth_mb_s",
+        ),
+        (
+            with_policy("fcfs", "block[spin_us=18446744073709551616]"),
+            "parameter spin_us=\"18446744073709551616\": must be a finite number between 0 and 1e9",
+        ),
+        (
+            with_policy("easy[round_s=1e300]", "nls"),
+            "must be a positive number of seconds, at most 1e7",
+        ),
+        (
+            with_policy("gang[quantum_ms=18446744073709551616]", "nls"),
+            "parameter quantum_ms=\"18446744073709551616\": must be at most 1e6 s",
+        ),
+        (
+            with_policy("gang[quanta=Msg:1e300]", "nls"),
+            "parameter quanta=\"Msg:1e300\": must be at most 1e6 s",
+        ),
+        (
+            with_policy("gang-perturb[switch_us=1e300]", "nls"),
+            "parameter switch_us=\"1e300\": must be at most 1e6 s",
+        ),
+    ] {
+        let e = config_error(&text);
+        assert!(e.contains(".toml: ") && e.contains(needle), "{needle}: {e}");
+    }
+}
+
+#[test]
 fn engine_job_errors_name_the_configuration_entry_not_the_sorted_index() {
     // The wide job is the first of the file but the second by submit time.
     let jobs = r#"{ app = "Emp", procs = 32, submit_s = 5 }, { app = "Emp", procs = 4 }"#;
@@ -200,10 +246,7 @@ fn engine_job_errors_name_the_configuration_entry_not_the_sorted_index() {
     );
     let jobs = r#"{ app = "Emp", procs = 4 }, { app = "Emp", procs = 4, ranks_per_node = 9 }"#;
     let e = config_error(&process(jobs, ""));
-    assert!(
-        e.contains(".toml: ") && e.contains("ranks_per_node"),
-        "{e}"
-    );
+    assert!(e.contains(".toml: ") && e.contains("ranks_per_node"), "{e}");
 }
 
 #[test]
@@ -291,7 +334,10 @@ fn job_level_run_limits_name_the_key_and_are_engine_errors() {
     });
     assert!(!e.is_input(), "{e}");
     let text = e.to_string();
-    assert!(text.contains("time limit 50.500000000s reached at t=51.000000000s"), "{text}");
+    assert!(
+        text.contains("time limit 50.500000000s reached at t=51.000000000s"),
+        "{text}"
+    );
     assert!(text.contains("raise `limits.max_sim_time_s`"), "{text}");
 }
 

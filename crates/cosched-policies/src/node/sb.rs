@@ -43,14 +43,19 @@ pub fn info() -> PolicyInfo {
 }
 
 /// Parses a non-negative, finite microsecond parameter into a `SimTime`.
+/// The largest time parameter of a node policy, microseconds (1000 s: far beyond any
+/// spin, period or interval of the seeds, and small enough that a run's time
+/// arithmetic with it stays within the nanosecond range).
+pub(crate) const MAX_MICROS: f64 = 1e9;
+
 pub(crate) fn micros(spec: &PolicySpec, key: &str, default: f64) -> Result<SimTime, RegistryError> {
     let v: f64 = spec.get(key, default)?;
-    if !(v.is_finite() && v >= 0.0) {
+    if !(v.is_finite() && (0.0..=MAX_MICROS).contains(&v)) {
         return Err(RegistryError::BadValue {
             policy: spec.name.clone(),
             param: key.to_string(),
             value: spec.params.get(key).cloned().unwrap_or_default(),
-            msg: "must be a finite number >= 0".into(),
+            msg: format!("must be a finite number between 0 and {MAX_MICROS:e}"),
         });
     }
     Ok(SimTime((v * 1000.0).round() as i64))

@@ -34,7 +34,7 @@
 //!
 //! Parameters: `backfill` (`none` | `easy`, default `none`), `strict` (default
 //! `true`), `estimates` (`request` | `perfect`, default `request`), `round_s`
-//! (default 600, > 0).
+//! (default 600, > 0 and at most 1e7).
 
 use super::ProcAdmission;
 use cosched_contract::admission::{AdmissionPolicy, Fcfs};
@@ -128,12 +128,14 @@ fn bad(spec: &PolicySpec, param: &str, value: String, msg: &str) -> RegistryErro
 fn estimates(spec: &PolicySpec) -> Result<Estimates, RegistryError> {
     let kind: String = spec.get("estimates", "request".to_string())?;
     let round_s: f64 = spec.get("round_s", 600.0)?;
-    if !(round_s.is_finite() && round_s > 0.0) {
+    // At most 1e7 s (the process-level run's default time limit): a larger
+    // granularity overflowed the estimates' nanosecond arithmetic.
+    if !(round_s.is_finite() && round_s > 0.0 && round_s <= 1e7) {
         return Err(bad(
             spec,
             "round_s",
             round_s.to_string(),
-            "must be a positive number of seconds",
+            "must be a positive number of seconds, at most 1e7",
         ));
     }
     match kind.as_str() {

@@ -94,6 +94,9 @@ pub fn info() -> PolicyInfo {
 
 // Longer than the function-length cap (clippy.toml): the gang scheme's parameters read one after the other.
 #[allow(clippy::too_many_lines)]
+/// The longest duration a gang parameter may give, milliseconds (1e6 s).
+pub const MAX_DURATION_MS: f64 = 1e9;
+
 pub fn build(spec: &PolicySpec) -> Result<ProcAdmission, RegistryError> {
     spec.expect_only(&[
         "quantum_ms",
@@ -212,6 +215,25 @@ pub fn build(spec: &PolicySpec) -> Result<ProcAdmission, RegistryError> {
     let est_quantum = SimTime::from_secs_f64(est_quantum_ms / 1e3);
     if !(est_quantum_ms.is_finite() && est_quantum > SimTime::ZERO) {
         return Err(bad("est_quantum_ms", "must be > 0"));
+    }
+    // Every duration at most MAX_DURATION_MS: larger ones overflowed the run's
+    // nanosecond arithmetic (a quantum of 1.8e19 ms was a panic).
+    let durations_ms = [
+        ("quantum_ms", quantum_ms),
+        ("switch_us", switch_us / 1e3),
+        ("fair_ms", fair_ms),
+        ("round_us", round_us / 1e3),
+        ("est_quantum_ms", est_quantum_ms),
+    ];
+    let per_job = quanta
+        .iter()
+        .map(|(_, q)| ("quanta", q.as_secs_f64() * 1e3));
+    if let Some((key, _)) = durations_ms
+        .into_iter()
+        .chain(per_job)
+        .find(|(_, ms)| *ms > MAX_DURATION_MS)
+    {
+        return Err(bad(key, "must be at most 1e6 s (1e9 ms, 1e12 us)"));
     }
     Ok(ProcAdmission::Gang(GangParams {
         quantum,

@@ -101,6 +101,12 @@ pub fn build(spec: &PolicySpec) -> Result<ProcAdmission, RegistryError> {
     if span == 0 {
         return Err(bad("span", "must be at least 1"));
     }
+    // As for gang: durations beyond 1e6 s overflowed the run's nanosecond arithmetic.
+    for (key, ms) in [("quantum_ms", quantum_ms), ("switch_us", switch_us / 1e3)] {
+        if ms > super::gang::MAX_DURATION_MS {
+            return Err(bad(key, "must be at most 1e6 s (1e9 ms, 1e12 us)"));
+        }
+    }
     Ok(ProcAdmission::GangPerturb {
         gang: GangParams {
             quantum,
