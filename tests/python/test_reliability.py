@@ -273,6 +273,26 @@ def test_the_command_reaches_its_ctrl_c_handler_without_importing_anything_slow(
     assert r.stdout.strip() == "[]", r.stdout
 
 
+def test_ctrl_c_during_the_imports_of_the_command_exits_130_with_one_line():
+    # `cli.main` imports click before its own handler; under load that import took seconds, and a
+    # Ctrl-C then printed a KeyboardInterrupt traceback and the process died by SIGINT (-2).
+    code = ("import coscheduling.cli as cli, coscheduling.entry as entry\n"
+            "def importing_click():\n    raise KeyboardInterrupt\n"
+            "cli.main = importing_click\nentry.main()\n")
+    r = subprocess.run([str(PY), "-c", code], capture_output=True, text=True)
+    assert (r.returncode, r.stderr) == (130, "cosched: interrupted\n"), (r.returncode, r.stderr)
+
+
+def test_an_interrupted_command_exits_at_once_whatever_python_would_run_at_exit():
+    # After the message nothing may run: an exit handler that interrupts again (as a second Ctrl-C
+    # or a KeyboardInterrupt still pending would) changes neither the exit code nor the output.
+    code = ("import atexit, coscheduling.entry as entry\n"
+            "def again():\n    raise KeyboardInterrupt\n"
+            "atexit.register(again)\nprint('partial output', end='')\nentry.interrupted()\n")
+    r = subprocess.run([str(PY), "-c", code], capture_output=True, text=True)
+    assert (r.returncode, r.stdout, r.stderr) == (130, "partial output", "cosched: interrupted\n"), r
+
+
 @pytest.mark.skipif(not COSCHED.is_file(), reason="needs the installed cosched command")
 @pytest.mark.parametrize("delay", [0.3, 0.8, 4.0], ids=["importing", "start-up", "running"])
 def test_ctrl_c_exits_130_with_one_line_at_any_moment(tmp_path, delay):
