@@ -148,7 +148,10 @@ def one_iteration(tmp: Path, finegrain: Path, kind: str, delay: float, rng: rand
         # 130 and `cosched: interrupted` when the signal fell during the run, 0 if it ended first;
         # a signal before anything was launched (interpreter start-up) may end the process at once.
         allowed = (0, 130) if launched else (0, 130, -signal.SIGINT, -signal.SIGTERM, -signal.SIGHUP)
-        if kind in ("run-SIGTERM", "run-SIGINT", "run-SIGHUP") and proc.returncode not in allowed:
+        # A Ctrl-C in the interpreter's first moments (before any cosched code runs) may also end
+        # it with Python's own start-up failure (docs/architecture.md, Interruption).
+        startup = not launched and proc.returncode == 1 and text.startswith("Could not import runpy module")
+        if kind in ("run-SIGTERM", "run-SIGINT", "run-SIGHUP") and proc.returncode not in allowed and not startup:
             problems.append(f"{kind}: `cosched run` exited {proc.returncode}, expected 130 (or 0):\n{text}")
         if kind in ("rank-SIGKILL", "launcher-SIGKILL") and not problems:
             # The run goes on: the victim's job fails, the other job completes.
