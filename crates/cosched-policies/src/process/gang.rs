@@ -92,11 +92,11 @@ pub fn info() -> PolicyInfo {
     }
 }
 
-// Longer than the function-length cap (clippy.toml): the gang scheme's parameters read one after the other.
-#[allow(clippy::too_many_lines)]
 /// The longest duration a gang parameter may give, milliseconds (1e6 s).
 pub const MAX_DURATION_MS: f64 = 1e9;
 
+// Longer than the function-length cap (clippy.toml): the gang scheme's parameters read one after the other.
+#[allow(clippy::too_many_lines)]
 pub fn build(spec: &PolicySpec) -> Result<ProcAdmission, RegistryError> {
     spec.expect_only(&[
         "quantum_ms",
