@@ -93,6 +93,20 @@ pub struct JobRecord {
     pub nodes: u32,
 }
 
+impl JobRecord {
+    /// The record of a job that has not started (yet), with the status it gets
+    /// if it never does.
+    pub(crate) fn unstarted(status: JobStatus) -> Self {
+        Self {
+            start: None,
+            end: None,
+            status,
+            alloc: Vec::new(),
+            nodes: 0,
+        }
+    }
+}
+
 /// Counters of one run.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct EngineStats {
@@ -225,8 +239,6 @@ impl ClusterView for View<'_> {
 }
 
 /// Runs `policy` over `workload` on `platform` until every job has ended.
-// Longer than the function-length cap (clippy.toml): the job-level event loop; to be split into setup, loop and records.
-#[allow(clippy::too_many_lines)]
 pub fn simulate(
     workload: &Workload,
     platform: &Platform,
@@ -234,7 +246,27 @@ pub fn simulate(
     opts: &SimOptions,
 ) -> Result<SimOutput, EngineError> {
     platform.validate()?;
-    let jobs = &workload.jobs;
+    check_workload(&workload.jobs)?;
+    let mut run = Run::new(&workload.jobs, platform, policy.name(), opts);
+    let per_event = opts.event_order == EventOrder::PerEvent;
+    while let Some(now) = run.next_instant() {
+        run.check_limits(now)?;
+        run.queue.advance_to(now).expect("instants are increasing");
+        if run.collect_events(now, per_event) {
+            run.deliver(now, per_event, policy)?;
+            run.check_stalled(now, policy)?;
+        }
+    }
+    Ok(SimOutput {
+        records: run.records,
+        stats: run.stats,
+        policy: run.policy_name,
+    })
+}
+
+/// The workload's own checks: sorted by submit time, and every estimate an upper
+/// bound of its runtime unless the job is killed at it.
+fn check_workload(jobs: &[JobSpec]) -> Result<(), EngineError> {
     if let Some(i) = jobs.windows(2).position(|w| w[1].submit < w[0].submit) {
         return Err(EngineError::Unsorted(i + 1));
     }
@@ -250,255 +282,314 @@ pub fn simulate(
             runtime: j.runtime,
         });
     }
-    let total = platform.total_procs();
-    let ppn = platform.procs_per_node;
-    let streams = RngStreams::new(opts.seed);
-    let mut alloc = Allocator::new(total, opts.placement, &streams);
-    let mut queue: EventQueue<Internal> = EventQueue::new();
-    let mut state = vec![State::Pending; jobs.len()];
-    let mut records: Vec<JobRecord> = vec![
-        JobRecord {
-            start: None,
-            end: None,
-            status: JobStatus::Rejected,
-            alloc: Vec::new(),
-            nodes: 0
-        };
-        jobs.len()
-    ];
-    let mut stats = EngineStats::default();
-    let policy_name = policy.name();
-    let mut next_submit = 0usize;
-    let mut waiting = 0usize;
-    let mut events: Vec<Event> = Vec::new();
-    let mut decisions: Vec<Decision> = Vec::new();
-    let mut timer: Option<(SimTime, cosched_des::EventId)> = None;
-    let mut idle_calls: u64 = 0;
-    let mut running = 0usize;
+    Ok(())
+}
 
-    loop {
-        let t_sub = jobs.get(next_submit).map(|j| j.submit);
-        let t_q = queue.peek_time();
-        let now = match (t_sub, t_q) {
-            (None, None) => break,
-            (Some(a), None) | (None, Some(a)) => a,
-            (Some(a), Some(b)) => a.min(b),
-        };
+/// The state of a run between two instants.
+struct Run<'a> {
+    jobs: &'a [JobSpec],
+    opts: &'a SimOptions,
+    policy_name: String,
+    total: u32,
+    ppn: u32,
+    alloc: Allocator,
+    queue: EventQueue<Internal>,
+    state: Vec<State>,
+    records: Vec<JobRecord>,
+    stats: EngineStats,
+    /// The first job not submitted yet.
+    next_submit: usize,
+    /// Jobs queued (submitted, not started nor rejected).
+    waiting: usize,
+    running: usize,
+    /// The events of the current instant.
+    events: Vec<Event>,
+    decisions: Vec<Decision>,
+    /// The pending wake-up: its time and queue entry.
+    timer: Option<(SimTime, cosched_des::EventId)>,
+    /// Consecutive policy calls with jobs waiting and nothing running.
+    idle_calls: u64,
+}
+
+impl<'a> Run<'a> {
+    fn new(jobs: &'a [JobSpec], platform: &Platform, policy_name: String, opts: &'a SimOptions) -> Self {
+        let total = platform.total_procs();
+        let streams = RngStreams::new(opts.seed);
+        Self {
+            jobs,
+            opts,
+            policy_name,
+            total,
+            ppn: platform.procs_per_node,
+            alloc: Allocator::new(total, opts.placement, &streams),
+            queue: EventQueue::new(),
+            state: vec![State::Pending; jobs.len()],
+            records: vec![JobRecord::unstarted(JobStatus::Rejected); jobs.len()],
+            stats: EngineStats::default(),
+            next_submit: 0,
+            waiting: 0,
+            events: Vec::new(),
+            decisions: Vec::new(),
+            timer: None,
+            idle_calls: 0,
+            running: 0,
+        }
+    }
+
+    /// The next instant: the earlier of the next submission and the next pending
+    /// engine event; `None` when neither is left.
+    fn next_instant(&mut self) -> Option<SimTime> {
+        let t_sub = self.jobs.get(self.next_submit).map(|j| j.submit);
+        match (t_sub, self.queue.peek_time()) {
+            (None, None) => None,
+            (Some(a), None) | (None, Some(a)) => Some(a),
+            (Some(a), Some(b)) => Some(a.min(b)),
+        }
+    }
+
+    /// The watchdogs, checked at every instant before the policy is called.
+    fn check_limits(&self, now: SimTime) -> Result<(), EngineError> {
         if cosched_des::interrupt::requested() {
             return Err(EngineError::Interrupted { time: now });
         }
-        let unfinished = || waiting + running + (jobs.len() - next_submit);
-        if now > opts.time_limit {
+        let unfinished = || self.waiting + self.running + (self.jobs.len() - self.next_submit);
+        if now > self.opts.time_limit {
             return Err(EngineError::TimeLimit {
-                limit: opts.time_limit,
+                limit: self.opts.time_limit,
                 time: now,
-                policy: policy_name,
+                policy: self.policy_name.clone(),
                 unfinished: unfinished(),
             });
         }
-        if stats.events > opts.event_limit {
+        if self.stats.events > self.opts.event_limit {
             return Err(EngineError::EventLimit {
-                limit: opts.event_limit,
+                limit: self.opts.event_limit,
                 time: now,
-                policy: policy_name,
+                policy: self.policy_name.clone(),
                 unfinished: unfinished(),
             });
         }
-        queue.advance_to(now).expect("instants are increasing");
-        events.clear();
-        let per_event = opts.event_order == EventOrder::PerEvent;
+        Ok(())
+    }
+
+    /// Builds the instant's events in delivery order (module doc); returns
+    /// whether there is any. Per instant, ended jobs are finished here; per
+    /// event, when their completion is delivered.
+    fn collect_events(&mut self, now: SimTime, per_event: bool) -> bool {
+        self.events.clear();
         let mut timer_fired = false;
         let mut ended = 0usize;
-        while let Some(ev) = queue.pop_at(now) {
+        while let Some(ev) = self.queue.pop_at(now) {
             match ev.event {
                 Internal::End(j) => {
                     if !per_event {
-                        finish(j, now, &mut alloc, &mut records, &mut state, &mut running);
+                        self.finish(j, now);
                     }
                     ended += 1;
-                    events.push(if records[j.idx()].status == JobStatus::Killed {
-                        Event::Killed(j)
-                    } else {
-                        Event::Completed(j)
-                    });
+                    self.events
+                        .push(if self.records[j.idx()].status == JobStatus::Killed {
+                            Event::Killed(j)
+                        } else {
+                            Event::Completed(j)
+                        });
                 }
                 Internal::Timer => timer_fired = true,
             }
         }
-        while next_submit < jobs.len() && jobs[next_submit].submit == now {
-            let j = JobId(next_submit as u32);
-            next_submit += 1;
-            if jobs[j.idx()].procs > total {
-                state[j.idx()] = State::Done; // rejected: can never run on this machine
+        while self.next_submit < self.jobs.len() && self.jobs[self.next_submit].submit == now {
+            let j = JobId(self.next_submit as u32);
+            self.next_submit += 1;
+            if self.jobs[j.idx()].procs > self.total {
+                self.state[j.idx()] = State::Done; // rejected: can never run on this machine
                 continue;
             }
-            state[j.idx()] = State::Queued;
-            waiting += 1;
-            events.push(Event::Submitted(j));
+            self.state[j.idx()] = State::Queued;
+            self.waiting += 1;
+            self.events.push(Event::Submitted(j));
         }
         if per_event {
             // Submissions before completions.
-            events.rotate_left(ended);
+            self.events.rotate_left(ended);
         }
         if timer_fired {
-            timer = None;
-            events.push(Event::Timer);
+            self.timer = None;
+            self.events.push(Event::Timer);
         }
-        if events.is_empty() {
-            continue;
-        }
-        let calls = if per_event { events.len() } else { 1 };
+        !self.events.is_empty()
+    }
+
+    /// Calls the policy with the instant's events (once, or once per event) and
+    /// applies its decisions after each call.
+    fn deliver(
+        &mut self,
+        now: SimTime,
+        per_event: bool,
+        policy: &mut dyn ClusterPolicy,
+    ) -> Result<(), EngineError> {
+        let calls = if per_event { self.events.len() } else { 1 };
         for call in 0..calls {
             let batch = if per_event {
-                let e = &events[call..call + 1];
-                if let Event::Completed(j) | Event::Killed(j) = e[0] {
-                    finish(j, now, &mut alloc, &mut records, &mut state, &mut running);
+                if let Event::Completed(j) | Event::Killed(j) = self.events[call] {
+                    self.finish(j, now);
                 }
-                e
+                call..call + 1
             } else {
-                &events[..]
+                0..self.events.len()
             };
-            stats.policy_calls += 1;
-            stats.events += batch.len() as u64;
-            decisions.clear();
+            self.stats.policy_calls += 1;
+            self.stats.events += batch.len() as u64;
+            self.decisions.clear();
             {
                 let view = View {
-                    jobs,
-                    records: &records,
+                    jobs: self.jobs,
+                    records: &self.records,
                     now,
-                    total,
-                    free: alloc.free_count(),
+                    total: self.total,
+                    free: self.alloc.free_count(),
                 };
-                policy.on_events(batch, &view, &mut decisions);
+                policy.on_events(&self.events[batch], &view, &mut self.decisions);
             }
+            let mut decisions = std::mem::take(&mut self.decisions);
             for d in decisions.drain(..) {
-                let invalid = |source: DecisionError, d: &Decision| EngineError::InvalidDecision {
-                    time: now,
-                    policy: policy_name.clone(),
-                    decision: format!("{d:?}"),
-                    source,
-                };
-                let queued = |j: JobId| -> Result<&JobSpec, DecisionError> {
-                    let spec = jobs.get(j.idx()).ok_or(DecisionError::UnknownJob(j.0))?;
-                    match state[j.idx()] {
-                        State::Queued => Ok(spec),
-                        s => Err(DecisionError::NotQueued {
-                            job: spec.source_id,
-                            state: s.as_str(),
-                        }),
-                    }
-                };
-                match &d {
-                    Decision::Start(j) | Decision::StartOn(j, _) => {
-                        let j = *j;
-                        let spec = queued(j).map_err(|e| invalid(e, &d))?;
-                        let ranges = match &d {
-                            Decision::StartOn(_, procs) => {
-                                check_exact(spec, procs, &alloc).map_err(|e| invalid(e, &d))?;
-                                alloc.allocate_exact(procs)
-                            }
-                            _ => {
-                                if spec.procs > alloc.free_count() {
-                                    let e = DecisionError::InsufficientProcessors {
-                                        job: spec.source_id,
-                                        need: spec.procs,
-                                        free: alloc.free_count(),
-                                    };
-                                    return Err(invalid(e, &d));
-                                }
-                                alloc.allocate(spec.procs)
-                            }
-                        };
-                        let run = spec.effective_runtime();
-                        let end = now.checked_add(run).ok_or(EngineError::TimeOverflow {
-                            time: now,
-                            job: spec.source_id,
-                            index: j.idx(),
-                        })?;
-                        let rec = &mut records[j.idx()];
-                        rec.start = Some(now);
-                        rec.status = if run < spec.runtime {
-                            JobStatus::Killed
-                        } else {
-                            JobStatus::Completed
-                        };
-                        rec.nodes = node_count(&ranges, ppn);
-                        rec.alloc = ranges;
-                        state[j.idx()] = State::Running;
-                        waiting -= 1;
-                        running += 1;
-                        idle_calls = 0;
-                        queue
-                            .schedule(end, Internal::End(j))
-                            .expect("runtime >= 0");
-                    }
-                    Decision::Reject(j) => {
-                        queued(*j).map_err(|e| invalid(e, &d))?;
-                        state[j.idx()] = State::Done;
-                        waiting -= 1;
-                        idle_calls = 0;
-                    }
-                    Decision::WakeAt(t) => {
-                        if *t < now {
-                            return Err(invalid(DecisionError::WakeInPast { at: *t, now }, &d));
-                        }
-                        // One pending timer at a time: the earliest request wins.
-                        if timer.is_none_or(|(cur, _)| *t < cur) {
-                            if let Some((_, old)) = timer.take() {
-                                queue.cancel(old);
-                            }
-                            timer = Some((
-                                *t,
-                                queue.schedule(*t, Internal::Timer).expect("checked above"),
-                            ));
-                        }
-                    }
-                }
-                stats.decisions += 1;
+                self.apply(&d, now)?;
+                self.stats.decisions += 1;
             }
-            if waiting > 0 && running == 0 {
-                idle_calls += 1;
-                if idle_calls > NO_PROGRESS_LIMIT {
+            self.decisions = decisions;
+            if self.waiting > 0 && self.running == 0 {
+                self.idle_calls += 1;
+                if self.idle_calls > NO_PROGRESS_LIMIT {
                     return Err(EngineError::NoProgress {
                         time: now,
-                        policy: policy_name,
-                        calls: idle_calls,
-                        waiting,
+                        policy: self.policy_name.clone(),
+                        calls: self.idle_calls,
+                        waiting: self.waiting,
                         dump: policy.dump(),
                     });
                 }
             }
         }
-        if waiting > 0 && next_submit == jobs.len() && queue.is_empty() {
+        Ok(())
+    }
+
+    /// Nothing is left to happen but jobs still wait: the policy has stalled.
+    fn check_stalled(&self, now: SimTime, policy: &dyn ClusterPolicy) -> Result<(), EngineError> {
+        if self.waiting > 0 && self.next_submit == self.jobs.len() && self.queue.is_empty() {
             return Err(EngineError::Stalled {
                 time: now,
-                policy: policy_name,
-                waiting,
+                policy: self.policy_name.clone(),
+                waiting: self.waiting,
                 dump: policy.dump(),
             });
         }
+        Ok(())
     }
-    Ok(SimOutput {
-        records,
-        stats,
-        policy: policy_name,
-    })
-}
 
-/// Book-keeping of a job's end: frees its processors and records the instant.
-fn finish(
-    j: JobId,
-    now: SimTime,
-    alloc: &mut Allocator,
-    records: &mut [JobRecord],
-    state: &mut [State],
-    running: &mut usize,
-) {
-    let rec = &mut records[j.idx()];
-    alloc.release(&rec.alloc);
-    *running -= 1;
-    rec.end = Some(now);
-    state[j.idx()] = State::Done;
+    /// The error for the invalid decision `d`.
+    fn invalid(&self, now: SimTime, source: DecisionError, d: &Decision) -> EngineError {
+        EngineError::InvalidDecision {
+            time: now,
+            policy: self.policy_name.clone(),
+            decision: format!("{d:?}"),
+            source,
+        }
+    }
+
+    /// The spec of `j` if it is queued.
+    fn queued(&self, j: JobId) -> Result<&'a JobSpec, DecisionError> {
+        let spec = self.jobs.get(j.idx()).ok_or(DecisionError::UnknownJob(j.0))?;
+        match self.state[j.idx()] {
+            State::Queued => Ok(spec),
+            s => Err(DecisionError::NotQueued {
+                job: spec.source_id,
+                state: s.as_str(),
+            }),
+        }
+    }
+
+    /// Validates the decision `d` against the state as updated by the decisions
+    /// before it, and applies it.
+    fn apply(&mut self, d: &Decision, now: SimTime) -> Result<(), EngineError> {
+        match d {
+            Decision::Start(j) | Decision::StartOn(j, _) => self.start(*j, d, now),
+            Decision::Reject(j) => {
+                self.queued(*j).map_err(|e| self.invalid(now, e, d))?;
+                self.state[j.idx()] = State::Done;
+                self.waiting -= 1;
+                self.idle_calls = 0;
+                Ok(())
+            }
+            Decision::WakeAt(t) => {
+                if *t < now {
+                    return Err(self.invalid(now, DecisionError::WakeInPast { at: *t, now }, d));
+                }
+                // One pending timer at a time: the earliest request wins.
+                if self.timer.is_none_or(|(cur, _)| *t < cur) {
+                    if let Some((_, old)) = self.timer.take() {
+                        self.queue.cancel(old);
+                    }
+                    self.timer = Some((
+                        *t,
+                        self.queue.schedule(*t, Internal::Timer).expect("checked above"),
+                    ));
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// Starts `j` (decision `d`: `Start` or `StartOn`) now; its end is scheduled.
+    fn start(&mut self, j: JobId, d: &Decision, now: SimTime) -> Result<(), EngineError> {
+        let spec = self.queued(j).map_err(|e| self.invalid(now, e, d))?;
+        let ranges = match d {
+            Decision::StartOn(_, procs) => {
+                check_exact(spec, procs, &self.alloc).map_err(|e| self.invalid(now, e, d))?;
+                self.alloc.allocate_exact(procs)
+            }
+            _ => {
+                if spec.procs > self.alloc.free_count() {
+                    let e = DecisionError::InsufficientProcessors {
+                        job: spec.source_id,
+                        need: spec.procs,
+                        free: self.alloc.free_count(),
+                    };
+                    return Err(self.invalid(now, e, d));
+                }
+                self.alloc.allocate(spec.procs)
+            }
+        };
+        let run = spec.effective_runtime();
+        let end = now.checked_add(run).ok_or(EngineError::TimeOverflow {
+            time: now,
+            job: spec.source_id,
+            index: j.idx(),
+        })?;
+        let rec = &mut self.records[j.idx()];
+        rec.start = Some(now);
+        rec.status = if run < spec.runtime {
+            JobStatus::Killed
+        } else {
+            JobStatus::Completed
+        };
+        rec.nodes = node_count(&ranges, self.ppn);
+        rec.alloc = ranges;
+        self.state[j.idx()] = State::Running;
+        self.waiting -= 1;
+        self.running += 1;
+        self.idle_calls = 0;
+        self.queue
+            .schedule(end, Internal::End(j))
+            .expect("runtime >= 0");
+        Ok(())
+    }
+
+    /// Book-keeping of a job's end: frees its processors and records the instant.
+    fn finish(&mut self, j: JobId, now: SimTime) {
+        let rec = &mut self.records[j.idx()];
+        self.alloc.release(&rec.alloc);
+        self.running -= 1;
+        rec.end = Some(now);
+        self.state[j.idx()] = State::Done;
+    }
 }
 
 fn check_exact(spec: &JobSpec, procs: &[u32], alloc: &Allocator) -> Result<(), DecisionError> {

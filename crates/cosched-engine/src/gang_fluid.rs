@@ -43,7 +43,7 @@ use crate::alloc::{node_count, Allocator, Range};
 use crate::cluster::{EngineError, EngineStats, JobRecord, JobStatus, SimOutput};
 use crate::metrics::MeasuredBusy;
 use cosched_des::{RngStreams, SimTime};
-use cosched_model::{Placement, Platform, Workload};
+use cosched_model::{JobSpec, Placement, Platform, Workload};
 use std::collections::{BTreeSet, VecDeque};
 
 /// Parameters of job-level gang scheduling.
@@ -76,8 +76,6 @@ pub struct GangOutput {
 }
 
 /// Runs `workload` on `platform` under fluid gang scheduling.
-// Longer than the function-length cap (clippy.toml): the fluid gang event loop; to be split into setup, loop and records.
-#[allow(clippy::too_many_lines)]
 pub fn simulate_gang(
     workload: &Workload,
     platform: &Platform,
@@ -94,44 +92,19 @@ pub fn simulate_gang(
     if let Some(i) = jobs.windows(2).position(|w| w[1].submit < w[0].submit) {
         return Err(EngineError::Unsorted(i + 1));
     }
-    let total = platform.total_procs();
-    let ppn = platform.procs_per_node;
-    let q = p.quantum.as_ns() as f64;
-    let c = p.switch.as_ns() as f64;
-    let n = jobs.len();
-    let mut records: Vec<JobRecord> = (0..n)
-        .map(|_| JobRecord {
-            start: None,
-            end: None,
-            status: JobStatus::Completed,
-            alloc: Vec::new(),
-            nodes: 0,
-        })
-        .collect();
-    let mut row_of = vec![usize::MAX; n];
-    let mut rows: Vec<Row> = Vec::new();
-    let mut queue: VecDeque<usize> = VecDeque::new();
-    // Service (ns of progress every running job has received since t=0, as f64) and the
-    // running jobs keyed by the service at which they finish.
-    let mut service = 0.0f64;
-    let mut finishing: BTreeSet<(u64, usize)> = BTreeSet::new();
-    let key = |s: f64| s.to_bits(); // service is >= 0, so bit order is numeric order
-    let mut now = 0.0f64; // ns
-    let mut next_arrival = 0usize;
-    let mut busy_switch_ns = 0.0f64;
-    let mut stats = EngineStats::default();
-    let nonempty = |rows: &Vec<Row>| rows.iter().filter(|r| r.jobs > 0).count();
+    let mut run = Matrix::new(jobs, platform, p);
     loop {
-        let r = nonempty(&rows);
+        let r = run.rows.iter().filter(|r| r.jobs > 0).count();
         let rate = if r == 0 {
             0.0
         } else {
-            q / (r as f64 * (q + c))
+            run.q / (r as f64 * (run.q + run.c))
         };
-        let t_arrival = jobs.get(next_arrival).map(|j| j.submit.as_ns() as f64);
-        let t_finish = finishing
+        let t_arrival = jobs.get(run.next_arrival).map(|j| j.submit.as_ns() as f64);
+        let t_finish = run
+            .finishing
             .first()
-            .map(|&(k, _)| now + (f64::from_bits(k) - service).max(0.0) / rate);
+            .map(|&(k, _)| run.now + (f64::from_bits(k) - run.service).max(0.0) / rate);
         let (t, is_arrival) = match (t_arrival, t_finish) {
             (None, None) => break,
             (Some(a), Some(f)) if a <= f => (a, true),
@@ -140,102 +113,179 @@ pub fn simulate_gang(
         };
         // Advance to t.
         if r > 0 {
-            service += (t - now) * rate;
-            busy_switch_ns += (t - now) * (c / (q + c)) * total as f64;
+            run.service += (t - run.now) * rate;
+            run.busy_switch_ns += (t - run.now) * (run.c / (run.q + run.c)) * run.total as f64;
         }
-        now = t;
-        let t_ns = fluid_instant(now, finishing.first().map(|&(_, j)| j), jobs)?;
+        run.now = t;
+        let t_ns = fluid_instant(run.now, run.finishing.first().map(|&(_, j)| j), jobs)?;
         if is_arrival {
-            let j = next_arrival;
-            next_arrival += 1;
-            stats.events += 1;
-            if jobs[j].procs > total {
-                records[j].status = JobStatus::Rejected;
-            } else {
-                queue.push_back(j);
-            }
+            run.arrive();
         } else {
-            let &(k, j) = finishing.first().expect("a finishing job");
-            finishing.remove(&(k, j));
-            service = service.max(f64::from_bits(k));
-            stats.events += 1;
-            records[j].end = Some(t_ns);
-            let row = &mut rows[row_of[j]];
-            row.alloc.release(&records[j].alloc);
-            row.jobs -= 1;
+            run.end_first(t_ns);
         }
-        // FCFS admission into the first row with room.
-        while let Some(&j) = queue.front() {
-            let need = jobs[j].procs;
-            let slot = match rows.iter().position(|r| r.alloc.free_count() >= need) {
+        run.admit(t_ns);
+    }
+    Ok(run.output())
+}
+
+/// The state of a fluid gang run.
+struct Matrix<'a> {
+    jobs: &'a [JobSpec],
+    p: &'a GangParams,
+    total: u32,
+    ppn: u32,
+    /// The quantum and the switch cost, ns.
+    q: f64,
+    c: f64,
+    records: Vec<JobRecord>,
+    row_of: Vec<usize>,
+    rows: Vec<Row>,
+    queue: VecDeque<usize>,
+    /// Service: ns of progress every running job has received since t=0.
+    service: f64,
+    /// The running jobs keyed by the service at which they finish (its bits:
+    /// service is >= 0, so bit order is numeric order).
+    finishing: BTreeSet<(u64, usize)>,
+    /// ns.
+    now: f64,
+    next_arrival: usize,
+    busy_switch_ns: f64,
+    stats: EngineStats,
+}
+
+impl<'a> Matrix<'a> {
+    fn new(jobs: &'a [JobSpec], platform: &Platform, p: &'a GangParams) -> Self {
+        let n = jobs.len();
+        Self {
+            jobs,
+            p,
+            total: platform.total_procs(),
+            ppn: platform.procs_per_node,
+            q: p.quantum.as_ns() as f64,
+            c: p.switch.as_ns() as f64,
+            records: vec![JobRecord::unstarted(JobStatus::Completed); n],
+            row_of: vec![usize::MAX; n],
+            rows: Vec::new(),
+            queue: VecDeque::new(),
+            service: 0.0,
+            finishing: BTreeSet::new(),
+            now: 0.0,
+            next_arrival: 0,
+            busy_switch_ns: 0.0,
+            stats: EngineStats::default(),
+        }
+    }
+
+    /// The next job arrives: queued, or rejected if wider than the machine.
+    fn arrive(&mut self) {
+        let j = self.next_arrival;
+        self.next_arrival += 1;
+        self.stats.events += 1;
+        if self.jobs[j].procs > self.total {
+            self.records[j].status = JobStatus::Rejected;
+        } else {
+            self.queue.push_back(j);
+        }
+    }
+
+    /// The first finishing job ends; its row's processors are freed.
+    fn end_first(&mut self, t_ns: SimTime) {
+        let &(k, j) = self.finishing.first().expect("a finishing job");
+        self.finishing.remove(&(k, j));
+        self.service = self.service.max(f64::from_bits(k));
+        self.stats.events += 1;
+        self.records[j].end = Some(t_ns);
+        let row = &mut self.rows[self.row_of[j]];
+        row.alloc.release(&self.records[j].alloc);
+        row.jobs -= 1;
+    }
+
+    /// FCFS admission into the first row with room.
+    fn admit(&mut self, t_ns: SimTime) {
+        while let Some(&j) = self.queue.front() {
+            let need = self.jobs[j].procs;
+            let slot = match self.rows.iter().position(|r| r.alloc.free_count() >= need) {
                 Some(k) => k,
-                None if (rows.len() as u32) < p.rows => {
-                    rows.push(Row {
+                None if (self.rows.len() as u32) < self.p.rows => {
+                    self.rows.push(Row {
                         // Each row draws random placements from its own seeded streams.
                         alloc: Allocator::new(
-                            total,
-                            p.placement,
+                            self.total,
+                            self.p.placement,
                             &RngStreams::new(
-                                p.seed ^ (rows.len() as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15),
+                                self.p.seed
+                                    ^ (self.rows.len() as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15),
                             ),
                         ),
                         jobs: 0,
                     });
-                    rows.len() - 1
+                    self.rows.len() - 1
                 }
                 None => break,
             };
-            queue.pop_front();
-            let alloc: Vec<Range> = rows[slot].alloc.allocate(need);
-            rows[slot].jobs += 1;
-            row_of[j] = slot;
-            records[j].start = Some(t_ns);
-            records[j].nodes = node_count(&alloc, ppn);
-            records[j].alloc = alloc;
-            stats.decisions += 1;
-            let work = jobs[j].runtime.as_ns() as f64;
-            if work <= 0.0 {
-                records[j].end = Some(t_ns);
-                let row = &mut rows[slot];
-                row.alloc.release(&records[j].alloc);
-                row.jobs -= 1;
-            } else {
-                finishing.insert((key(service + work), j));
-            }
+            self.queue.pop_front();
+            self.start(j, slot, t_ns);
         }
     }
-    let job_cpu_s: Vec<f64> = jobs
-        .iter()
-        .zip(&records)
-        .map(|(j, r)| {
-            if r.start.is_some() {
-                j.runtime.as_secs_f64() * j.procs as f64
-            } else {
-                0.0
-            }
-        })
-        .collect();
-    let total_proc_s = job_cpu_s.iter().sum::<f64>() + busy_switch_ns / 1e9;
-    Ok(GangOutput {
-        out: SimOutput {
-            records,
-            stats,
-            policy: format!(
-                "gang[rows={},quantum_ms={},switch_us={}]",
-                p.rows,
-                p.quantum.as_secs_f64() * 1e3,
-                p.switch.as_secs_f64() * 1e6
-            ),
-        },
-        busy: MeasuredBusy {
-            job_cpu_s,
-            total_proc_s,
-        },
-        rows: row_of
+
+    /// Starts job `j` in row `slot`.
+    fn start(&mut self, j: usize, slot: usize, t_ns: SimTime) {
+        let alloc: Vec<Range> = self.rows[slot].alloc.allocate(self.jobs[j].procs);
+        self.rows[slot].jobs += 1;
+        self.row_of[j] = slot;
+        self.records[j].start = Some(t_ns);
+        self.records[j].nodes = node_count(&alloc, self.ppn);
+        self.records[j].alloc = alloc;
+        self.stats.decisions += 1;
+        let work = self.jobs[j].runtime.as_ns() as f64;
+        if work <= 0.0 {
+            self.records[j].end = Some(t_ns);
+            let row = &mut self.rows[slot];
+            row.alloc.release(&self.records[j].alloc);
+            row.jobs -= 1;
+        } else {
+            self.finishing.insert(((self.service + work).to_bits(), j));
+        }
+    }
+
+    /// The run's records, busy time and rows.
+    fn output(self) -> GangOutput {
+        let p = self.p;
+        let job_cpu_s: Vec<f64> = self
+            .jobs
             .iter()
-            .map(|&r| (r != usize::MAX).then_some(r as u32))
-            .collect(),
-    })
+            .zip(&self.records)
+            .map(|(j, r)| {
+                if r.start.is_some() {
+                    j.runtime.as_secs_f64() * j.procs as f64
+                } else {
+                    0.0
+                }
+            })
+            .collect();
+        let total_proc_s = job_cpu_s.iter().sum::<f64>() + self.busy_switch_ns / 1e9;
+        GangOutput {
+            out: SimOutput {
+                records: self.records,
+                stats: self.stats,
+                policy: format!(
+                    "gang[rows={},quantum_ms={},switch_us={}]",
+                    p.rows,
+                    p.quantum.as_secs_f64() * 1e3,
+                    p.switch.as_secs_f64() * 1e6
+                ),
+            },
+            busy: MeasuredBusy {
+                job_cpu_s,
+                total_proc_s,
+            },
+            rows: self
+                .row_of
+                .iter()
+                .map(|&r| (r != usize::MAX).then_some(r as u32))
+                .collect(),
+        }
+    }
 }
 
 /// The instant `now_ns` of a fluid model's event loop as a [`SimTime`], after

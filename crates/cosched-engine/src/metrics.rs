@@ -14,8 +14,9 @@
 //! - percentiles use linear interpolation between closest ranks (numpy's default).
 
 use crate::alloc::node_list;
-use crate::cluster::{JobStatus, SimOutput};
-use cosched_model::{Platform, Workload};
+use crate::cluster::{JobRecord, JobStatus, SimOutput};
+use cosched_des::SimTime;
+use cosched_model::{JobSpec, Platform, Workload};
 use serde::Serialize;
 
 /// The per-job table in columnar form (times in seconds).
@@ -241,8 +242,6 @@ pub struct MeasuredBusy {
 /// [`summarize`] for a run where jobs do not own their processors for their whole
 /// execution (time sharing): a job's energy share and the busy time come from the
 /// measured CPU time instead of processors x execution.
-// Longer than the function-length cap (clippy.toml): one pass over the jobs computing every summary figure.
-#[allow(clippy::too_many_lines)]
 pub fn summarize_busy(
     workload: &Workload,
     platform: &Platform,
@@ -253,58 +252,20 @@ pub fn summarize_busy(
     let n = workload.jobs.len();
     let mut t = JobTable::default();
     let ppn = platform.procs_per_node as f64;
-    let (mut waits, mut resps, mut bslds, mut slds, mut execs) =
-        (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
-    let mut busy_proc_s = 0.0;
-    let mut first_submit = f64::INFINITY;
-    let mut last_end = f64::NEG_INFINITY;
+    let mut acc = Samples::new();
     let mut s = Summary {
         jobs_total: n as u64,
         ..Default::default()
     };
-    for (spec, rec) in workload.jobs.iter().zip(&out.records) {
-        let submit = spec.submit.as_secs_f64();
-        t.job_id.push(spec.source_id);
-        t.submit_s.push(submit);
-        t.procs.push(spec.procs);
-        t.runtime_s.push(spec.runtime.as_secs_f64());
-        t.estimate_s.push(spec.estimate.as_secs_f64());
-        t.requested_s
-            .push(spec.requested.map_or(f64::NAN, |r| r.as_secs_f64()));
-        t.status.push(rec.status.as_str());
-        t.nodes.push(rec.nodes);
-        t.node_list
-            .push(node_list(&rec.alloc, platform.procs_per_node));
+    for (i, (spec, rec)) in workload.jobs.iter().zip(&out.records).enumerate() {
+        push_spec(&mut t, spec, rec, platform.procs_per_node);
         match (rec.start, rec.end) {
             (Some(st), Some(en)) => {
-                let (start, end) = (st.as_secs_f64(), en.as_secs_f64());
-                let wait = (st - spec.submit).as_secs_f64();
                 let exec = (en - st).as_secs_f64();
-                let resp = (en - spec.submit).as_secs_f64();
-                let sld = if exec > 0.0 { resp / exec } else { f64::NAN };
-                let bsld = (resp / exec.max(bsld_threshold_s)).max(1.0);
-                let proc_s = measured.map_or(spec.procs as f64 * exec, |m| {
-                    m.job_cpu_s[t.job_id.len() - 1]
-                });
+                let proc_s = measured.map_or(spec.procs as f64 * exec, |m| m.job_cpu_s[i]);
                 let energy = platform.busy_watts * proc_s / ppn;
-                t.start_s.push(start);
-                t.end_s.push(end);
-                t.wait_s.push(wait);
-                t.execution_s.push(exec);
-                t.response_s.push(resp);
-                t.slowdown.push(sld);
-                t.bounded_slowdown.push(bsld);
-                t.energy_j.push(energy);
-                waits.push(wait);
-                resps.push(resp);
-                bslds.push(bsld);
-                execs.push(exec);
-                if !sld.is_nan() {
-                    slds.push(sld);
-                }
-                busy_proc_s += proc_s;
-                first_submit = first_submit.min(submit);
-                last_end = last_end.max(end);
+                acc.ran(&mut t, spec, (st, en), bsld_threshold_s, energy);
+                acc.busy_proc_s += proc_s;
                 match rec.status {
                     JobStatus::Killed => s.jobs_killed += 1,
                     JobStatus::Failed => s.jobs_failed += 1,
@@ -333,12 +294,102 @@ pub fn summarize_busy(
     s.jobs_dropped_never_ran = workload.dropped_never_ran;
     s.jobs_dropped_no_procs = workload.dropped_no_procs;
     s.jobs_dropped = workload.dropped();
-    s.mean_wait_s = mean(&waits);
-    s.mean_response_s = mean(&resps);
-    s.mean_execution_s = mean(&execs);
-    s.mean_slowdown = mean(&slds);
-    s.mean_bounded_slowdown = mean(&bslds);
-    let (waits, resps, bslds) = (sorted(waits), sorted(resps), sorted(bslds));
+    aggregate(&mut s, acc, out, platform, bsld_threshold_s, measured);
+    (t, s)
+}
+
+/// The job table's columns that do not depend on whether the job ran.
+fn push_spec(t: &mut JobTable, spec: &JobSpec, rec: &JobRecord, procs_per_node: u32) {
+    t.job_id.push(spec.source_id);
+    t.submit_s.push(spec.submit.as_secs_f64());
+    t.procs.push(spec.procs);
+    t.runtime_s.push(spec.runtime.as_secs_f64());
+    t.estimate_s.push(spec.estimate.as_secs_f64());
+    t.requested_s
+        .push(spec.requested.map_or(f64::NAN, |r| r.as_secs_f64()));
+    t.status.push(rec.status.as_str());
+    t.nodes.push(rec.nodes);
+    t.node_list.push(node_list(&rec.alloc, procs_per_node));
+}
+
+/// The figures of the jobs that ran, which the summary aggregates.
+struct Samples {
+    waits: Vec<f64>,
+    resps: Vec<f64>,
+    bslds: Vec<f64>,
+    slds: Vec<f64>,
+    execs: Vec<f64>,
+    busy_proc_s: f64,
+    first_submit: f64,
+    last_end: f64,
+}
+
+impl Samples {
+    fn new() -> Self {
+        Self {
+            waits: Vec::new(),
+            resps: Vec::new(),
+            bslds: Vec::new(),
+            slds: Vec::new(),
+            execs: Vec::new(),
+            busy_proc_s: 0.0,
+            first_submit: f64::INFINITY,
+            last_end: f64::NEG_INFINITY,
+        }
+    }
+
+    /// A job that ran from `st` to `en`: its timing columns, and its figures.
+    fn ran(
+        &mut self,
+        t: &mut JobTable,
+        spec: &JobSpec,
+        (st, en): (SimTime, SimTime),
+        bsld_threshold_s: f64,
+        energy: f64,
+    ) {
+        let submit = spec.submit.as_secs_f64();
+        let (start, end) = (st.as_secs_f64(), en.as_secs_f64());
+        let wait = (st - spec.submit).as_secs_f64();
+        let exec = (en - st).as_secs_f64();
+        let resp = (en - spec.submit).as_secs_f64();
+        let sld = if exec > 0.0 { resp / exec } else { f64::NAN };
+        let bsld = (resp / exec.max(bsld_threshold_s)).max(1.0);
+        t.start_s.push(start);
+        t.end_s.push(end);
+        t.wait_s.push(wait);
+        t.execution_s.push(exec);
+        t.response_s.push(resp);
+        t.slowdown.push(sld);
+        t.bounded_slowdown.push(bsld);
+        t.energy_j.push(energy);
+        self.waits.push(wait);
+        self.resps.push(resp);
+        self.bslds.push(bsld);
+        self.execs.push(exec);
+        if !sld.is_nan() {
+            self.slds.push(sld);
+        }
+        self.first_submit = self.first_submit.min(submit);
+        self.last_end = self.last_end.max(end);
+    }
+}
+
+/// The summary's means, percentiles, machine, utilization and energy figures.
+fn aggregate(
+    s: &mut Summary,
+    acc: Samples,
+    out: &SimOutput,
+    platform: &Platform,
+    bsld_threshold_s: f64,
+    measured: Option<&MeasuredBusy>,
+) {
+    let ppn = platform.procs_per_node as f64;
+    s.mean_wait_s = mean(&acc.waits);
+    s.mean_response_s = mean(&acc.resps);
+    s.mean_execution_s = mean(&acc.execs);
+    s.mean_slowdown = mean(&acc.slds);
+    s.mean_bounded_slowdown = mean(&acc.bslds);
+    let (waits, resps, bslds) = (sorted(acc.waits), sorted(acc.resps), sorted(acc.bslds));
     s.median_wait_s = percentile_sorted(&waits, 50.0);
     s.p90_wait_s = percentile_sorted(&waits, 90.0);
     s.median_response_s = percentile_sorted(&resps, 50.0);
@@ -352,12 +403,10 @@ pub fn summarize_busy(
     s.policy_calls = out.stats.policy_calls;
     s.decisions = out.stats.decisions;
     if s.jobs_simulated > 0 {
-        s.first_submit_s = first_submit;
-        s.last_end_s = last_end;
-        s.makespan_s = last_end - first_submit;
-        if let Some(m) = measured {
-            busy_proc_s = m.total_proc_s;
-        }
+        s.first_submit_s = acc.first_submit;
+        s.last_end_s = acc.last_end;
+        s.makespan_s = acc.last_end - acc.first_submit;
+        let busy_proc_s = measured.map_or(acc.busy_proc_s, |m| m.total_proc_s);
         let capacity = platform.total_procs() as f64 * s.makespan_s;
         s.utilization = if capacity > 0.0 {
             busy_proc_s / capacity
@@ -373,7 +422,6 @@ pub fn summarize_busy(
         s.energy_estimate_j =
             (platform.idle_watts + x * s.utilization) * platform.nodes as f64 * s.makespan_s;
     }
-    (t, s)
 }
 
 #[cfg(test)]

@@ -23,8 +23,8 @@ use crate::gang_fluid::fluid_instant;
 use crate::alloc::{node_count, Range};
 use crate::cluster::{EngineError, EngineStats, JobRecord, JobStatus, SimOutput};
 use crate::metrics::MeasuredBusy;
-use cosched_des::RngStreams;
-use cosched_model::{Placement, Platform, Workload};
+use cosched_des::{RngStream, RngStreams, SimTime};
+use cosched_model::{JobSpec, Placement, Platform, Workload};
 use rand::seq::SliceRandom;
 use std::collections::{BTreeSet, VecDeque};
 
@@ -55,14 +55,57 @@ struct Running {
 }
 
 /// Runs `workload` on `platform` under job-level time sharing.
-// Longer than the function-length cap (clippy.toml): the fluid time-sharing event loop; to be split into setup, loop and records.
-#[allow(clippy::too_many_lines)]
 pub fn simulate_timeshare(
     workload: &Workload,
     platform: &Platform,
     p: &TimeshareParams,
 ) -> Result<(SimOutput, MeasuredBusy), EngineError> {
     platform.validate()?;
+    check_params(p, workload.jobs.len())?;
+    let jobs = &workload.jobs;
+    if let Some(i) = jobs.windows(2).position(|w| w[1].submit < w[0].submit) {
+        return Err(EngineError::Unsorted(i + 1));
+    }
+    let mut run = Fluid::new(jobs, platform, p);
+    loop {
+        let t_arrival = jobs.get(run.next_arrival).map(|j| j.submit.as_ns() as f64);
+        let t_finish = run.finishing.first().map(|&(k, _)| f64::from_bits(k));
+        let (now, is_arrival) = match (t_arrival, t_finish) {
+            (None, None) => break,
+            (Some(a), Some(f)) if a <= f => (a, true),
+            (Some(a), None) => (a, true),
+            (_, Some(f)) => (f, false),
+        };
+        let t_ns = fluid_instant(now, run.finishing.first().map(|&(_, j)| j), jobs)?;
+        run.stats.events += 1;
+        let mut affected: Vec<usize> = Vec::new();
+        if is_arrival {
+            run.arrive();
+        } else {
+            run.end_first(now, t_ns, &mut affected);
+        }
+        run.admit(now, t_ns, &mut affected);
+        affected.sort_unstable();
+        affected.dedup();
+        run.retime(&affected, now);
+    }
+    let total_proc_s = run.cpus.busy_ns.iter().sum::<f64>() / 1e9;
+    Ok((
+        SimOutput {
+            records: run.records,
+            stats: run.stats,
+            policy: p.name.clone(),
+        },
+        MeasuredBusy {
+            job_cpu_s: run.cpu_s,
+            total_proc_s,
+        },
+    ))
+}
+
+/// Checks the MPL, the efficiency tables (one value in `(0, k]` for each `k` up
+/// to the MPL) and the job classes.
+fn check_params(p: &TimeshareParams, jobs: usize) -> Result<(), EngineError> {
     if p.mpl == 0 || p.efficiency.is_empty() {
         return Err(EngineError::Params(
             "timeshare: mpl must be >= 1 and at least one efficiency table is needed".into(),
@@ -88,12 +131,11 @@ pub fn simulate_timeshare(
             )));
         }
     }
-    let jobs = &workload.jobs;
-    if !p.class_of.is_empty() && p.class_of.len() != jobs.len() {
+    if !p.class_of.is_empty() && p.class_of.len() != jobs {
         return Err(EngineError::Params(format!(
             "timeshare: {} job classes for {} jobs",
             p.class_of.len(),
-            jobs.len()
+            jobs
         )));
     }
     if let Some(&c) = p.class_of.iter().find(|&&c| c >= p.efficiency.len()) {
@@ -102,171 +144,208 @@ pub fn simulate_timeshare(
             p.efficiency.len()
         )));
     }
-    let class = |j: usize| p.class_of.get(j).copied().unwrap_or(0);
-    if let Some(i) = jobs.windows(2).position(|w| w[1].submit < w[0].submit) {
-        return Err(EngineError::Unsorted(i + 1));
+    Ok(())
+}
+
+/// Per processor: its load, the jobs on it, the integral of 1/load over time (a
+/// process's CPU share), its busy time and its last update.
+struct Cpus {
+    load: Vec<u32>,
+    on: Vec<Vec<usize>>,
+    share: Vec<f64>,
+    busy_ns: Vec<f64>,
+    last: Vec<f64>,
+}
+
+impl Cpus {
+    fn new(total: u32) -> Self {
+        Self {
+            load: vec![0u32; total as usize],
+            on: vec![Vec::new(); total as usize],
+            share: vec![0.0f64; total as usize],
+            busy_ns: vec![0.0f64; total as usize],
+            last: vec![0.0f64; total as usize],
+        }
     }
-    let total = platform.total_procs();
-    let ppn = platform.procs_per_node;
-    let mut rng = RngStreams::new(p.seed).stream("placement");
-    let n = jobs.len();
-    let mut records: Vec<JobRecord> = (0..n)
-        .map(|_| JobRecord {
-            start: None,
-            end: None,
-            status: JobStatus::Completed,
-            alloc: Vec::new(),
-            nodes: 0,
-        })
-        .collect();
-    let mut load = vec![0u32; total as usize];
-    let mut on: Vec<Vec<usize>> = vec![Vec::new(); total as usize];
-    let mut running: Vec<Option<Running>> = (0..n).map(|_| None).collect();
-    let mut cpu_s = vec![0.0f64; n];
-    let mut finishing: BTreeSet<(u64, usize)> = BTreeSet::new();
-    let mut queue: VecDeque<usize> = VecDeque::new();
-    let mut next_arrival = 0usize;
-    let mut stats = EngineStats::default();
-    let eff = |j: usize, k: u32| -> f64 { p.efficiency[class(j)][(k.max(1) - 1) as usize] };
-    // Per processor: integral of 1/load over time (a process's CPU share), busy time, last update.
-    let mut share = vec![0.0f64; total as usize];
-    let mut busy_ns = vec![0.0f64; total as usize];
-    let mut last = vec![0.0f64; total as usize];
-    let touch = |c: usize,
-                 now: f64,
-                 load: &[u32],
-                 share: &mut [f64],
-                 busy: &mut [f64],
-                 last: &mut [f64]| {
-        if load[c] > 0 {
-            share[c] += (now - last[c]) / load[c] as f64;
-            busy[c] += now - last[c];
+
+    /// Brings processor `c`'s share integral and busy time up to `now`.
+    fn touch(&mut self, c: usize, now: f64) {
+        if self.load[c] > 0 {
+            self.share[c] += (now - self.last[c]) / self.load[c] as f64;
+            self.busy_ns[c] += now - self.last[c];
         }
-        last[c] = now;
-    };
-    // Re-times the jobs in `affected` at `now` after a load change.
-    let retime = |affected: &[usize],
-                  now: f64,
-                  running: &mut Vec<Option<Running>>,
-                  load: &Vec<u32>,
-                  finishing: &mut BTreeSet<(u64, usize)>| {
-        for &j in affected {
-            let Some(r) = running[j].as_mut() else {
-                continue;
-            };
-            let k = r.procs.iter().map(|&c| load[c as usize]).max().unwrap_or(1);
-            let rate = eff(j, k) / k as f64;
-            r.left = (r.left - (now - r.since) * r.rate).max(0.0);
-            r.since = now;
-            if rate != r.rate || !finishing.contains(&(r.finish.to_bits(), j)) {
-                finishing.remove(&(r.finish.to_bits(), j));
-                r.rate = rate;
-                r.finish = now + r.left / rate;
-                finishing.insert((r.finish.to_bits(), j));
-            }
+        self.last[c] = now;
+    }
+}
+
+/// The state of a time-sharing run.
+struct Fluid<'a> {
+    jobs: &'a [JobSpec],
+    p: &'a TimeshareParams,
+    total: u32,
+    ppn: u32,
+    rng: RngStream,
+    records: Vec<JobRecord>,
+    cpus: Cpus,
+    running: Vec<Option<Running>>,
+    cpu_s: Vec<f64>,
+    /// Running jobs by finish time (its bits, for ordering) and index.
+    finishing: BTreeSet<(u64, usize)>,
+    /// Jobs waiting for processors, FCFS.
+    queue: VecDeque<usize>,
+    next_arrival: usize,
+    stats: EngineStats,
+}
+
+impl<'a> Fluid<'a> {
+    fn new(jobs: &'a [JobSpec], platform: &Platform, p: &'a TimeshareParams) -> Self {
+        let total = platform.total_procs();
+        let n = jobs.len();
+        Self {
+            jobs,
+            p,
+            total,
+            ppn: platform.procs_per_node,
+            rng: RngStreams::new(p.seed).stream("placement"),
+            records: vec![JobRecord::unstarted(JobStatus::Completed); n],
+            cpus: Cpus::new(total),
+            running: (0..n).map(|_| None).collect(),
+            cpu_s: vec![0.0f64; n],
+            finishing: BTreeSet::new(),
+            queue: VecDeque::new(),
+            next_arrival: 0,
+            stats: EngineStats::default(),
         }
-    };
-    loop {
-        let t_arrival = jobs.get(next_arrival).map(|j| j.submit.as_ns() as f64);
-        let t_finish = finishing.first().map(|&(k, _)| f64::from_bits(k));
-        let (now, is_arrival) = match (t_arrival, t_finish) {
-            (None, None) => break,
-            (Some(a), Some(f)) if a <= f => (a, true),
-            (Some(a), None) => (a, true),
-            (_, Some(f)) => (f, false),
-        };
-        let t_ns = fluid_instant(now, finishing.first().map(|&(_, j)| j), jobs)?;
-        stats.events += 1;
-        let mut affected: Vec<usize> = Vec::new();
-        if is_arrival {
-            let j = next_arrival;
-            next_arrival += 1;
-            if jobs[j].procs > total {
-                records[j].status = JobStatus::Rejected;
-            } else {
-                queue.push_back(j);
-            }
+    }
+
+    /// The efficiency of job `j` with `k` processes on its busiest processor.
+    fn eff(&self, j: usize, k: u32) -> f64 {
+        let class = self.p.class_of.get(j).copied().unwrap_or(0);
+        self.p.efficiency[class][(k.max(1) - 1) as usize]
+    }
+
+    /// The next job arrives: queued, or rejected if wider than the machine.
+    fn arrive(&mut self) {
+        let j = self.next_arrival;
+        self.next_arrival += 1;
+        if self.jobs[j].procs > self.total {
+            self.records[j].status = JobStatus::Rejected;
         } else {
-            let &(key, j) = finishing.first().expect("finishing job");
-            finishing.remove(&(key, j));
-            let r = running[j].take().expect("running");
-            records[j].end = Some(t_ns);
-            for (&c, s0) in r.procs.iter().zip(&r.share0) {
-                touch(c as usize, now, &load, &mut share, &mut busy_ns, &mut last);
-                cpu_s[j] += (share[c as usize] - s0) / 1e9;
-                load[c as usize] -= 1;
-                on[c as usize].retain(|&x| x != j);
-                affected.extend_from_slice(&on[c as usize]);
-            }
+            self.queue.push_back(j);
         }
-        while let Some(&j) = queue.front() {
-            let need = jobs[j].procs as usize;
-            let eligible: Vec<u32> = (0..total).filter(|&c| load[c as usize] < p.mpl).collect();
+    }
+
+    /// The first finishing job ends at `now`; the jobs that shared its
+    /// processors are `affected`.
+    fn end_first(&mut self, now: f64, t_ns: SimTime, affected: &mut Vec<usize>) {
+        let &(key, j) = self.finishing.first().expect("finishing job");
+        self.finishing.remove(&(key, j));
+        let r = self.running[j].take().expect("running");
+        self.records[j].end = Some(t_ns);
+        for (&c, s0) in r.procs.iter().zip(&r.share0) {
+            let c = c as usize;
+            self.cpus.touch(c, now);
+            self.cpu_s[j] += (self.cpus.share[c] - s0) / 1e9;
+            self.cpus.load[c] -= 1;
+            self.cpus.on[c].retain(|&x| x != j);
+            affected.extend_from_slice(&self.cpus.on[c]);
+        }
+    }
+
+    /// Starts queued jobs in FCFS order while the head fits; the jobs sharing
+    /// their processors are `affected`.
+    fn admit(&mut self, now: f64, t_ns: SimTime, affected: &mut Vec<usize>) {
+        while let Some(&j) = self.queue.front() {
+            let need = self.jobs[j].procs as usize;
+            let eligible: Vec<u32> = (0..self.total)
+                .filter(|&c| self.cpus.load[c as usize] < self.p.mpl)
+                .collect();
             if eligible.len() < need {
                 break;
             }
-            let chosen: Vec<u32> = match p.placement {
-                Placement::Packing => eligible
-                    .windows(need.max(1))
-                    .find(|w| w[need - 1] - w[0] == need as u32 - 1)
-                    .map_or_else(|| eligible[..need].to_vec(), |w| w.to_vec()),
-                Placement::Random => {
-                    let mut c: Vec<u32> =
-                        eligible.choose_multiple(&mut rng, need).copied().collect();
-                    c.sort_unstable();
-                    c
-                }
-            };
-            queue.pop_front();
-            stats.decisions += 1;
-            let mut share0 = Vec::with_capacity(chosen.len());
-            for &c in &chosen {
-                touch(c as usize, now, &load, &mut share, &mut busy_ns, &mut last);
-                share0.push(share[c as usize]);
-                load[c as usize] += 1;
-                on[c as usize].push(j);
-            }
-            let ranges: Vec<Range> = crate::alloc::to_ranges(&chosen);
-            records[j].start = Some(t_ns);
-            records[j].nodes = node_count(&ranges, ppn);
-            records[j].alloc = ranges;
-            let work = jobs[j].runtime.as_ns() as f64;
-            if work <= 0.0 {
-                records[j].end = Some(t_ns);
-                for &c in &chosen {
-                    load[c as usize] -= 1;
-                    on[c as usize].retain(|&x| x != j);
-                }
-                continue;
-            }
-            for &c in &chosen {
-                affected.extend_from_slice(&on[c as usize]);
-            }
-            running[j] = Some(Running {
-                procs: chosen,
-                share0,
-                rate: 0.0,
-                left: work,
-                since: now,
-                finish: f64::INFINITY,
-            });
+            let chosen = choose(&eligible, need, self.p.placement, &mut self.rng);
+            self.queue.pop_front();
+            self.stats.decisions += 1;
+            self.start(j, chosen, now, t_ns, affected);
         }
-        affected.sort_unstable();
-        affected.dedup();
-        retime(&affected, now, &mut running, &load, &mut finishing);
     }
-    let total_proc_s = busy_ns.iter().sum::<f64>() / 1e9;
-    Ok((
-        SimOutput {
-            records,
-            stats,
-            policy: p.name.clone(),
-        },
-        MeasuredBusy {
-            job_cpu_s: cpu_s,
-            total_proc_s,
-        },
-    ))
+
+    /// Starts job `j` on the processors `chosen`.
+    fn start(&mut self, j: usize, chosen: Vec<u32>, now: f64, t_ns: SimTime, affected: &mut Vec<usize>) {
+        let mut share0 = Vec::with_capacity(chosen.len());
+        for &c in &chosen {
+            self.cpus.touch(c as usize, now);
+            share0.push(self.cpus.share[c as usize]);
+            self.cpus.load[c as usize] += 1;
+            self.cpus.on[c as usize].push(j);
+        }
+        let ranges: Vec<Range> = crate::alloc::to_ranges(&chosen);
+        self.records[j].start = Some(t_ns);
+        self.records[j].nodes = node_count(&ranges, self.ppn);
+        self.records[j].alloc = ranges;
+        let work = self.jobs[j].runtime.as_ns() as f64;
+        if work <= 0.0 {
+            self.records[j].end = Some(t_ns);
+            for &c in &chosen {
+                self.cpus.load[c as usize] -= 1;
+                self.cpus.on[c as usize].retain(|&x| x != j);
+            }
+            return;
+        }
+        for &c in &chosen {
+            affected.extend_from_slice(&self.cpus.on[c as usize]);
+        }
+        self.running[j] = Some(Running {
+            procs: chosen,
+            share0,
+            rate: 0.0,
+            left: work,
+            since: now,
+            finish: f64::INFINITY,
+        });
+    }
+
+    /// Re-times the jobs in `affected` at `now` after a load change.
+    fn retime(&mut self, affected: &[usize], now: f64) {
+        for &j in affected {
+            let Some(r) = self.running[j].as_ref() else {
+                continue;
+            };
+            let k = r
+                .procs
+                .iter()
+                .map(|&c| self.cpus.load[c as usize])
+                .max()
+                .unwrap_or(1);
+            let rate = self.eff(j, k) / k as f64;
+            let r = self.running[j].as_mut().expect("running");
+            r.left = (r.left - (now - r.since) * r.rate).max(0.0);
+            r.since = now;
+            if rate != r.rate || !self.finishing.contains(&(r.finish.to_bits(), j)) {
+                self.finishing.remove(&(r.finish.to_bits(), j));
+                r.rate = rate;
+                r.finish = now + r.left / rate;
+                self.finishing.insert((r.finish.to_bits(), j));
+            }
+        }
+    }
+}
+
+/// The processors a job of `need` processes gets among the `eligible` ones
+/// (sorted): PACKING, the first run of consecutive ones, else the
+/// lowest-numbered; NO PACKING, drawn at random.
+fn choose(eligible: &[u32], need: usize, placement: Placement, rng: &mut RngStream) -> Vec<u32> {
+    match placement {
+        Placement::Packing => eligible
+            .windows(need.max(1))
+            .find(|w| w[need - 1] - w[0] == need as u32 - 1)
+            .map_or_else(|| eligible[..need].to_vec(), |w| w.to_vec()),
+        Placement::Random => {
+            let mut c: Vec<u32> = eligible.choose_multiple(rng, need).copied().collect();
+            c.sort_unstable();
+            c
+        }
+    }
 }
 
 #[cfg(test)]

@@ -3,14 +3,9 @@
 //! taken from other processes, the page-in queue and its disk reads, and the
 //! debug check of a node's memory accounting.
 
-use super::{Ev, PState, Pid, SegmentKind, Sim, Stop};
+use super::{kb, Ev, PState, Pid, SegmentKind, Sim, Stop};
 use cosched_contract::node::{DequeueReason, EnqueueReason};
 use cosched_des::SimTime;
-
-/// Memory is accounted in KB (integers), so that it adds up exactly.
-pub(super) fn kb(mb: f64) -> i64 {
-    (mb * 1000.0).round() as i64
-}
 
 impl Sim<'_> {
     /// Frees at least `need` KB on `node` by taking pages from its other processes,

@@ -85,6 +85,7 @@ pub mod place;
 mod setup;
 mod state;
 mod timeline;
+mod view;
 mod wait;
 /// The node-policy contract (defined in `cosched-contract`).
 pub mod policy {
@@ -109,7 +110,7 @@ mod tests;
 #[cfg(test)]
 mod contract_tests;
 
-use crate::os::{self, NativeScheduler, Pick, Pid, Stop, Wake};
+use crate::os::{self, Pick, Pid, Stop, Wake};
 use cosched_des::{EventQueue, RngStream, RngStreams, SimTime, TimerSlots};
 use cosched_model::node::NodePlatform;
 use cosched_model::program::Rank;
@@ -123,9 +124,8 @@ use {
     interp::erlang,
 };
 
-use hooks::{Apply, View};
-use memory::kb;
-use state::{After, Cond, Cpu, Node, PState, Proc, Waiting};
+use state::{kb, After, Cond, Cpu, Node, PState, Proc, Waiting};
+use view::{Apply, View};
 pub use error::ProcError;
 pub use job::{ProcJob, ProcOptions, DEFAULT_EVENT_LIMIT, DEFAULT_TIME_LIMIT_S};
 pub use output::{ProcCounters, ProcJobRecord, ProcOutput, Segment, SegmentKind};

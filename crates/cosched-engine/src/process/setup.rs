@@ -57,64 +57,71 @@ pub(super) fn validate(
         return Err(ProcError::Unsorted(i + 1));
     }
     for (j, job) in jobs.iter().enumerate() {
-        let cv = job.program.noise_cv;
-        if !(cv.is_finite() && cv >= 0.0) {
-            return Err(ProcError::BadProgram {
-                job: j,
-                msg: format!("noise_cv must be a finite number >= 0, got {cv}"),
-            });
-        }
-        let mb = job.program.memory_mb;
-        if !(mb.is_finite() && mb >= 0.0) || kb(mb) > kb(plat.job_memory_mb) {
-            return Err(ProcError::TooBig {
-                job: j,
-                mb,
-                node_mb: plat.job_memory_mb,
-            });
-        }
-        if !(-20..=19).contains(&job.nice) {
-            return Err(ProcError::BadProgram {
-                job: j,
-                msg: format!("nice must be between -20 and 19, got {}", job.nice),
-            });
-        }
-        let rpn = job.ranks_per_node;
-        if rpn == 0 || rpn > opts.mpl {
-            return Err(ProcError::BadProgram {
-                job: j,
-                msg: format!(
-                    "ranks_per_node must be between 1 and the mpl ({}), got {rpn}",
-                    opts.mpl
-                ),
-            });
-        }
-        if opts.gang.is_some() && rpn > plat.cpus_per_node {
-            return Err(ProcError::BadProgram {
-                job: j,
-                msg: format!(
-                    "gang: ranks_per_node {rpn} exceeds the {} CPU columns of a node",
-                    plat.cpus_per_node
-                ),
-            });
-        }
-        if job.nodes_needed() > plat.nodes {
-            return Err(ProcError::TooWide {
-                job: j,
-                size: job.nodes_needed(),
-                nodes: plat.nodes,
-            });
-        }
-        let size = job.program.size();
-        for (r, ops) in job.program.ranks.iter().enumerate() {
-            for op in ops {
-                if let Op::Send { to, .. } | Op::Isend { to, .. } = *op {
-                    if to >= size {
-                        return Err(ProcError::BadRank {
-                            job: j,
-                            rank: r as Rank,
-                            to,
-                        });
-                    }
+        check_job(plat, opts, j, job)?;
+    }
+    Ok(())
+}
+
+/// Checks job `j`: its noise, memory, niceness, ranks per node, width and
+/// message destinations.
+fn check_job(plat: &NodePlatform, opts: &ProcOptions, j: usize, job: &ProcJob) -> Result<(), ProcError> {
+    let cv = job.program.noise_cv;
+    if !(cv.is_finite() && cv >= 0.0) {
+        return Err(ProcError::BadProgram {
+            job: j,
+            msg: format!("noise_cv must be a finite number >= 0, got {cv}"),
+        });
+    }
+    let mb = job.program.memory_mb;
+    if !(mb.is_finite() && mb >= 0.0) || kb(mb) > kb(plat.job_memory_mb) {
+        return Err(ProcError::TooBig {
+            job: j,
+            mb,
+            node_mb: plat.job_memory_mb,
+        });
+    }
+    if !(-20..=19).contains(&job.nice) {
+        return Err(ProcError::BadProgram {
+            job: j,
+            msg: format!("nice must be between -20 and 19, got {}", job.nice),
+        });
+    }
+    let rpn = job.ranks_per_node;
+    if rpn == 0 || rpn > opts.mpl {
+        return Err(ProcError::BadProgram {
+            job: j,
+            msg: format!(
+                "ranks_per_node must be between 1 and the mpl ({}), got {rpn}",
+                opts.mpl
+            ),
+        });
+    }
+    if opts.gang.is_some() && rpn > plat.cpus_per_node {
+        return Err(ProcError::BadProgram {
+            job: j,
+            msg: format!(
+                "gang: ranks_per_node {rpn} exceeds the {} CPU columns of a node",
+                plat.cpus_per_node
+            ),
+        });
+    }
+    if job.nodes_needed() > plat.nodes {
+        return Err(ProcError::TooWide {
+            job: j,
+            size: job.nodes_needed(),
+            nodes: plat.nodes,
+        });
+    }
+    let size = job.program.size();
+    for (r, ops) in job.program.ranks.iter().enumerate() {
+        for op in ops {
+            if let Op::Send { to, .. } | Op::Isend { to, .. } = *op {
+                if to >= size {
+                    return Err(ProcError::BadRank {
+                        job: j,
+                        rank: r as Rank,
+                        to,
+                    });
                 }
             }
         }

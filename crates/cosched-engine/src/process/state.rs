@@ -3,7 +3,7 @@
 //! accounting and memory), each CPU ([`Cpu`]) and each node ([`Node`]: CPUs,
 //! native scheduler, disk, NIC, memory, page-in queue, policy timers).
 
-use super::{NativeScheduler, Pid};
+use crate::os::{NativeScheduler, Pid};
 use cosched_contract::node::{Ops, WaitKind, WaitMode};
 use cosched_des::{RngStream, SimTime};
 use cosched_model::program::{Op, Rank};
@@ -155,4 +155,9 @@ pub(super) struct Node {
     pub(super) tick_armed: bool,
     /// The node's OS timer boundaries fall at `tick_phase + i * tick`.
     pub(super) tick_phase: SimTime,
+}
+
+/// Memory is accounted in KB (integers), so that it adds up exactly.
+pub(super) fn kb(mb: f64) -> i64 {
+    (mb * 1000.0).round() as i64
 }
