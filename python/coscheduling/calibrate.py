@@ -9,9 +9,10 @@ relative error of the mean execution time is the scheme's ``fit_error``.
 
 Output: the table file (docs/formats/interference.md), read by ``timeshare[...]`` job-level runs.
 
-Cached runs under the work folder are reused only when their results came from this cosched (version and
-git commit in their provenance); others are run again. ``cosched calibrate --check`` refits with the settings
-of the committed table and reports every value that differs (a stale table after an engine change).
+Cached runs under the work folder are reused only when their results came from this very build (version, git
+commit and the compiled core's SHA-256 in their provenance); others are run again. ``cosched calibrate --check``
+refits with the settings of the committed table and reports every value that differs (a stale table after an
+engine change).
 """
 
 from __future__ import annotations

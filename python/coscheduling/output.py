@@ -40,7 +40,7 @@ OUTPUT_FILES = ("jobs.csv", "jobs.parquet", "summary.json")
 RESULT_FILES = (*OUTPUT_FILES, "timeline.parquet")
 
 #: Version of the output contract (docs/formats/): jobs columns, summary and provenance keys.
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 
 
 def _file_mode() -> int:
@@ -103,6 +103,24 @@ def git_commit() -> str:
     return getattr(_core, "__git_commit__", None) or "unknown"
 
 
+@functools.cache
+def build_sha256() -> str:
+    """SHA-256 of the compiled core this process runs (``coscheduling._core``'s file): it changes with
+    any rebuild from changed sources, committed or not, where the version and commit may not."""
+    from . import _core
+
+    return sha256_file(_core.__file__)
+
+
+def same_build(prov: Mapping[str, Any]) -> bool:
+    """Whether a result's ``provenance`` names the very compiled core this process runs: the test
+    for reusing a cached run, so a run made before an uncommitted change (a regenerated calibration,
+    an edited mechanism) is never reused after it."""
+    from . import _core
+
+    return built_here(prov, _core.__version__) and prov.get("build_sha256") == build_sha256()
+
+
 def built_here(prov: Mapping[str, Any], version: str) -> bool:
     """Whether a result's ``provenance`` names this cosched (``version`` and the current git commit): cached
     results from another build must not be reused as if they were current."""
@@ -132,6 +150,7 @@ def provenance(
     ``options``, the effective run options or configuration.
     """
     prov: dict[str, Any] = {
+        "build_sha256": build_sha256(),
         "command_line": command if command is not None else command_line(),
         "config_hash": sha256_text(canonical_json(options)),
         "git_commit": git_commit(),

@@ -130,6 +130,18 @@ def test_runs_of_another_build_are_not_reused(quick: tuple[Path, Path, dict], tm
     summary["provenance"]["git_commit"] = "0" * 40
     (folder / "summary.json").write_text(json.dumps(summary))
     assert not _is_cached(folder, text)
+    # Same version and commit, another compiled core (a rebuild from uncommitted changes, e.g. a
+    # regenerated calibration): not reused either.
+    fresh = sorted((copy / "runs").iterdir())[1]
+    text = (fresh / "config.json").read_text()
+    assert _is_cached(fresh, text)
+    summary = json.loads((fresh / "summary.json").read_text())
+    summary["provenance"]["build_sha256"] = "0" * 64
+    (fresh / "summary.json").write_text(json.dumps(summary))
+    assert not _is_cached(fresh, text)
+    del summary["provenance"]["build_sha256"]  # a run from before the key existed
+    (fresh / "summary.json").write_text(json.dumps(summary))
+    assert not _is_cached(fresh, text)
 
 
 @pytest.mark.slow

@@ -29,7 +29,8 @@ SUMMARY_KEYS = (
     "energy_j",
     "provenance",
 )
-PROVENANCE_KEYS = ("command_line", "config_hash", "git_commit", "platform", "policy", "seed", "trace", "version")
+PROVENANCE_KEYS = ("build_sha256", "command_line", "config_hash", "git_commit", "platform", "policy", "seed", "trace",
+                   "version")
 
 
 @pytest.mark.parametrize("name", SLICED)

@@ -16,7 +16,7 @@ from golden import GOLDEN, check
 
 SCENARIO = GOLDEN / "scenarios" / "nas-mix.toml"
 NODE_POLICIES = [p["name"] for p in api.policies() if p["level"] == "node"]
-PROVENANCE_VOLATILE = {"command_line", "git_commit", "version", "trace", "config_hash"}
+PROVENANCE_VOLATILE = {"build_sha256", "command_line", "git_commit", "version", "trace", "config_hash"}
 
 
 def stable_summary(path: Path) -> str:

@@ -108,6 +108,14 @@ def test_rerun_reuses_every_run_and_gives_the_same_report(tmp_path: Path, quick_
     assert fourth.exit_code == 0, fourth.stderr
     assert f"{n} runs ({n - 1} reused)" in fourth.stdout
     assert (out / "report.md").read_text() == text
+    # Nor one made by another compiled core of the same commit (a rebuild from uncommitted changes).
+    summary = json.loads(some.read_text())
+    summary["provenance"]["build_sha256"] = "0" * 64
+    some.write_text(json.dumps(summary))
+    fifth = run_cli(["reproduce", "choi-fig6", "--quick", "--out", str(out), "-j", "1"])
+    assert fifth.exit_code == 0, fifth.stderr
+    assert f"{n} runs ({n - 1} reused)" in fifth.stdout
+    assert (out / "report.md").read_text() == text
 
 
 def _frame(resp: dict[str, float]) -> pd.DataFrame:

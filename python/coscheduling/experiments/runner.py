@@ -24,7 +24,7 @@ from typing import Any
 
 import pandas as pd
 
-from ..output import built_here, canonical_json, write_atomic
+from ..output import canonical_json, same_build, write_atomic
 from ..workers import die_with_parent
 
 
@@ -63,16 +63,14 @@ def _config_text(cfg: Mapping[str, Any]) -> str:
 
 
 def _is_cached(folder: Path, text: str) -> bool:
-    """Whether ``folder`` holds this configuration's results, made by this cosched build."""
+    """Whether ``folder`` holds this configuration's results, made by this very compiled core."""
     cfg = folder / "config.json"
     summary = folder / "summary.json"
     if not (cfg.is_file() and cfg.read_text(encoding="utf-8") == text and summary.is_file()
             and (folder / "jobs.csv").is_file()):
         return False
-    from .. import _core
-
     prov = json.loads(summary.read_text(encoding="utf-8")).get("provenance") or {}
-    return built_here(prov, _core.__version__)
+    return same_build(prov)
 
 
 RESULT_FILES = ("summary.json", "jobs.csv", "jobs.parquet")
