@@ -82,5 +82,38 @@ fn the_batch_scheme_without_backfilling_is_fcfs_strict_or_not() {
         admission(&b, None).name()
     };
     assert_eq!(name(true), "fcfs");
-    assert_eq!(name(false), "fcfs[strict=false]");
+    assert_eq!(name(false), "fcfs[strict=false,max_starve_s=86400]");
+    let off = BatchParams {
+        strict: false,
+        max_starve: None,
+        ..BatchParams::STRICT
+    };
+    assert_eq!(admission(&off, None).name(), "fcfs[strict=false]");
+}
+
+#[test]
+fn a_starving_job_holds_the_nodes_under_non_strict_order() {
+    // 4 nodes. At 0: job 0 (2 nodes, 100 ms) starts, job 1 (4 nodes, 50 ms)
+    // waits, job 2 (2 nodes, 300 ms) passes it (non-strict order). At 100 ms
+    // job 0 ends and job 3 (2 nodes, 50 ms) arrives. With max_starve 50 ms
+    // job 1 (waited 100 ms) is starving: job 3 may not take the freed nodes;
+    // job 1 starts when job 2 ends (300 ms), job 3 after it (350 ms). With
+    // OpenPBS's default 24 h nobody starves: job 3 starts at 100 ms.
+    let ms = SimTime::from_ms;
+    let mut jobs = vec![compute(2, 100), compute(4, 50), compute(2, 300)];
+    use cosched_model::program::{Builder, Op};
+    let mut b = Builder::new(2);
+    b.all(Op::Compute { ns: 50_000_000 });
+    jobs.push(ProcJob::new(b.build("compute", 10.0), ms(100)));
+    let starts = |max_starve: SimTime| {
+        let b = BatchParams {
+            strict: false,
+            max_starve: Some(max_starve),
+            ..BatchParams::STRICT
+        };
+        let out = run(&jobs, Some(AdmissionFactory::new(move || admission(&b, None))));
+        out.jobs.iter().map(|r| r.start).collect::<Vec<_>>()
+    };
+    assert_eq!(starts(ms(50)), [ms(0), ms(300), ms(0), ms(350)]);
+    assert_eq!(starts(SimTime::from_secs(86_400)), [ms(0), ms(300), ms(0), ms(100)]);
 }

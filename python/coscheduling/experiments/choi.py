@@ -59,13 +59,17 @@ class Scheme:
     group: str = ""
 
 
+#: OpenPBS's default ``max_starve`` (24:00:00), in seconds: BATCH-NS's starving threshold.
+MAX_STARVE_S = 86_400
+
 #: The schemes of seed 000 Figure 3, in its order, then those the paper mentions without plotting
 #: them: GM's own blocking scheme (§5.2: "almost identical" to CC and SB; node policy
 #: ``block[spin_us=1000]``: gm_blocking_receive's 1 ms of polling, then sleep, at sender and receiver,
 #: no boosts), PBS with EASY backfilling (§5.1: "very
 #: close (within 2%)" to PBS without; estimates: each class's requested walltime, ``batch.rs``) and
-#: PBS in OpenPBS's default, non-strict queue order (BATCH-NS, ``strict_ordering: false``; BATCH is
-#: strict FCFS). Groups: "spin" and "block" are the paper's spin-based and blocking-based
+#: PBS in OpenPBS's default, non-strict queue order (BATCH-NS, ``strict_ordering: false`` with the
+#: default ``help_starving_jobs`` after ``max_starve: 24:00:00``, ``starving.rs``; BATCH is strict FCFS).
+#: Groups: "spin" and "block" are the paper's spin-based and blocking-based
 #: communication-driven schemes (seed 001 Table 1).
 SCHEMES: dict[str, Scheme] = {
     s.label: s
@@ -79,7 +83,8 @@ SCHEMES: dict[str, Scheme] = {
         Scheme("HYBRID", "fcfs", "hybrid", 3, group="block"),
         Scheme("GANG", "gang", "nls", 3, packing_only=True, group="gang"),
         Scheme("BATCH", "batch", "nls", 1, packing_only=True, group="batch"),
-        Scheme("BATCH-NS", "batch[strict=false]", "nls", 1, packing_only=True, group="batch"),
+        Scheme("BATCH-NS", f"batch[strict=false,max_starve_s={MAX_STARVE_S}]", "nls", 1, packing_only=True,
+               group="batch"),
         Scheme("BATCH-EASY", "batch[backfill=easy]", "nls", 1, packing_only=True, group="batch"),
     )
 }
@@ -490,6 +495,24 @@ def offered_load(g: Gathered, by: Sequence[str] = ()) -> str:
             "submission span): " + "; ".join(parts) + ".")
 
 
+def starving_note(g: Gathered) -> str:
+    """Whether OpenPBS's starving-job rule acted in the BATCH-NS runs: their longest wait against
+    ``max_starve`` (a job waiting longer is starving and holds the queue until it starts)."""
+    j = g.jobs
+    if j.empty or "scheme" not in j or "wait_s" not in j:
+        return ""
+    w = j.loc[j["scheme"] == "BATCH-NS", "wait_s"].dropna()
+    if w.empty:
+        return ""
+    longest = float(w.max())
+    starving = int((w > MAX_STARVE_S).sum())
+    return (f"BATCH-NS is OpenPBS's default scheduler: non-strict order with help_starving_jobs after max_starve "
+            f"{MAX_STARVE_S:,} s (24 h). Longest BATCH-NS wait: {longest:,.0f} s; "
+            + (f"{starving} job(s) waited past max_starve, so the starving rule held the queue for them."
+               if starving else "no job waited past max_starve, so the starving rule never acted (BATCH-NS is "
+               "plain non-strict order in these runs)."))
+
+
 # ----- findings shared by several experiments ---------------------------------------------------
 
 
@@ -850,6 +873,8 @@ def _fig_response(g: Gathered, st: Settings, title: str, heavy: bool, name: str)
         "",
         offered_load(g),
         "",
+        starving_note(g),
+        "",
         "Mean over seeds (seconds):",
         "",
         md_table(table, 0),
@@ -1192,7 +1217,7 @@ def _fig4(g: Gathered, st: Settings) -> Outcome:
         f"Workload: {int(g.runs['jobs_total'].iloc[0])} jobs drawn from sPPM, BlockSolve95 and LU (classes A–C), "
         "mean inter-arrival 500 s, MPL 3, PACKING; sPPM and BlockSolve95 grow their problem with the process "
         "count (a fixed per-process block, the size of seed 000 Table 1's 16-process run).", "",
-        offered_load(g), "", "![fig4](fig4.png)", "", md_table(table, 0), "",
+        offered_load(g), "", starving_note(g), "", "![fig4](fig4.png)", "", md_table(table, 0), "",
         "## Findings", "", findings_md(f),
     ]
     report += _cost_section(g, ["scheme"])
@@ -1290,6 +1315,7 @@ def _fig5(g: Gathered, st: Settings) -> Outcome:
                                                ylabel="mean response time (s)")
     report = ["Workload per class: NAS jobs of that class only, mean inter-arrival 100 s (the paper does not "
               "state it; assumed as Fig. 3(a)), MPL 3, PACKING.", "", offered_load(g, ["class"]), "",
+              starving_note(g), "",
               "![fig5](fig5.png)", "", md_table(table, 0),
               "", "## Findings", "", findings_md(f)]
     report += _cost_section(g, ["class", "scheme"])
@@ -1684,7 +1710,8 @@ def _fig7(g: Gathered, st: Settings) -> Outcome:
               "Table 2's configurations, mean inter-arrival 100 s, MPL 3 (batch: 1), PACKING; memory-aware "
               "admission vs none (then processes page when their node's footprints exceed its 900 MB).", "",
               "![fig7](fig7.png)", "", md_table(table, 0), "", "Speed-up ratio (no memory-aware / memory-aware):",
-              "", md_table(speed, 2), "", FIG7_PAGING_CAVEAT, "", "## Findings", "", findings_md(f)]
+              "", md_table(speed, 2), "", FIG7_PAGING_CAVEAT, "", starving_note(g), "", "## Findings", "",
+              findings_md(f)]
     report += _cost_section(g, ["memory_aware", "scheme"])
     return Outcome("\n".join(report), files)
 

@@ -11,8 +11,9 @@
 //!   in `src/scheduler/pbs_sched_config` of openpbs/openpbs, called `strict_fifo`
 //!   in OpenPBS 2.x): each pass goes through the queue in order and starts every
 //!   job that fits now; a job that does not fit keeps its place but holds no
-//!   reservation. (Its starving-job rule, `help_starving_jobs` after
-//!   `max_starve: 24:00:00`, is not modelled.)
+//!   reservation, except a job that has waited longer than `max_starve_s`
+//!   (default 24 h): it is starving and no later job starts until it has
+//!   (OpenPBS's `help_starving_jobs`, on by default; [`super::starving`]).
 //! - `backfill=easy` (or the name `easy`): strict order with EASY backfilling
 //!   (the admission policy [`super::easy::Easy`]): when the queue head does not fit
 //!   it gets a reservation at the earliest time enough nodes are free by the
@@ -34,8 +35,12 @@
 //!
 //! Parameters: `backfill` (`none` | `easy`, default `none`), `strict` (default
 //! `true`), `estimates` (`request` | `perfect`, default `request`), `round_s`
-//! (default 600, > 0 and at most 1e7).
+//! (default 600, > 0 and at most 1e7), `help_starving` (default `true`) and
+//! `max_starve_s` (default 86400, > 0 and at most 1e9): the starving-job
+//! rule, which only the non-strict order uses (a strict head, or EASY's
+//! reserved head, already waits for nobody).
 
+use super::starving::StarvingFifo;
 use super::ProcAdmission;
 use cosched_contract::admission::{AdmissionPolicy, Fcfs};
 use crate::registry::{ParamInfo, PolicyInfo, PolicySpec, RegistryError};
@@ -56,7 +61,12 @@ pub struct BatchParams {
     pub backfill: bool,
     pub strict: bool,
     pub estimates: Estimates,
+    /// OpenPBS's `help_starving_jobs` with this `max_starve` (`None`: off).
+    pub max_starve: Option<SimTime>,
 }
+
+/// OpenPBS's default `max_starve` (24:00:00).
+pub const MAX_STARVE_DEFAULT: SimTime = SimTime::from_secs(86_400);
 
 impl BatchParams {
     /// Strict FCFS, no backfilling.
@@ -66,6 +76,7 @@ impl BatchParams {
         estimates: Estimates::Request {
             round: SimTime::from_secs(600),
         },
+        max_starve: Some(MAX_STARVE_DEFAULT),
     };
 }
 
@@ -98,6 +109,18 @@ pub fn info() -> PolicyInfo {
                 kind: "float",
                 default: "600",
                 doc: "walltime request granularity of estimates=request, seconds",
+            },
+            ParamInfo {
+                name: "help_starving",
+                kind: "bool",
+                default: "true",
+                doc: "OpenPBS help_starving_jobs: with strict=false, a job waiting longer than max_starve_s holds the queue until it starts",
+            },
+            ParamInfo {
+                name: "max_starve_s",
+                kind: "float",
+                default: "86400",
+                doc: "OpenPBS max_starve: the wait after which a queued job is starving, seconds",
             },
         ],
     }
@@ -152,8 +175,30 @@ fn estimates(spec: &PolicySpec) -> Result<Estimates, RegistryError> {
     }
 }
 
+fn max_starve(spec: &PolicySpec) -> Result<Option<SimTime>, RegistryError> {
+    let on: bool = spec.get("help_starving", true)?;
+    let s: f64 = spec.get("max_starve_s", MAX_STARVE_DEFAULT.as_secs_f64())?;
+    // At most 1e9 s (about 32 years): beyond the nanosecond time range.
+    if !(s.is_finite() && s > 0.0 && s <= 1e9) {
+        return Err(bad(
+            spec,
+            "max_starve_s",
+            s.to_string(),
+            "must be a positive number of seconds, at most 1e9",
+        ));
+    }
+    Ok(on.then(|| SimTime::from_secs_f64(s)))
+}
+
 pub fn build(spec: &PolicySpec) -> Result<ProcAdmission, RegistryError> {
-    spec.expect_only(&["backfill", "strict", "estimates", "round_s"])?;
+    spec.expect_only(&[
+        "backfill",
+        "strict",
+        "estimates",
+        "round_s",
+        "help_starving",
+        "max_starve_s",
+    ])?;
     let backfill: String = spec.get("backfill", "none".to_string())?;
     let strict: bool = spec.get("strict", true)?;
     let backfill = match backfill.as_str() {
@@ -180,6 +225,7 @@ pub fn build(spec: &PolicySpec) -> Result<ProcAdmission, RegistryError> {
         backfill,
         strict,
         estimates: estimates(spec)?,
+        max_starve: max_starve(spec)?,
     }))
 }
 
@@ -189,17 +235,22 @@ pub fn build_easy(spec: &PolicySpec) -> Result<ProcAdmission, RegistryError> {
         backfill: true,
         strict: true,
         estimates: estimates(spec)?,
+        ..BatchParams::STRICT
     }))
 }
 
 /// The admission policy of the batch scheme `b`: EASY backfilling from
 /// `estimates` (one per job, [`estimates_of`]) when `b.backfill`, else FCFS,
-/// strict or not. The mechanism runs it at MPL 1.
+/// strict or not (not strict: with the starving-job rule when `b.max_starve`).
+/// The mechanism runs it at MPL 1.
 pub fn admission(b: &BatchParams, estimates: Option<&[SimTime]>) -> Box<dyn AdmissionPolicy> {
     match (b.backfill, estimates) {
         (true, Some(est)) => Box::new(super::easy::Easy::new(est.to_vec())),
         (true, None) => Box::new(super::easy::Easy::new(Vec::new())),
-        (false, _) => Box::new(Fcfs::new(b.strict)),
+        (false, _) => match (b.strict, b.max_starve) {
+            (false, Some(t)) => Box::new(StarvingFifo::new(t)),
+            _ => Box::new(Fcfs::new(b.strict)),
+        },
     }
 }
 
@@ -272,9 +323,28 @@ mod unit {
             ProcAdmission::Batch(BatchParams {
                 backfill: true,
                 strict: true,
-                estimates: Estimates::Perfect
+                estimates: Estimates::Perfect,
+                ..BatchParams::STRICT
             })
         );
+        assert_eq!(
+            b("batch[strict=false,max_starve_s=3600]").unwrap(),
+            ProcAdmission::Batch(BatchParams {
+                strict: false,
+                max_starve: Some(SimTime::from_secs(3600)),
+                ..BatchParams::STRICT
+            })
+        );
+        assert_eq!(
+            b("batch[strict=false,help_starving=false]").unwrap(),
+            ProcAdmission::Batch(BatchParams {
+                strict: false,
+                max_starve: None,
+                ..BatchParams::STRICT
+            })
+        );
+        assert!(b("batch[max_starve_s=0]").is_err());
+        assert!(b("batch[max_starve_s=1e12]").is_err());
         assert!(b("batch[backfill=easy,strict=false]")
             .unwrap_err()
             .to_string()

@@ -17,6 +17,7 @@ pub mod easy;
 pub mod flexgang;
 pub mod gang;
 pub mod perturb;
+pub mod starving;
 
 use crate::registry::{PolicyInfo, PolicySpec, RegistryError};
 use cosched_contract::process::GangParams;
