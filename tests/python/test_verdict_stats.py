@@ -198,3 +198,50 @@ def test_fig7_pbs_finding_rests_on_the_better_fifo_baseline() -> None:
     assert "PBS = BATCH-NS" in pbs.rule and pbs.verdict == TIE, pbs.ours
     # HYBRID lowest memory-aware by 140 against 150 on every seed: reproduced.
     assert fs["with memory-aware allocation HYBRID shows the best response"].verdict == REPRODUCED
+
+
+def test_equivalence_verdict_by_hand() -> None:
+    # 1, 2, 3: interval [-0.48, 4.48] inside ±10: identical. 8, 9, 10: [6.52, 11.48] crosses +10: undecided.
+    # 20, 21, 22: [17.5, 24.5] wholly above +10: not identical. -12, -11, -10: [-13.5, -8.5]: undecided.
+    assert report.equivalent(report.diff_ci([1, 2, 3]), 10.0) == REPRODUCED
+    assert report.equivalent(report.diff_ci([8, 9, 10]), 10.0) == report.UNDECIDED
+    assert report.equivalent(report.diff_ci([20, 21, 22]), 10.0) == NOT_REPRODUCED
+    assert report.equivalent(report.diff_ci([-12, -11, -10]), 10.0) == report.UNDECIDED
+    assert report.equivalent(report.diff_ci([-22, -21, -20]), 10.0) == NOT_REPRODUCED
+    # One seed: inside the band or not.
+    assert report.equivalent(report.diff_ci([9.9]), 10.0) == REPRODUCED
+    assert report.equivalent(report.diff_ci([-10.1]), 10.0) == NOT_REPRODUCED
+    assert report.equivalent(report.diff_ci([]), 10.0) == report.NOT_APPLICABLE
+    assert report.all_equivalent([REPRODUCED, REPRODUCED]) == REPRODUCED
+    assert report.all_equivalent([REPRODUCED, report.UNDECIDED]) == report.UNDECIDED
+    assert report.all_equivalent([report.UNDECIDED, NOT_REPRODUCED]) == NOT_REPRODUCED
+
+
+def test_almost_identical_with_intervals_on_hand_made_tables() -> None:
+    def finding(rows_by_placement: dict[str, dict[str, list[float]]]) -> report.Finding:
+        runs = pd.concat([_seeded_runs(rows, "mean_response_s", placement=p)
+                          for p, rows in rows_by_placement.items()], ignore_index=True)
+        agg = choi.per_scheme(runs, ["placement", "scheme"])
+        return choi.gm_block_finding(agg, "response_s", "placement", runs)
+
+    # CC 100; SB 102, 103, 104 (2, 3, 4% of CC); GM-BLOCK 101, 101, 101. Pairs: SB − CC [0.5, 5.5];
+    # GM-BLOCK − CC 1% each seed; GM-BLOCK − SB = (101 − 102) / 101 ... (101 − 104) / 101 = −0.99, −1.98, −2.97%:
+    # mean −1.98, SD 0.99, half-width 2.46 -> [−4.4, +0.5]. All inside ±10: identical.
+    tight = {"CC": [100, 100, 100], "SB": [102, 103, 104], "GM-BLOCK": [101, 101, 101]}
+    f = finding({"packing": tight, "random": tight})
+    assert f.verdict == REPRODUCED, f.ours
+    assert "SB − CC +3.0% [95% CI +0.5, +5.5; 3 seeds]" in f.ours
+    assert "±10%" in f.rule
+    # GM-BLOCK 100, 110, 120 against CC 100: 0, 10, 20%: mean 10, SD 10, half-width 24.8 -> [−14.8, 34.8]:
+    # crosses the band: undecided (the old 10% rule on the means, 10.0%, called it identical).
+    wide = {"CC": [100, 100, 100], "SB": [100, 100, 100], "GM-BLOCK": [100, 110, 120]}
+    assert finding({"packing": wide}).verdict == report.UNDECIDED
+    # GM-BLOCK 130 on every seed: 30% wholly outside: not identical; identical on the other placement: partly.
+    far = {"CC": [100, 100, 100], "SB": [100, 100, 100], "GM-BLOCK": [130, 130, 130]}
+    f = finding({"packing": tight, "random": far})
+    assert f.verdict == PARTLY, f.ours
+    assert "NO PACKING: CC 100 s" in f.why
+    assert finding({"packing": far, "random": wide}).verdict == NOT_REPRODUCED
+    # One seed: the spreads of the means decide (9.9% identical, 10.5% not).
+    assert finding({"packing": {"CC": [100], "SB": [109.9], "GM-BLOCK": [105]}}).verdict == REPRODUCED
+    assert finding({"packing": {"CC": [100], "SB": [110.5], "GM-BLOCK": [105]}}).verdict == NOT_REPRODUCED

@@ -27,11 +27,14 @@ from .report import (
     PARTLY,
     REPRODUCED,
     TIE,
+    UNDECIDED,
     Diff,
     Finding,
+    all_equivalent,
     band,
     combine,
     diff_ci,
+    equivalent,
     findings_md,
     grouped_bars,
     md_table,
@@ -583,41 +586,83 @@ def _group(by: str | None, value: Any) -> str:
     return str(value)
 
 
+def pair_spread(runs: pd.DataFrame | None, a: str, b: str, col: str, where: dict[str, Any] | None = None,
+                agg: pd.DataFrame | None = None) -> Diff:
+    """How much higher ``b``'s ``col`` is than ``a``'s, in % of the lower of the two, per seed (the
+    seeds' runs share a workload), with its 95% interval over the seeds: the spread of one pair, signed.
+    Without runs, from the means in ``agg`` (one sample)."""
+    x, y = per_seed(runs, a, col, where), per_seed(runs, b, col, where)
+    if (x.empty or y.empty) and agg is not None:
+        c = col.removeprefix("mean_")
+        x = pd.Series([_value(agg, c, scheme=a, **(where or {}))])
+        y = pd.Series([_value(agg, c, scheme=b, **(where or {}))])
+    common = x.index.intersection(y.index)
+    x, y = x[common], y[common]
+    return diff_ci(list(100.0 * (y - x) / pd.concat([x, y], axis=1).min(axis=1)))
+
+
+#: "Almost identical" (seed 000/001 §5.2) gives no number: the band every pairwise spread's 95%
+#: interval must lie in, in % of the lower value (the 10% the earlier mean-only rule used).
+IDENTICAL_BAND = 10.0
+
+
 def gm_block_finding(df: pd.DataFrame, col: str, by: str | None, runs: pd.DataFrame | None = None) -> Finding:
     """Seed 000/001 §5.2: CC, SB and GM's own blocking scheme perform almost identically (so the paper
-    plots them as one). Checked per value of ``by`` (placement, application, allocation)."""
+    plots them as one). An equivalence verdict per value of ``by`` (placement, application, allocation):
+    identical if each of the three pairwise spreads has its 95% interval inside ±IDENTICAL_BAND, not
+    identical if one lies wholly outside it, undecided otherwise."""
     claim = ("CC, SB and the blocking scheme available with GM (GM-BLOCK: 1 ms spin then blocking, no boosts) "
              "perform almost identically (S000/S001 §5.2)")
     groups = list(dict.fromkeys(df[by])) if by else [None]
-    spreads: dict[Any, float] = {}
+    pairs = [(GM_TRIO[i], GM_TRIO[j]) for i in range(len(GM_TRIO)) for j in range(i + 1, len(GM_TRIO))]
+    run_col = f"mean_{col}"
+    stat_runs = seeded(runs)
+    per_group: dict[Any, tuple[str, list[tuple[str, str, Diff]]]] = {}
     for gv in groups:
         sub = df if gv is None else df[df[by] == gv]
-        vals = sub[sub["scheme"].isin(GM_TRIO)].set_index("scheme")[col]
-        if len(vals) == len(GM_TRIO):
-            spreads[gv] = 100.0 * (vals.max() - vals.min()) / vals.min()
-    if not spreads:
+        if not set(GM_TRIO) <= set(sub["scheme"]):
+            continue
+        where = {by: gv} if by else None
+        ds = [(a, b, pair_spread(stat_runs, a, b, run_col, where, agg=sub)) for a, b in pairs]
+        per_group[gv] = (all_equivalent([equivalent(d, IDENTICAL_BAND) for _, _, d in ds]), ds)
+    if not per_group:
         return Finding(claim, "", "CC, SB and GM-BLOCK were not all run", NOT_APPLICABLE)
     noun = _GROUP_NOUN.get(by or "", by or "")
     each = f" for every {noun}" if by else ""
-    close = [gv for gv, x in spreads.items() if x <= 10.0]
-    ok, partly = len(close) == len(spreads), bool(close)
+    vs = [v for v, _ in per_group.values()]
+    if all(v == REPRODUCED for v in vs):
+        v = REPRODUCED
+    elif REPRODUCED in vs and by is not None:
+        v = PARTLY
+    elif NOT_REPRODUCED in vs:
+        v = NOT_REPRODUCED
+    else:
+        v = UNDECIDED
     why = ""
-    if not ok:
-        far = [gv for gv in spreads if gv not in close]
+    if v != REPRODUCED:
         bits = []
-        for gv in far:
+        for gv, (gvv, _) in per_group.items():
+            if gvv == REPRODUCED:
+                continue
             scope = {by: gv} if by else {}
             sub = df if gv is None else df[df[by] == gv]
             vals = ", ".join(f"{s} {_sec(_value(sub, col, scheme=s))} s" for s in GM_TRIO)
             bits.append((f"{_group(by, gv)}: " if by else "") + vals + "; " + cost_balance(runs, GM_TRIO, scope))
         why = ("GM-BLOCK spins 1 ms then blocks and never boosts; SB spins up to its spin time before blocking; CC "
                "also spin-blocks the sender and boosts receivers: " + " | ".join(bits))
+    ours = "; ".join(
+        (f"{_group(by, gv)} ({gvv}): " if by else f"({gvv}) ")
+        + ", ".join(f"{b} − {a} {d.text()}" for a, b, d in ds)
+        for gv, (gvv, ds) in per_group.items())
     return Finding(
         claim,
-        f"reproduced if the {col} of CC, SB and GM-BLOCK are within 10% of each other ((max − min) / min ≤ 10%)"
-        + (f"{each}; partly if for some {noun}" if by else ""),
-        ", ".join((f"{_group(by, gv)}: " if by else "") + f"spread {x:.1f}%" for gv, x in spreads.items()),
-        verdict(ok, partly and by is not None),
+        f"equivalence of the {col} of CC, SB and GM-BLOCK{each}: each pairwise spread (the higher minus the lower, "
+        f"% of the lower, per seed) has its 95% interval inside ±{IDENTICAL_BAND:g}% (the paper states no number; "
+        "one seed: the spread of the means) → reproduced (identical); one interval wholly outside → not reproduced "
+        "(not identical); otherwise undecided"
+        + (f"; partly if identical for some {noun}" if by else ""),
+        ours,
+        v,
         why,
     )
 

@@ -20,6 +20,9 @@ NOT_REPRODUCED = "not reproduced"
 NOT_APPLICABLE = "not applicable"
 #: A compared difference whose 95% interval contains zero: neither side wins.
 TIE = "tie"
+#: An equivalence claim ("almost identical") whose intervals neither fit inside the stated band nor
+#: lie wholly outside it: the seeds cannot tell.
+UNDECIDED = "undecided"
 #: Half-width of a magnitude band, as a share of the paper's number: a stated "65%" is reproduced
 #: by a difference in 65% x (1 ± MAGNITUDE_BAND), i.e. 32.5–97.5%.
 MAGNITUDE_BAND = 0.5
@@ -35,7 +38,7 @@ class Finding:
     rule: str
     #: Our numbers behind the verdict.
     ours: str
-    #: One of REPRODUCED, PARTLY, NOT_REPRODUCED, NOT_APPLICABLE.
+    #: One of REPRODUCED, PARTLY, NOT_REPRODUCED, NOT_APPLICABLE, TIE, UNDECIDED.
     verdict: str
     #: For a claim that does not reproduce: the reason the model gives.
     why: str = ""
@@ -116,6 +119,34 @@ def ordered(d: Diff, within: tuple[float, float] | None = None) -> str:
     if within is None or within[0] <= d.mean <= within[1]:
         return REPRODUCED
     return PARTLY
+
+
+def equivalent(d: Diff, margin: float) -> str:
+    """Verdict of a claim that a difference is negligible (two schemes "almost identical"), with the
+    stated band ``[-margin, +margin]``: reproduced (identical) if the difference's 95% interval lies
+    inside the band; not reproduced (not identical) if it lies wholly outside it; undecided otherwise
+    (the interval crosses an edge of the band). With one seed (no interval) the single difference
+    decides: inside the band or not."""
+    if d.n == 0 or not math.isfinite(d.mean):
+        return NOT_APPLICABLE
+    if d.n < 2 or not (math.isfinite(d.lo) and math.isfinite(d.hi)):
+        return REPRODUCED if abs(d.mean) <= margin else NOT_REPRODUCED
+    if -margin <= d.lo and d.hi <= margin:
+        return REPRODUCED
+    if d.lo > margin or d.hi < -margin:
+        return NOT_REPRODUCED
+    return UNDECIDED
+
+
+def all_equivalent(verdicts: Sequence[str]) -> str:
+    """One verdict for several pairs claimed equivalent together: reproduced if every pair is; not
+    reproduced if some pair is not; undecided otherwise."""
+    v = [x for x in verdicts if x != NOT_APPLICABLE]
+    if not v:
+        return NOT_APPLICABLE
+    if all(x == REPRODUCED for x in v):
+        return REPRODUCED
+    return NOT_REPRODUCED if NOT_REPRODUCED in v else UNDECIDED
 
 
 def combine(verdicts: Sequence[str]) -> str:
