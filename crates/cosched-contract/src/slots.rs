@@ -87,6 +87,8 @@ pub enum SlotError {
     NotRunnable { pid: Pid, node: u32 },
     #[error("CPU {cpu} of node {node} cannot be interrupted: it does not exist or runs nothing")]
     NoVictim { node: u32, cpu: u32 },
+    #[error("row {row} does not exist: the matrix has {rows} rows")]
+    NoRow { row: usize, rows: usize },
     #[error("slot decision {0} is not allowed here")]
     Misplaced(String),
     #[error("slot timer at {at} is in the past (now {now})")]

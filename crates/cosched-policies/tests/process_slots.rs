@@ -10,7 +10,7 @@ use cosched_contract::admission::AdmissionError;
 use cosched_contract::node::Pid;
 use cosched_contract::process::{FlexParams, GangClass, GangParams, LowGang};
 use cosched_contract::slots::{
-    Interrupt, SlotDecision, SlotError, SlotFactory, SlotPolicy, SlotSetup, SlotView,
+    Interrupt, MatrixView, SlotDecision, SlotError, SlotFactory, SlotPolicy, SlotSetup, SlotView,
 };
 use cosched_des::SimTime;
 use cosched_engine::process::{simulate_processes, ProcError, ProcJob, ProcOptions, ProcOutput};
@@ -353,6 +353,9 @@ impl SlotPolicy for Bent {
     fn pick(&self, node: u32, v: &dyn SlotView) -> Option<Pid> {
         (self.pick)(&self.inner, node, v)
     }
+    fn matrix(&self) -> Option<&dyn MatrixView> {
+        self.inner.matrix()
+    }
 }
 
 fn bent(
@@ -427,6 +430,29 @@ fn a_start_on_a_node_that_does_not_exist_or_too_few_nodes_is_an_error() {
                 offered: 1
             }))
         ),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_slot_of_a_row_the_matrix_does_not_have_is_an_error() {
+    // Instead of admitting job 0, the policy runs row 5 of its 2-row matrix.
+    let p = params(10, 2, false, FlexParams::default());
+    let row5 = |g: &mut Gang, v: &dyn SlotView| match g.next(v) {
+        Some(SlotDecision::Admit { .. }) => Some(SlotDecision::Run {
+            row: 5,
+            until: v.now(),
+        }),
+        d => d,
+    };
+    let err = run(
+        &[compute(1, 5)],
+        p.clone(),
+        bent(&p, row5, |g, n, v| g.pick(n, v)),
+    )
+    .unwrap_err();
+    assert!(
+        matches!(err, ProcError::Slot(SlotError::NoRow { row: 5, rows: 2 })),
         "{err}"
     );
 }

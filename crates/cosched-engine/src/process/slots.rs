@@ -148,7 +148,20 @@ impl Sim<'_> {
     fn slot_apply(&mut self, d: SlotDecision, now: SimTime, resume: bool) -> Result<(), SlotError> {
         match d {
             SlotDecision::Admit { job, among } => self.slot_admit(job, &among, now),
-            SlotDecision::Run { row: _, until } => {
+            SlotDecision::Run { row, until } => {
+                let rows = self
+                    .slots
+                    .as_ref()
+                    .expect("gang mode")
+                    .policy()
+                    .matrix()
+                    .map(|m| m.rows());
+                if rows.is_some_and(|rows| row >= rows) {
+                    return Err(SlotError::NoRow {
+                        row,
+                        rows: rows.unwrap_or(0),
+                    });
+                }
                 self.slot_timer_at(until, now)?;
                 let s = self.slots.as_mut().expect("gang mode");
                 s.switching = false;
