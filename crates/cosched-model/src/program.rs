@@ -144,6 +144,15 @@ pub struct Builder {
     next_tag: u32,
 }
 
+/// MPICH 1.2.5's `MPIR_ALLTOALL_SHORT_MSG` (`src/coll/intra_fns_new.c`): an
+/// alltoall whose total send data (per-pair bytes x processes) is at most this uses
+/// recursive doubling.
+pub const ALLTOALL_SHORT_MSG: u64 = 128;
+
+/// MPICH 1.2.5's `MPIR_ALLTOALL_MEDIUM_MSG`: below this total, the all-at-once
+/// algorithm; at or above it, pairwise exchange.
+pub const ALLTOALL_MEDIUM_MSG: u64 = 262_144;
+
 /// Tags at or above this value are reserved for collective rounds.
 pub const COLLECTIVE_TAG_BASE: u32 = 1 << 24;
 
@@ -271,9 +280,28 @@ impl Builder {
         })
     }
 
-    /// Pairwise-exchange alltoall of `bytes` per pair: p - 1 rounds; in round k rank r
-    /// sends to r + k and receives from r - k (mod p). p * (p - 1) messages.
+    /// `MPI_Alltoall` of `bytes` per pair as MPICH 1.2.5 does it (`intra_Alltoall` in
+    /// `src/coll/intra_fns_new.c`, the default collectives of MPICH 1.2.5, which
+    /// MPICH-GM 1.2.5 builds on). The algorithm depends on `n = bytes * p`, the data a
+    /// process sends in all (its own block included):
+    /// - `n <= 128` ([`ALLTOALL_SHORT_MSG`]): recursive doubling
+    ///   ([`Builder::alltoall_short`]);
+    /// - `128 < n < 262144` ([`ALLTOALL_MEDIUM_MSG`]): every receive and send posted
+    ///   at once, then one wait ([`Builder::alltoall_post_all`]);
+    /// - otherwise pairwise exchange: p - 1 `MPI_Sendrecv` steps, in step k rank r
+    ///   sends to r + k and receives from r - k (mod p) (the source computes an
+    ///   exclusive-or pairing for a power-of-two p, then overwrites it with these
+    ///   shifts, so the shifts are what runs). p * (p - 1) messages.
+    ///
+    /// The copy of a process's own block is local and left out.
     pub fn alltoall(&mut self, bytes: u64) -> &mut Self {
+        let n = bytes * u64::from(self.p);
+        if n <= ALLTOALL_SHORT_MSG {
+            return self.alltoall_short(bytes);
+        }
+        if n < ALLTOALL_MEDIUM_MSG {
+            return self.alltoall_post_all(bytes);
+        }
         let p = self.p;
         let tags: Vec<u32> = (1..p).map(|_| self.tag()).collect();
         self.each(|r| {
@@ -293,6 +321,116 @@ impl Builder {
             ops.push(Op::CollEnd(Collective::Alltoall));
             ops
         })
+    }
+
+    /// `MPI_Alltoallv` with `bytes` per pair as MPICH 1.2.5 does it at every size
+    /// (`intra_Alltoallv`, `src/coll/intra_fns_new.c`): [`Builder::alltoall_post_all`].
+    pub fn alltoallv(&mut self, bytes: u64) -> &mut Self {
+        self.alltoall_post_all(bytes)
+    }
+
+    /// The all-at-once alltoall of MPICH 1.2.5: rank r posts its receives from
+    /// r + 1, r + 2, ... (mod p), then its sends to r + 1, r + 2, ... in the same
+    /// order, then waits for all of them (`MPI_Waitall`). Nothing orders the
+    /// messages that reach one process, so they meet at its NIC (incast).
+    /// p * (p - 1) messages.
+    pub fn alltoall_post_all(&mut self, bytes: u64) -> &mut Self {
+        let p = self.p;
+        let tag = self.tag();
+        self.each(|r| {
+            let mut ops = vec![Op::CollBegin(Collective::Alltoall)];
+            ops.extend((1..p).map(|k| Op::Irecv {
+                from: Some((r + k) % p),
+                tag,
+            }));
+            ops.extend((1..p).map(|k| Op::Isend {
+                to: (r + k) % p,
+                bytes,
+                tag,
+            }));
+            ops.push(Op::Wait);
+            ops.push(Op::CollEnd(Collective::Alltoall));
+            ops
+        })
+    }
+
+    /// The short-message alltoall of MPICH 1.2.5 (recursive doubling): in step i
+    /// (mask m = 2^i) rank r exchanges everything it holds with r XOR m
+    /// (`MPI_Sendrecv`; it holds `bytes * p` of its own at the start and adds what it
+    /// receives). For p not a power of two, a rank whose partner does not exist gets
+    /// the data of the step from the ranks of its subtree that have it, by recursive
+    /// halving (blocking sends and receives). The data each message carries is
+    /// worked out here by running the algorithm over all ranks.
+    pub fn alltoall_short(&mut self, bytes: u64) -> &mut Self {
+        let p = self.p;
+        let mut held = vec![bytes * u64::from(p); p as usize];
+        let mut last = vec![0u64; p as usize];
+        let mut ops: Vec<Vec<Op>> = vec![vec![Op::CollBegin(Collective::Alltoall)]; p as usize];
+        let (mut mask, mut i) = (1u32, 0u32);
+        while mask < p {
+            let tag = self.tag();
+            let before = held.clone();
+            for r in 0..p {
+                let dst = r ^ mask;
+                if dst < p {
+                    let ru = r as usize;
+                    ops[ru].push(Op::Isend {
+                        to: dst,
+                        bytes: before[ru],
+                        tag,
+                    });
+                    ops[ru].push(Op::Recv {
+                        from: Some(dst),
+                        tag,
+                    });
+                    ops[ru].push(Op::Wait);
+                    last[ru] = before[dst as usize];
+                    held[ru] += last[ru];
+                }
+            }
+            // Ranks whose subtree lacked partners get the step's data in a tree.
+            let mut sub = mask >> 1;
+            let mut k = i;
+            while sub > 0 && k > 0 {
+                k -= 1;
+                let tag = self.tag();
+                let sent = last.clone();
+                for r in 0..p {
+                    let dst_root = ((r ^ mask) >> i) << i;
+                    let my_root = (r >> i) << i;
+                    if dst_root + mask <= p {
+                        continue;
+                    }
+                    let done = i64::from(p) - i64::from(my_root) - i64::from(mask);
+                    let tree = i64::from((r >> (k + 1)) << (k + 1));
+                    let peer = r ^ sub;
+                    let (ri, pi) = (i64::from(r), i64::from(peer));
+                    let ru = r as usize;
+                    if pi > ri && ri < tree + done && pi >= tree + done {
+                        ops[ru].push(Op::Send {
+                            to: peer,
+                            bytes: sent[ru],
+                            tag,
+                        });
+                    } else if pi < ri && pi < tree + done && ri >= tree + done {
+                        ops[ru].push(Op::Recv {
+                            from: Some(peer),
+                            tag,
+                        });
+                        last[ru] = sent[peer as usize];
+                        held[ru] += last[ru];
+                    }
+                }
+                sub >>= 1;
+            }
+            mask <<= 1;
+            i += 1;
+        }
+        for (r, mut o) in ops.into_iter().enumerate() {
+            o.push(Op::CollEnd(Collective::Alltoall));
+            self.ranks[r].extend(o);
+        }
+        self
     }
 
     /// Binomial-tree broadcast of `bytes` from `root`: ceil(log2 p) rounds, p - 1 messages.
@@ -544,13 +682,22 @@ mod tests {
             let mut b = Builder::new(p);
             b.barrier();
             assert_eq!(matched(&b.build("barrier", 0.0)), n * lg, "barrier p={p}");
-            let mut b = Builder::new(p);
-            b.alltoall(8);
-            assert_eq!(
-                matched(&b.build("alltoall", 0.0)),
-                n * (n - 1),
-                "alltoall p={p}"
-            );
+            // Medium (post all) and long (pairwise): one message per ordered pair.
+            for bytes in [1_000, 300_000] {
+                let mut b = Builder::new(p);
+                b.alltoall(bytes);
+                assert_eq!(
+                    matched(&b.build("alltoall", 0.0)),
+                    n * (n - 1),
+                    "alltoall {bytes} p={p}"
+                );
+            }
+            // Short (recursive doubling): log2 p exchanges per rank at a power of two.
+            if p.is_power_of_two() {
+                let mut b = Builder::new(p);
+                b.alltoall(8);
+                assert_eq!(matched(&b.build("alltoall", 0.0)), n * lg, "short p={p}");
+            }
             let mut b = Builder::new(p);
             b.bcast(p / 2, 8);
             assert_eq!(matched(&b.build("bcast", 0.0)), n - 1, "bcast p={p}");
@@ -567,6 +714,83 @@ mod tests {
                 pof2 * pof2.trailing_zeros() as usize + 2 * extra,
                 "allreduce p={p}"
             );
+        }
+    }
+
+    /// Bytes each rank is sent, over the whole program.
+    fn received(prog: &Program) -> Vec<u64> {
+        let mut got = vec![0u64; prog.ranks.len()];
+        for ops in &prog.ranks {
+            for op in flatten(ops) {
+                if let Op::Send { to, bytes, .. } | Op::Isend { to, bytes, .. } = op {
+                    got[to as usize] += bytes;
+                }
+            }
+        }
+        got
+    }
+
+    #[test]
+    fn alltoall_picks_mpich_125s_algorithm_by_total_size() {
+        // 4 ranks: n = 4 x bytes. 32 bytes (n = 128): recursive doubling, rank 0
+        // exchanges 128 bytes with rank 1, then 256 with rank 2.
+        let mut b = Builder::new(4);
+        b.alltoall(32);
+        let short = b.build("short", 0.0);
+        let sends: Vec<(Rank, u64)> = flatten(&short.ranks[0])
+            .iter()
+            .filter_map(|o| match *o {
+                Op::Isend { to, bytes, .. } => Some((to, bytes)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(sends, vec![(1, 128), (2, 256)]);
+        // 33 bytes (n = 132): all receives posted, then all sends, then one wait.
+        let mut b = Builder::new(4);
+        b.alltoall(33);
+        let medium = b.build("medium", 0.0);
+        let ops = &medium.ranks[1];
+        let kinds: Vec<String> = ops
+            .iter()
+            .map(|o| match o {
+                Op::Irecv { from: Some(f), .. } => format!("r{f}"),
+                Op::Isend { to, .. } => format!("s{to}"),
+                Op::Wait => "w".into(),
+                _ => "c".into(),
+            })
+            .collect();
+        assert_eq!(kinds, ["c", "r2", "r3", "r0", "s2", "s3", "s0", "w", "c"]);
+        // 65,536 bytes (n = 262,144): pairwise exchange, a wait per step.
+        let mut b = Builder::new(4);
+        b.alltoall(65_536);
+        let long = b.build("long", 0.0);
+        assert_eq!(
+            flatten(&long.ranks[0])
+                .iter()
+                .filter(|o| matches!(o, Op::Wait))
+                .count(),
+            3
+        );
+        // The alltoallv posts all at once at every size.
+        let mut b = Builder::new(4);
+        b.alltoallv(65_536);
+        assert_eq!(b.build("v", 0.0).ranks[0].len(), 3 + 3 + 1 + 2);
+    }
+
+    #[test]
+    fn the_short_alltoall_delivers_every_block_at_any_size() {
+        // Whatever p (powers of two or not, with MPICH's recursive-halving fix-up),
+        // each rank ends up with the p - 1 blocks of the others: it receives
+        // bytes x p x (p - 1) in all (blocks travel in bundles of bytes x p).
+        for p in 1u32..=20 {
+            let bytes = 128 / u64::from(p);
+            let mut b = Builder::new(p);
+            b.alltoall_short(bytes);
+            let prog = b.build("short", 0.0);
+            let n = u64::from(p);
+            for (r, got) in received(&prog).into_iter().enumerate() {
+                assert_eq!(got, bytes * n * (n - 1), "p={p} rank {r}");
+            }
         }
     }
 

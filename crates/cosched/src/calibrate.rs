@@ -84,6 +84,8 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use thiserror::Error;
 
+mod root;
+
 /// Platform preset of the dedicated runs.
 pub const PLATFORM: &str = "choi2004";
 /// Node policy of the dedicated runs (native local scheduling, spin waits).
@@ -212,7 +214,8 @@ struct Solved {
 }
 
 /// Solves T(x) = target for an integer parameter x >= 0 with T non-decreasing and
-/// piecewise affine: T(0), a probe, the line through both, then secant steps.
+/// piecewise affine: T(0), a probe, the line through both, then secant steps and,
+/// where they stall, bisection ([`root::find_root`]).
 fn solve(
     target_ns: i64,
     probe: impl Fn(i64) -> i64,
@@ -228,34 +231,17 @@ fn solve(
         });
     }
     let tol = (target_ns as f64 * FIT_TOLERANCE).max(1.0);
-    let x1 = probe(target_ns - t0).max(1);
-    let t1 = run(x1)?;
-    let (mut a, mut b) = ((0i64, t0), (x1, t1));
-    let mut best = b;
-    for _ in 0..12 {
-        if ((b.1 - target_ns) as f64).abs() <= tol {
-            break;
-        }
-        let slope = (b.1 - a.1) as f64 / (b.0 - a.0) as f64;
-        if !(slope.is_finite() && slope > 0.0) {
-            break;
-        }
-        let x = (b.0 as f64 + (target_ns - b.1) as f64 / slope)
-            .round()
-            .max(0.0) as i64;
-        if x == b.0 {
-            break;
-        }
-        let t = run(x)?;
-        a = b;
-        b = (x, t);
-        if (t - target_ns).abs() < (best.1 - target_ns).abs() {
-            best = b;
-        }
-    }
+    let problem = root::Problem {
+        residual: |t: &i64| (t - target_ns) as f64,
+        error: |t: &i64| ((t - target_ns) as f64).abs(),
+        tolerance: tol,
+        max: None,
+    };
+    let first = root::Point { x: 0, v: t0 };
+    let best = root::find_root(&problem, first, probe(target_ns - t0).max(1), run)?;
     Ok(Solved {
-        x: best.0,
-        t_ns: best.1,
+        x: best.x,
+        t_ns: best.v,
         t0_ns: t0,
         clamped: false,
     })
@@ -324,9 +310,10 @@ pub struct ImbalanceFit {
 /// δ: u(0) at or below the target gives δ = 0 (the model already waits at least as
 /// much as measured); else a probe at δ1 = u(0) / target - 1 (exact when u = u(0)
 /// / (1 + δ)), then secant steps on 1/u to |u - target| <= [`CPU_FIT_POINTS`],
-/// δ clamped to [0, `MAX_IMBALANCE_PPM`]; where the secant stalls, bisection of the
-/// bracket of evaluated points (above / below the target) to 1 ppm. Returns the best
-/// point evaluated.
+/// δ clamped to [0, `MAX_IMBALANCE_PPM`]; where the secant stalls, the bound closes
+/// the bracket if no point did, and bisection of the bracket of evaluated points
+/// (above / below the target) to 1 ppm ([`root::find_root`]). Returns the best point
+/// evaluated.
 pub fn solve_imbalance(
     target_pct: f64,
     cpu: impl Fn(u32) -> Result<f64, CalibrateError>,
@@ -339,76 +326,28 @@ pub fn solve_imbalance(
             at_bound: u0 < target_pct - CPU_FIT_POINTS,
         });
     }
-    let clamp = |d: f64| (d * 1e6).round().clamp(0.0, MAX_IMBALANCE_PPM as f64) as u32;
-    let h = |u: f64| 1.0 / u - 1.0 / target_pct;
-    let d1 = clamp(u0 / target_pct - 1.0);
-    let u1 = cpu(d1)?;
-    let (mut a, mut b) = ((0u32, u0), (d1, u1));
-    let mut best = b;
-    // The bracket: the largest δ still above the target, the smallest below it.
-    let mut above = (0u32, u0);
-    let mut below: Option<(u32, f64)> = None;
-    let note = |p: (u32, f64),
-                best: &mut (u32, f64),
-                above: &mut (u32, f64),
-                below: &mut Option<(u32, f64)>| {
-        if (p.1 - target_pct).abs() < (best.1 - target_pct).abs() {
-            *best = p;
-        }
-        if p.1 > target_pct {
-            if p.0 > above.0 {
-                *above = p;
-            }
-        } else if below.is_none_or(|q| p.0 < q.0) {
-            *below = Some(p);
-        }
+    let problem = root::Problem {
+        residual: |u: &f64| 1.0 / u - 1.0 / target_pct,
+        error: |u: &f64| (u - target_pct).abs(),
+        tolerance: CPU_FIT_POINTS,
+        max: Some(i64::from(MAX_IMBALANCE_PPM)),
     };
-    note(b, &mut best, &mut above, &mut below);
-    for _ in 0..12 {
-        if (b.1 - target_pct).abs() <= CPU_FIT_POINTS {
-            break;
-        }
-        let slope = (h(b.1) - h(a.1)) / (b.0 as f64 - a.0 as f64);
-        if !(slope.is_finite() && slope > 0.0) {
-            break;
-        }
-        let d = clamp((b.0 as f64 - h(b.1) / slope) / 1e6);
-        if d == b.0 {
-            break;
-        }
-        let u = cpu(d)?;
-        a = b;
-        b = (d, u);
-        note(b, &mut best, &mut above, &mut below);
-    }
-    // Where the secant steps stall (a response with steps, e.g. when messages start
-    // to queue at a receiving NIC), bisection of the bracket, to 1 ppm; the bound closes
-    // a bracket the steps did not.
-    if below.is_none()
-        && (best.1 - target_pct).abs() > CPU_FIT_POINTS
-        && above.0 < MAX_IMBALANCE_PPM
-    {
-        let u = cpu(MAX_IMBALANCE_PPM)?;
-        note((MAX_IMBALANCE_PPM, u), &mut best, &mut above, &mut below);
-    }
-    for _ in 0..24 {
-        if (best.1 - target_pct).abs() <= CPU_FIT_POINTS {
-            break;
-        }
-        let Some(lo) = below else { break };
-        if lo.0 <= above.0 + 1 {
-            break;
-        }
-        let d = above.0 + (lo.0 - above.0) / 2;
-        let u = cpu(d)?;
-        note((d, u), &mut best, &mut above, &mut below);
-    }
+    let first = root::Point { x: 0, v: u0 };
+    let best = root::find_root(&problem, first, probe_ppm(u0 / target_pct - 1.0), |d| {
+        cpu(d as u32)
+    })?;
+    let ppm = best.x as u32;
     Ok(ImbalanceFit {
-        imbalance_ppm: best.0,
-        cpu_pct: best.1,
-        at_bound: (best.1 - target_pct).abs() > CPU_FIT_POINTS
-            && (best.0 == 0 || best.0 == MAX_IMBALANCE_PPM),
+        imbalance_ppm: ppm,
+        cpu_pct: best.v,
+        at_bound: (best.v - target_pct).abs() > CPU_FIT_POINTS
+            && (ppm == 0 || ppm == MAX_IMBALANCE_PPM),
     })
+}
+
+/// δ as a fraction to ppm, rounded and clamped to [0, `MAX_IMBALANCE_PPM`].
+fn probe_ppm(d: f64) -> i64 {
+    (d * 1e6).round().clamp(0.0, f64::from(MAX_IMBALANCE_PPM)) as i64
 }
 
 /// Seed 002's configuration with explicit parameters: (app, class B, 4 processes)

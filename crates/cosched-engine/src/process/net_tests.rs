@@ -317,3 +317,41 @@ fn the_safe_exchange_completes_under_both_wait_modes() {
         assert_eq!(out.counters.consumed, 2);
     }
 }
+
+#[test]
+fn mpich_alltoall_posts_all_at_once_and_its_messages_meet_at_the_receiving_nics() {
+    // 4 ranks, MPICH 1.2.5's all-at-once alltoall of 16,000 bytes (eager, t = 80 us
+    // each); rank r computes r x t first, then sends to r + 1, r + 2, r + 3 (o_s
+    // each). Times below are from o_s + lat, as [start, end) at each receiving NIC,
+    // in order of the sends:
+    // - rank 0 (sends at o_s, 2 o_s, 3 o_s; its NIC one after the other): to 1
+    //   [0, t), to 2 [t, 2t), to 3 [2t, 3t).
+    // - rank 1 (from t + o_s): to 2, head at t while rank 0's is taken in: [2t, 3t),
+    //   and back-pressure holds rank 1's NIC to 2t; to 3 [3t, 4t); to 0 [4t, 5t).
+    // - rank 2 (from 2t + o_s): to 3, head at 2t, NIC 3 busy to 4t: [4t, 5t) (incast);
+    //   to 0 [5t, 6t); to 1 [6t, 7t).
+    // - rank 3 (from 3t + o_s): to 0, head at 3t, fits before rank 1's: [3t, 4t); to 1
+    //   [4t, 5t); to 2 [5t, 6t).
+    // A rank's `Wait` completes once its last message is in; it then consumes its
+    // three posted receives (3 o_r): ranks 0..3 end at o_s + lat + 6t / 7t / 6t / 5t
+    // + 3 o_r. Rank 3's three messages had all left their senders' CPUs by 2t + o_s:
+    // a NIC that took messages in at once would end it at o_s + lat + 3t + 3 o_r.
+    let bytes = 16_000;
+    let mut plat = platform(4, linux());
+    plat.eager_limit_bytes = Some(16_288);
+    let t = wire(&plat, bytes);
+    let mut b = Builder::new(4);
+    b.each(|r| {
+        vec![Op::Compute {
+            ns: i64::from(r) * t,
+        }]
+    });
+    b.alltoall_post_all(bytes);
+    let out = run(&plat, &[job(b.build("alltoall", 1.0))], false, 1);
+    let (o_s, o_r, lat, _) = costs(&plat);
+    let ends: Vec<i64> = out.proc_end.iter().map(|e| e.as_ns()).collect();
+    let at = |k: i64| o_s + lat + k * t + 3 * o_r;
+    assert_eq!(ends, vec![at(6), at(7), at(6), at(5)]);
+    assert_eq!(out.counters.messages, 12);
+    assert_eq!(out.counters.rendezvous, 0);
+}

@@ -21,7 +21,7 @@
 //! - `MPI_Send` is a blocking [`Op::Send`], `MPI_Isend` an [`Op::Isend`],
 //!   `MPI_Irecv` + wait an [`Op::Irecv`] + [`Op::Wait`], `MPI_Recv` an [`Op::Recv`].
 //! - Collectives use the [`Builder`] algorithms (recursive doubling allreduce,
-//!   pairwise alltoall, binomial reduce to the root).
+//!   MPICH 1.2.5's alltoall and alltoallv, binomial reduce to the root).
 
 use super::compute;
 use crate::program::{Builder, Op, Rank};
@@ -254,7 +254,7 @@ fn is(b: &mut Builder, class: char, c: f64) {
         b.each(|_| compute(c / 2.0));
         b.allreduce((1024 + 5) * 4);
         b.alltoall(4);
-        b.alltoall(per_pair);
+        b.alltoallv(per_pair);
         b.each(|_| compute(c / 2.0));
     });
     let n = b.size();
