@@ -735,22 +735,24 @@ pub fn validate_some(pairs: &[(&str, char)]) -> Result<Vec<ValidationRow>, Calib
 /// order the model does NOT reproduce, and why. Measured as the fraction of the
 /// dedicated 16-process run not spent computing on `choi2004` (waits for
 /// transfers and, since the joint fit, for the slowest rank):
-/// - SP and MG ("Medium") above IS ("High"), every class (A: SP 26.4%, MG 33.4%
-///   against IS 11.7%; B: 24.0%, 31.4% against 18.5%; C: 23.0%, 31.4% against
-///   16.0%): the joint fit gives SP and MG a load imbalance (0.27, 0.45) that
-///   makes their processes as idle as seed 002 measured on its cluster (77.2% and
-///   69.0% busy), while IS keeps none: on the `ghanesh` model IS is already less
-///   busy than measured (36.2% against 42.3%), so its waits at 16 processes are
-///   only its Myrinet transfers. Seed 002's own order of utilization (IS < CG <
-///   MG < SP) holds on `ghanesh`.
+/// - MG ("Medium") above IS ("High") in class A (33.4% against IS 28.1%; B:
+///   31.4% against 46.2%, C: 31.4% against 42.4% hold): the joint fit gives MG a
+///   load imbalance (0.45) that makes its processes as idle as seed 002 measured on
+///   its cluster (69.0% busy), while IS keeps none: on the `ghanesh` model IS is
+///   already less busy than measured (19.5% against 42.3%), so its waits at 16
+///   processes are only its Myrinet transfers, which at class A are the shortest.
+///   (SP above IS, every class, was a deviation until the alltoallv of IS's keys
+///   posted all its messages at once as MPICH 1.2.5 does: its incast at the
+///   receiving NICs raised IS's waits above SP's 23-26%.) Seed 002's own order of
+///   utilization (IS < CG < MG < SP) holds on `ghanesh`.
 /// - SP and MG ("Medium") above CG ("High"), every class (A: 26.4%, 33.4% against
 ///   CG 24.4%; B: 24.0%, 31.4% against 17.2%; C: 23.0%, 31.4% against 13.0%):
 ///   on `ghanesh` CG's Fast Ethernet transfers, queued at the receiving NICs
 ///   (incast), explain most of its idle time, so the joint fit gives CG a small
 ///   imbalance (0.09, against 0.27 for SP and 0.45 for MG); on Myrinet CG's
 ///   transfers shrink while the imbalance's waits do not.
-pub const KNOWN_INTENSITY_DEVIATIONS: [(&str, &str); 4] =
-    [("SP", "IS"), ("MG", "IS"), ("SP", "CG"), ("MG", "CG")];
+pub const KNOWN_INTENSITY_DEVIATIONS: [(&str, &str); 3] =
+    [("MG", "IS"), ("SP", "CG"), ("MG", "CG")];
 
 /// A pair of NAS kernels of one class whose communication fractions contradict
 /// their seed 000 Table 1 labels.
@@ -836,9 +838,13 @@ pub const S002_COLUMNS: [&str; 4] = ["exec_s", "msgs_per_s", "kb_per_s", "cpu_pc
 ///   papers' LU times do not fit one compute constant and one CPU speed. The rates
 ///   follow (the model sends the NPB message counts, §2.4's cross-check, over a
 ///   longer run).
-/// - IS exec_s, kb_per_s: at 4 processes on Fast Ethernet the alltoallv of 3/4 of
-///   the 33.5 MB of keys per iteration dominates IS; the model moves it faster than
-///   seed 002 measured (its data rate is 1.6x the table's, its run 0.49x).
+/// - IS exec_s, cpu_pct: at 4 processes on Fast Ethernet the alltoallv of 3/4 of
+///   the 33.5 MB of keys per iteration dominates IS. Posted all at once (MPICH
+///   1.2.5), its messages queue at the receiving NICs and hold their senders'
+///   NICs, so IS is busy 19.5% of the run against the table's 42.3% with no load
+///   imbalance (the fit's bound: the model already waits more than measured); the
+///   run is still shorter than measured (48.4 s against 81.2 s, 0.60x) and its data
+///   rate within the factor 1.5 (5,727 against 4,333 KB/s).
 /// - CG kb_per_s: with the receiving NICs' serialization (incast) CG's exchanges on
 ///   Fast Ethernet queue, and the run at the fitted utilization takes 502 s against
 ///   417.2 s; its 889 MB per node (within 21% of the table's) over the longer run
@@ -853,7 +859,7 @@ pub const KNOWN_SEED002_DEVIATIONS: [(&str, &str); 9] = [
     ("LU", "msgs_per_s"),
     ("LU", "kb_per_s"),
     ("IS", "exec_s"),
-    ("IS", "kb_per_s"),
+    ("IS", "cpu_pct"),
     ("CG", "kb_per_s"),
 ];
 
