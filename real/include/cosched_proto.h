@@ -96,7 +96,8 @@ enum cosched_msg_type {
     COSCHED_MSG_WAIT_END = 5,   /* arg = wait kind; a = ns spun; b = ns blocked (0: did not block) */
     COSCHED_MSG_COLL_ENTER = 6, /* arg = collective id (enum cosched_coll) */
     COSCHED_MSG_COLL_EXIT = 7,  /* arg = collective id */
-    COSCHED_MSG_MESSAGE = 8,    /* a message was sent to `rank` of `job`; arg = source rank; a = bytes */
+    COSCHED_MSG_MESSAGE = 8,    /* a message was sent to `rank` of `job`; arg = source rank; a = bytes; b = 1 if
+                                   the sender added it to the receiver's `arrivals` (same machine) */
     COSCHED_MSG_JOB = 9,        /* launcher -> agent: struct cosched_job_msg, declares a job's node policy */
     COSCHED_MSG_JOB_END = 10,   /* launcher -> agent: struct cosched_job_msg (spec empty), the job is over */
     /* Types below 32 may be event bits (`event_mask` bit 1u << type); launcher-only types start at 64 and
@@ -105,10 +106,13 @@ enum cosched_msg_type {
                                    arg 1 = run, 0 = freeze. Answered by ACK (arg 0 or errno) once the kernel
                                    reports the switch done; on an error the nodes already switched are switched
                                    back before the answer. Only from root or the uid that declared the job. */
-    COSCHED_MSG_ADOPT = 65      /* launcher -> agent: put process `pid` (a rank the launcher started that does
+    COSCHED_MSG_ADOPT = 65,     /* launcher -> agent: put process `pid` (a rank the launcher started that does
                                    not use the shim) under node `arg`'s mechanisms as `rank` of `job`. Only a
                                    descendant of the sending process, from root or the uid that declared the
                                    job; a bound (job, rank) is refused with EBUSY. ACK as for SLOT. */
+    COSCHED_MSG_FORWARD = 66    /* launcher -> agent: `arg` messages (MESSAGE events) arrived from another node for
+                                   `rank` of `job`; b = how many of them the senders did not add to `arrivals`.
+                                   Only from root or the uid that declared the job; not answered. */
 };
 
 enum cosched_coll {
@@ -143,11 +147,14 @@ struct cosched_msg {          /* 48 bytes */
  * the job in its Ousterhout matrix once the agents of all `nnodes` nodes declared it, and switches its slots
  * (docs/real-slurm.md). An agent without a coordinator refuses it with ENOTCONN. */
 #define COSCHED_JOB_GANG 2u
+/* flags: MESSAGE events to ranks on other nodes are forwarded, through the gang coordinator, to the agent of
+ * the destination's node (docs/real-slurm.md). Without it such events are dropped. */
+#define COSCHED_JOB_FORWARD 4u
 struct cosched_job_msg {      /* 140 bytes */
     uint32_t type;            /* COSCHED_MSG_JOB or COSCHED_MSG_JOB_END */
     uint32_t version;         /* COSCHED_PROTO_VERSION */
     int32_t job;
-    uint32_t flags;           /* COSCHED_JOB_OPTIONAL, COSCHED_JOB_GANG */
+    uint32_t flags;           /* COSCHED_JOB_OPTIONAL, COSCHED_JOB_GANG, COSCHED_JOB_FORWARD */
     char spec[COSCHED_SPEC_MAX]; /* NUL-terminated policy spec */
     uint32_t nnodes;          /* with COSCHED_JOB_GANG: nodes of the job step (each node's agent declares it) */
 };

@@ -524,7 +524,7 @@ void cs_on_send(MPI_Comm comm, int dest, int count, MPI_Datatype type) {
         ADD(&p->arrivals, 1);
         wake(p);
     }
-    send_event(COSCHED_MSG_MESSAGE, w, g.rank, bytes, 0);
+    send_event(COSCHED_MSG_MESSAGE, w, g.rank, bytes, p ? 1 : 0);
 }
 
 static void wake_blocked_sender(int w) {

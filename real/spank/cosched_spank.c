@@ -7,6 +7,9 @@
  *   --cosched-gang      gang-schedule the job across its nodes: the nodes' agents report it to their gang
  *                       coordinator, which gives it a row of its Ousterhout matrix and switches its slots
  *                       (docs/real-slurm.md). Implies --cosched=nls unless --cosched is given.
+ *   --cosched-forward   tell the node policy of a rank on another node of a message sent to it: each node's
+ *                       agent forwards such MESSAGE events, in batches, through its gang coordinator to the
+ *                       destination's agent (needs agents started with --coord; docs/real-slurm.md).
  *
  * plugstack.conf arguments (all optional):
  *   agent=PATH   the agent's socket; "%n" is replaced by the node name (slurmstepd's SLURMD_NODENAME, the
@@ -60,6 +63,7 @@ SPANK_PLUGIN(cosched, 1);
 static char opt_spec[COSCHED_SPEC_MAX];
 static int opt_optional;
 static int opt_gang;
+static int opt_forward;
 static char arg_agent[256] = DEFAULT_AGENT;
 static char arg_shim[256] = DEFAULT_SHIM;
 /* Set in slurmstepd once the agent accepted the job: only then are the tasks given the shim. */
@@ -97,6 +101,14 @@ static int opt_gang_cb(int val, const char *optarg, int remote) {
     return 0;
 }
 
+static int opt_forward_cb(int val, const char *optarg, int remote) {
+    (void)val;
+    (void)optarg;
+    (void)remote;
+    opt_forward = 1;
+    return 0;
+}
+
 struct spank_option spank_options[] = {
     {"cosched", "SPEC", "Coschedule the step's ranks under the node policy SPEC (cosched agent)", 1, 0,
      opt_cosched_cb},
@@ -104,6 +116,8 @@ struct spank_option spank_options[] = {
      0, opt_optional_cb},
     {"cosched-gang", NULL, "Gang-schedule the job across its nodes (cosched gang coordinator; implies --cosched=nls)", 0,
      0, opt_gang_cb},
+    {"cosched-forward", NULL, "With --cosched: forward message events between nodes (needs a gang coordinator)",
+     0, 0, opt_forward_cb},
     SPANK_OPTIONS_TABLE_END};
 
 static int parse_args(int ac, char **av) {
@@ -215,7 +229,8 @@ static int job_msg(spank_t sp, uint32_t type, struct cosched_job_msg *m) {
     m->type = type;
     m->version = COSCHED_PROTO_VERSION;
     m->job = (int32_t)job;
-    m->flags = (opt_optional ? COSCHED_JOB_OPTIONAL : 0) | (opt_gang ? COSCHED_JOB_GANG : 0);
+    m->flags = (opt_optional ? COSCHED_JOB_OPTIONAL : 0) | (opt_gang ? COSCHED_JOB_GANG : 0) |
+               (opt_forward ? COSCHED_JOB_FORWARD : 0);
     if (type == COSCHED_MSG_JOB) strcpy(m->spec, opt_spec);
     if (opt_gang && type == COSCHED_MSG_JOB) {
         /* The step's node count (the coordinator places the job once every node's agent declared it); the
@@ -258,7 +273,8 @@ int slurm_spank_user_init(spank_t sp, int ac, char **av) {
         snprintf(reason, sizeof(reason), "the agent refused policy \"%s\"%s: %s", opt_spec,
                  opt_gang ? " with gang scheduling" : "",
                  rc == EINVAL     ? "unknown or invalid policy spec"
-                 : rc == ENOTCONN ? "this node's agent has no gang coordinator (cosched-agent serve --coord)"
+                 : rc == ENOTCONN ? "this node's agent has no gang coordinator (cosched-agent serve --coord), "
+                                    "needed by --cosched-gang and --cosched-forward"
                                   : strerror(rc));
     else
         snprintf(reason, sizeof(reason), "no cosched agent at %s: %s", agent_path, why);

@@ -333,6 +333,57 @@ def test_a_standby_coordinator_takes_over_when_the_primary_dies(cluster, tmp_pat
     step_runs.extend({x["run"] for x in shim_lines(log)})
 
 
+def agent_stats(d: Path) -> dict[str, dict]:
+    """Each agent's counters: SIGUSR1 makes it print them as a `cosched-agent: stats {...}` line in its log."""
+    testbed = json.loads((d / "testbed.json").read_text())
+    agents = {x["name"].split()[1]: x for x in testbed["daemons"] if x["name"].startswith("agent ")}
+    logs = {node: d / f"agent.{node}.out" for node in agents}
+    before = {node: len(f.read_text().splitlines()) for node, f in logs.items()}
+    for a in agents.values():
+        os.kill(a["pid"], signal.SIGUSR1)
+    out: dict[str, dict] = {}
+    deadline = time.monotonic() + 10
+    while len(out) < len(agents) and time.monotonic() < deadline:
+        time.sleep(0.05)
+        for node, f in logs.items():
+            new = [x for x in f.read_text().splitlines()[before[node]:] if x.startswith("cosched-agent: stats ")]
+            if new:
+                out[node] = json.loads(new[-1].split("stats ", 1)[1])
+    assert len(out) == len(agents), f"not every agent printed its counters: {sorted(out)}"
+    return out
+
+
+def delta(after: dict[str, dict], before: dict[str, dict], key: str) -> dict[str, int]:
+    return {n: after[n][key] - before[n][key] for n in after}
+
+
+def test_messages_to_a_rank_on_another_node_reach_that_node_s_policy_only_with_the_option(cluster, tmp_path):
+    env, d, step_runs = cluster
+    log = tmp_path / "shim.jsonl"
+    # CC boosts the receiver of a message that is not running (it spins, then blocks). One rank per node: every
+    # message crosses nodes.
+    for forward in (False, True):
+        s0 = agent_stats(d)
+        opt = ["--cosched-forward"] if forward else []
+        r = run(["srun", "-N2", "-n2", "--mpi=pmi2", "--cosched=cc", *opt, str(PROBE), "pingpong", "2000", "8"],
+                env=dict(env, COSCHED_LOG=str(log)))
+        assert r.returncode == 0, r.stderr
+        s1 = agent_stats(d)
+        out, inn, boosts = (delta(s1, s0, k) for k in ("forwarded_out", "forwarded_in", "forwarded_boosts"))
+        if not forward:
+            assert out == {"cn0": 0, "cn1": 0} and inn == {"cn0": 0, "cn1": 0}, (out, inn)
+            assert boosts == {"cn0": 0, "cn1": 0}, boosts
+            continue
+        # Each rank sent 2000 messages (pingpong); every one was handed to the forward hook, and the other
+        # node's agent applied those that its batches carried (all of them once the job ended).
+        assert all(v >= 2000 for v in out.values()), out
+        assert inn["cn1"] >= 1 and inn["cn0"] >= 1, inn
+        assert inn["cn0"] + inn["cn1"] <= out["cn0"] + out["cn1"], (inn, out)
+        # The destination node's CC boosted its rank on such an arrival (when the rank was not running).
+        assert boosts["cn0"] + boosts["cn1"] >= 1, boosts
+    step_runs.extend({x["run"] for x in shim_lines(log)})
+
+
 # Last: it kills the agent of cn1 (the tests above need both agents).
 def test_an_agent_killed_mid_run_leaves_the_job_running_and_its_next_start_restores_the_ranks(cluster, tmp_path):
     env, d, step_runs = cluster

@@ -8,7 +8,12 @@
 //! (all ranks of jobs declared with the same spec share one instance, as every
 //! process of a node shares the node's policy in the simulator). A rank belongs
 //! to the node whose socket it registered on. Messages between ranks of
-//! different virtual nodes are routed inside the agent.
+//! different virtual nodes are routed inside the agent. A MESSAGE event to a
+//! rank this agent does not serve (another machine's node, under Slurm) is
+//! handed to the forward hook when its job was declared with
+//! [`proto::JOB_FORWARD`] ([`crate::gangnet`] batches it to the coordinator,
+//! which relays it to the other agents); a `FORWARD` packet on the socket
+//! applies such events from another node to the destination's node policy.
 //!
 //! The loop sleeps in `epoll_wait` on the sockets, a `signalfd` (SIGTERM,
 //! SIGINT, SIGHUP: restore and exit), a `timerfd` (the policies' periodic ops,
@@ -45,6 +50,11 @@ pub use proto::msg::{ADOPT as MSG_ADOPT, SLOT as MSG_SLOT};
 /// a declaration it answers non-zero (an errno) is refused. The gang channel
 /// ([`crate::gangnet`]) reports gang jobs to its coordinator through it.
 pub type JobHook = Box<dyn FnMut(&JobMsg, bool) -> i32 + Send>;
+
+/// Told of a MESSAGE event (job, destination rank, whether the sender added it
+/// to the destination's `arrivals`) whose destination this agent does not serve,
+/// for a job declared with [`proto::JOB_FORWARD`].
+pub type ForwardHook = Box<dyn FnMut(i32, i32, bool) + Send>;
 
 /// The OS tick period for policies that declare [`Ops::TICK`].
 const TICK: Duration = Duration::from_millis(4);
@@ -229,6 +239,8 @@ struct Job {
     spec: String,
     /// Declarations not ended yet (several job steps declare the same job).
     count: u32,
+    /// Declared with [`proto::JOB_FORWARD`].
+    forward: bool,
 }
 
 /// Counters of the agent, for the run's provenance and benchmarks.
@@ -241,6 +253,12 @@ pub struct AgentStats {
     pub slot_switches: u64,
     /// Boosts until run dropped because the rank did not run within their checks.
     pub boosts_expired: u64,
+    /// MESSAGE events handed to the forward hook (destination on another node).
+    pub forwarded_out: u64,
+    /// MESSAGE events from other nodes applied to a local rank (`FORWARD` packets' counts).
+    pub forwarded_in: u64,
+    /// Boosts the node policies gave when told of those events.
+    pub forwarded_boosts: u64,
     /// Total time from a slot request to the kernel reporting it done, ns.
     pub slot_switch_ns: u64,
     pub realtime: bool,
@@ -326,6 +344,7 @@ pub struct Agent {
     /// Per rank: (cgroup CPU time, time) at the last sample.
     sampled: HashMap<u32, (u64, u64)>,
     job_hook: Option<JobHook>,
+    forward_hook: Option<ForwardHook>,
 }
 
 const TOK_SIGNAL: u64 = u64::MAX;
@@ -536,6 +555,7 @@ impl Agent {
             next_sample: None,
             sampled: HashMap::new(),
             job_hook: None,
+            forward_hook: None,
             opts,
         })
     }
@@ -550,6 +570,12 @@ impl Agent {
     /// declared for gang scheduling across nodes is refused (ENOTCONN).
     pub fn set_job_hook(&mut self, hook: JobHook) {
         self.job_hook = Some(hook);
+    }
+
+    /// Sets the hook told of MESSAGE events to ranks on other nodes. Without
+    /// one, a job declared with [`proto::JOB_FORWARD`] is refused (ENOTCONN).
+    pub fn set_forward_hook(&mut self, hook: ForwardHook) {
+        self.forward_hook = Some(hook);
     }
 
     /// The state shared with an embedding controller.
@@ -598,11 +624,13 @@ impl Agent {
         Stopper(self.stop.clone())
     }
 
-    /// Handles SIGTERM, SIGINT and SIGHUP in the loop (blocks them for the
-    /// calling thread; a standalone agent calls this, an embedded one does not).
+    /// Handles SIGTERM, SIGINT and SIGHUP in the loop, and SIGUSR1, which
+    /// prints the counters ([`AgentStats`], one JSON line on stderr) and
+    /// goes on (blocks them for the calling thread; a standalone agent calls
+    /// this, an embedded one does not).
     pub fn handle_signals(&mut self) -> nix::Result<()> {
         let mut set = SigSet::empty();
-        for s in [Signal::SIGTERM, Signal::SIGINT, Signal::SIGHUP] {
+        for s in [Signal::SIGTERM, Signal::SIGINT, Signal::SIGHUP, Signal::SIGUSR1] {
             set.add(s);
         }
         set.thread_block()?;
@@ -611,6 +639,13 @@ impl Agent {
             .add(fd.as_fd(), EpollEvent::new(EpollFlags::EPOLLIN, TOK_SIGNAL))?;
         self.sigfd = Some(fd);
         Ok(())
+    }
+
+    /// The counters as one JSON line on stderr (`cosched-agent: stats {...}`).
+    pub fn print_stats(&self) {
+        if let Ok(j) = serde_json::to_string(&self.stats) {
+            eprintln!("cosched-agent: stats {j}");
+        }
     }
 
     fn now(&self) -> SimTime {
@@ -633,8 +668,10 @@ impl Agent {
             for ev in &events[..n] {
                 match ev.data() {
                     TOK_SIGNAL => {
-                        if let Some(fd) = &self.sigfd {
-                            let _ = fd.read_signal();
+                        let sig = self.sigfd.as_ref().and_then(|fd| fd.read_signal().ok().flatten());
+                        if sig.is_some_and(|s| s.ssi_signo == Signal::SIGUSR1 as u32) {
+                            self.print_stats();
+                            continue;
                         }
                         break 'outer;
                     }
@@ -737,6 +774,16 @@ impl Agent {
                 if let Some(&dest) = self.by_job_rank.get(&key) {
                     let running = procfs::running(dest);
                     self.dispatch(dest, |p, v, out| p.on_message(v, dest, running, out));
+                } else if self.jobs.get(&m.job).is_some_and(|j| j.forward) {
+                    if let Some(h) = &mut self.forward_hook {
+                        h(m.job, m.rank, m.b != 0);
+                        self.stats.forwarded_out += 1;
+                    }
+                }
+            }
+            msg::FORWARD => {
+                if matches!(Self::peer(fd), Some((_, uid)) if self.may_control(uid, m.job)) {
+                    self.forwarded(m.job, m.rank, m.arg.max(0) as u64, m.b);
                 }
             }
             MSG_SLOT => {
@@ -754,6 +801,35 @@ impl Agent {
                 self.reply(fd, m.job, err);
             }
             _ => {}
+        }
+    }
+
+    /// `count` MESSAGE events from another node for `rank` of `job` (every
+    /// local rank of that number: each step of the job that has one here);
+    /// `uncounted` of them are added to its `arrivals`. The node policy is
+    /// told once per packet (a batch of the sender's node), as for one arrival.
+    fn forwarded(&mut self, job: i32, rank: i32, count: u64, uncounted: u64) {
+        if count == 0 {
+            return;
+        }
+        let dests: Vec<u32> = self
+            .ranks
+            .iter()
+            .filter(|(_, r)| r.job == job && r.rank == rank)
+            .map(|(&p, _)| p)
+            .collect();
+        for dest in dests {
+            if let Some(s) = self.ranks.get(&dest).and_then(|r| r.shm.as_ref()) {
+                if uncounted > 0 {
+                    s.get().arrivals.fetch_add(uncounted.min(count), Ordering::SeqCst);
+                    s.wake();
+                }
+            }
+            self.stats.forwarded_in += count;
+            let running = procfs::running(dest);
+            let boosts = self.stats.boosts;
+            self.dispatch(dest, |p, v, out| p.on_message(v, dest, running, out));
+            self.stats.forwarded_boosts += self.stats.boosts - boosts;
         }
     }
 
@@ -792,7 +868,7 @@ impl Agent {
                 }
                 let hooked = match &mut self.job_hook {
                     Some(h) => h(j, true),
-                    None if j.flags & proto::JOB_GANG != 0 => libc::ENOTCONN,
+                    None if j.flags & (proto::JOB_GANG | proto::JOB_FORWARD) != 0 => libc::ENOTCONN,
                     None => 0,
                 };
                 if hooked != 0 {
@@ -804,6 +880,7 @@ impl Agent {
                         uid,
                         spec: spec.to_string(),
                         count: 1,
+                        forward: j.flags & proto::JOB_FORWARD != 0,
                     },
                 );
                 0

@@ -120,6 +120,22 @@ impl Client {
         self.ok(m.as_bytes(), &format!("slot switch of job {job}"))
     }
 
+    /// Tells the agent that `count` MESSAGE events from another node arrived
+    /// for `rank` of `job`, `uncounted` of them not in the rank's `arrivals`
+    /// yet (not answered).
+    pub fn forward(&self, job: i32, rank: i32, count: u32, uncounted: u32) -> Result<(), String> {
+        let m = Msg {
+            b: uncounted as u64,
+            ..Msg::new(msg::FORWARD, job, rank, count.min(i32::MAX as u32) as i32)
+        };
+        loop {
+            match sock::send(self.fd.as_raw_fd(), m.as_bytes(), MsgFlags::MSG_NOSIGNAL) {
+                Err(nix::errno::Errno::EINTR) => continue,
+                r => return r.map(|_| ()).map_err(|e| err("send", e)),
+            }
+        }
+    }
+
     /// Puts process `pid` (started by the caller) under node `node` as rank `rank` of `job`.
     pub fn adopt(&self, pid: u32, job: i32, rank: i32, node: i32) -> Result<(), String> {
         let m = Msg {

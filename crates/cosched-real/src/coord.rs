@@ -18,6 +18,13 @@
 //! keep the agents' lease; on exit (SIGTERM, SIGINT, SIGHUP) the coordinator
 //! sends every agent a release, which thaws every job.
 //!
+//! Message forwarding: an agent reports the jobs declared on its node whose
+//! MESSAGE events cross nodes ([`ToCoord::Forward`]); a batch of such events
+//! from one agent ([`ToCoord::Messages`]) is relayed, split by job, to every
+//! other agent that reported the job (one [`ToAgent::Messages`] line per
+//! agent and batch). The coordinator keeps no rank placement: the receiving
+//! agent applies an entry to its ranks of that number, if it has any.
+//!
 //! Parameters: `rows` (the matrix's rows; at least Slurm's over-subscription
 //! MPL, more leave room for fragmentation), `quantum` (slot length), `lead`
 //! (how far ahead a schedule is sent: more than the channel's latency),
@@ -77,6 +84,10 @@ pub struct Coord {
     cur: Sent,
     /// Slot boundaries are `origin + k·quantum`.
     origin: u64,
+    /// Connections that reported each forwarding job.
+    forward: BTreeMap<i32, BTreeSet<u64>>,
+    /// MESSAGE events relayed (counted once per receiving agent).
+    pub relayed: u64,
 }
 
 impl Sent {
@@ -100,6 +111,8 @@ impl Coord {
             prev: Sent::default(),
             cur: Sent::default(),
             origin: 0,
+            forward: BTreeMap::new(),
+            relayed: 0,
         }
     }
 
@@ -167,6 +180,39 @@ impl Coord {
                 };
                 self.end_on(job, col)
             }
+            ToCoord::Forward { job, on: true } => {
+                self.forward.entry(job).or_default().insert(id);
+                false
+            }
+            ToCoord::Forward { job, on: false } => {
+                if let Some(s) = self.forward.get_mut(&job) {
+                    s.remove(&id);
+                    if s.is_empty() {
+                        self.forward.remove(&job);
+                    }
+                }
+                false
+            }
+            ToCoord::Messages { to } => {
+                self.relay(id, to);
+                false
+            }
+        }
+    }
+
+    /// Relays a batch of connection `from` to the other agents of each job.
+    fn relay(&mut self, from: u64, to: Vec<(i32, i32, u32, u32)>) {
+        let mut out: BTreeMap<u64, Vec<(i32, i32, u32, u32)>> = BTreeMap::new();
+        for e in to {
+            for &id in self.forward.get(&e.0).into_iter().flatten() {
+                if id != from {
+                    out.entry(id).or_default().push(e);
+                }
+            }
+        }
+        for (id, to) in out {
+            self.relayed += to.iter().map(|e| e.2 as u64).sum::<u64>();
+            self.send(id, &ToAgent::Messages { to });
         }
     }
 
@@ -195,6 +241,10 @@ impl Coord {
         let Some((col, _)) = self.conns.remove(&id) else {
             return false;
         };
+        self.forward.retain(|_, s| {
+            s.remove(&id);
+            !s.is_empty()
+        });
         let Some(col) = col else { return false };
         let jobs: Vec<i32> = self
             .jobs
@@ -373,8 +423,17 @@ pub fn serve(opts: CoordOptions) -> Result<(), String> {
     );
     let beat = Duration::from_nanos(opts.lease_ns / 4).max(Duration::from_millis(1));
     let mut c = Coord::new(opts);
+    // Heartbeats are due by the clock, not by a quiet channel: relayed
+    // message batches may keep it busy all the time.
+    let mut next_beat = std::time::Instant::now() + beat;
     loop {
-        let changed = match rx.recv_timeout(beat) {
+        let now = std::time::Instant::now();
+        if now >= next_beat {
+            let lease_ns = c.opts.lease_ns;
+            c.broadcast(&ToAgent::Heartbeat { lease_ns });
+            next_beat = now + beat;
+        }
+        let changed = match rx.recv_timeout(next_beat.saturating_duration_since(now)) {
             Ok(Ev::Conn(id, s)) => {
                 c.conns.insert(id, (None, s));
                 false
@@ -382,11 +441,7 @@ pub fn serve(opts: CoordOptions) -> Result<(), String> {
             Ok(Ev::Msg(id, m)) => c.on_msg(id, m),
             Ok(Ev::Closed(id)) => c.closed(id),
             Ok(Ev::Stop) | Err(mpsc::RecvTimeoutError::Disconnected) => break,
-            Err(mpsc::RecvTimeoutError::Timeout) => {
-                let lease_ns = c.opts.lease_ns;
-                c.broadcast(&ToAgent::Heartbeat { lease_ns });
-                false
-            }
+            Err(mpsc::RecvTimeoutError::Timeout) => false,
         };
         if changed {
             c.reschedule(realtime_ns());
@@ -395,6 +450,12 @@ pub fn serve(opts: CoordOptions) -> Result<(), String> {
     c.broadcast(&ToAgent::Release);
     for (_, s) in c.conns.values() {
         let _ = s.shutdown(std::net::Shutdown::Both);
+    }
+    if c.relayed > 0 {
+        eprintln!(
+            "cosched-coord: relayed {} message events between nodes",
+            c.relayed
+        );
     }
     eprintln!("cosched-coord: stopped; every agent was told to thaw its jobs");
     Ok(())
@@ -518,6 +579,68 @@ mod tests {
             "{got}"
         );
         k.clear();
+    }
+
+    /// The lines a test agent got within 200 ms.
+    fn lines_of(k: &mut TcpStream) -> Vec<ToAgent> {
+        use std::io::Read;
+        k.set_read_timeout(Some(Duration::from_millis(200)))
+            .unwrap();
+        let mut got = Vec::new();
+        let mut buf = [0u8; 4096];
+        while let Ok(n) = k.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            got.extend_from_slice(&buf[..n]);
+        }
+        String::from_utf8(got)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    }
+
+    fn messages(got: &[ToAgent]) -> Vec<Vec<(i32, i32, u32, u32)>> {
+        got.iter()
+            .filter_map(|m| match m {
+                ToAgent::Messages { to } => Some(to.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_message_batch_goes_to_the_other_agents_of_each_job_only() {
+        let (mut c, mut k) = with_nodes(3);
+        // Job 7 forwards on cn0 and cn1, job 8 on cn0 and cn2, job 9 only on cn0.
+        for (id, job) in [(0, 7), (1, 7), (0, 8), (2, 8), (0, 9)] {
+            assert!(!c.on_msg(id, ToCoord::Forward { job, on: true }));
+        }
+        let batch = vec![(7, 1, 5, 5), (8, 0, 2, 0), (9, 1, 4, 4), (7, 3, 1, 0)];
+        assert!(!c.on_msg(0, ToCoord::Messages { to: batch }));
+        // One line per receiving agent; the sender and job 9 (no other node) get none.
+        assert_eq!(
+            messages(&lines_of(&mut k[1])),
+            vec![vec![(7, 1, 5, 5), (7, 3, 1, 0)]]
+        );
+        assert_eq!(messages(&lines_of(&mut k[2])), vec![vec![(8, 0, 2, 0)]]);
+        assert!(messages(&lines_of(&mut k[0])).is_empty());
+        assert_eq!(c.relayed, 8);
+        // cn1 ends job 7 and cn2's connection closes: nothing goes to them any more.
+        c.on_msg(1, ToCoord::Forward { job: 7, on: false });
+        c.closed(2);
+        c.on_msg(
+            0,
+            ToCoord::Messages {
+                to: vec![(7, 1, 1, 1), (8, 0, 1, 1)],
+            },
+        );
+        assert!(messages(&lines_of(&mut k[1])).is_empty());
+        assert_eq!(c.relayed, 8);
+        // Only cn0 (connection 0) holds jobs 7 and 8 now.
+        assert_eq!(c.forward[&7], BTreeSet::from([0]));
+        assert_eq!(c.forward[&8], BTreeSet::from([0]));
     }
 
     #[test]

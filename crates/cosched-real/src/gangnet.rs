@@ -28,6 +28,18 @@
 //! uncoordinated until a coordinator answers again. A job not in the schedule
 //! is never frozen by this channel.
 //!
+//! Message forwarding: a job declared with [`JOB_FORWARD`] is reported
+//! ([`ToCoord::Forward`]); the agent's forward hook ([`GangNet::forward_hook`])
+//! adds each MESSAGE event to a rank on another node to a pending table
+//! (job, rank) -> count, and this thread sends the table as one
+//! [`ToCoord::Messages`] line at most once per `forward_batch_ns`. The
+//! coordinator relays the line to the other agents that reported the job
+//! ([`ToAgent::Messages`]); each passes every entry to its agent as one
+//! `FORWARD` packet, whose node policy then sees one message arrival for the
+//! rank (however many the entry counts). So a node sends at most one line per
+//! batch interval whatever its ranks' message rate, and an event reaches the
+//! destination's policy at most one batch interval plus two hops late.
+//!
 //! Standby coordinators: the agent's coordinator address may be a list,
 //! primary first (`--coord A,B`). The agent always tries the list in order and
 //! stays with the first that accepts, so every agent that can reach the
@@ -41,7 +53,7 @@
 //! coordinator accepted is retried after a second.
 
 use crate::client::Client;
-use crate::proto::{JobMsg, JOB_GANG};
+use crate::proto::{JobMsg, JOB_FORWARD, JOB_GANG};
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 use nix::sys::eventfd::{EfdFlags, EventFd};
 use nix::sys::time::TimeSpec;
@@ -65,6 +77,12 @@ pub enum ToCoord {
     Job { job: i32, nnodes: u32 },
     /// The job's last declaration on this node ended.
     JobEnd { job: i32 },
+    /// A job whose MESSAGE events to other nodes are forwarded was declared
+    /// (`on`) or ended (`!on`) on this node.
+    Forward { job: i32, on: bool },
+    /// MESSAGE events of this node's ranks to ranks on other nodes since the
+    /// last batch: (job, destination rank, count, of which not in `arrivals`).
+    Messages { to: Vec<(i32, i32, u32, u32)> },
 }
 
 /// Coordinator -> agent.
@@ -84,6 +102,9 @@ pub enum ToAgent {
     Heartbeat { lease_ns: u64 },
     /// The coordinator stops: thaw everything and drop the schedules.
     Release,
+    /// MESSAGE events from another node's ranks to ranks of jobs this agent
+    /// reported with [`ToCoord::Forward`]: (job, rank, count, of which not in `arrivals`).
+    Messages { to: Vec<(i32, i32, u32, u32)> },
 }
 
 /// One line of JSON, newline-terminated.
@@ -240,7 +261,12 @@ pub struct GangOptions {
     pub agent_socket: PathBuf,
     /// Append one JSON line per slot switch here.
     pub log: Option<PathBuf>,
+    /// At most one batch of forwarded MESSAGE events per this many ns.
+    pub forward_batch_ns: u64,
 }
+
+/// The default of [`GangOptions::forward_batch_ns`]: 1 ms.
+pub const FORWARD_BATCH_NS: u64 = 1_000_000;
 
 /// What the agent's loop and the channel's thread share: the gang jobs
 /// declared on this node and the connection, to report declarations at once.
@@ -248,6 +274,14 @@ pub struct GangOptions {
 struct Declared {
     jobs: BTreeMap<i32, u32>,
     conn: Option<TcpStream>,
+    /// Jobs declared with [`JOB_FORWARD`].
+    forward: BTreeSet<i32>,
+    /// MESSAGE events not sent yet: (job, rank) -> (count, not in `arrivals`).
+    pending: BTreeMap<(i32, i32), (u32, u32)>,
+    /// Counters: events handed over, lines sent, events received from others.
+    events_out: u64,
+    batches_out: u64,
+    events_in: u64,
 }
 
 /// The agent's side of the gang channel. [`GangNet::hook`] goes to
@@ -256,6 +290,8 @@ pub struct GangNet {
     opts: GangOptions,
     declared: Arc<Mutex<Declared>>,
     stop: Arc<EventFd>,
+    /// Written when the pending table gets its first entry.
+    kick: Arc<EventFd>,
 }
 
 /// A handle that stops the channel's thread (it thaws what it froze first).
@@ -296,6 +332,27 @@ impl GangNet {
             stop: Arc::new(EventFd::from_flags(
                 EfdFlags::EFD_CLOEXEC | EfdFlags::EFD_NONBLOCK,
             )?),
+            kick: Arc::new(EventFd::from_flags(
+                EfdFlags::EFD_CLOEXEC | EfdFlags::EFD_NONBLOCK,
+            )?),
+        })
+    }
+
+    /// The agent's forward hook: adds the event to the pending table (the
+    /// thread sends it with the next batch).
+    pub fn forward_hook(&self) -> crate::agent::ForwardHook {
+        let d = self.declared.clone();
+        let kick = self.kick.clone();
+        Box::new(move |job: i32, rank: i32, counted: bool| {
+            let mut d = d.lock().unwrap();
+            let was_empty = d.pending.is_empty();
+            let e = d.pending.entry((job, rank)).or_default();
+            e.0 = e.0.saturating_add(1);
+            e.1 = e.1.saturating_add(!counted as u32);
+            d.events_out += 1;
+            if was_empty {
+                let _ = kick.write(1);
+            }
         })
     }
 
@@ -306,6 +363,24 @@ impl GangNet {
         Box::new(move |j: &JobMsg, declared: bool| {
             let mut d = d.lock().unwrap();
             let d = &mut *d;
+            if j.flags & JOB_FORWARD != 0 && declared {
+                d.forward.insert(j.job);
+                send(
+                    &mut d.conn,
+                    &ToCoord::Forward {
+                        job: j.job,
+                        on: true,
+                    },
+                );
+            } else if !declared && d.forward.remove(&j.job) {
+                send(
+                    &mut d.conn,
+                    &ToCoord::Forward {
+                        job: j.job,
+                        on: false,
+                    },
+                );
+            }
             if declared {
                 if j.flags & JOB_GANG != 0 {
                     d.jobs.insert(j.job, j.nnodes.max(1));
@@ -375,6 +450,13 @@ impl GangNet {
                 break;
             }
         }
+        let d = self.declared.lock().unwrap();
+        if d.events_out + d.events_in > 0 {
+            st.note(&format!(
+                "forwarded {} message events to other nodes in {} batches, received {}",
+                d.events_out, d.batches_out, d.events_in
+            ));
+        }
     }
 
     fn stopped(&self) -> bool {
@@ -386,6 +468,27 @@ impl GangNet {
         let ms =
             PollTimeout::try_from(d.as_millis().min(60_000) as i32).unwrap_or(PollTimeout::ZERO);
         matches!(poll(&mut fds, ms), Ok(n) if n > 0)
+    }
+
+    /// Sends the pending message events as one batch if the last went at
+    /// least `batch` ns before `now`; answers when the next batch is due
+    /// (`u64::MAX`: nothing pending).
+    fn flush(&self, now: u64, batch: u64, last_batch: &mut u64) -> u64 {
+        let mut d = self.declared.lock().unwrap();
+        if d.pending.is_empty() {
+            return u64::MAX;
+        }
+        if now < last_batch.saturating_add(batch) {
+            return *last_batch + batch;
+        }
+        let to = std::mem::take(&mut d.pending)
+            .into_iter()
+            .map(|((j, r), (n, u))| (j, r, n, u))
+            .collect();
+        send(&mut d.conn, &ToCoord::Messages { to });
+        d.batches_out += 1;
+        *last_batch = now;
+        u64::MAX
     }
 
     /// One connection to the coordinator, until it closes, releases, its
@@ -407,6 +510,9 @@ impl GangNet {
             for (job, nnodes) in jobs {
                 send(&mut w, &ToCoord::Job { job, nnodes });
             }
+            for &job in &d.forward {
+                send(&mut w, &ToCoord::Forward { job, on: true });
+            }
             if w.is_none() {
                 return;
             }
@@ -421,8 +527,11 @@ impl GangNet {
         };
         let mut buf = Vec::new();
         let mut lease_end = realtime_ns() + 10_000_000_000;
+        let batch = self.opts.forward_batch_ns;
+        let mut last_batch = 0u64;
         'conn: loop {
             let now = realtime_ns();
+            let flush_at = self.flush(now, batch, &mut last_batch);
             let declared: BTreeSet<i32> =
                 self.declared.lock().unwrap().jobs.keys().copied().collect();
             st.apply(now, &declared);
@@ -430,7 +539,12 @@ impl GangNet {
                 st.note("the coordinator's lease expired: every job thawed");
                 break;
             }
-            let wake = st.plan.next_change(now).unwrap_or(u64::MAX).min(lease_end);
+            let wake = st
+                .plan
+                .next_change(now)
+                .unwrap_or(u64::MAX)
+                .min(lease_end)
+                .min(flush_at);
             let _ = timer.set(
                 Expiration::OneShot(TimeSpec::from_duration(Duration::from_nanos(wake))),
                 TimerSetTimeFlags::TFD_TIMER_ABSTIME,
@@ -439,6 +553,7 @@ impl GangNet {
                 PollFd::new(reader.as_fd(), PollFlags::POLLIN),
                 PollFd::new(timer.as_fd(), PollFlags::POLLIN),
                 PollFd::new(self.stop.as_fd(), PollFlags::POLLIN),
+                PollFd::new(self.kick.as_fd(), PollFlags::POLLIN),
             ];
             match poll(&mut fds, PollTimeout::NONE) {
                 Ok(_) => {}
@@ -451,6 +566,9 @@ impl GangNet {
             }
             if ready(&fds[1]) {
                 let _ = timer.wait();
+            }
+            if ready(&fds[3]) {
+                let _ = self.kick.read();
             }
             if ready(&fds[0]) {
                 let mut chunk = [0u8; 4096];
@@ -482,6 +600,11 @@ impl GangNet {
                             });
                         }
                         Ok(ToAgent::Heartbeat { lease_ns }) => lease_end = realtime_ns() + lease_ns,
+                        Ok(ToAgent::Messages { to }) => {
+                            let n: u64 = to.iter().map(|e| e.2 as u64).sum();
+                            self.declared.lock().unwrap().events_in += n;
+                            st.forward(&to);
+                        }
                         Ok(ToAgent::Release) => break 'conn,
                         Err(e) => st.note(&format!("bad message from the coordinator: {e}")),
                     }
@@ -529,6 +652,23 @@ impl Switcher {
 
     fn note(&self, what: &str) {
         eprintln!("cosched-agent: gang: {what}");
+    }
+
+    /// Hands MESSAGE events from other nodes to the agent (`FORWARD` packets).
+    fn forward(&mut self, to: &[(i32, i32, u32, u32)]) {
+        if self.client.is_none() {
+            self.client = Client::connect(&self.agent_socket, Duration::from_secs(2))
+                .map_err(|e| self.note(&e))
+                .ok();
+        }
+        let Some(c) = &self.client else { return };
+        for &(job, rank, n, uncounted) in to {
+            if let Err(e) = c.forward(job, rank, n, uncounted) {
+                self.note(&e);
+                self.client = None;
+                return;
+            }
+        }
     }
 
     fn slot(&mut self, job: i32, run: bool) -> bool {
@@ -694,6 +834,60 @@ mod tests {
         let e = connect_first(std::slice::from_ref(&d), t).unwrap_err();
         assert!(e.contains(&d), "{e}");
         assert!(connect_first(&[], t).is_err());
+    }
+
+    #[test]
+    fn message_events_are_summed_per_rank_and_sent_at_most_once_per_batch_interval() {
+        use std::io::{BufRead, BufReader};
+        let g = GangNet::new(GangOptions {
+            coord: String::new(),
+            node: "cn0".into(),
+            agent_socket: PathBuf::new(),
+            log: None,
+            forward_batch_ns: 1000,
+        })
+        .unwrap();
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        g.declared.lock().unwrap().conn =
+            Some(TcpStream::connect(l.local_addr().unwrap()).unwrap());
+        let (coord, _) = l.accept().unwrap();
+        coord
+            .set_read_timeout(Some(Duration::from_secs(5)))
+            .unwrap();
+        let mut lines = BufReader::new(coord).lines();
+        let mut hook = g.forward_hook();
+        // Three events to rank 1 of job 7 (one already counted by its sender), one to rank 0.
+        hook(7, 1, false);
+        hook(7, 1, true);
+        hook(7, 0, false);
+        hook(7, 1, false);
+        assert_eq!(
+            g.kick.read().unwrap(),
+            1,
+            "one wake-up for the first pending event only"
+        );
+        let mut last = 0;
+        assert_eq!(g.flush(10_000, 1000, &mut last), u64::MAX);
+        let m: ToCoord = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
+        assert_eq!(
+            m,
+            ToCoord::Messages {
+                to: vec![(7, 0, 1, 1), (7, 1, 3, 2)]
+            }
+        );
+        // The next event within the interval waits for its end.
+        hook(7, 1, true);
+        assert_eq!(g.flush(10_400, 1000, &mut last), 11_000);
+        assert_eq!(g.flush(11_000, 1000, &mut last), u64::MAX);
+        let m: ToCoord = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
+        assert_eq!(
+            m,
+            ToCoord::Messages {
+                to: vec![(7, 1, 1, 0)]
+            }
+        );
+        let d = g.declared.lock().unwrap();
+        assert_eq!((d.events_out, d.batches_out), (5, 2));
     }
 
     #[test]

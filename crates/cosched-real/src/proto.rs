@@ -14,6 +14,8 @@ pub const SPEC_MAX: usize = 120;
 pub const JOB_OPTIONAL: u32 = 1;
 /// `cosched_job_msg.flags`: the job takes part in gang scheduling across nodes.
 pub const JOB_GANG: u32 = 2;
+/// `cosched_job_msg.flags`: MESSAGE events to ranks on other nodes are forwarded.
+pub const JOB_FORWARD: u32 = 4;
 
 /// `enum cosched_wait_mode`.
 pub mod mode {
@@ -47,8 +49,11 @@ pub mod msg {
     pub const SLOT: u32 = 64;
     /// Launcher-only: take a descendant of the sender under node `arg`'s mechanisms.
     pub const ADOPT: u32 = 65;
+    /// Launcher-only: `arg` messages arrived from another node for `rank` of
+    /// `job`; `b` of them are not in the receiver's `arrivals` yet.
+    pub const FORWARD: u32 = 66;
     /// Every type with its header name (`COSCHED_MSG_<name>`), for the layout test.
-    pub const ALL: [(&str, u32); 12] = [
+    pub const ALL: [(&str, u32); 13] = [
         ("REGISTER", REGISTER),
         ("ACK", ACK),
         ("UNREGISTER", UNREGISTER),
@@ -61,6 +66,7 @@ pub mod msg {
         ("JOB_END", JOB_END),
         ("SLOT", SLOT),
         ("ADOPT", ADOPT),
+        ("FORWARD", FORWARD),
     ];
 }
 

@@ -3,7 +3,7 @@
 use clap::{Parser, Subcommand};
 use cosched_real::agent::{Agent, AgentOptions, NodeSpec};
 use cosched_real::coord::{self, CoordOptions};
-use cosched_real::gangnet::{GangHandle, GangNet, GangOptions};
+use cosched_real::gangnet::{self, GangHandle, GangNet, GangOptions};
 use cosched_real::{cgroup::Cgroups, proto, state};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -106,8 +106,10 @@ fn start_gang(
         node: node_name.unwrap_or_else(host_name),
         agent_socket,
         log,
+        forward_batch_ns: gangnet::FORWARD_BATCH_NS,
     })?;
     agent.set_job_hook(g.hook());
+    agent.set_forward_hook(g.forward_hook());
     g.spawn().map(Some)
 }
 
@@ -202,6 +204,7 @@ fn main() -> ExitCode {
             if let Some(h) = &gang {
                 h.request_stop();
             }
+            agent.print_stats();
             drop(agent);
             if let Some(h) = gang {
                 h.join();
