@@ -25,6 +25,14 @@ pub enum OsConfig {
         min_granularity_ms: f64,
         #[serde(default = "default_wakeup_granularity_ms")]
         wakeup_granularity_ms: f64,
+        /// Spread of the slices, as a coefficient of variation (standard deviation /
+        /// mean): each slice the node grants is the model's `sched_slice` times a
+        /// log-normal factor of mean 1 and this coefficient of variation, drawn from the
+        /// node's seeded stream `"cfs-slice/<node>"`, so the nodes' slice boundaries drift
+        /// apart as real CPUs' do. 0 (the default): every slice is exactly
+        /// `sched_slice`, no draw is made.
+        #[serde(default, skip_serializing_if = "is_zero")]
+        slice_cv: f64,
     },
     /// Multi-level feedback queue with the Solaris TS dispatch table.
     Mlfq {
@@ -42,6 +50,14 @@ pub enum OsConfig {
 fn one() -> f64 {
     1.0
 }
+
+fn is_zero(v: &f64) -> bool {
+    *v == 0.0
+}
+
+/// The largest `slice_cv` accepted: a spread of ten times the mean slice is far
+/// beyond any measured scheduler (the log-normal factor's median would be 1/10).
+pub const MAX_SLICE_CV: f64 = 10.0;
 
 pub fn default_tick_ms() -> f64 {
     10.0
@@ -94,10 +110,17 @@ impl OsConfig {
                 latency_ms,
                 min_granularity_ms,
                 wakeup_granularity_ms,
+                slice_cv,
             } => {
                 pos("latency_ms", latency_ms)?;
                 pos("min_granularity_ms", min_granularity_ms)?;
-                pos("wakeup_granularity_ms", wakeup_granularity_ms)
+                pos("wakeup_granularity_ms", wakeup_granularity_ms)?;
+                if !(0.0..=MAX_SLICE_CV).contains(&slice_cv) {
+                    return Err(format!(
+                        "os.slice_cv: {slice_cv} is outside 0 to {MAX_SLICE_CV} (a coefficient of variation; 0 turns the spread off)"
+                    ));
+                }
+                Ok(())
             }
             OsConfig::Mlfq { quantum_scale } => pos("quantum_scale", quantum_scale),
             OsConfig::Rr { quantum_ms } => pos("quantum_ms", quantum_ms),
@@ -435,5 +458,28 @@ mod tests {
             c.validate().unwrap_err(),
             "os.quantum_ms: must be a finite number between 0.001 and 10000 (the plausible range), got -1"
         );
+    }
+
+    #[test]
+    fn the_cfs_slice_spread_is_optional_and_checked() {
+        // Absent: 0, and not written back (configs without it serialize as before).
+        let os: OsConfig = serde_json::from_str(r#"{"model": "cfs"}"#).unwrap();
+        assert!(matches!(os, OsConfig::Cfs { slice_cv, .. } if slice_cv == 0.0));
+        assert!(!serde_json::to_string(&os).unwrap().contains("slice_cv"));
+        let os: OsConfig = serde_json::from_str(r#"{"model": "cfs", "slice_cv": 0.25}"#).unwrap();
+        assert!(matches!(os, OsConfig::Cfs { slice_cv, .. } if slice_cv == 0.25));
+        assert!(os.validate().is_ok());
+        for bad in [-0.1, 10.5, f64::NAN] {
+            let os = OsConfig::Cfs {
+                latency_ms: 6.0,
+                min_granularity_ms: 0.75,
+                wakeup_granularity_ms: 1.0,
+                slice_cv: bad,
+            };
+            let e = os.validate().unwrap_err();
+            assert!(e.starts_with("os.slice_cv: "), "{e}");
+        }
+        // Only CFS has it.
+        assert!(serde_json::from_str::<OsConfig>(r#"{"model": "rr", "slice_cv": 0.25}"#).is_err());
     }
 }

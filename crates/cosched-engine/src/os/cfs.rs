@@ -20,14 +20,26 @@
 //! recommendation or a boosted process is run first only if its virtual runtime
 //! is within `wakeup_granularity` of the smallest one.
 //!
+//! Slice spread (optional): real CPUs do not end their slices at the same instants
+//! (timer ticks, interrupts and other tasks move each boundary), so two nodes that
+//! start alike drift out of step. With `slice_cv` > 0 each slice granted is
+//! `sched_slice` times a log-normal factor `exp(sigma z - sigma^2 / 2)` of mean 1 and
+//! coefficient of variation `slice_cv` (`sigma^2 = ln(1 + slice_cv^2)`, `z` a standard
+//! normal by Box-Muller from two uniforms of the node's seeded stream), at least 1 ns.
+//! The factor changes only the slice's length, not the fairness accounting (the
+//! virtual runtime is charged what was run). Source of the value: a measurement of
+//! the real slice lengths on the machine being modelled (`cosched-detour pair`,
+//! real-vs-sim's calibration); 0 by default (no draw, every slice exactly `sched_slice`).
+//!
 //! Parameters: `latency_ms` (6), `min_granularity_ms` (0.75), `wakeup_granularity_ms` (1),
-//! Linux's defaults for one CPU.
+//! Linux's defaults for one CPU; `slice_cv` (0).
 
 use super::{slot, NativeScheduler, Pick, Pid, Stop, Wake};
-use cosched_des::SimTime;
+use cosched_des::{RngStream, SimTime};
 pub use cosched_model::node::{
     default_latency_ms, default_min_granularity_ms, default_wakeup_granularity_ms,
 };
+use rand::Rng;
 
 /// The kernel's `sched_prio_to_weight`, nice -20 to 19.
 pub const NICE_TO_WEIGHT: [i64; 40] = [
@@ -76,6 +88,27 @@ pub struct Cfs {
     running: usize,
     /// Total weight of the running processes.
     running_weight: i64,
+    /// The slice spread: the log-normal's sigma and the node's stream (None: none).
+    spread: Option<(f64, RngStream)>,
+}
+
+/// The log-normal sigma of a factor of mean 1 and coefficient of variation `cv`.
+pub fn lognormal_sigma(cv: f64) -> f64 {
+    (1.0 + cv * cv).ln().sqrt()
+}
+
+/// The log-normal factor of mean 1 and log-standard deviation `sigma` for the
+/// uniforms `u1` in (0, 1] and `u2` in [0, 1) (Box-Muller: `z = sqrt(-2 ln u1) cos(2 pi u2)`).
+pub fn lognormal_factor(sigma: f64, u1: f64, u2: f64) -> f64 {
+    let z = (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos();
+    (sigma * z - sigma * sigma / 2.0).exp()
+}
+
+/// One log-normal factor of mean 1 and log-standard deviation `sigma`, two draws of `rng`.
+pub fn spread_factor(sigma: f64, rng: &mut RngStream) -> f64 {
+    let u1: f64 = 1.0 - rng.gen::<f64>();
+    let u2: f64 = rng.gen();
+    lognormal_factor(sigma, u1, u2)
 }
 
 impl Cfs {
@@ -89,7 +122,15 @@ impl Cfs {
             min_vruntime: 0,
             running: 0,
             running_weight: 0,
+            spread: None,
         }
+    }
+
+    /// Spreads every slice by a log-normal factor of mean 1 and coefficient of
+    /// variation `cv`, drawn from `rng` (see the module notes). `cv` 0: no spread.
+    pub fn with_slice_spread(mut self, cv: f64, rng: RngStream) -> Self {
+        self.spread = (cv > 0.0).then(|| (lognormal_sigma(cv), rng));
+        self
     }
 
     /// Virtual time of `ran` of CPU for `p` (`calc_delta_fair`).
@@ -121,8 +162,13 @@ impl Cfs {
 
 impl NativeScheduler for Cfs {
     fn name(&self) -> String {
+        let spread = match &self.spread {
+            // The coefficient of variation back from sigma.
+            Some((sigma, _)) => format!(",slice_cv={}", ((sigma * sigma).exp() - 1.0).sqrt()),
+            None => String::new(),
+        };
         format!(
-            "cfs[latency_ms={},min_granularity_ms={},wakeup_granularity_ms={}]",
+            "cfs[latency_ms={},min_granularity_ms={},wakeup_granularity_ms={}{spread}]",
             self.latency as f64 / 1e6,
             self.min_gran as f64 / 1e6,
             self.wakeup_gran as f64 / 1e6
@@ -190,7 +236,11 @@ impl NativeScheduler for Cfs {
         // sched_slice: the period (latency, stretched to min_granularity per runnable
         // process beyond latency / min_granularity of them) in proportion to weight.
         let period = self.latency.max(n * self.min_gran);
-        let slice = ((i128::from(period) * i128::from(w) / i128::from(total.max(1))) as i64).max(1);
+        let mut slice =
+            ((i128::from(period) * i128::from(w) / i128::from(total.max(1))) as i64).max(1);
+        if let Some((sigma, rng)) = self.spread.as_mut() {
+            slice = ((slice as f64 * spread_factor(*sigma, rng)).round() as i64).max(1);
+        }
         Some(Pick {
             pid,
             slice: SimTime(slice),
@@ -274,6 +324,104 @@ mod tests {
         s.stop(1, ms(1), Stop::Expired, ms(2));
         // 1 ms of CPU is 1024 / 110 ms of virtual time at nice 10.
         assert_eq!(s.vruntime(1).as_ns(), 1_000_000 * 1024 / 110);
+    }
+
+    /// Two nodes, each one CPU with two CPU-bound processes, run slice after slice.
+    /// Returns each node's slice boundaries over `n` slices.
+    fn boundaries(cv: f64, n: usize) -> Vec<Vec<i64>> {
+        let streams = cosched_des::RngStreams::new(7);
+        (0..2)
+            .map(|k| {
+                let mut s = Cfs::new(ms(6), SimTime::from_us(750), ms(1))
+                    .with_slice_spread(cv, streams.stream(&format!("cfs-slice/{k}")));
+                s.add(0, SimTime::ZERO);
+                s.add(1, SimTime::ZERO);
+                s.enqueue(0, Wake::New, SimTime::ZERO);
+                s.enqueue(1, Wake::New, SimTime::ZERO);
+                let mut now = SimTime::ZERO;
+                (0..n)
+                    .map(|_| {
+                        let pk = s.pick(now, None).unwrap();
+                        now += pk.slice;
+                        s.stop(pk.pid, pk.slice, Stop::Expired, now);
+                        s.enqueue(pk.pid, Wake::Expired, now);
+                        now.as_ns()
+                    })
+                    .collect()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_lognormal_factor_by_hand() {
+        // u1 = e^(-1/2), u2 = 0: z = sqrt(-2 x -1/2) x cos 0 = 1; factor = e^(sigma - sigma^2 / 2).
+        let sigma = lognormal_sigma(0.5); // sqrt(ln 1.25) = 0.4724
+        assert!((sigma - 1.25f64.ln().sqrt()).abs() < 1e-15);
+        let f = lognormal_factor(sigma, (-0.5f64).exp(), 0.0);
+        assert!(
+            (f - (sigma - sigma * sigma / 2.0).exp()).abs() < 1e-12,
+            "{f}"
+        );
+        // u2 = 1/4: cos(pi / 2) = 0, z = 0: the factor is the median e^(-sigma^2 / 2) = 1 / sqrt(1.25).
+        let f = lognormal_factor(sigma, 0.3, 0.25);
+        assert!((f - 1.0 / 1.25f64.sqrt()).abs() < 1e-12, "{f}");
+        // Mean 1 and coefficient of variation 0.5 over many draws.
+        let mut rng = cosched_des::RngStreams::new(1).stream("x");
+        let v: Vec<f64> = (0..200_000)
+            .map(|_| spread_factor(sigma, &mut rng))
+            .collect();
+        let mean = v.iter().sum::<f64>() / v.len() as f64;
+        let sd = (v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / v.len() as f64).sqrt();
+        assert!(
+            (mean - 1.0).abs() < 0.01 && (sd / mean - 0.5).abs() < 0.01,
+            "mean {mean} cv {}",
+            sd / mean
+        );
+    }
+
+    #[test]
+    fn a_slice_spread_moves_each_nodes_slice_boundaries_by_its_own_draws() {
+        // No spread: two processes share 6 ms of latency, every slice is 3 ms on both
+        // nodes, so the boundaries coincide at 3, 6, 9, ... ms.
+        let b = boundaries(0.0, 8);
+        let want: Vec<i64> = (1..=8).map(|i| i * 3_000_000).collect();
+        assert_eq!(b, vec![want.clone(), want]);
+        // Spread 0.3: slice i of node k is 3 ms x the i-th factor of stream "cfs-slice/k".
+        let b = boundaries(0.3, 8);
+        let streams = cosched_des::RngStreams::new(7);
+        let sigma = lognormal_sigma(0.3);
+        for (k, got) in b.iter().enumerate() {
+            let mut rng = streams.stream(&format!("cfs-slice/{k}"));
+            let mut t = 0i64;
+            let want: Vec<i64> = (0..8)
+                .map(|_| {
+                    t += (3_000_000.0 * spread_factor(sigma, &mut rng)).round() as i64;
+                    t
+                })
+                .collect();
+            assert_eq!(got, &want, "node {k}");
+        }
+        // The nodes' streams differ, so no boundary after the start coincides.
+        assert!(b[0].iter().zip(&b[1]).all(|(x, y)| x != y), "{b:?}");
+        // Fairness is kept: the virtual runtimes are charged what ran, so over many
+        // slices both processes of a node get about half the CPU.
+        let mut s = Cfs::new(ms(6), SimTime::from_us(750), ms(1))
+            .with_slice_spread(0.3, streams.stream("cfs-slice/0"));
+        let mut got = [0i64; 2];
+        for p in 0..2 {
+            s.add(p, SimTime::ZERO);
+            s.enqueue(p, Wake::New, SimTime::ZERO);
+        }
+        let mut now = SimTime::ZERO;
+        while now < SimTime::from_secs(60) {
+            let pk = s.pick(now, None).unwrap();
+            now += pk.slice;
+            got[pk.pid as usize] += pk.slice.as_ns();
+            s.stop(pk.pid, pk.slice, Stop::Expired, now);
+            s.enqueue(pk.pid, Wake::Expired, now);
+        }
+        let frac = got[0] as f64 / (got[0] + got[1]) as f64;
+        assert!((frac - 0.5).abs() < 0.01, "{got:?}");
     }
 
     #[test]

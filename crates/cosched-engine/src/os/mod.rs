@@ -29,7 +29,7 @@ pub mod linux24;
 pub mod mlfq;
 pub mod rr;
 
-use cosched_des::SimTime;
+use cosched_des::{RngStream, SimTime};
 pub use cosched_model::node::OsConfig;
 
 pub use cosched_contract::node::{Pid, Stop};
@@ -97,8 +97,9 @@ pub trait NativeScheduler: Send {
 }
 
 /// Builds a node's native scheduler whose timer (for the tick-driven models:
-/// [`linux24`]) has its boundaries at `phase + i * tick`.
-pub fn build_on_node(cfg: &OsConfig, phase: SimTime) -> Box<dyn NativeScheduler> {
+/// [`linux24`]) has its boundaries at `phase + i * tick`; `rng` is the node's own
+/// stream for the models that draw (CFS with a slice spread, `slice_cv` > 0).
+pub fn build_on_node(cfg: &OsConfig, phase: SimTime, rng: RngStream) -> Box<dyn NativeScheduler> {
     match *cfg {
         OsConfig::Linux24 {
             tick_ms,
@@ -107,7 +108,28 @@ pub fn build_on_node(cfg: &OsConfig, phase: SimTime) -> Box<dyn NativeScheduler>
             linux24::Linux24::new(SimTime::from_secs_f64(tick_ms / 1000.0), base_ticks)
                 .with_phase(phase),
         ),
+        OsConfig::Cfs { slice_cv, .. } if slice_cv > 0.0 => {
+            Box::new(cfs_of(cfg).with_slice_spread(slice_cv, rng))
+        }
         _ => build(cfg),
+    }
+}
+
+/// The CFS model of `cfg` (a `Cfs` config), without slice spread.
+fn cfs_of(cfg: &OsConfig) -> cfs::Cfs {
+    let ms = |x: f64| SimTime::from_secs_f64(x / 1000.0);
+    match *cfg {
+        OsConfig::Cfs {
+            latency_ms,
+            min_granularity_ms,
+            wakeup_granularity_ms,
+            ..
+        } => cfs::Cfs::new(
+            ms(latency_ms),
+            ms(min_granularity_ms),
+            ms(wakeup_granularity_ms),
+        ),
+        _ => unreachable!("cfs_of is called with a Cfs config"),
     }
 }
 
@@ -128,7 +150,8 @@ pub fn timer_tick(cfg: &OsConfig) -> SimTime {
     }
 }
 
-/// Builds a native scheduler (timer phase 0).
+/// Builds a native scheduler (timer phase 0, no random draw: a CFS slice spread
+/// needs a node's stream, [`build_on_node`]).
 pub fn build(cfg: &OsConfig) -> Box<dyn NativeScheduler> {
     let ms = |x: f64| SimTime::from_secs_f64(x / 1000.0);
     match *cfg {
@@ -136,15 +159,7 @@ pub fn build(cfg: &OsConfig) -> Box<dyn NativeScheduler> {
             tick_ms,
             base_ticks,
         } => Box::new(linux24::Linux24::new(ms(tick_ms), base_ticks)),
-        OsConfig::Cfs {
-            latency_ms,
-            min_granularity_ms,
-            wakeup_granularity_ms,
-        } => Box::new(cfs::Cfs::new(
-            ms(latency_ms),
-            ms(min_granularity_ms),
-            ms(wakeup_granularity_ms),
-        )),
+        OsConfig::Cfs { .. } => Box::new(cfs_of(cfg)),
         OsConfig::Mlfq { quantum_scale } => Box::new(mlfq::Mlfq::solaris_ts(quantum_scale)),
         OsConfig::Rr { quantum_ms } => Box::new(rr::RoundRobin::new(ms(quantum_ms))),
     }
@@ -173,6 +188,7 @@ mod tests {
                 latency_ms: 6.0,
                 min_granularity_ms: 0.75,
                 wakeup_granularity_ms: 1.0,
+                slice_cv: 0.0,
             },
             OsConfig::Mlfq { quantum_scale: 1.0 },
             OsConfig::Rr { quantum_ms: 50.0 },

@@ -349,7 +349,10 @@ fn new_nodes(
             cpus: vec![Cpu::default(); plat.cpus_per_node as usize],
             sched: match opts.gang {
                 Some(_) => Box::new(gang::Dispatcher::default()),
-                None => os::build_on_node(&plat.os, phase),
+                None => {
+                    let rng = streams.stream(&format!("cfs-slice/{k}"));
+                    os::build_on_node(&plat.os, phase, rng)
+                }
             },
             ops: policies[k as usize].ops(),
             timer_armed: false,

@@ -66,6 +66,7 @@ fn the_page_in_queue_head_takes_pages_from_processes_queued_behind_it() {
             latency_ms: 6.0,
             min_granularity_ms: 0.75,
             wakeup_granularity_ms: 1.0,
+            slice_cv: 0.0,
         },
     );
     plat.cpus_per_node = 2;

@@ -110,6 +110,7 @@ pub fn os_model(k: u8) -> OsConfig {
             latency_ms: 6.0,
             min_granularity_ms: 0.75,
             wakeup_granularity_ms: 1.0,
+            slice_cv: 0.0,
         },
         2 => OsConfig::Mlfq { quantum_scale: 1.0 },
         _ => OsConfig::Rr { quantum_ms: 20.0 },

@@ -354,6 +354,7 @@ fn two_cpu_bound_jobs_share_a_cpu_under_every_os_model() {
             latency_ms: 6.0,
             min_granularity_ms: 0.75,
             wakeup_granularity_ms: 1.0,
+            slice_cv: 0.0,
         },
         OsConfig::Mlfq { quantum_scale: 1.0 },
         OsConfig::Rr { quantum_ms: 50.0 },
@@ -1510,6 +1511,7 @@ fn nice_shares_a_cpu_as_each_model_maps_it() {
         latency_ms: 6.0,
         min_granularity_ms: 0.75,
         wakeup_granularity_ms: 1.0,
+        slice_cv: 0.0,
     });
     let want = 10.0 * 1134.0 / 1024.0;
     assert!(
