@@ -20,10 +20,15 @@
  * short detours; the long detours per second of wall time and their share of it; the loop's cost. Usage: cosched-detour [CPU [SECONDS [LONG_US]]]
  * (default CPU 0, 2 s, 100 us). Run it on an idle CPU: on a loaded one the long detours are that load.
  */
+#include <math.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "timing.h"
 
@@ -39,7 +44,84 @@ static double now_ns(void) {
 
 static double pct(const double *v, size_t n, double q) { return n ? v[(size_t)(q * (double)(n - 1))] : 0.0; }
 
+#define MAX_RUNS 200000
+
+/* One loop of the pair: records the lengths (ns) of its runs between long detours into runs[0..*n). */
+static void pair_loop(double seconds, double long_ns, double *runs, size_t *n) {
+    double prev = now_ns(), start = prev, end = start + seconds * 1e9, run_start = prev;
+    int first = 1;
+    *n = 0;
+    for (;;) {
+        double t = now_ns();
+        if (t - prev >= long_ns) {
+            if (!first && *n < MAX_RUNS) runs[(*n)++] = prev - run_start;
+            first = 0;
+            run_start = t;
+        }
+        prev = t;
+        if (t >= end) break;
+    }
+}
+
+static int pair_main(int cpu, double seconds, double long_ns) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(cpu, &set);
+    if (sched_setaffinity(0, sizeof set, &set) != 0) {
+        perror("sched_setaffinity");
+        return 1;
+    }
+    /* Shared with the child: two arrays of runs and their counts. */
+    size_t bytes = 2 * MAX_RUNS * sizeof(double) + 2 * sizeof(size_t);
+    double *runs = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (runs == MAP_FAILED) {
+        perror("mmap");
+        return 1;
+    }
+    size_t *counts = (size_t *)(runs + 2 * MAX_RUNS);
+    pid_t child = fork();
+    if (child < 0) {
+        perror("fork");
+        return 1;
+    }
+    if (child == 0) {
+        pair_loop(seconds, long_ns, runs + MAX_RUNS, &counts[1]);
+        _exit(0);
+    }
+    pair_loop(seconds, long_ns, runs, &counts[0]);
+    int status = 0;
+    if (waitpid(child, &status, 0) != child || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        fprintf(stderr, "cosched-detour: the paired loop failed\n");
+        return 1;
+    }
+    size_t n = counts[0] + counts[1];
+    memmove(runs + counts[0], runs + MAX_RUNS, counts[1] * sizeof(double));
+    double sum = 0, sq = 0;
+    for (size_t i = 0; i < n; i++) sum += runs[i];
+    double mean = n ? sum / (double)n : 0;
+    for (size_t i = 0; i < n; i++) sq += (runs[i] - mean) * (runs[i] - mean);
+    double sd = n > 1 ? sqrt(sq / (double)(n - 1)) : 0;
+    qsort(runs, n, sizeof(double), cmp);
+    printf("{\"mode\": \"pair\", \"cpu\": %d, \"seconds\": %.6f, \"long_us\": %.1f, \"slice_count\": %zu, "
+           "\"slice_count_a\": %zu, \"slice_count_b\": %zu, \"slice_mean_us\": %.3f, \"slice_sd_us\": %.3f, "
+           "\"slice_cv\": %.6f, \"slice_p10_us\": %.3f, \"slice_p50_us\": %.3f, \"slice_p90_us\": %.3f}\n",
+           cpu, seconds, long_ns / 1e3, n, counts[0], counts[1], mean / 1e3, sd / 1e3, mean > 0 ? sd / mean : 0.0,
+           pct(runs, n, 0.1) / 1e3, pct(runs, n, 0.5) / 1e3, pct(runs, n, 0.9) / 1e3);
+    munmap(runs, bytes);
+    return 0;
+}
+
 int main(int argc, char **argv) {
+    if (argc > 1 && strcmp(argv[1], "pair") == 0) {
+        int cpu = argc > 2 ? atoi(argv[2]) : 0;
+        double seconds = argc > 3 ? atof(argv[3]) : 2.0;
+        double long_ns = (argc > 4 ? atof(argv[4]) : 100.0) * 1e3;
+        if (seconds <= 0 || long_ns <= 0) {
+            fprintf(stderr, "usage: cosched-detour pair [CPU [SECONDS [LONG_US]]]\n");
+            return 2;
+        }
+        return pair_main(cpu, seconds, long_ns);
+    }
     int cpu = argc > 1 ? atoi(argv[1]) : 0;
     double seconds = argc > 2 ? atof(argv[2]) : 2.0;
     double long_ns = (argc > 3 ? atof(argv[3]) : 100.0) * 1e3;

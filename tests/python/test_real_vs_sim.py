@@ -39,6 +39,12 @@ def test_the_preset_is_built_from_the_measurements_only() -> None:
     assert p["os_noise_tick_us"] == 20.0
     assert realsim.preset(bench, "mpich", "cfs")["os_noise_tick_us"] == 8.0  # cfs: 4 ms
     # A calibration recorded before the noise was measured (real-slurm reads old ones): no noise, as then.
+    # The real slices' spread goes to cfs only; without its measurement the nodes stay in step, as before.
+    bench["slices"] = {"slice_cv": 0.21234}
+    assert realsim.preset(bench, "mpich", "cfs")["os"] == {"model": "cfs", "slice_cv": 0.2123}
+    assert realsim.preset(bench, "mpich", "rr")["os"] == {"model": "rr"}
+    del bench["slices"]
+    assert realsim.preset(bench, "mpich", "cfs")["os"] == {"model": "cfs"}
     del bench["detour"]
     assert realsim.preset(bench, "mpich", "cfs")["os_noise_tick_us"] == 0.0
     assert set(p) - {"preset"} == set(realsim.PRESET_FIELDS)
@@ -110,7 +116,8 @@ def test_quick_real_vs_sim_structure_and_mechanism(tmp_path: Path) -> None:
     errs = fit["mean_abs_log_error"]
     assert set(errs) == set(realsim.OS_MODELS)
     assert errs[fit["chosen"]] == min(errs.values())
-    assert plat["os"] == {"model": fit["chosen"]}
+    assert plat["os"]["model"] == fit["chosen"]
+    assert calib["microbenchmarks"]["slices"]["slice_cv"] > 0
 
     table = pd.read_csv(out / "table.csv")
     schemes = ["DEDICATED", *realsim.QUICK_SCHEMES]

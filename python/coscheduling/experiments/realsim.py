@@ -114,7 +114,9 @@ PRESET_FIELDS = {
     "interrupt_us": "half round trip blocking - spinning, 8 bytes: the cost of waking a rank blocked in a futex",
     "context_switch_us": "cosched-ctxswitch: pipe hand-over between two processes on CPU 0 minus the pipe alone",
     "cpu_speed": "compute CPU time asked / wall time of a compute-only Emp job of 2 ranks (cosched-ir-run)",
-    "os": "the OS model with the smallest error on the dedicated cases (step 2)",
+    "os": "the OS model with the smallest error on the dedicated cases (step 2); for cfs, its slice_cv is the "
+          "coefficient of variation of the real slices, `cosched-detour pair` (two compute loops on one virtual "
+          "node's CPU, each run between the other's slices is a slice), mean of the CPUs",
     "nodes": "2: the virtual nodes of the real runs (one CPU each)",
     "os_noise_tick_us": "cosched-detour (selfish detour, Beckman et al., Cluster 2006) on each virtual node's CPU: "
                         "the share of a compute loop's running time lost to detours under 100 us (interrupts, "
@@ -158,6 +160,14 @@ def detour(cpu: int, seconds: float) -> dict[str, float]:
     return dict(json.loads(_run([str(exe), str(cpu), f"{seconds:g}"])))
 
 
+def slices(cpu: int, seconds: float) -> dict[str, float]:
+    """The native scheduler's real time slices on ``cpu``: two compute loops share it (``cosched-detour pair``)."""
+    exe = build_dir() / "cosched-detour"
+    if not exe.is_file():
+        raise RuntimeError(f"{exe} is missing: build it with `make real`")
+    return dict(json.loads(_run([str(exe), "pair", str(cpu), f"{seconds:g}"])))
+
+
 def _ir_program(app: str, procs: int, work: Path) -> Path:
     text = _core.apps_export(app, "-", procs, 1.0, "library")
     p = work / f"{app.replace('[', '_').replace(']', '').replace(',', '_').replace('=', '')}.ir"
@@ -190,10 +200,22 @@ def microbenchmarks(mpis: list[str], quick: bool, work: Path, say: Callable[[str
     say("OS noise (selfish detour)")
     runs = [detour(cpu, 0.5 if quick else 3.0) for cpu in NODE_CPUS]
     out["detour"] = {"runs": runs, "short_fraction": statistics.mean(r["short_fraction"] for r in runs)}
+    say("time slices (paired detour loops)")
+    runs = [slices(cpu, 0.5 if quick else 3.0) for cpu in NODE_CPUS]
+    out["slices"] = {"runs": runs, "slice_cv": statistics.mean(r["slice_cv"] for r in runs)}
     say("compute loop speed")
     runs = [compute_speed(mpis[0], 200 if quick else 2000, work) for _ in range(3)]
     out["compute"] = {"runs": runs, "cpu_speed": statistics.median(r["cpu_speed"] for r in runs), "mpi": mpis[0]}
     return out
+
+
+def _os(bench: dict[str, Any], os_model: str) -> dict[str, Any]:
+    """The OS model of the preset: cfs gets the measured spread of the real slices (each node draws its
+    own); a calibration recorded before the slices were measured has none (every node in step, as then)."""
+    cv = bench.get("slices", {}).get("slice_cv", 0.0)
+    if os_model == "cfs" and cv > 0:
+        return {"model": "cfs", "slice_cv": round(cv, 4)}
+    return {"model": os_model}
 
 
 def preset(bench: dict[str, Any], mpi: str, os_model: str) -> dict[str, Any]:
@@ -207,7 +229,7 @@ def preset(bench: dict[str, Any], mpi: str, os_model: str) -> dict[str, Any]:
     return {
         "preset": "lee4",
         "nodes": 2,
-        "os": {"model": os_model},
+        "os": _os(bench, os_model),
         # A calibration recorded before the noise was measured has none: 0, as then.
         "os_noise_tick_us": round(bench.get("detour", {}).get("short_fraction", 0.0) * TIMER_TICK_US[os_model], 3),
         "cpu_speed": round(bench["compute"]["cpu_speed"], 4),
