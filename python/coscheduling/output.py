@@ -401,7 +401,8 @@ def write_atomic(
                 try:
                     write(tmp)
                 except OSError as e:
-                    if e.filename is None:  # e.g. a full disk: name the file being written
+                    # e.g. a full disk: name the file being written, not its staging copy
+                    if e.filename is None or Path(e.filename) == tmp:
                         raise OSError(e.errno, e.strerror or str(e), str(out / name)) from e
                     raise
                 if not tmp.is_file():

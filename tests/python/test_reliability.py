@@ -420,10 +420,13 @@ def test_cli_subprocess_bad_input_exit_2(tmp_path):
     assert "Traceback" not in r.stderr
 
 
-def test_a_full_disk_names_the_file(tmp_path):
+@pytest.mark.parametrize("names_staging_copy", [False, True])
+def test_a_full_disk_names_the_file(tmp_path, names_staging_copy):
     from coscheduling.output import write_atomic
 
     def full(path: Path) -> None:
+        if names_staging_copy:  # as open() or pyarrow report it: the staging copy's path
+            raise OSError(errno.ENOSPC, "No space left on device", str(path))
         raise OSError(errno.ENOSPC, "No space left on device")
 
     with pytest.raises(OSError) as info:
