@@ -361,11 +361,14 @@ def test_messages_to_a_rank_on_another_node_reach_that_node_s_policy_only_with_t
     env, d, step_runs = cluster
     log = tmp_path / "shim.jsonl"
     # CC boosts the receiver of a message that is not running (it spins, then blocks). One rank per node: every
-    # message crosses nodes.
+    # message crosses nodes. A spin of 1 us, shorter than a round trip (about 6 us here), makes a waiting rank
+    # block before its message comes, also on an idle machine (with CC's 300 us a rank alone on its CPU never
+    # stops spinning, so it is running at every arrival and CC has nothing to boost).
     for forward in (False, True):
         s0 = agent_stats(d)
         opt = ["--cosched-forward"] if forward else []
-        r = run(["srun", "-N2", "-n2", "--mpi=pmi2", "--cosched=cc", *opt, str(PROBE), "pingpong", "2000", "8"],
+        r = run(["srun", "-N2", "-n2", "--mpi=pmi2", "--cosched=cc[spin_us=1]", *opt, str(PROBE), "pingpong", "2000",
+                 "8"],
                 env=dict(env, COSCHED_LOG=str(log)))
         assert r.returncode == 0, r.stderr
         s1 = agent_stats(d)
