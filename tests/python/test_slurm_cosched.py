@@ -303,8 +303,10 @@ def test_a_standby_coordinator_takes_over_when_the_primary_dies(cluster, tmp_pat
             time.sleep(0.1)
         assert all(n >= 3 for n in alternations(gang_records(d, skip)).values()), gang_records(d, skip)
         # The primary dies (SIGKILL: no release sent; the kernel closes its connections).
-        os.kill(primary["pid"], signal.SIGKILL)
+        # The time is taken before the kill: the agents' gang threads run at SCHED_FIFO and may see the
+        # connection close and release (record) before this process runs again after kill() returns.
         t_kill = time.time_ns()
+        os.kill(primary["pid"], signal.SIGKILL)
         # Both agents thaw at once, reconnect to the standby and report their jobs again; it places both jobs
         # and the nodes alternate them again under its schedule.
         deadline = time.monotonic() + 30
