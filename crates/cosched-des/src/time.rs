@@ -96,7 +96,8 @@ impl fmt::Display for TimeRangeError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "time {} s is outside the supported range (at most {} s, about 68 years)",
+            // `{:?}` writes 1e300 as "1e300", not as 301 digits.
+            "time {:?} s is outside the supported range (at most {} s, about 68 years)",
             self.value_s,
             SimTime::INPUT_LIMIT_S
         )
@@ -150,6 +151,11 @@ mod tests {
             let e = SimTime::try_from_secs_f64(bad).unwrap_err();
             assert!(e.to_string().contains("outside the supported range"), "{e}");
         }
+        // The value is written short, in the form the user would type it.
+        let e = SimTime::try_from_secs_f64(1e300).unwrap_err().to_string();
+        assert!(e.starts_with("time 1e300 s is outside") && e.len() < 100, "{e}");
+        let e = SimTime::try_from_secs_f64(3e9).unwrap_err().to_string();
+        assert!(e.starts_with("time 3000000000.0 s is outside"), "{e}");
         assert_eq!(SimTime::MAX.checked_add(SimTime(1)), None);
         assert_eq!(SimTime(1).checked_add(SimTime(2)), Some(SimTime(3)));
         assert_eq!(SimTime(i64::MIN).checked_sub(SimTime(1)), None);

@@ -157,7 +157,7 @@ fn estimates(spec: &PolicySpec) -> Result<Estimates, RegistryError> {
         return Err(bad(
             spec,
             "round_s",
-            round_s.to_string(),
+            format!("{round_s:?}"),
             "must be a positive number of seconds, at most 1e7",
         ));
     }
@@ -351,5 +351,8 @@ mod unit {
             .contains("strict order"));
         assert!(b("batch[estimates=exact]").is_err());
         assert!(b("batch[round_s=0]").is_err());
+        // The refused value is written as typed, not as 301 digits.
+        let e = b("batch[round_s=1e300]").unwrap_err().to_string();
+        assert!(e.contains("1e300") && e.len() < 200, "{e}");
     }
 }
