@@ -41,14 +41,25 @@
  *   A blocking MPI call becomes its non-blocking form plus a test loop. Mode per wait kind, read from
  *   `wait_mode[kind]` at the start of each wait (when `agent_gen` != 0, else from COSCHED_WAIT):
  *     SPIN       test in a loop until complete (sched_yield-free busy wait).
- *     SPINBLOCK  spin for `spin_ns[kind]` (+ `spin_adjust_ns` read during the spin: > 0 extends,
- *                < 0 cuts it, INT64_MIN ends the spin at once), then block.
+ *     SPINBLOCK  spin for `spin_ns[kind]`, then block.
  *     BLOCK      block at once.
+ *   Each wait is numbered: the shim stores `wait_id` + 1 in `wait_id` (before `wait_start_ns`, then
+ *   `state`) at its start. A spin change (the node policy's SpinFor: ICS's conditional spin) is one
+ *   64-bit word the agent stores in `spin_until` while the rank spins:
+ *     bits 63..40  the low 24 bits of the `wait_id` of the wait it applies to,
+ *     bits 39..0   when that wait's spin ends, in ns from its `wait_start_ns` (2^40-1: 18 minutes).
+ *   The shim loads `spin_until` at every test of its spin loop (SPIN and SPINBLOCK; a plain atomic
+ *   load, no system call); when the tag is its current wait's, the word's end replaces the mode's
+ *   spin time (earlier: the spin is cut; later: extended; a SPIN wait becomes spin-then-block). A
+ *   word of another wait is ignored, so a change that reaches a rank after its wait ended never
+ *   applies to the next one. The agent reads the wait it changes as `wait_id`, `state` (SPINNING),
+ *   `wait_start_ns`, `wait_id` again, and changes nothing unless both `wait_id` loads agree. The
+ *   shim counts the waits whose spin was changed (`spin_changes`) and their spin time
+ *   (`changed_spin_ns`).
  *   Blocking: state = BLOCKED, then loop { seq = wake_seq; test; if done break; futex_wait(&wake_seq,
  *   seq, timeout 1 ms) } (the timeout is the fallback for progress the MPI library makes only when
  *   called; a peer's send wakes the futex at once). Counters are updated at the end of each wait.
- *   A call that completes at its first test is not a wait (no events, no counters). The shim only
- *   reads spin_adjust_ns (during every spin); resetting it to 0 is the agent's business.
+ *   A call that completes at its first test is not a wait (no events, no counters, no wait_id).
  *   If the agent's socket breaks, the shim stores agent_gen = 0 and continues standalone.
  *
  * Socket messages (SOCK_SEQPACKET, one struct cosched_msg per packet, little-endian host order)
@@ -64,6 +75,7 @@
 
 #define COSCHED_PROTO_VERSION 1u
 #define COSCHED_SHM_MAGIC 0x4d485343u /* "CSHM" little-endian */
+#define COSCHED_SPIN_UNTIL_SHIFT 40    /* spin_until: tag << 40 | end in ns from wait_start_ns */
 
 /* Wait kinds: the same order as the node-policy contract's WaitKind. */
 enum cosched_wait_kind {
@@ -170,7 +182,7 @@ struct cosched_rank_shm {     /* 256 bytes, no padding */
     /* Written by the agent. */
     uint32_t wait_mode[COSCHED_WAIT_KINDS]; /* enum cosched_wait_mode per wait kind */
     uint64_t spin_ns[COSCHED_WAIT_KINDS];   /* spin time of SPINBLOCK per wait kind */
-    int64_t spin_adjust_ns;   /* extend (> 0) or cut (< 0; INT64_MIN = now) the current spin */
+    uint64_t spin_until;      /* a spin change of the current wait: tag << 40 | end (see Waiting) */
     uint32_t event_mask;      /* bit (1u << enum cosched_msg_type) for each event the agent wants */
     uint32_t agent_gen;       /* != 0 while an agent serves the rank (0: standalone, COSCHED_WAIT) */
     /* Futex word: bumped (and FUTEX_WAKE'd) by a peer's send, by the agent to interrupt or end a spin. */
@@ -193,7 +205,10 @@ struct cosched_rank_shm {     /* 256 bytes, no padding */
     uint64_t block_ns;        /* of which blocked */
     uint64_t blocks;          /* waits that blocked */
     uint64_t collectives;     /* collectives entered */
-    uint64_t reserved[6];      /* zero; room for later fields */
+    uint64_t wait_id;         /* number of the current (or last) wait, from 1 */
+    uint64_t spin_changes;    /* waits whose spin a `spin_until` of the agent changed */
+    uint64_t changed_spin_ns; /* time spun in those waits */
+    uint64_t reserved[3];     /* zero; room for later fields */
 };
 
 #endif /* COSCHED_PROTO_H */

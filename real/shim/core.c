@@ -11,9 +11,11 @@
  *      Without an agent serving the rank, the segment name is unlinked right away (the mappings
  *      stay valid), so no rank death, not even SIGKILL, can leave it in /dev/shm.
  *
- * Waiting (cs_wait): SPIN tests in a loop; SPINBLOCK spins for spin_ns[kind] (+ spin_adjust_ns),
- * then blocks; BLOCK blocks at once: state BLOCKED, then { seq = wake_seq; test; futex_wait(seq,
- * 1 ms) } until complete. A call that completes at its first test is not a wait. LIBRARY leaves the
+ * Waiting (cs_wait): SPIN tests in a loop; SPINBLOCK spins for spin_ns[kind], then blocks; BLOCK
+ * blocks at once: state BLOCKED, then { seq = wake_seq; test; futex_wait(seq, 1 ms) } until
+ * complete. While spinning (SPIN or SPINBLOCK) every test also loads `spin_until`: a word tagged
+ * with this wait's wait_id sets when the spin ends (the node policy's spin change, written by the
+ * agent), cutting or extending it, and turns SPIN into spin-then-block. A call that completes at its first test is not a wait. LIBRARY leaves the
  * library's own blocking call untouched (its whole duration counts as wait time). With
  * COSCHED_LIBRARY_WAITS=1 every wait is LIBRARY whatever the agent asks (the library's own wait mode,
  * e.g. Open MPI's mpi_yield_when_idle, as a baseline); events and counters are kept.
@@ -398,7 +400,7 @@ static void write_log(void) {
                      "\"wait\":\"%s\",\"agent\":%s,\"msgs_sent\":%llu,\"bytes_sent\":%llu,\"msgs_recv\":%llu,"
                      "\"bytes_recv\":%llu,\"arrivals\":%llu,\"consumed\":%llu,\"waits\":%llu,\"wait_ns\":%llu,"
                      "\"spin_ns\":%llu,\"block_ns\":%llu,\"blocks\":%llu,\"collectives\":%llu,"
-                     "\"events_dropped\":%llu,\"calls\":{",
+                     "\"spin_changes\":%llu,\"changed_spin_ns\":%llu,\"events_dropped\":%llu,\"calls\":{",
                      g.run, g.job, g.rank, g.size, g.pid, COSCHED_MPI_NAME, g.mode_text,
                      LD(&s->agent_gen) ? "true" : "false", (unsigned long long)LD(&s->msgs_sent),
                      (unsigned long long)LD(&s->bytes_sent), (unsigned long long)LD(&s->msgs_recv),
@@ -406,7 +408,8 @@ static void write_log(void) {
                      (unsigned long long)LD(&s->consumed), (unsigned long long)LD(&s->waits),
                      (unsigned long long)LD(&s->wait_ns), (unsigned long long)LD(&s->spin_ns_total),
                      (unsigned long long)LD(&s->block_ns), (unsigned long long)LD(&s->blocks),
-                     (unsigned long long)LD(&s->collectives), (unsigned long long)g.events_dropped);
+                     (unsigned long long)LD(&s->collectives), (unsigned long long)LD(&s->spin_changes),
+                     (unsigned long long)LD(&s->changed_spin_ns), (unsigned long long)g.events_dropped);
     int first = 1;
     for (int c = 0; c < CS_CALLS && n < (int)sizeof buf - 200; c++) {
         if (!g.calls[c][0] && !g.calls[c][1]) continue;
@@ -660,24 +663,30 @@ int cs_wait(int kind, cs_test_fn test, void *ctx) {
     if (rc != MPI_SUCCESS || flag) return rc;
     uint32_t mode = cs_mode(kind);
     uint64_t t0 = now_ns();
+    /* Only this thread writes wait_id; the agent tags its spin changes with it. */
+    uint64_t id = LD(&s->wait_id) + 1;
+    ST(&s->wait_id, id);
     ST(&s->wait_kind, (uint32_t)kind);
     ST(&s->wait_start_ns, t0);
     send_event(COSCHED_MSG_WAIT_BEGIN, g.rank, kind, 0, 0);
     uint64_t spun = 0, blocked = 0;
+    int changed = 0;
     if (mode != COSCHED_MODE_BLOCK) {
         ST(&s->state, (uint32_t)COSCHED_STATE_SPINNING);
         uint64_t budget = mode == COSCHED_MODE_SPIN ? UINT64_MAX
                                                     : (LD(&s->agent_gen) ? LD(&s->spin_ns[kind]) : g.env_spin_ns);
-        uint64_t t = t0;
+        const uint64_t tag = id & ((1ull << (64 - COSCHED_SPIN_UNTIL_SHIFT)) - 1);
+        const uint64_t end_mask = (1ull << COSCHED_SPIN_UNTIL_SHIFT) - 1;
         for (;;) {
             rc = test(ctx, &flag);
             if (rc != MPI_SUCCESS || flag) break;
-            if (mode == COSCHED_MODE_SPIN) continue;
-            int64_t adj = LD(&s->spin_adjust_ns);
-            if (adj == INT64_MIN) break;
-            t = now_ns();
-            int64_t limit = (int64_t)budget + adj;
-            if ((int64_t)(t - t0) >= limit) break;
+            uint64_t u = LD(&s->spin_until);
+            if (u && u >> COSCHED_SPIN_UNTIL_SHIFT == tag) {
+                budget = u & end_mask;
+                changed = 1;
+            }
+            if (budget == UINT64_MAX) continue; /* SPIN, unchanged: no clock read */
+            if (now_ns() - t0 >= budget) break;
         }
         spun = now_ns() - t0;
     }
@@ -700,6 +709,10 @@ int cs_wait(int kind, cs_test_fn test, void *ctx) {
     RADD(&s->wait_ns, total);
     RADD(&s->spin_ns_total, spun);
     RADD(&s->block_ns, blocked);
+    if (changed) {
+        RADD(&s->spin_changes, 1);
+        RADD(&s->changed_spin_ns, spun);
+    }
     send_event(COSCHED_MSG_WAIT_END, g.rank, kind, spun, blocked);
     return rc;
 }

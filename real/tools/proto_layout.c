@@ -24,14 +24,15 @@ int main(void) {
     first = 1;
     FIELD(cosched_rank_shm, magic); FIELD(cosched_rank_shm, version); FIELD(cosched_rank_shm, job);
     FIELD(cosched_rank_shm, rank); FIELD(cosched_rank_shm, size); FIELD(cosched_rank_shm, pid);
-    FIELD(cosched_rank_shm, wait_mode); FIELD(cosched_rank_shm, spin_ns); FIELD(cosched_rank_shm, spin_adjust_ns);
+    FIELD(cosched_rank_shm, wait_mode); FIELD(cosched_rank_shm, spin_ns); FIELD(cosched_rank_shm, spin_until);
     FIELD(cosched_rank_shm, event_mask); FIELD(cosched_rank_shm, agent_gen); FIELD(cosched_rank_shm, wake_seq);
     FIELD(cosched_rank_shm, state); FIELD(cosched_rank_shm, wait_kind); FIELD(cosched_rank_shm, coll_depth);
     FIELD(cosched_rank_shm, wait_start_ns); FIELD(cosched_rank_shm, arrivals); FIELD(cosched_rank_shm, consumed);
     FIELD(cosched_rank_shm, msgs_sent); FIELD(cosched_rank_shm, bytes_sent); FIELD(cosched_rank_shm, msgs_recv);
     FIELD(cosched_rank_shm, bytes_recv); FIELD(cosched_rank_shm, waits); FIELD(cosched_rank_shm, wait_ns);
     FIELD(cosched_rank_shm, spin_ns_total); FIELD(cosched_rank_shm, block_ns); FIELD(cosched_rank_shm, blocks);
-    FIELD(cosched_rank_shm, collectives); FIELD(cosched_rank_shm, reserved);
+    FIELD(cosched_rank_shm, collectives); FIELD(cosched_rank_shm, wait_id);
+    FIELD(cosched_rank_shm, spin_changes); FIELD(cosched_rank_shm, changed_spin_ns); FIELD(cosched_rank_shm, reserved);
     printf("}}}\n");
     return 0;
 }

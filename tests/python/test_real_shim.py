@@ -189,7 +189,7 @@ def test_proto_layout_matches_the_documented_sizes(real_build: Path) -> None:
     assert out["cosched_msg"]["size"] == 48 and out["cosched_rank_shm"]["size"] == 256
     assert out["cosched_job_msg"]["size"] == 140
     offs = out["cosched_rank_shm"]["offsets"]
-    assert offs["wake_seq"] % 4 == 0 and offs["reserved"] + 6 * 8 == 256
+    assert offs["wake_seq"] % 4 == 0 and offs["reserved"] + 3 * 8 == 256
 
 
 # ---------------------------------------------------------------------------------------------

@@ -15,6 +15,15 @@
 //! which relays it to the other agents); a `FORWARD` packet on the socket
 //! applies such events from another node to the destination's node policy.
 //!
+//! A node policy's spin change ([`NodeAction::SpinFor`], ICS's conditional
+//! spin) is stored in the rank's segment (`spin_until`, tagged with the wait it
+//! applies to), which the shim loads at each test of its spin loop. It applies
+//! to the wait the rank spins in when the agent acts, and only if that wait
+//! began before the event that caused it (a message sent before the wait
+//! started did not land during it); otherwise it is refused as "not spinning"
+//! and counted ([`AgentStats::spins_refused`]). The extension runs from when the
+//! agent acts, not from the message's send.
+//!
 //! The loop sleeps in `epoll_wait` on the sockets, a `signalfd` (SIGTERM,
 //! SIGINT, SIGHUP: restore and exit), a `timerfd` (the policies' periodic ops,
 //! the OS tick op, the check that ends "boost until run") and an `eventfd` (stop
@@ -259,6 +268,11 @@ pub struct AgentStats {
     pub forwarded_in: u64,
     /// Boosts the node policies gave when told of those events.
     pub forwarded_boosts: u64,
+    /// Spin changes ([`NodeAction::SpinFor`]) stored in a spinning rank's segment.
+    pub spin_changes: u64,
+    /// Spin changes refused: the rank was not spinning in a wait that began
+    /// before the event (blocked, computing, a later wait, or no segment).
+    pub spins_refused: u64,
     /// Total time from a slot request to the kernel reporting it done, ns.
     pub slot_switch_ns: u64,
     pub realtime: bool,
@@ -376,10 +390,23 @@ impl NodeView for View<'_> {
             .map(|s| s.get().unconsumed() as usize)
             .unwrap_or(0)
     }
+    /// From the shim's segment: the time since the current wait's start.
+    fn waited(&self, p: u32) -> Option<SimTime> {
+        let w = self.ranks.get(&p)?.shm.as_ref()?.get().current_wait()?;
+        Some(SimTime(mono_ns().saturating_sub(w.start_ns) as i64))
+    }
 }
 
-/// A probe view: one process, not running, one unconsumed message.
-struct Probe;
+/// CLOCK_MONOTONIC now, ns (the clock of the shim's time stamps).
+fn mono_ns() -> u64 {
+    nix::time::clock_gettime(nix::time::ClockId::CLOCK_MONOTONIC)
+        .map(|t| t.tv_sec() as u64 * 1_000_000_000 + t.tv_nsec() as u64)
+        .unwrap_or(0)
+}
+
+/// A probe view: one process, waiting since now, one unconsumed message;
+/// running or not.
+struct Probe(bool);
 impl NodeView for Probe {
     fn now(&self) -> SimTime {
         SimTime(0)
@@ -388,31 +415,37 @@ impl NodeView for Probe {
         &[1]
     }
     fn is_running(&self, _p: u32) -> bool {
-        false
+        self.0
     }
     fn unconsumed(&self, _p: u32) -> usize {
         1
     }
+    fn waited(&self, _p: u32) -> Option<SimTime> {
+        Some(SimTime(0))
+    }
 }
 
 /// The events a policy needs from the shim: asked of a fresh instance on a probe
-/// view (an op that answers nothing there does not need its event).
+/// view of a waiting process (an op that answers nothing there does not need its
+/// event). MESSAGE is asked about a receiver that runs (ICS's spin change) and
+/// one that does not (the boosts of DCS, CC, PB).
 fn event_mask(spec: &str) -> Result<u32, String> {
     let mut p = cosched_policies::registry::build_node(spec).map_err(|e| e.to_string())?;
     let mut out = vec![];
     let mut mask = 0;
-    p.on_message(&Probe, 1, false, &mut out);
+    p.on_message(&Probe(false), 1, false, &mut out);
+    p.on_message(&Probe(true), 1, true, &mut out);
     if !out.is_empty() {
         mask |= 1 << msg::MESSAGE;
     }
     out.clear();
-    p.on_wait_begin(&Probe, 1, WaitKind::Recv, &mut out);
+    p.on_wait_begin(&Probe(false), 1, WaitKind::Recv, &mut out);
     if !out.is_empty() {
         mask |= 1 << msg::WAIT_BEGIN;
     }
     out.clear();
-    p.on_collective(&Probe, 1, true, &mut out);
-    p.on_collective(&Probe, 1, false, &mut out);
+    p.on_collective(&Probe(false), 1, true, &mut out);
+    p.on_collective(&Probe(false), 1, false, &mut out);
     if !out.is_empty() {
         mask |= (1 << msg::COLL_ENTER) | (1 << msg::COLL_EXIT);
     }
@@ -630,7 +663,12 @@ impl Agent {
     /// this, an embedded one does not).
     pub fn handle_signals(&mut self) -> nix::Result<()> {
         let mut set = SigSet::empty();
-        for s in [Signal::SIGTERM, Signal::SIGINT, Signal::SIGHUP, Signal::SIGUSR1] {
+        for s in [
+            Signal::SIGTERM,
+            Signal::SIGINT,
+            Signal::SIGHUP,
+            Signal::SIGUSR1,
+        ] {
             set.add(s);
         }
         set.thread_block()?;
@@ -668,7 +706,10 @@ impl Agent {
             for ev in &events[..n] {
                 match ev.data() {
                     TOK_SIGNAL => {
-                        let sig = self.sigfd.as_ref().and_then(|fd| fd.read_signal().ok().flatten());
+                        let sig = self
+                            .sigfd
+                            .as_ref()
+                            .and_then(|fd| fd.read_signal().ok().flatten());
                         if sig.is_some_and(|s| s.ssi_signo == Signal::SIGUSR1 as u32) {
                             self.print_stats();
                             continue;
@@ -773,7 +814,9 @@ impl Agent {
                 let key = (self.ranks[&from].run.clone(), m.job, m.rank);
                 if let Some(&dest) = self.by_job_rank.get(&key) {
                     let running = procfs::running(dest);
-                    self.dispatch(dest, |p, v, out| p.on_message(v, dest, running, out));
+                    self.dispatch_as_of(dest, m.t_ns, |p, v, out| {
+                        p.on_message(v, dest, running, out)
+                    });
                 } else if self.jobs.get(&m.job).is_some_and(|j| j.forward) {
                     if let Some(h) = &mut self.forward_hook {
                         h(m.job, m.rank, m.b != 0);
@@ -821,7 +864,9 @@ impl Agent {
         for dest in dests {
             if let Some(s) = self.ranks.get(&dest).and_then(|r| r.shm.as_ref()) {
                 if uncounted > 0 {
-                    s.get().arrivals.fetch_add(uncounted.min(count), Ordering::SeqCst);
+                    s.get()
+                        .arrivals
+                        .fetch_add(uncounted.min(count), Ordering::SeqCst);
                     s.wake();
                 }
             }
@@ -1169,6 +1214,17 @@ impl Agent {
         pid: u32,
         op: impl FnOnce(&mut dyn NodePolicy, &dyn NodeView, &mut Vec<NodeAction>),
     ) {
+        self.dispatch_as_of(pid, u64::MAX, op)
+    }
+
+    /// [`Agent::dispatch`] for an event that happened at `as_of_ns`
+    /// (CLOCK_MONOTONIC): a spin change applies only to a wait begun by then.
+    fn dispatch_as_of(
+        &mut self,
+        pid: u32,
+        as_of_ns: u64,
+        op: impl FnOnce(&mut dyn NodePolicy, &dyn NodeView, &mut Vec<NodeAction>),
+    ) {
         let Some(r) = self.ranks.get(&pid) else {
             return;
         };
@@ -1184,10 +1240,26 @@ impl Agent {
             };
             op(h.policy.as_mut(), &view, &mut out);
         }
-        self.apply(node, &spec, out);
+        self.apply(node, &spec, out, as_of_ns);
     }
 
-    fn apply(&mut self, node: usize, spec: &str, mut out: Vec<NodeAction>) {
+    /// Stores a spin change for `p`'s current wait if it spins in a wait begun
+    /// at or before `as_of_ns`; whether it did.
+    fn spin_for(&mut self, p: u32, d: SimTime, as_of_ns: u64) -> bool {
+        let Some(s) = self.ranks.get(&p).and_then(|r| r.shm.as_ref()) else {
+            return false;
+        };
+        let s = s.get();
+        match s.current_wait() {
+            Some(w) if w.spinning && w.start_ns <= as_of_ns => {
+                s.set_spin_end(w, mono_ns().saturating_add(d.0.max(0) as u64));
+                true
+            }
+            _ => false,
+        }
+    }
+
+    fn apply(&mut self, node: usize, spec: &str, mut out: Vec<NodeAction>, as_of_ns: u64) {
         // The recommendation of a free CPU: Linux gives no dispatch hook to user
         // space, so a recommended process that is not running is boosted until it runs.
         {
@@ -1235,9 +1307,12 @@ impl Agent {
                     }
                     Ok(())
                 }
-                NodeAction::SpinFor(..) => {
-                    // The shim reads its spin limits per wait kind at registration.
-                    eprintln!("cosched-agent: {a:?}: spin changes are not supported yet");
+                NodeAction::SpinFor(p, d) => {
+                    if self.spin_for(p, d, as_of_ns) {
+                        self.stats.spin_changes += 1;
+                    } else {
+                        self.stats.spins_refused += 1;
+                    }
                     Ok(())
                 }
             };
@@ -1321,7 +1396,7 @@ impl Agent {
                 if fire_timer {
                     h.policy.on_timer(&view, &mut out);
                 }
-                self.apply(node, &spec, out);
+                self.apply(node, &spec, out, u64::MAX);
             }
         }
     }

@@ -4,10 +4,12 @@
 //! compares sizes and offsets with what a C compiler makes of the header. The
 //! shared-memory segment's fields are atomics (the shim uses `__atomic_*` on them).
 
-use std::sync::atomic::{AtomicI64, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 pub const PROTO_VERSION: u32 = 1;
 pub const SHM_MAGIC: u32 = 0x4d48_5343;
+/// `spin_until` holds a wait's tag above this bit and the spin's end below it.
+pub const SPIN_UNTIL_SHIFT: u32 = 40;
 pub const WAIT_KINDS: usize = 4;
 pub const SPEC_MAX: usize = 120;
 /// `cosched_job_msg.flags`: run the job uncoscheduled if its spec cannot be hosted.
@@ -109,7 +111,8 @@ pub struct RankShm {
     pub pid: AtomicU32,
     pub wait_mode: [AtomicU32; WAIT_KINDS],
     pub spin_ns: [AtomicU64; WAIT_KINDS],
-    pub spin_adjust_ns: AtomicI64,
+    /// A spin change of the current wait ([`RankShm::set_spin_end`]).
+    pub spin_until: AtomicU64,
     pub event_mask: AtomicU32,
     pub agent_gen: AtomicU32,
     pub wake_seq: AtomicU32,
@@ -129,7 +132,13 @@ pub struct RankShm {
     pub block_ns: AtomicU64,
     pub blocks: AtomicU64,
     pub collectives: AtomicU64,
-    pub reserved: [AtomicU64; 6],
+    /// Number of the current (or last) wait, from 1 (written by the shim).
+    pub wait_id: AtomicU64,
+    /// Waits whose spin a `spin_until` of the agent changed.
+    pub spin_changes: AtomicU64,
+    /// Time spun in those waits, ns.
+    pub changed_spin_ns: AtomicU64,
+    pub reserved: [AtomicU64; 3],
 }
 
 /// Byte view of a plain `#[repr(C)]` packet.
@@ -189,11 +198,66 @@ impl JobMsg {
     }
 }
 
+/// A wait the rank is in now, as the shim published it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CurrentWait {
+    /// Its `wait_id`.
+    pub id: u64,
+    /// Its `wait_start_ns` (CLOCK_MONOTONIC).
+    pub start_ns: u64,
+    /// Whether it spins (else it is blocked).
+    pub spinning: bool,
+}
+
+/// The `spin_until` word that ends the spin of wait `id`, which started at
+/// `start_ns`, at `end_ns` (CLOCK_MONOTONIC): the wait's tag and the end in ns
+/// from its start (at least 1 ns, at most 2^40 - 1 ns).
+pub fn spin_until_word(id: u64, start_ns: u64, end_ns: u64) -> u64 {
+    let mask = (1u64 << SPIN_UNTIL_SHIFT) - 1;
+    let tag = id & ((1u64 << (64 - SPIN_UNTIL_SHIFT)) - 1);
+    let end = end_ns.saturating_sub(start_ns).clamp(1, mask);
+    tag << SPIN_UNTIL_SHIFT | end
+}
+
 impl RankShm {
     /// Messages that arrived and are not consumed yet.
     pub fn unconsumed(&self) -> u64 {
         let a = self.arrivals.load(Ordering::Acquire);
         a.saturating_sub(self.consumed.load(Ordering::Acquire))
+    }
+
+    /// The wait the rank is in (spinning or blocked), read consistently: the
+    /// `wait_id` loaded before and after `state` and `wait_start_ns` agree, so
+    /// the start is that wait's (the shim stores `wait_id`, `wait_start_ns`,
+    /// then `state`).
+    pub fn current_wait(&self) -> Option<CurrentWait> {
+        let id = self.wait_id.load(Ordering::SeqCst);
+        let st = self.state.load(Ordering::SeqCst);
+        let start_ns = self.wait_start_ns.load(Ordering::SeqCst);
+        if self.wait_id.load(Ordering::SeqCst) != id || id == 0 {
+            return None;
+        }
+        match st {
+            state::SPINNING => Some(CurrentWait {
+                id,
+                start_ns,
+                spinning: true,
+            }),
+            state::BLOCKED => Some(CurrentWait {
+                id,
+                start_ns,
+                spinning: false,
+            }),
+            _ => None,
+        }
+    }
+
+    /// Ends the spin of wait `w` at `end_ns` (CLOCK_MONOTONIC): earlier than
+    /// its wait mode's spin cuts it, later extends it. The shim ignores the
+    /// word once that wait is over.
+    pub fn set_spin_end(&self, w: CurrentWait, end_ns: u64) {
+        self.spin_until
+            .store(spin_until_word(w.id, w.start_ns, end_ns), Ordering::SeqCst);
     }
 }
 
@@ -237,7 +301,7 @@ pub fn layout() -> Vec<(&'static str, usize, usize)> {
         f!(r, RankShm, "pid", pid),
         f!(r, RankShm, "wait_mode", wait_mode),
         f!(r, RankShm, "spin_ns", spin_ns),
-        f!(r, RankShm, "spin_adjust_ns", spin_adjust_ns),
+        f!(r, RankShm, "spin_until", spin_until),
         f!(r, RankShm, "event_mask", event_mask),
         f!(r, RankShm, "agent_gen", agent_gen),
         f!(r, RankShm, "wake_seq", wake_seq),
@@ -257,6 +321,9 @@ pub fn layout() -> Vec<(&'static str, usize, usize)> {
         f!(r, RankShm, "block_ns", block_ns),
         f!(r, RankShm, "blocks", blocks),
         f!(r, RankShm, "collectives", collectives),
+        f!(r, RankShm, "wait_id", wait_id),
+        f!(r, RankShm, "spin_changes", spin_changes),
+        f!(r, RankShm, "changed_spin_ns", changed_spin_ns),
         f!(r, RankShm, "reserved", reserved),
     ]
 }
@@ -286,6 +353,32 @@ mod tests {
         assert_eq!(size_of::<Msg>(), 48);
         assert_eq!(size_of::<JobMsg>(), 140);
         assert_eq!(size_of::<RankShm>(), 256);
+    }
+
+    #[test]
+    fn a_spin_end_is_tagged_with_its_wait_and_counted_from_its_start() {
+        // Wait 3 started at 1,000 ns; its spin ends at 31,000 ns: 30,000 ns after.
+        assert_eq!(spin_until_word(3, 1_000, 31_000), 3 << 40 | 30_000);
+        // The tag is the wait number's low 24 bits.
+        assert_eq!(spin_until_word((1 << 24) + 5, 0, 7) >> SPIN_UNTIL_SHIFT, 5);
+        // An end at or before the start still ends the spin (1 ns, never the
+        // empty word 0); an end beyond 2^40 - 1 ns is clamped.
+        assert_eq!(spin_until_word(1, 500, 400), 1 << 40 | 1);
+        assert_eq!(spin_until_word(1, 0, u64::MAX), 1 << 40 | ((1 << 40) - 1));
+        // SAFETY: an all-zero RankShm is valid (atomics of zero).
+        let r: RankShm = unsafe { std::mem::zeroed() };
+        assert_eq!(r.current_wait(), None, "no wait yet");
+        r.wait_id.store(4, Ordering::SeqCst);
+        r.wait_start_ns.store(9_000, Ordering::SeqCst);
+        r.state.store(state::SPINNING, Ordering::SeqCst);
+        let w = r.current_wait().unwrap();
+        assert_eq!((w.id, w.start_ns, w.spinning), (4, 9_000, true));
+        r.set_spin_end(w, 10_000);
+        assert_eq!(r.spin_until.load(Ordering::SeqCst), 4 << 40 | 1_000);
+        r.state.store(state::BLOCKED, Ordering::SeqCst);
+        assert!(!r.current_wait().unwrap().spinning);
+        r.state.store(state::COMPUTING, Ordering::SeqCst);
+        assert_eq!(r.current_wait(), None, "not waiting");
     }
 
     #[test]
