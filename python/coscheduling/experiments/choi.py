@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from typing import Any
 
@@ -1562,6 +1562,13 @@ FIG7_PAGING_CAVEAT = (
     "speed-up ratios below and the finding on their ranking neither confirm nor refute it.")
 
 
+#: Simulated-time limit of every fig7 run: 10 x the longest total running time in seed 000 Table 4 (NLS
+#: without memory-aware allocation, 26,151 s). A run the engine stops there, or at its event limit
+#: (``limits.max_events``), did not finish: that is its outcome (``runner`` ``stopped.json``), reported as such
+#: in the table, the report and the findings, never as a partial result.
+FIG7_TIME_LIMIT_S = 10 * 26_151
+
+
 def _fig7_runs(st: Settings) -> list[RunSpec]:
     n, cls = (8, "B") if st.quick else (20, "C")
     out = []
@@ -1569,9 +1576,57 @@ def _fig7_runs(st: Settings) -> list[RunSpec]:
         jobs = _table2_jobs(n, cls, seed)
         for aware in (False, True):
             schemes = [s for s in FIG7_SCHEMES if aware or s not in FIG7_AWARE_ONLY]
-            out += _specs(f"fig7-{'aware' if aware else 'unaware'}", schemes, ["packing"], [(seed, jobs)],
-                          memory_aware=aware, extra={"memory_aware": aware, "class": cls})
+            out += [replace(r, config={**r.config, "limits": {"max_sim_time_s": FIG7_TIME_LIMIT_S}},
+                            stop_is_outcome=True)
+                    for r in _specs(f"fig7-{'aware' if aware else 'unaware'}", schemes, ["packing"],
+                                    [(seed, jobs)], memory_aware=aware,
+                                    extra={"memory_aware": aware, "class": cls})]
     return out
+
+
+def split_stopped(g: Gathered) -> tuple[Gathered, pd.DataFrame]:
+    """The runs of the (allocation, scheme) groups every seed of which finished, and one row per group with a
+    run stopped at its limit: its seeds stopped and finished, what stopped them, the simulated time reached,
+    the jobs left unfinished and a lower bound of the group's mean response (s). A group with any stopped seed
+    is left out of the means whole (its finished seeds alone would bias them)."""
+    runs = g.runs
+    if "stopped" not in runs:
+        return g, pd.DataFrame()
+    stopped = runs["stopped"].fillna(False).astype(bool)
+    keys = ["memory_aware", "scheme"]
+    bad = runs[stopped][keys].drop_duplicates()
+    out_mask = runs.set_index(keys).index.isin(bad.set_index(keys).index)
+    rows = []
+    for (aware, scheme), grp in runs[out_mask].groupby(keys, sort=False):
+        st = grp[grp["stopped"].fillna(False).astype(bool)]
+        rows.append({"memory_aware": bool(aware), "scheme": scheme, "seeds_stopped": len(st),
+                     "seeds_finished": len(grp) - len(st),
+                     "stopped_by": ", ".join(sorted(set(st["stopped_by"]))),
+                     "sim_time_s": float(st["sim_time_s"].min()),
+                     "jobs_unfinished": int(st["jobs_unfinished"].min()), "jobs_total": int(st["jobs_total"].max()),
+                     "response_lower_bound_s": float(st["response_lower_bound_s"].min())})
+    kept = runs[~out_mask].drop(columns=[c for c in STOP_COLUMNS if c in runs])
+    return Gathered(runs=kept.reset_index(drop=True), jobs=g.jobs, executed=g.executed), pd.DataFrame(rows)
+
+
+#: Columns of a stopped run's row (``runner.gather``), besides its labels.
+STOP_COLUMNS = ["stopped", "stopped_by", "limit", "sim_time_s", "jobs_unfinished", "jobs_total",
+                "response_lower_bound_s"]
+
+
+def stopped_text(stopped: pd.DataFrame) -> str:
+    """One sentence per (allocation, scheme) that did not finish."""
+    if not len(stopped):
+        return ""
+    parts = []
+    for _, r in stopped.iterrows():
+        alloc = "memory-aware" if r["memory_aware"] else "no memory-aware"
+        parts.append(
+            f"{r['scheme']} ({alloc}) did not finish: stopped by its {r['stopped_by']} at {_sec(r['sim_time_s'])} "
+            f"simulated s with {int(r['jobs_unfinished'])} of {int(r['jobs_total'])} jobs unfinished "
+            f"({int(r['seeds_stopped'])} of {int(r['seeds_stopped'] + r['seeds_finished'])} seeds); mean "
+            f"response at least {_sec(r['response_lower_bound_s'])} s")
+    return "; ".join(parts)
 
 
 def speedup_table(agg: pd.DataFrame) -> pd.DataFrame:
@@ -1625,9 +1680,44 @@ def _mean_gain(runs: pd.DataFrame | None, schemes: Sequence[str]) -> pd.Series:
     return pd.concat(per, axis=1).dropna().mean(axis=1) if per else pd.Series(dtype=float)
 
 
-def fig7_findings(agg: pd.DataFrame, speed: pd.DataFrame, runs: pd.DataFrame | None = None) -> list[Finding]:
+def _stopped_notes(f: list[Finding], agg: pd.DataFrame, stopped: pd.DataFrame,
+                   runs: pd.DataFrame | None) -> list[Finding]:
+    """The findings with the (allocation, scheme) groups that did not finish stated in each: they are left
+    out of every comparison, and where a group's lower bound of mean response bears on one (the gain of
+    memory-aware allocation; PBS against the schemes without it), that bound is given."""
+    if not len(stopped):
+        return f
+    aw = agg[agg["memory_aware"].astype(bool)]
+    pbs = pbs_baseline(runs, {"memory_aware": True}, aw)
+    b = _value(aw, "response_s", scheme=pbs)
+    left = "did not finish within the limit, left out: " + ", ".join(
+        f"{r['scheme']} ({'memory-aware' if r['memory_aware'] else 'no memory-aware'})" for _, r in stopped.iterrows())
+    out = []
+    for x in f:
+        extra = []
+        for _, r in stopped[~stopped["memory_aware"].astype(bool)].iterrows():
+            lb, a = float(r["response_lower_bound_s"]), _value(aw, "response_s", scheme=r["scheme"])
+            if x.claim.startswith("memory-aware allocation gains") and a == a and lb > 0:
+                extra.append(f"{r['scheme']}'s gain is at least {100.0 * (lb - a) / lb:.1f}% (mean response "
+                             f"≥ {_sec(lb)} s without, {_sec(a)} s with memory-aware allocation)")
+            if x.claim.startswith("PBS outperforms") and b == b:
+                extra.append(f"{r['scheme']} (no memory-aware) mean response ≥ {_sec(lb)} s, "
+                             + (f"above {pbs}'s {_sec(b)} s" if lb > b else f"not above {pbs}'s {_sec(b)} s: "
+                                "the bound does not decide"))
+        out.append(replace(x, ours=x.ours + "; " + left + (" (" + "; ".join(extra) + ")" if extra else "")))
+    return out
+
+
+def fig7_findings(agg: pd.DataFrame, speed: pd.DataFrame, runs: pd.DataFrame | None = None,
+                  stopped: pd.DataFrame | None = None) -> list[Finding]:
     """Seed 000 §5.3 on Figure 7, from the per-(allocation, scheme) means and the speed-up table, each
-    comparison per seed with its 95% interval."""
+    comparison per seed with its 95% interval. Groups in ``stopped`` (:func:`split_stopped`: runs that did
+    not finish within their limit) are not in ``agg``, ``speed`` or ``runs``; each finding names them."""
+    return _stopped_notes(_fig7_findings(agg, speed, runs), agg,
+                          stopped if stopped is not None else pd.DataFrame(), runs)
+
+
+def _fig7_findings(agg: pd.DataFrame, speed: pd.DataFrame, runs: pd.DataFrame | None = None) -> list[Finding]:
     un, aw = agg[~agg["memory_aware"].astype(bool)], agg[agg["memory_aware"].astype(bool)]
     g_mean = float(speed["response_gain_pct"].mean()) if len(speed) else float("nan")
     seeds_gain = _mean_gain(runs, list(speed["scheme"]))
@@ -1739,24 +1829,45 @@ def _speedup_lead(runs: pd.DataFrame | None, top: Sequence[str], rest: Sequence[
     return diff_ci(list(100.0 * (a[common] - b[common]) / b[common]))
 
 
+def _fig7_table(agg: pd.DataFrame, stopped: pd.DataFrame) -> pd.DataFrame:
+    """Fig. 7(a)'s table: the means of the groups that finished, and a row with its outcome for each group
+    that did not."""
+    table = agg[["memory_aware", "scheme", "wait_s", "execution_s", "response_s", "response_sd"]].assign(
+        outcome="finished")
+    if len(stopped):
+        dnf = stopped[["memory_aware", "scheme"]].assign(outcome=[
+            f"did not finish within {_sec(r['sim_time_s'])} s ({r['stopped_by']}; {int(r['jobs_unfinished'])} of "
+            f"{int(r['jobs_total'])} jobs unfinished)" for _, r in stopped.iterrows()])
+        table = pd.concat([table, dnf], ignore_index=True)
+    return table
+
+
 def _fig7(g: Gathered, st: Settings) -> Outcome:
+    allruns = g.runs
+    g, stopped = split_stopped(g)
     agg = per_scheme(g.runs, ["memory_aware", "scheme"])
-    table = agg[["memory_aware", "scheme", "wait_s", "execution_s", "response_s", "response_sd"]]
+    table = _fig7_table(agg, stopped)
     speed = speedup_table(agg)
-    f = fig7_findings(agg, speed, g.runs)
+    f = fig7_findings(agg, speed, g.runs, stopped)
     files = {"fig7.csv": csv_writer(table), "fig7_speedup.csv": csv_writer(speed)}
     files["fig7.png"] = lambda p: stacked_bars(
         agg.assign(alloc=agg["memory_aware"].map({True: "memory-aware", False: "no memory-aware"})), p,
         group="alloc", label="scheme", parts=[("wait_s", "wait"), ("execution_s", "execution")],
-        title=f"Fig. 7(a): memory-aware allocation ({int(g.runs['jobs_total'].iloc[0])} class "
-        f"{g.runs['class'].iloc[0]} jobs)", ylabel="mean response time (s)")
-    cls = str(g.runs["class"].iloc[0])
-    report = [f"Workload: {int(g.runs['jobs_total'].iloc[0])} class {cls} jobs drawn uniformly from seed 000 "
+        title=f"Fig. 7(a): memory-aware allocation ({int(allruns['jobs_total'].iloc[0])} class "
+        f"{allruns['class'].iloc[0]} jobs)", ylabel="mean response time (s)")
+    cls = str(allruns["class"].iloc[0])
+    report = [f"Workload: {int(allruns['jobs_total'].iloc[0])} class {cls} jobs drawn uniformly from seed 000 "
               "Table 2's configurations, mean inter-arrival 100 s, MPL 3 (batch: 1), PACKING; memory-aware "
-              "admission vs none (then processes page when their node's footprints exceed its 900 MB).", "",
-              "![fig7](fig7.png)", "", md_table(table, 0), "", "Speed-up ratio (no memory-aware / memory-aware):",
-              "", md_table(speed, 2), "", FIG7_PAGING_CAVEAT, "", starving_note(g), "", "## Findings", "",
-              findings_md(f)]
+              "admission vs none (then processes page when their node's footprints exceed its 900 MB). Every run "
+              f"is limited to {FIG7_TIME_LIMIT_S:,} simulated s (10 x seed 000 Table 4's longest total running "
+              "time, 26,151 s) and the engine's event limit; a run stopped at either did not finish, and its "
+              "scheme is reported as such, not averaged.", "",
+              "![fig7](fig7.png)", "", md_table(table, 0), ""]
+    if len(stopped):
+        report += [f"**Did not finish:** {stopped_text(stopped)}.", ""]
+    report += ["Speed-up ratio (no memory-aware / memory-aware):",
+               "", md_table(speed, 2), "", FIG7_PAGING_CAVEAT, "", starving_note(g), "", "## Findings", "",
+               findings_md(f)]
     report += _cost_section(g, ["memory_aware", "scheme"])
     return Outcome("\n".join(report), files)
 
@@ -1796,6 +1907,7 @@ def table4_findings(t: pd.DataFrame, runs: pd.DataFrame | None = None) -> list[F
 
 
 def _table4(g: Gathered, st: Settings) -> Outcome:
+    g, stopped = split_stopped(g)
     t = energy_table(g.runs, ["memory_aware", "scheme"], st.seeds)
     f = table4_findings(t, g.runs)
     show = _energy_columns(t, ["memory_aware", "scheme"], PAPER_TABLE4,
@@ -1803,7 +1915,10 @@ def _table4(g: Gathered, st: Settings) -> Outcome:
     files = {"table4.csv": csv_writer(show)}
     report = ["Energy of the choi-fig7 runs, laid out like seed 000 Table 4: exact integration (idle = B x N x T, "
               "busy = X x busy node-seconds) and the seed's estimate E = (B + X U) N T split the same way; "
-              f"{power_model(g.runs)}.", "", md_table(show, 2), "", "## Findings", "", findings_md(f)]
+              f"{power_model(g.runs)}.", "", md_table(show, 2), ""]
+    if len(stopped):
+        report += [f"**Did not finish** (no energy: the run has no end): {stopped_text(stopped)}.", ""]
+    report += ["## Findings", "", findings_md(f)]
     report += _cost_section(g, ["memory_aware", "scheme"])
     return Outcome("\n".join(report), files)
 

@@ -9,11 +9,21 @@
 //! unconsumed messages (seed 000 §2.3: "a periodic mechanism checks the endpoints
 //! of the parallel processes in a round-robin fashion and boosts the priority of
 //! one of the processes with un-consumed messages based on some selection
-//! criteria"). A running process is never displaced: in Nagar et al.'s rule the
-//! process that is running keeps the CPU, and the boosted one is the one the
-//! scheduler takes when it next chooses (assumption G-SCH-3; the JPDC text could
-//! not be consulted here, so the rule is stated from the seeds' words and the
-//! framework below, not quoted).
+//! criteria"). A running process is never displaced: the process that is
+//! running keeps the CPU, and the selected one is the one the scheduler takes
+//! when it next chooses. This selection rule is an assumption (G-SCH-3), stated
+//! from the seeds' words and the framework below, not from Nagar et al.: their
+//! paper's text could not be consulted. What could be found of it is its abstract
+//! (Penn State's research portal,
+//! <https://pennstate.pure.elsevier.com/en/publications/alternatives-to-coscheduling-a-network-of-workstations>,
+//! and Semantic Scholar, paper c913651b3a4f0c9bc3f2c1d853f633412ed6ea8b): PB is one of
+//! five schemes it introduces (with PB + spin-block, spin-yield, PB + spin-yield and
+//! DCS + spin-yield) in a 3 x 3 design space of actions on "waiting for a message"
+//! and "arrival of a message", implemented for Solaris 2.5.1 on UltraSPARC
+//! workstations connected by Myrinet. The abstract states no selection criterion,
+//! period or boost size, and a search for the paper's text and for its SPAA 1999
+//! companion ("A closer look at coscheduling approaches for a network of
+//! workstations") found neither, so the rule is unchanged.
 //!
 //! Delivery: the seeds' framework (seed 000 §3: "Every time the local Linux
 //! scheduler is invoked by the system, before making a selection from its own
