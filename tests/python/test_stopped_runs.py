@@ -113,3 +113,28 @@ def test_fig7_states_a_scheme_that_did_not_finish_and_leaves_it_out() -> None:
     plain = choi.fig7_findings(agg, choi.speedup_table(agg), g.runs)
     assert [f.verdict for f in plain] == [f.verdict for f in fs]
     assert report.REPRODUCED in {f.verdict for f in fs}
+
+
+def test_fig7_counts_a_stopped_run_at_its_lower_bound_where_the_bound_decides() -> None:
+    runs = _fig7_runs()
+    bounded = choi.bounded_runs(runs)
+    pb = bounded[(bounded["scheme"] == "PB") & ~bounded["memory_aware"].astype(bool)].sort_values("seed")
+    # Seed 1 stopped: its bound; seed 2 finished: its mean response.
+    assert list(pb["mean_response_s"]) == [200000.0, 950.0] and "stopped" not in bounded
+    g, stopped = choi.split_stopped(Gathered(runs=runs, jobs=pd.DataFrame()))
+    agg = choi.per_scheme(g.runs, ["memory_aware", "scheme"])
+    fs = choi.fig7_findings(agg, choi.speedup_table(agg), g.runs, stopped, bounded)
+    gain = fs[0]
+    # PB's gain from the mean of its seeds' responses: (100,475 − 600) / 100,475 = 99.4%.
+    assert gain.claim.startswith("memory-aware allocation gains") and "PB 99%" in gain.ours
+    assert gain.rule.endswith("so its gain and its lead over PBS are lower bounds")
+    pbs = next(f for f in fs if f.claim.startswith("PBS outperforms"))
+    assert pbs.rule.endswith("are lower bounds")
+    # Findings a bound cannot decide (the speed-up ranking) leave PB out.
+    speed = next(f for f in fs if f.claim.startswith("the execution-time speed-up"))
+    assert "PB" not in speed.ours.split(";")[0]
+    assert [f.claim for f in fs] == [f.claim for f in choi.fig7_findings(agg, choi.speedup_table(agg), g.runs)]
+    # A memory-aware group that did not finish is left out whole, never bounded.
+    aw_stop = pd.concat([runs, pd.DataFrame([{"scheme": "GANG", "seed": 1, "memory_aware": True, "stopped": True,
+                                              "response_lower_bound_s": 5.0}])], ignore_index=True)
+    assert "GANG" not in set(choi.bounded_runs(aw_stop)["scheme"])
