@@ -1898,7 +1898,9 @@ def _fig7(g: Gathered, st: Settings) -> Outcome:
               "scheme is reported as such, not averaged.", "",
               "![fig7](fig7.png)", "", md_table(table, 0), ""]
     if len(stopped):
-        report += [f"**Did not finish:** {stopped_text(stopped)}.", ""]
+        report += [f"**Did not finish:** {stopped_text(stopped)}. Without memory-aware allocation the modelled "
+                   "cluster thrashes (whole footprints paged at nearly every switch; events, paging volume and "
+                   "disk occupancy measured in docs/models/fig7-thrashing.md).", ""]
     report += ["Speed-up ratio (no memory-aware / memory-aware):",
                "", md_table(speed, 2), "", FIG7_PAGING_CAVEAT, "", starving_note(g), "", "## Findings", "",
                findings_md(f)]
