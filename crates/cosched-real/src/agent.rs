@@ -12,8 +12,9 @@
 //! rank this agent does not serve (another machine's node, under Slurm) is
 //! handed to the forward hook when its job was declared with
 //! [`proto::JOB_FORWARD`] ([`crate::gangnet`] batches it to the coordinator,
-//! which relays it to the other agents); a `FORWARD` packet on the socket
-//! applies such events from another node to the destination's node policy.
+//! which relays it to the agent that serves the destination rank, told by
+//! each agent's rank hook); a `FORWARD` packet on the socket applies such
+//! events from another node to the destination's node policy.
 //!
 //! A node policy's spin change ([`NodeAction::SpinFor`], ICS's conditional
 //! spin) is stored in the rank's segment (`spin_until`, tagged with the wait it
@@ -64,6 +65,11 @@ pub type JobHook = Box<dyn FnMut(&JobMsg, bool) -> i32 + Send>;
 /// to the destination's `arrivals`) whose destination this agent does not serve,
 /// for a job declared with [`proto::JOB_FORWARD`].
 pub type ForwardHook = Box<dyn FnMut(i32, i32, bool) + Send>;
+
+/// Told when a rank (job, rank number) of a job declared with
+/// [`proto::JOB_FORWARD`] starts (`true`) or stops (`false`) being served by
+/// this agent, so that events forwarded to it are addressed to this node.
+pub type RankHook = Box<dyn FnMut(i32, i32, bool) + Send>;
 
 /// The OS tick period for policies that declare [`Ops::TICK`].
 const TICK: Duration = Duration::from_millis(4);
@@ -359,6 +365,7 @@ pub struct Agent {
     sampled: HashMap<u32, (u64, u64)>,
     job_hook: Option<JobHook>,
     forward_hook: Option<ForwardHook>,
+    rank_hook: Option<RankHook>,
 }
 
 const TOK_SIGNAL: u64 = u64::MAX;
@@ -589,6 +596,7 @@ impl Agent {
             sampled: HashMap::new(),
             job_hook: None,
             forward_hook: None,
+            rank_hook: None,
             opts,
         })
     }
@@ -609,6 +617,20 @@ impl Agent {
     /// one, a job declared with [`proto::JOB_FORWARD`] is refused (ENOTCONN).
     pub fn set_forward_hook(&mut self, hook: ForwardHook) {
         self.forward_hook = Some(hook);
+    }
+
+    /// Sets the hook told of the ranks of forwarding jobs this agent serves.
+    pub fn set_rank_hook(&mut self, hook: RankHook) {
+        self.rank_hook = Some(hook);
+    }
+
+    /// Tells the rank hook that `rank` of `job` is served here (`on`) or not.
+    fn report_rank(&mut self, job: i32, rank: i32, on: bool) {
+        if self.jobs.get(&job).is_some_and(|j| j.forward) {
+            if let Some(h) = &mut self.rank_hook {
+                h(job, rank, on);
+            }
+        }
     }
 
     /// The state shared with an embedding controller.
@@ -1076,6 +1098,7 @@ impl Agent {
         );
         self.by_job_rank.insert((run, m.job, m.rank), pid);
         self.shared.lock().unwrap().pids.insert(pid, m.job);
+        self.report_rank(m.job, m.rank, true);
         0
     }
 
@@ -1130,6 +1153,7 @@ impl Agent {
         );
         self.by_job_rank.insert((run, m.job, m.rank), pid);
         self.shared.lock().unwrap().pids.insert(pid, m.job);
+        self.report_rank(m.job, m.rank, true);
         0
     }
 
@@ -1151,6 +1175,7 @@ impl Agent {
         };
         self.by_job_rank.remove(&(r.run.clone(), r.job, r.rank));
         self.sampled.remove(&pid);
+        self.report_rank(r.job, r.rank, false);
         {
             // Measured use, read before the rank's cgroup goes.
             let cpu = self.nodes[r.node].mech.usage_ns(pid).unwrap_or(0);

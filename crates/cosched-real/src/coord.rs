@@ -19,10 +19,12 @@
 //! sends every agent a release, which thaws every job.
 //!
 //! Message forwarding: an agent reports the jobs declared on its node whose
-//! MESSAGE events cross nodes ([`ToCoord::Forward`]); a batch of such events
-//! from one agent ([`ToCoord::Messages`]) is relayed, split by job, to every
-//! other agent that reported the job (one [`ToAgent::Messages`] line per
-//! agent and batch). The coordinator keeps no rank placement: the receiving
+//! MESSAGE events cross nodes ([`ToCoord::Forward`]) and the ranks of those
+//! jobs it serves ([`ToCoord::Rank`]); a batch of such events from one agent
+//! ([`ToCoord::Messages`]) is split by destination: each entry goes to the
+//! other agents that reported its (job, rank), or, while none did (a rank
+//! that has not registered yet), to every other agent that reported the job;
+//! one [`ToAgent::Messages`] line per receiving agent and batch. The receiving
 //! agent applies an entry to its ranks of that number, if it has any.
 //!
 //! Parameters: `rows` (the matrix's rows; at least Slurm's over-subscription
@@ -86,6 +88,8 @@ pub struct Coord {
     origin: u64,
     /// Connections that reported each forwarding job.
     forward: BTreeMap<i32, BTreeSet<u64>>,
+    /// Connections that reported each (job, rank) of a forwarding job.
+    placed: BTreeMap<(i32, i32), BTreeSet<u64>>,
     /// MESSAGE events relayed (counted once per receiving agent).
     pub relayed: u64,
 }
@@ -112,6 +116,7 @@ impl Coord {
             cur: Sent::default(),
             origin: 0,
             forward: BTreeMap::new(),
+            placed: BTreeMap::new(),
             relayed: 0,
         }
     }
@@ -191,6 +196,33 @@ impl Coord {
                         self.forward.remove(&job);
                     }
                 }
+                self.placed.retain(|&(j, _), s| {
+                    if j == job {
+                        s.remove(&id);
+                    }
+                    !s.is_empty()
+                });
+                false
+            }
+            ToCoord::Rank {
+                job,
+                rank,
+                on: true,
+            } => {
+                self.placed.entry((job, rank)).or_default().insert(id);
+                false
+            }
+            ToCoord::Rank {
+                job,
+                rank,
+                on: false,
+            } => {
+                if let Some(s) = self.placed.get_mut(&(job, rank)) {
+                    s.remove(&id);
+                    if s.is_empty() {
+                        self.placed.remove(&(job, rank));
+                    }
+                }
                 false
             }
             ToCoord::Messages { to } => {
@@ -200,11 +232,20 @@ impl Coord {
         }
     }
 
-    /// Relays a batch of connection `from` to the other agents of each job.
+    /// Relays a batch of connection `from`: each entry to the other agents
+    /// that serve its destination rank, or to every other agent of its job
+    /// while none reported that rank.
     fn relay(&mut self, from: u64, to: Vec<(i32, i32, u32, u32)>) {
         let mut out: BTreeMap<u64, Vec<(i32, i32, u32, u32)>> = BTreeMap::new();
         for e in to {
-            for &id in self.forward.get(&e.0).into_iter().flatten() {
+            let dests = match self.placed.get(&(e.0, e.1)) {
+                Some(s) if !s.is_empty() => s,
+                _ => match self.forward.get(&e.0) {
+                    Some(s) => s,
+                    None => continue,
+                },
+            };
+            for &id in dests {
                 if id != from {
                     out.entry(id).or_default().push(e);
                 }
@@ -242,6 +283,10 @@ impl Coord {
             return false;
         };
         self.forward.retain(|_, s| {
+            s.remove(&id);
+            !s.is_empty()
+        });
+        self.placed.retain(|_, s| {
             s.remove(&id);
             !s.is_empty()
         });
@@ -641,6 +686,63 @@ mod tests {
         // Only cn0 (connection 0) holds jobs 7 and 8 now.
         assert_eq!(c.forward[&7], BTreeSet::from([0]));
         assert_eq!(c.forward[&8], BTreeSet::from([0]));
+    }
+
+    #[test]
+    fn a_message_batch_goes_to_the_node_of_each_destination_rank() {
+        let (mut c, mut k) = with_nodes(3);
+        // Job 7 forwards on cn0, cn1 and cn2, which serve its ranks 0, 1 and 2.
+        for id in 0..3 {
+            c.on_msg(id, ToCoord::Forward { job: 7, on: true });
+            c.on_msg(
+                id,
+                ToCoord::Rank {
+                    job: 7,
+                    rank: id as i32,
+                    on: true,
+                },
+            );
+        }
+        // Rank 5 was reported by no agent (not registered yet): its entry goes to every other agent of the job.
+        let batch = vec![(7, 1, 3, 0), (7, 2, 2, 2), (7, 5, 1, 0)];
+        c.on_msg(0, ToCoord::Messages { to: batch });
+        assert_eq!(
+            messages(&lines_of(&mut k[1])),
+            vec![vec![(7, 1, 3, 0), (7, 5, 1, 0)]]
+        );
+        assert_eq!(
+            messages(&lines_of(&mut k[2])),
+            vec![vec![(7, 2, 2, 2), (7, 5, 1, 0)]]
+        );
+        assert!(messages(&lines_of(&mut k[0])).is_empty());
+        assert_eq!(c.relayed, 3 + 2 + 1 + 1);
+        // cn2's rank 2 is gone: its entries go to every other agent of the job again.
+        c.on_msg(
+            2,
+            ToCoord::Rank {
+                job: 7,
+                rank: 2,
+                on: false,
+            },
+        );
+        c.on_msg(
+            0,
+            ToCoord::Messages {
+                to: vec![(7, 2, 1, 0)],
+            },
+        );
+        assert_eq!(messages(&lines_of(&mut k[1])), vec![vec![(7, 2, 1, 0)]]);
+        assert_eq!(messages(&lines_of(&mut k[2])), vec![vec![(7, 2, 1, 0)]]);
+        // cn1's connection closes: its rank 1 is no longer placed, and cn2 is the only other agent of the job.
+        c.closed(1);
+        c.on_msg(
+            0,
+            ToCoord::Messages {
+                to: vec![(7, 1, 4, 4)],
+            },
+        );
+        assert_eq!(messages(&lines_of(&mut k[2])), vec![vec![(7, 1, 4, 4)]]);
+        assert_eq!(c.placed.keys().copied().collect::<Vec<_>>(), [(7, 0)]);
     }
 
     #[test]

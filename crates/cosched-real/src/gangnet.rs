@@ -32,8 +32,11 @@
 //! ([`ToCoord::Forward`]); the agent's forward hook ([`GangNet::forward_hook`])
 //! adds each MESSAGE event to a rank on another node to a pending table
 //! (job, rank) -> count, and this thread sends the table as one
-//! [`ToCoord::Messages`] line at most once per `forward_batch_ns`. The
-//! coordinator relays the line to the other agents that reported the job
+//! [`ToCoord::Messages`] line at most once per `forward_batch_ns`. Each agent
+//! also reports the ranks of those jobs it serves ([`ToCoord::Rank`], from the
+//! agent's rank hook [`GangNet::rank_hook`]). The coordinator relays each
+//! entry to the agents that reported its destination rank (to every other
+//! agent of the job while no agent did), one line per agent and batch
 //! ([`ToAgent::Messages`]); each passes every entry to its agent as one
 //! `FORWARD` packet, whose node policy then sees one message arrival for the
 //! rank (however many the entry counts). So a node sends at most one line per
@@ -80,6 +83,9 @@ pub enum ToCoord {
     /// A job whose MESSAGE events to other nodes are forwarded was declared
     /// (`on`) or ended (`!on`) on this node.
     Forward { job: i32, on: bool },
+    /// Rank `rank` of such a job is served by this node's agent (`on`) or no
+    /// longer (`!on`): events to it are relayed to this node.
+    Rank { job: i32, rank: i32, on: bool },
     /// MESSAGE events of this node's ranks to ranks on other nodes since the
     /// last batch: (job, destination rank, count, of which not in `arrivals`).
     Messages { to: Vec<(i32, i32, u32, u32)> },
@@ -278,6 +284,9 @@ struct Declared {
     forward: BTreeSet<i32>,
     /// MESSAGE events not sent yet: (job, rank) -> (count, not in `arrivals`).
     pending: BTreeMap<(i32, i32), (u32, u32)>,
+    /// Ranks of forwarding jobs served here: (job, rank) -> how many (two
+    /// steps of a job may each have a rank of that number here).
+    ranks: BTreeMap<(i32, i32), u32>,
     /// Counters: events handed over, lines sent, events received from others.
     events_out: u64,
     batches_out: u64,
@@ -352,6 +361,30 @@ impl GangNet {
             d.events_out += 1;
             if was_empty {
                 let _ = kick.write(1);
+            }
+        })
+    }
+
+    /// The agent's rank hook: the first rank of a (job, rank number) served
+    /// here and the last one gone are reported to the coordinator.
+    pub fn rank_hook(&self) -> crate::agent::RankHook {
+        let d = self.declared.clone();
+        Box::new(move |job: i32, rank: i32, on: bool| {
+            let mut d = d.lock().unwrap();
+            let d = &mut *d;
+            let n = d.ranks.entry((job, rank)).or_default();
+            let report = if on {
+                *n += 1;
+                *n == 1
+            } else {
+                *n = n.saturating_sub(1);
+                *n == 0
+            };
+            if d.ranks.get(&(job, rank)) == Some(&0) {
+                d.ranks.remove(&(job, rank));
+            }
+            if report {
+                send(&mut d.conn, &ToCoord::Rank { job, rank, on });
             }
         })
     }
@@ -491,32 +524,48 @@ impl GangNet {
         u64::MAX
     }
 
+    /// Says hello on a new connection and reports what is declared here (gang
+    /// jobs, forwarding jobs and their ranks); the connection becomes the
+    /// channel's if that worked.
+    fn greet(&self, conn: TcpStream) -> bool {
+        let mut d = self.declared.lock().unwrap();
+        let mut w = Some(conn);
+        send(
+            &mut w,
+            &ToCoord::Hello {
+                node: self.opts.node.clone(),
+            },
+        );
+        let jobs: Vec<(i32, u32)> = d.jobs.iter().map(|(&j, &n)| (j, n)).collect();
+        for (job, nnodes) in jobs {
+            send(&mut w, &ToCoord::Job { job, nnodes });
+        }
+        for &job in &d.forward {
+            send(&mut w, &ToCoord::Forward { job, on: true });
+        }
+        for &(job, rank) in d.ranks.keys() {
+            send(
+                &mut w,
+                &ToCoord::Rank {
+                    job,
+                    rank,
+                    on: true,
+                },
+            );
+        }
+        let ok = w.is_some();
+        d.conn = w;
+        ok
+    }
+
     /// One connection to the coordinator, until it closes, releases, its
     /// lease expires or the thread is stopped.
     fn session(&self, conn: TcpStream, st: &mut Switcher) {
         let Ok(mut reader) = conn.try_clone() else {
             return;
         };
-        {
-            let mut d = self.declared.lock().unwrap();
-            let mut w = Some(conn);
-            send(
-                &mut w,
-                &ToCoord::Hello {
-                    node: self.opts.node.clone(),
-                },
-            );
-            let jobs: Vec<(i32, u32)> = d.jobs.iter().map(|(&j, &n)| (j, n)).collect();
-            for (job, nnodes) in jobs {
-                send(&mut w, &ToCoord::Job { job, nnodes });
-            }
-            for &job in &d.forward {
-                send(&mut w, &ToCoord::Forward { job, on: true });
-            }
-            if w.is_none() {
-                return;
-            }
-            d.conn = w;
+        if !self.greet(conn) {
+            return;
         }
         let _ = reader.set_nonblocking(true);
         let Ok(timer) = TimerFd::new(
@@ -836,8 +885,9 @@ mod tests {
         assert!(connect_first(&[], t).is_err());
     }
 
-    #[test]
-    fn message_events_are_summed_per_rank_and_sent_at_most_once_per_batch_interval() {
+    /// A channel of node cn0 connected to a test coordinator, and the lines
+    /// that coordinator reads.
+    fn connected() -> (GangNet, std::io::Lines<std::io::BufReader<TcpStream>>) {
         use std::io::{BufRead, BufReader};
         let g = GangNet::new(GangOptions {
             coord: String::new(),
@@ -854,7 +904,12 @@ mod tests {
         coord
             .set_read_timeout(Some(Duration::from_secs(5)))
             .unwrap();
-        let mut lines = BufReader::new(coord).lines();
+        (g, BufReader::new(coord).lines())
+    }
+
+    #[test]
+    fn message_events_are_summed_per_rank_and_sent_at_most_once_per_batch_interval() {
+        let (g, mut lines) = connected();
         let mut hook = g.forward_hook();
         // Three events to rank 1 of job 7 (one already counted by its sender), one to rank 0.
         hook(7, 1, false);
@@ -888,6 +943,27 @@ mod tests {
         );
         let d = g.declared.lock().unwrap();
         assert_eq!((d.events_out, d.batches_out), (5, 2));
+    }
+
+    #[test]
+    fn the_first_rank_of_a_number_here_and_the_last_one_gone_are_reported() {
+        let (g, mut lines) = connected();
+        let mut hook = g.rank_hook();
+        // Two steps of job 7 each have a rank 1 here: one report when the first comes, one when the last goes.
+        hook(7, 1, true);
+        hook(7, 1, true);
+        hook(7, 2, true);
+        hook(7, 1, false);
+        hook(7, 1, false);
+        let got: Vec<ToCoord> = (0..3)
+            .map(|_| serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap())
+            .collect();
+        let rank = |rank, on| ToCoord::Rank { job: 7, rank, on };
+        assert_eq!(got, [rank(1, true), rank(2, true), rank(1, false)]);
+        assert_eq!(
+            g.declared.lock().unwrap().ranks,
+            BTreeMap::from([((7, 2), 1)])
+        );
     }
 
     #[test]

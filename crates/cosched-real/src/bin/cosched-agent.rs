@@ -110,6 +110,7 @@ fn start_gang(
     })?;
     agent.set_job_hook(g.hook());
     agent.set_forward_hook(g.forward_hook());
+    agent.set_rank_hook(g.rank_hook());
     g.spawn().map(Some)
 }
 
