@@ -138,3 +138,27 @@ def test_fig7_counts_a_stopped_run_at_its_lower_bound_where_the_bound_decides() 
     aw_stop = pd.concat([runs, pd.DataFrame([{"scheme": "GANG", "seed": 1, "memory_aware": True, "stopped": True,
                                               "response_lower_bound_s": 5.0}])], ignore_index=True)
     assert "GANG" not in set(choi.bounded_runs(aw_stop)["scheme"])
+
+
+def test_fig7_with_every_run_without_memory_aware_allocation_stopped_keeps_every_finding() -> None:
+    runs = _fig7_runs()
+    un = ~runs["memory_aware"].astype(bool)
+    stop = {"stopped": True, "stopped_by": "time limit", "limit": 261510.0, "sim_time_s": 261510.0,
+            "jobs_unfinished": 16, "jobs_total": 20, "response_lower_bound_s": 200000.0}
+    runs = pd.concat([runs[~un], runs[un][["scheme", "seed", "memory_aware"]].drop_duplicates().assign(**stop)],
+                     ignore_index=True)
+    g, stopped = choi.split_stopped(Gathered(runs=runs, jobs=pd.DataFrame()))
+    assert not (~g.runs["memory_aware"].astype(bool)).any() and len(stopped) == 5
+    agg = choi.per_scheme(g.runs, ["memory_aware", "scheme"])
+    fs = choi.fig7_findings(agg, choi.speedup_table(agg), g.runs, stopped, choi.bounded_runs(runs))
+    # The same findings, in the same order, as when every run finishes.
+    whole = _fig7_runs().assign(stopped=False)
+    agg_w = choi.per_scheme(whole, ["memory_aware", "scheme"])
+    assert [f.claim for f in fs] == [f.claim for f in choi.fig7_findings(agg_w, choi.speedup_table(agg_w), whole)]
+    by = {f.claim.split(" (")[0]: f for f in fs}
+    # Gains from the bounds: (200,000 − 380..500) / 200,000 > 99.7% on each seed: reproduced, a lower bound.
+    assert by["memory-aware allocation gains over 35% on average"].verdict == report.REPRODUCED
+    # BATCH (700 s) against the best bound 200,000 s: reproduced.
+    assert by["PBS outperforms every scheme without memory-aware allocation"].verdict == report.REPRODUCED
+    speed = by["the execution-time speed-up ratios of CC/SB and HYBRID are the highest"]
+    assert speed.verdict == report.NOT_APPLICABLE and speed.ours.startswith("no execution speed-up")
