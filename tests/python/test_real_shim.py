@@ -372,7 +372,13 @@ def test_shim_registers_with_an_agent_and_sends_the_events_asked_for(real_build:
         agent.close()
         for name in segments(run):
             os.unlink(f"/dev/shm/{name}")
-    msgs = agent.msgs
+    # Each rank's connection thread ends when the rank closes its socket; its last events may still be on
+    # their way when mpirun returns.
+    for t in list(agent.threads[1:]):
+        t.join(timeout=30)
+    assert not any(t.is_alive() for t in agent.threads[1:]), "a rank's connection was not closed"
+    with agent.lock:
+        msgs = list(agent.msgs)
     for rank in range(4):
         mine = [m for m in msgs if m[3] == rank and m[0] in (REGISTER, UNREGISTER)]
         assert [m[0] for m in mine] == [REGISTER, UNREGISTER], mine

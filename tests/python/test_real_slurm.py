@@ -70,10 +70,11 @@ def test_cosched_gang_is_refused_under_slurm_gang_and_other_schemes_still_run(bu
             str(BUILD / "cosched_spank.so"),
             "--shim",
             str(BUILD / "libcosched-mpich.so"),
-        ]
+        ],
+        timeout=300,
     )
-    assert r.returncode == 0, r.stdout + r.stderr
     try:
+        assert r.returncode == 0, r.stdout + r.stderr
         env = dict(os.environ, SLURM_CONF=str(d / "slurm.conf"))
         probe = [str(BUILD / "cosched-probe-mpich"), "sleepwait", "0.5"]
         r = run(["srun", "-N2", "-n2", "--mem=100M", "--mpi=pmi2", "--cosched-gang", *probe], env=env)
@@ -145,8 +146,11 @@ def test_fifo_runs_the_jobs_one_after_the_other(quick):
     assert mech.loc["fifo", "suspensions"] == 0
     j = pd.read_csv(out / "jobs_slurm.csv")
     f = j[j.config == "fifo"].sort_values("job")
-    # The second job starts when the first ends (Slurm's times are whole seconds).
-    assert abs(f.start_s.iloc[1] - f.end_s.iloc[0]) <= 1.0
+    # The second job starts when the first ends: never before (Slurm's times are whole seconds), then after
+    # Slurm's end-to-start chain (completion, epilog, the next scheduling pass), seconds on a loaded machine.
+    # That they never overlap is checked above.
+    gap = f.start_s.iloc[1] - f.end_s.iloc[0]
+    assert -1.0 <= gap <= 5.0, (gap, f)
 
 
 def test_slurm_gang_suspends_and_alternates_the_jobs(quick):

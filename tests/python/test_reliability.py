@@ -10,6 +10,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -181,6 +182,7 @@ def test_policy_none_is_a_value_error(tmp_path):
 
 POLICIES_PY = '''
 import sys
+import threading
 class Raise:
     def on_events(self, now, events, free, total):
         raise ValueError("boom")
@@ -256,13 +258,32 @@ LONG = '{ app = "Msg[quanta=100000]", procs = 4 }, { app = "Msg[quanta=100000]",
 
 
 def interrupt_after(args: list[str], cwd: Path, delay: float) -> tuple[int, str, float]:
-    p = subprocess.Popen([str(COSCHED), *map(str, args)], cwd=cwd, stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True)
+    """Ctrl-C `delay` seconds after the command has imported `coscheduling.entry` (whose `main` installs the
+    handler at once); before that the interpreter's own start-up is not the command's to handle, and on a
+    loaded machine it alone can take longer than a fixed delay from the spawn. `-X importtime` tells when."""
+    p = subprocess.Popen([str(PY), "-X", "importtime", str(COSCHED), *map(str, args)], cwd=cwd,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    lines: list[str] = []
+    entered = threading.Event()
+
+    def drain() -> None:
+        for line in p.stderr:
+            if line.startswith("import time:"):
+                if line.rstrip().endswith("| coscheduling.entry"):
+                    entered.set()
+            else:
+                lines.append(line)
+        entered.set()
+
+    reader = threading.Thread(target=drain, daemon=True)
+    reader.start()
+    assert entered.wait(120), "the command never imported coscheduling.entry"
     time.sleep(delay)
     t0 = time.monotonic()
     p.send_signal(signal.SIGINT)
-    _, err = p.communicate(timeout=60)
-    return p.returncode, err, time.monotonic() - t0
+    p.wait(timeout=60)
+    reader.join(timeout=60)
+    return p.returncode, "".join(lines), time.monotonic() - t0
 
 
 def test_the_command_reaches_its_ctrl_c_handler_without_importing_anything_slow():

@@ -37,10 +37,16 @@ def cluster(tmp_path_factory):
     d = tmp_path_factory.mktemp("slurm-cosched") / "testbed"
     # With a gang coordinator (2 rows, 100 ms) and a standby coordinator, and over-subscription 2, so that two
     # 2-node jobs share the nodes.
-    r = run([str(TESTBED), "up", "--nodes", "2", "--dir", str(d), "--coord", "--coord-standby", "--oversubscribe", "2",
-             "--agent-bin", str(ROOT / "target" / "release" / "cosched-agent"),
-             "--plugin", str(BUILD / "cosched_spank.so"), "--shim", str(BUILD / "libcosched-mpich.so")])
-    assert r.returncode == 0, r.stdout + r.stderr
+    # `up` waits up to about 170 s in all on a loaded machine; a failed or timed-out `up` is taken down.
+    try:
+        r = run([str(TESTBED), "up", "--nodes", "2", "--dir", str(d), "--coord", "--coord-standby",
+                 "--oversubscribe", "2", "--agent-bin", str(ROOT / "target" / "release" / "cosched-agent"),
+                 "--plugin", str(BUILD / "cosched_spank.so"), "--shim", str(BUILD / "libcosched-mpich.so")],
+                timeout=300)
+        assert r.returncode == 0, r.stdout + r.stderr
+    except BaseException:
+        run([str(TESTBED), "down", "--dir", str(d)], timeout=300)
+        raise
     env = dict(os.environ, SLURM_CONF=str(d / "slurm.conf"))
     testbed = json.loads((d / "testbed.json").read_text())
     # This test cluster's own names: its cpusets, its agents' runs (cgroups cosched.<run>.*) and the runs of
@@ -109,7 +115,14 @@ def test_slurm_suspend_and_resume_still_work_on_a_coscheduled_job(cluster, tmp_p
     deadline = time.monotonic() + 60
     while state() != "RUNNING" and time.monotonic() < deadline:
         time.sleep(0.2)
-    time.sleep(1.0)  # let the step start (a job suspended as it starts is a known Slurm trap)
+    # The step has started once both ranks are past MPI_Init and registered (each has its segment): a job
+    # suspended while its step starts is a known Slurm trap.
+    def segments() -> list[Path]:
+        return list(Path("/dev/shm").glob(f"cosched.s{job}-*.*"))
+
+    while len(segments()) < 2 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert len(segments()) == 2, "the step's ranks never registered"
     assert run(["scontrol", "suspend", job], env=env).returncode == 0
     assert state() == "SUSPENDED"
     time.sleep(1.0)
@@ -134,7 +147,8 @@ def gang_records(d: Path, skip: dict[str, int]) -> dict[str, list[dict]]:
     out = {}
     for n in ("cn0", "cn1"):
         f = d / "agents" / f"gang-{n}.jsonl"
-        lines = f.read_text().splitlines() if f.exists() else []
+        # Only whole lines: the agent may be writing the last one.
+        lines = f.read_text().split("\n")[:-1] if f.exists() else []
         out[n] = [json.loads(x) for x in lines[skip.get(n, 0):]]
     return out
 
@@ -214,9 +228,10 @@ def test_a_stopped_coordinator_leaves_no_job_frozen_the_agents_thaw_at_lease_exp
         else:
             raise AssertionError(f"the jobs never alternated: {gang_records(d, skip)}")
         # The coordinator stops answering (its connections stay open): the agents' lease (3 s) runs out.
+        # The time is taken before the stop (after it, the agents' SCHED_FIFO threads may run first).
+        t_stop = time.time_ns()
         os.kill(coord["pid"], signal.SIGSTOP)
         stopped = True
-        t_stop = time.time_ns()
         deadline = time.monotonic() + 15
         released: dict[str, dict] = {}
         while len(released) < 2 and time.monotonic() < deadline:
@@ -348,7 +363,9 @@ def agent_stats(d: Path) -> dict[str, dict]:
     while len(out) < len(agents) and time.monotonic() < deadline:
         time.sleep(0.05)
         for node, f in logs.items():
-            new = [x for x in f.read_text().splitlines()[before[node]:] if x.startswith("cosched-agent: stats ")]
+            # Only whole lines: the agent may be writing the last one.
+            whole = f.read_text().split("\n")[:-1]
+            new = [x for x in whole[before[node]:] if x.startswith("cosched-agent: stats ")]
             if new:
                 out[node] = json.loads(new[-1].split("stats ", 1)[1])
     assert len(out) == len(agents), f"not every agent printed its counters: {sorted(out)}"

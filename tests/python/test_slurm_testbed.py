@@ -14,6 +14,7 @@ import socket
 import struct
 import subprocess
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -66,6 +67,14 @@ def run(cmd: list[str], env: dict | None = None, timeout: float = 60) -> subproc
     return subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout)
 
 
+def wait_for(pred, timeout: float = 20.0) -> bool:
+    """Polls `pred` until it holds or `timeout` seconds have passed; its last value."""
+    end = time.monotonic() + timeout
+    while not pred() and time.monotonic() < end:
+        time.sleep(0.01)
+    return pred()
+
+
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
     work = tmp_path_factory.mktemp("slurm")
@@ -77,8 +86,13 @@ def cluster(tmp_path_factory):
     plug = work / "plugstack.conf"
     plug.write_text(f"required {plugin} agent={sockdir}/agent-%n.sock shim=/opt/cosched-test/libshim.so\n")
     d = work / "testbed"
-    r = run([str(TESTBED), "up", "--nodes", "2", "--dir", str(d), "--plugstack", str(plug)], timeout=120)
-    assert r.returncode == 0, r.stdout + r.stderr
+    # `up` waits up to about 170 s in all on a loaded machine; a failed or timed-out `up` is taken down.
+    try:
+        r = run([str(TESTBED), "up", "--nodes", "2", "--dir", str(d), "--plugstack", str(plug)], timeout=300)
+        assert r.returncode == 0, r.stdout + r.stderr
+    except BaseException:
+        run([str(TESTBED), "down", "--dir", str(d)], timeout=300)
+        raise
     env = dict(os.environ, SLURM_CONF=str(d / "slurm.conf"))
     cgroups = [Path(c["path"]) for c in json.loads((d / "testbed.json").read_text())["cgroups"]]
     agents = {n: StandInAgent(sockdir / f"agent-{n}.sock") for n in ("cn0", "cn1")}
@@ -141,6 +155,8 @@ def test_a_coscheduled_step_is_declared_on_every_node_and_preloads_the_shim(clus
         assert preload == "/opt/cosched-test/libshim.so"
         assert run_id.startswith(f"s{job}-") and jobid == job
         assert agent.endswith(f"agents/agent-{node}.sock")
+    # slurmstepd tells srun that the tasks ended before it runs the plugin's exit (which sends JOB_END).
+    assert wait_for(lambda: all(len(a.got) >= 2 for a in agents.values())), {n: a.got for n, a in agents.items()}
     for a in agents.values():
         assert [(t, j, f, s) for t, j, f, s in a.got] == [
             (MSG_JOB, int(job), 0, "sb[spin_us=300]"),
@@ -156,6 +172,7 @@ def test_a_gang_step_is_declared_with_the_gang_flag_and_the_steps_node_count_on_
     r = srun(env, "--cosched-gang")
     assert r.returncode == 0, r.stderr
     job = sorted(line.split() for line in r.stdout.splitlines())[0][3]
+    assert wait_for(lambda: all(len(a.got) >= 2 for a in agents.values())), {n: a.got for n, a in agents.items()}
     for a in agents.values():
         # --cosched-gang alone means NLS ranks (COSCHED_JOB_GANG = 2), on the step's 2 nodes.
         assert a.got == [(MSG_JOB, int(job), 2, "nls"), (MSG_JOB_END, int(job), 2, "")]

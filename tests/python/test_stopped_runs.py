@@ -47,7 +47,8 @@ def test_a_run_stopped_at_its_limit_is_an_outcome_only_where_its_spec_says_so(tm
     folder = tmp_path / "runs" / "pb-s1"
     assert not (folder / "summary.json").exists() and not (folder / "jobs.csv").exists()
     rec = json.loads((folder / "stopped.json").read_text())
-    assert (rec["stopped_by"], rec["sim_time_s"], rec["jobs_unfinished"], rec["jobs_total"]) == ("time limit", 0.5, 2, 2)
+    got = (rec["stopped_by"], rec["sim_time_s"], rec["jobs_unfinished"], rec["jobs_total"])
+    assert got == ("time limit", 0.5, 2, 2)
     # (0.5 − 0) + max(0.5 − 1, 0) over 2 jobs.
     assert rec["response_lower_bound_s"] == pytest.approx(0.25)
     row = g.runs.iloc[0]

@@ -363,17 +363,20 @@ impl Hierarchy {
                 let _ = self.attach(&dest, pid);
             }
         }
-        let mut last = None;
-        for _ in 0..50 {
+        // Tasks that were exiting (a killed rank that was runnable needs its
+        // next turn on a CPU to exit) leave the cgroup shortly; on a loaded
+        // machine that can take far more than a few milliseconds.
+        let deadline = std::time::Instant::now() + Duration::from_secs(3);
+        loop {
             match fs::remove_dir(dir) {
                 Ok(()) => return Ok(()),
                 Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
-                Err(e) => last = Some(e),
+                Err(e) if std::time::Instant::now() >= deadline => {
+                    return Err(cg(dir, "cannot remove cgroup", e))
+                }
+                Err(_) => std::thread::sleep(Duration::from_millis(5)),
             }
-            // Tasks that were exiting leave the cgroup shortly.
-            std::thread::sleep(Duration::from_millis(2));
         }
-        Err(cg(dir, "cannot remove cgroup", last.unwrap()))
     }
 
     /// The `cosched.*` cgroups directly under the root.
