@@ -163,3 +163,28 @@ def test_fig7_with_every_run_without_memory_aware_allocation_stopped_keeps_every
     assert by["PBS outperforms every scheme without memory-aware allocation"].verdict == report.REPRODUCED
     speed = by["the execution-time speed-up ratios of CC/SB and HYBRID are the highest"]
     assert speed.verdict == report.NOT_APPLICABLE and speed.ours.startswith("no execution speed-up")
+
+
+def test_table4_counts_a_stopped_run_at_its_idle_energy_so_far() -> None:
+    plat = {"platform_idle_watts": 100.0, "platform_busy_watts": 200.0, "machine_nodes": 16}
+    runs = pd.DataFrame([
+        {"scheme": "NLS", "seed": 1, "memory_aware": True, "stopped": False, "energy_j": 1.0e6, "makespan_s": 500.0,
+         "utilization": 0.5, **plat},
+        {"scheme": "NLS", "seed": 1, "memory_aware": False, "stopped": True, "sim_time_s": 261510.0,
+         "response_lower_bound_s": 200000.0},
+    ])
+    eb = choi.energy_bounded_runs(runs)
+    un = eb[~eb["memory_aware"].astype(bool)].iloc[0]
+    # B x N x T reached = 100 W x 16 x 261,510 s = 418.416 MJ, busy part 0.
+    assert un["energy_j"] == pytest.approx(418_416_000.0) and un["utilization"] == 0.0 and "stopped" not in eb
+    t = choi.energy_table(eb, ["memory_aware", "scheme"])
+    (f,) = choi.table4_findings(t, eb)
+    assert f.verdict == report.REPRODUCED and "lower with memory-aware for 1 of 1: NLS" in f.ours
+
+
+def test_bounds_change_nothing_when_every_run_finished() -> None:
+    runs = _fig7_runs()
+    runs = runs[~runs["stopped"].astype(bool)].drop(columns=[c for c in choi.STOP_COLUMNS if c != "stopped"
+                                                                and c in runs])
+    assert choi.bounded_runs(runs).equals(runs.drop(columns=["stopped"]))
+    assert choi.energy_bounded_runs(runs) is runs
