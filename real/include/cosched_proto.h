@@ -90,7 +90,8 @@ enum cosched_wait_mode {
     COSCHED_MODE_SPIN = 0,
     COSCHED_MODE_SPINBLOCK = 1,
     COSCHED_MODE_BLOCK = 2,
-    COSCHED_MODE_LIBRARY = 3 /* leave the MPI library's own blocking call untouched */
+    COSCHED_MODE_LIBRARY = 3, /* leave the MPI library's own blocking call untouched */
+    COSCHED_MODE_YIELD = 4    /* test in a loop, calling sched_yield between tests */
 };
 
 enum cosched_rank_state {

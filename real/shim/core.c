@@ -11,8 +11,9 @@
  *      Without an agent serving the rank, the segment name is unlinked right away (the mappings
  *      stay valid), so no rank death, not even SIGKILL, can leave it in /dev/shm.
  *
- * Waiting (cs_wait): SPIN tests in a loop; SPINBLOCK spins for spin_ns[kind], then blocks; BLOCK
- * blocks at once: state BLOCKED, then { seq = wake_seq; test; futex_wait(seq, 1 ms) } until
+ * Waiting (cs_wait): SPIN tests in a loop; SPINBLOCK spins for spin_ns[kind], then blocks; YIELD tests
+ * in a loop that calls sched_yield between tests (spin time; the CPU goes to any other runnable task of
+ * the rank's CPU); BLOCK blocks at once: state BLOCKED, then { seq = wake_seq; test; futex_wait(seq, 1 ms) } until
  * complete. While spinning (SPIN or SPINBLOCK) every test also loads `spin_until`: a word tagged
  * with this wait's wait_id sets when the spin ends (the node policy's spin change, written by the
  * agent), cutting or extending it, and turns SPIN into spin-then-block. A call that completes at its first test is not a wait. LIBRARY leaves the
@@ -35,6 +36,7 @@
 #include <fcntl.h>
 #include <linux/futex.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -651,7 +653,7 @@ uint32_t cs_mode(int kind) {
     if (!cs_ready || g.library_waits) return COSCHED_MODE_LIBRARY;
     if (LD(&g.me->agent_gen) != 0) {
         uint32_t m = LD(&g.me->wait_mode[kind]);
-        return m <= COSCHED_MODE_LIBRARY ? m : COSCHED_MODE_LIBRARY;
+        return m <= COSCHED_MODE_YIELD ? m : COSCHED_MODE_LIBRARY;
     }
     return g.env_mode;
 }
@@ -673,8 +675,9 @@ int cs_wait(int kind, cs_test_fn test, void *ctx) {
     int changed = 0;
     if (mode != COSCHED_MODE_BLOCK) {
         ST(&s->state, (uint32_t)COSCHED_STATE_SPINNING);
-        uint64_t budget = mode == COSCHED_MODE_SPIN ? UINT64_MAX
-                                                    : (LD(&s->agent_gen) ? LD(&s->spin_ns[kind]) : g.env_spin_ns);
+        uint64_t budget = mode == COSCHED_MODE_SPIN || mode == COSCHED_MODE_YIELD
+                              ? UINT64_MAX
+                              : (LD(&s->agent_gen) ? LD(&s->spin_ns[kind]) : g.env_spin_ns);
         const uint64_t tag = id & ((1ull << (64 - COSCHED_SPIN_UNTIL_SHIFT)) - 1);
         const uint64_t end_mask = (1ull << COSCHED_SPIN_UNTIL_SHIFT) - 1;
         for (;;) {
@@ -685,7 +688,8 @@ int cs_wait(int kind, cs_test_fn test, void *ctx) {
                 budget = u & end_mask;
                 changed = 1;
             }
-            if (budget == UINT64_MAX) continue; /* SPIN, unchanged: no clock read */
+            if (mode == COSCHED_MODE_YIELD) sched_yield();
+            if (budget == UINT64_MAX) continue; /* SPIN or YIELD, unchanged: no clock read */
             if (now_ns() - t0 >= budget) break;
         }
         spun = now_ns() - t0;

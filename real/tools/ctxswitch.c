@@ -24,16 +24,6 @@
 #define BATCHES 5
 
 
-static void pin(int cpu) {
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    CPU_SET(cpu, &set);
-    if (sched_setaffinity(0, sizeof set, &set) != 0) {
-        perror("sched_setaffinity");
-        exit(1);
-    }
-}
-
 static void xfer(int rfd, int wfd) {
     char c = 0;
     if (write(wfd, &c, 1) != 1 || read(rfd, &c, 1) != 1) {

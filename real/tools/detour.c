@@ -64,13 +64,7 @@ static void pair_loop(double seconds, double long_ns, double *runs, size_t *n) {
 }
 
 static int pair_main(int cpu, double seconds, double long_ns) {
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    CPU_SET(cpu, &set);
-    if (sched_setaffinity(0, sizeof set, &set) != 0) {
-        perror("sched_setaffinity");
-        return 1;
-    }
+    pin(cpu);
     /* Shared with the child: two arrays of runs and their counts. */
     size_t bytes = 2 * MAX_RUNS * sizeof(double) + 2 * sizeof(size_t);
     double *runs = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
@@ -129,13 +123,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "usage: cosched-detour [CPU [SECONDS [LONG_US]]]\n");
         return 2;
     }
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    CPU_SET(cpu, &set);
-    if (sched_setaffinity(0, sizeof set, &set) != 0) {
-        perror("sched_setaffinity");
-        return 1;
-    }
+    pin(cpu);
     /* The loop's own cost: the smallest step over a short warm-up. */
     double loop = 1e18, prev = now_ns();
     for (int i = 0; i < 1000000; i++) {

@@ -48,6 +48,38 @@ def test_the_preset_is_built_from_the_measurements_only() -> None:
     del bench["detour"]
     assert realsim.preset(bench, "mpich", "cfs")["os_noise_tick_us"] == 0.0
     assert set(p) - {"preset"} == set(realsim.PRESET_FIELDS)
+    # What the simulator charges a wake-up: the interrupt and one context switch.
+    assert realsim.wake_charged_us(p) == 8.0
+
+
+def test_the_wakeup_tool_measures_every_case() -> None:
+    """`cosched-wakeup` on the node CPUs, few rounds: every case sampled, percentiles in order, medians over
+    runs per case (no timing is asserted: the machine may be loaded)."""
+    runs = [realsim.wakeup(200) for _ in range(2)]
+    for r in runs:
+        assert (r["cpu_a"], r["cpu_b"], r["rounds"]) == (*realsim.NODE_CPUS, 200)
+        for c in realsim.WAKEUP_CASES:
+            assert r[c]["samples"] == (200 if c == "busy" else 400)
+            assert 0 <= r[c]["p10_us"] <= r[c]["p50_us"] <= r[c]["p90_us"]
+    med = realsim.wakeup_medians(runs)
+    assert med["cross"]["p50_us"] == statistics.median(r["cross"]["p50_us"] for r in runs)
+    assert set(med) == set(realsim.WAKEUP_CASES)
+
+
+def test_library_yield_baseline_is_simulated_by_the_yield_node_policy(tmp_path: Path) -> None:
+    """LIB-YIELD's simulated column runs the `yield` node policy: on the quick fine workload (2 jobs of 2
+    ranks on 2 one-CPU nodes) no rank spins while the other job's rank is runnable, and nothing is woken by
+    an interrupt; NLS spins."""
+    assert {lab: npol for lab, _, _, npol in realsim.BASELINES} == {"LIB": "nls", "LIB-YIELD": "yield"}
+    plat = {"preset": "lee4", "nodes": 2, "os": {"model": "cfs"}, "latency_us": 0.3, "bandwidth_mb_s": 10000.0,
+            "send_overhead_us": 0.0, "recv_overhead_us": 0.0, "interrupt_us": 6.0, "context_switch_us": 2.0,
+            "cpu_speed": 1.0, "os_noise_tick_us": 0.0}
+    g = realsim.QUICK_GRAINS[0]
+    y = realsim.run_sim(realsim.sim_config(plat, g, "fcfs", "yield"), tmp_path / "y")
+    n = realsim.run_sim(realsim.sim_config(plat, g, "fcfs", "nls"), tmp_path / "n")
+    assert y["process"]["interrupts"] == 0
+    assert y["process"]["spin_s"] < 0.01 * y["process"]["useful_s"]
+    assert n["process"]["spin_s"] > 10 * y["process"]["spin_s"]
 
 
 def test_rank_agreement() -> None:
@@ -85,6 +117,13 @@ def test_sim_trace_sees_lockstep_and_independent_nodes(tmp_path: Path) -> None:
     assert (a["co_run"], a["aligned"]) == (pytest.approx(1.0), 1.0)
     assert (b["co_run"], b["aligned"]) == (pytest.approx(0.5), 0.0)
     assert a["busy"] == pytest.approx(1.0) and a["spin_share"] == 0.0
+    assert a["sleep_us"] != a["sleep_us"]  # no rank blocked: NaN
+    # Blocked intervals of 200 and 400 us: 300 us per blocking wait.
+    tl = pd.read_parquet(tmp_path / "a" / "timeline.parquet")
+    blocked = pd.DataFrame([(0, -2, 0, 0, 0, 0.0, 0.0002, "blocked"), (1, -2, 1, 1, 3, 0.001, 0.0014, "blocked")],
+                           columns=tl.columns)
+    pd.concat([tl, blocked]).to_parquet(tmp_path / "a" / "timeline.parquet")
+    assert realsim.sim_trace(tmp_path / "a")["sleep_us"] == pytest.approx(300.0)
     row = {"error": -0.5, "sim_co_run": 1.0, "sim_aligned": 1.0, "sim_spin_share": 0.0, "sim_busy": 1.0,
            "real_spin_share": 0.45, "real_busy": 0.95, "real_block_share": 0.0}
     assert realsim.why(row).startswith("simulated nodes in lockstep")
@@ -92,6 +131,12 @@ def test_sim_trace_sees_lockstep_and_independent_nodes(tmp_path: Path) -> None:
     # Gang coschedules by design: its co-run is no accident.
     assert "lockstep" not in realsim.why(dict(row, scheme="GANG"))
     assert realsim.why(dict(row, error=0.05)).startswith("agree")
+    # Late wake-ups: a real sleep per blocking wait of 1500 us against 200 us simulated is named; 250 us
+    # (under the 300 us floor) or 350 against 200 (under twice) is not.
+    late = dict(row, real_spin_share=0.05, real_sleep_us=1500.0, sim_sleep_us=200.0)
+    assert realsim.why(late).startswith("a blocked real rank sleeps 1500 us per blocking wait against 200 us")
+    assert "sleeps" not in realsim.why(dict(late, real_sleep_us=250.0))
+    assert "sleeps" not in realsim.why(dict(late, real_sleep_us=350.0))
 
 
 def test_quick_real_vs_sim_structure_and_mechanism(tmp_path: Path) -> None:
@@ -118,6 +163,7 @@ def test_quick_real_vs_sim_structure_and_mechanism(tmp_path: Path) -> None:
     assert errs[fit["chosen"]] == min(errs.values())
     assert plat["os"]["model"] == fit["chosen"]
     assert calib["microbenchmarks"]["slices"]["slice_cv"] > 0
+    assert calib["microbenchmarks"]["wakeup"]["median"]["cross"]["p50_us"] > 0
 
     table = pd.read_csv(out / "table.csv")
     schemes = ["DEDICATED", *realsim.QUICK_SCHEMES]
@@ -153,6 +199,7 @@ def test_quick_real_vs_sim_structure_and_mechanism(tmp_path: Path) -> None:
     for col in ("sim_co_run", "sim_aligned", "sim_spin_share", "sim_busy", "real_spin_share", "real_busy"):
         assert shared[col].between(0, 1.0001).all(), col
     assert calib["microbenchmarks"]["detour"]["runs"] and plat["os_noise_tick_us"] >= 0
+    assert "Wake-up of a process blocked in a futex" in report
     for f in realsim.PRESET_FIELDS:
         assert f"| {f} |" in report
     # Nothing of the real runs is left on the machine.

@@ -177,6 +177,17 @@ pub enum WaitMode {
     SpinBlock(SimTime),
     /// Give up the CPU at once; woken by the NIC interrupt.
     Block,
+    /// Poll the condition in a loop that calls `sched_yield` between polls (Open
+    /// MPI's `mpi_yield_when_idle`). Linux's CFS/EEVDF `yield_task_fair` returns at
+    /// once when the process is alone on its run queue, and otherwise only moves it
+    /// behind the other runnable tasks (EEVDF: its deadline one slice later), so:
+    /// while no other process of its node is runnable it spins on its CPU; when one
+    /// is (at the wait's start, or one becomes runnable while it spins) it gives up
+    /// its CPU at once, without an interrupt. Off its CPU it sleeps for the native
+    /// scheduler's purposes until its condition holds (it becomes runnable again
+    /// without an interrupt, and notices at its next dispatch) or until a CPU of its
+    /// node would be idle (it spins there again).
+    Yield,
 }
 
 /// What a policy asks the node to do.

@@ -129,6 +129,7 @@ fn node_entries() -> Vec<(PolicyInfo, NodeBuilder)> {
         (crate::node::hybrid::info(), crate::node::hybrid::build),
         (crate::node::ics::info(), crate::node::ics::build),
         (crate::node::fcs::info(), crate::node::fcs::build),
+        (crate::node::yielding::info(), crate::node::yielding::build),
     ]
 }
 
@@ -255,7 +256,7 @@ mod tests {
         assert!(build_node("nls").is_ok());
         assert_eq!(
             build_node("easy").err().unwrap().to_string(),
-            "unknown policy \"easy\"; valid policies: nls, block, dcs, sb, pb, cc, hybrid, ics, fcs"
+            "unknown policy \"easy\"; valid policies: nls, block, dcs, sb, pb, cc, hybrid, ics, fcs, yield"
         );
         assert!(build("nls").is_err());
     }

@@ -1077,6 +1077,7 @@ impl Agent {
                 WaitMode::Spin => (proto::mode::SPIN, 0),
                 WaitMode::SpinBlock(t) => (proto::mode::SPINBLOCK, t.0.max(0) as u64),
                 WaitMode::Block => (proto::mode::BLOCK, 0),
+                WaitMode::Yield => (proto::mode::YIELD, 0),
             };
             s.wait_mode[k].store(mode, Ordering::SeqCst);
             s.spin_ns[k].store(spin, Ordering::SeqCst);

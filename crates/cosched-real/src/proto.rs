@@ -25,6 +25,7 @@ pub mod mode {
     pub const SPINBLOCK: u32 = 1;
     pub const BLOCK: u32 = 2;
     pub const LIBRARY: u32 = 3;
+    pub const YIELD: u32 = 4;
 }
 
 /// `enum cosched_rank_state`.

@@ -6,7 +6,9 @@ Steps (docs/real.md, "Real against simulated"):
    1 MiB ping-pong between two ranks through the shim (``cosched-probe pingpong``) spinning and blocking,
    per MPI; the cost of a context switch on one CPU (``cosched-ctxswitch``, lmbench's lat_ctx method); the
    compute loop's speed (a compute-only ``Emp`` job run by ``cosched-ir-run``: CPU time asked / wall time);
-   the OS noise a compute loop sees on each virtual node's CPU (``cosched-detour``, selfish detour).
+   the OS noise a compute loop sees on each virtual node's CPU (``cosched-detour``, selfish detour);
+   what waking a rank blocked in a futex costs, across CPUs, on one CPU and onto a busy CPU
+   (``cosched-wakeup``; compared with what the preset charges a wake-up, not a preset field).
 2. **The native scheduler model**: every OS model of the simulator (``cfs``, ``linux24``, ``mlfq``, ``rr``,
    default parameters) simulates the dedicated cases (one job of each granularity alone); the model with
    the smallest mean absolute log error against the real dedicated runs (median of ``reps``) is chosen,
@@ -18,7 +20,8 @@ Steps (docs/real.md, "Real against simulated"):
    scheme run for real ``reps`` times (median) and simulated once with the preset, per MPI present; per
    scheme the mean response time real and simulated and the relative error, and per (MPI, granularity)
    the rank order agreement of the schemes (Kendall's tau and whether the orders are equal). The MPI
-   library's own waits run as baselines (``BASELINES``), simulated as NLS.
+   library's own waits run as baselines (``BASELINES``), simulated as NLS (polling) or with the
+   ``yield`` node policy (Open MPI's yield mode).
 5. **Why they differ**: per compared row, the simulated timeline's co-run and lockstep shares and
    busy-waiting against the real runs' CPU time beyond the compute asked and CPU busy share
    (:func:`sim_trace`, :func:`real_trace`), and a reading naming the mechanism that departs (:func:`why`).
@@ -63,17 +66,18 @@ SCHEMES: tuple[tuple[str, str, str], ...] = (
     ("CC", "fcfs", "cc"),
     ("HYBRID", "fcfs", "hybrid"),
     ("ICS", "fcfs", "ics"),
+    ("YIELD", "fcfs", "yield"),
     ("GANG", "gang", "nls"),
     ("BATCH", "batch", "nls"),
 )
 #: Baselines of the MPI library's own waits (the shim replaces no wait, ``real.library_waits``): label,
-#: the ranks' extra environment, the MPIs they apply to. ``LIB``: the library's default (Debian MPICH 4
-#: and Open MPI 4.1 both poll while waiting); ``LIB-YIELD``: Open MPI's ``mpi_yield_when_idle`` (the
-#: polling loop calls ``sched_yield``). Both run FCFS and are simulated as NLS: the simulator has no
-#: model of a yielding wait, so a yielding wait is simulated as spinning.
-BASELINES: tuple[tuple[str, dict[str, str], tuple[str, ...]], ...] = (
-    ("LIB", {}, ("mpich", "openmpi")),
-    ("LIB-YIELD", {"OMPI_MCA_mpi_yield_when_idle": "1"}, ("openmpi",)),
+#: the ranks' extra environment, the MPIs they apply to, the node policy that simulates them. ``LIB``:
+#: the library's default (Debian MPICH 4 and Open MPI 4.1 both poll while waiting), simulated as NLS;
+#: ``LIB-YIELD``: Open MPI's ``mpi_yield_when_idle`` (the polling loop calls ``sched_yield``),
+#: simulated by the ``yield`` node policy. Both run FCFS.
+BASELINES: tuple[tuple[str, dict[str, str], tuple[str, ...], str], ...] = (
+    ("LIB", {}, ("mpich", "openmpi"), "nls"),
+    ("LIB-YIELD", {"OMPI_MCA_mpi_yield_when_idle": "1"}, ("openmpi",), "yield"),
 )
 QUICK_SCHEMES = ("NLS", "BLOCK", "GANG", "BATCH", "LIB")
 #: The simulator's OS models, in the order that breaks ties of the fit.
@@ -168,6 +172,32 @@ def slices(cpu: int, seconds: float) -> dict[str, float]:
     return dict(json.loads(_run([str(exe), "pair", str(cpu), f"{seconds:g}"])))
 
 
+def wakeup(rounds: int) -> dict[str, Any]:
+    """What waking a rank blocked in a futex costs on the node CPUs (``cosched-wakeup``): per case
+    (``spin``, ``cross``, ``same``, ``busy``) the percentiles of the delay from the waker's
+    FUTEX_WAKE to the woken process running."""
+    exe = build_dir() / "cosched-wakeup"
+    if not exe.is_file():
+        raise RuntimeError(f"{exe} is missing: build it with `make real`")
+    return dict(json.loads(_run([str(exe), str(NODE_CPUS[0]), str(NODE_CPUS[1]), str(rounds)])))
+
+
+#: The cases of ``cosched-wakeup`` and the percentiles kept of each.
+WAKEUP_CASES = ("spin", "cross", "same", "busy")
+WAKEUP_STATS = ("p10_us", "p50_us", "p90_us")
+
+
+def wakeup_medians(runs: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
+    """Per case and percentile, the median over the runs of ``cosched-wakeup``."""
+    return {c: {k: statistics.median(r[c][k] for r in runs) for k in WAKEUP_STATS} for c in WAKEUP_CASES}
+
+
+def wake_charged_us(plat: dict[str, Any]) -> float:
+    """What the simulator charges a wake-up of a blocked rank with this preset: the interrupt's CPU time
+    and one context switch (both paid on the woken rank's CPU)."""
+    return float(plat["interrupt_us"]) + float(plat["context_switch_us"])
+
+
 def _ir_program(app: str, procs: int, work: Path) -> Path:
     text = _core.apps_export(app, "-", procs, 1.0, "library")
     p = work / f"{app.replace('[', '_').replace(']', '').replace(',', '_').replace('=', '')}.ir"
@@ -203,6 +233,9 @@ def microbenchmarks(mpis: list[str], quick: bool, work: Path, say: Callable[[str
     say("time slices (paired detour loops)")
     runs = [slices(cpu, 0.5 if quick else 3.0) for cpu in NODE_CPUS]
     out["slices"] = {"runs": runs, "slice_cv": statistics.mean(r["slice_cv"] for r in runs)}
+    say("wake-up of a blocked process (futex)")
+    runs = [wakeup(1000 if quick else 5000) for _ in range(1 if quick else 3)]
+    out["wakeup"] = {"runs": runs, "median": wakeup_medians(runs)}
     say("compute loop speed")
     runs = [compute_speed(mpis[0], 200 if quick else 2000, work) for _ in range(3)]
     out["compute"] = {"runs": runs, "cpu_speed": statistics.median(r["cpu_speed"] for r in runs), "mpi": mpis[0]}
@@ -328,7 +361,8 @@ def sim_trace(folder: Path) -> dict[str, float]:
     together, as under gang; 1 / jobs: each node picks independently); ``aligned``, the share
     of node 0's dispatches (a CPU passing to another process) with a dispatch on node 1 within
     ``ALIGN_S`` (1: the nodes switch in lockstep); ``spin_share``, busy-waiting over CPU time used;
-    ``busy``, CPU time used over the 2 CPUs' time to the makespan."""
+    ``busy``, CPU time used over the 2 CPUs' time to the makespan; ``sleep_us``, the mean blocked
+    interval of a rank (from blocking to its wake-up; NaN when no rank blocked)."""
     import numpy as np
     import pandas as pd
 
@@ -353,7 +387,10 @@ def sim_trace(folder: Path) -> dict[str, float]:
         aligned = float(np.mean(near <= ALIGN_S))
     proc = summ["process"]
     used = proc["useful_s"] + proc["spin_s"]
+    slept = tl[tl.kind == "blocked"]
+    sleep_us = float((slept.end_s - slept.start_s).mean() * 1e6) if len(slept) else float("nan")
     return {"co_run": statistics.mean(shares) if shares else float("nan"), "aligned": aligned,
+            "sleep_us": sleep_us,
             "spin_share": proc["spin_s"] / used if used else 0.0,
             "busy": used / (2 * summ["makespan_s"]) if summ["makespan_s"] else 0.0}
 
@@ -363,13 +400,16 @@ def real_trace(folder: Path, summary: dict[str, Any], compute_s: float) -> dict[
     shim's per-rank counters (``logs/shim.jsonl``): ``spin_share``, the CPU time beyond the compute the
     program asks for (``compute_s``, all ranks) over the CPU time used (under a spinning wait: busy-waiting;
     MPI's own start and end are in it too); ``busy``, CPU time used over the 2 CPUs' wall time;
-    ``block_share``, time the ranks slept in a wait over their waiting time."""
+    ``block_share``, time the ranks slept in a wait over their waiting time; ``sleep_us``, the mean time
+    from a rank's blocking to its wait's end (NaN when no rank blocked)."""
     cpu = float(sum(summary["real"]["cpu_s"]))
     wall = float(summary["real"]["wall_s"])
     ranks = [json.loads(x) for x in (folder / "logs" / "shim.jsonl").read_text().splitlines() if x.strip()] \
         if (folder / "logs" / "shim.jsonl").is_file() else []
     wait = sum(r["wait_ns"] for r in ranks)
-    return {"spin_share": max(cpu - compute_s, 0.0) / cpu if cpu else 0.0,
+    blocks = sum(r.get("blocks", 0) for r in ranks)
+    return {"sleep_us": sum(r["block_ns"] for r in ranks) / blocks / 1e3 if blocks else float("nan"),
+            "spin_share": max(cpu - compute_s, 0.0) / cpu if cpu else 0.0,
             "busy": cpu / (2 * wall) if wall else 0.0,
             "block_share": sum(r["block_ns"] for r in ranks) / wait if wait else 0.0}
 
@@ -435,7 +475,8 @@ def measure(quick: bool, reps: int = REPS, mpis: list[str] | None = None,
     grains = QUICK_GRAINS if quick else FULL_GRAINS
     schemes: list[tuple[str, str, str, dict[str, str] | None, tuple[str, ...]]] = [
         (lab, pol, npol, None, ("mpich", "openmpi")) for lab, pol, npol in SCHEMES]
-    schemes += [(lab, "fcfs", "nls", env, only) for lab, env, only in BASELINES]
+    schemes += [(lab, "fcfs", "nls", env, only) for lab, env, only, _ in BASELINES]
+    sim_node = {lab: npol for lab, _, _, npol in BASELINES}
     schemes = [s for s in schemes if not quick or s[0] in QUICK_SCHEMES]
     load_before = os.getloadavg()
     rows: list[dict[str, Any]] = []
@@ -469,7 +510,8 @@ def measure(quick: bool, reps: int = REPS, mpis: list[str] | None = None,
                     traces: list[dict[str, float]] = []
                     med, vals = _median_real(mpi, g, policy, node_policy, reps, root, key, traces=traces,
                                              baseline_env=env)
-                    sim = run_sim(sim_config(plat, g, policy, node_policy), root / "sim" / key)
+                    sim = run_sim(sim_config(plat, g, policy, sim_node.get(label, node_policy)),
+                                  root / "sim" / key)
                     row = _row(mpi, g, label, (med, vals), float(sim["mean_response_s"]), g.jobs,
                                launch * launches(policy, g.jobs))
                     row.update({f"sim_{k}": v for k, v in sim_trace(root / "sim" / key).items()})
@@ -481,7 +523,8 @@ def measure(quick: bool, reps: int = REPS, mpis: list[str] | None = None,
     calib = {"provenance": prov, "microbenchmarks": bench, "os_fit": fits, "presets": presets,
              "preset_fields": PRESET_FIELDS, "reps": reps, "grains": [vars(g) for g in grains],
              "schemes": [[lab, pol, npol] for lab, pol, npol, _, _ in schemes],
-             "baselines": {lab: {"env": env, "mpis": list(only)} for lab, env, only in BASELINES},
+             "baselines": {lab: {"env": env, "mpis": list(only), "simulated_as": npol}
+                           for lab, env, only, npol in BASELINES},
              "load_average": {"before": load_before, "after": os.getloadavg()}}
     return pd.DataFrame(rows), calib, _agreement(rows)
 
@@ -530,9 +573,11 @@ def _agreement(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-#: Thresholds of :func:`why` (shares of CPU time, or of a job's lifetime).
+#: Thresholds of :func:`why` (shares of CPU time, or of a job's lifetime; a sleep per blocking wait
+#: ``LATE_FACTOR`` times the simulated one and at least ``LATE_US`` is a late wake-up).
 AGREE = 0.10
 LOCKSTEP_ALIGNED, LOCKSTEP_CO_RUN, SHARE_GAP = 0.9, 0.8, 0.2
+LATE_FACTOR, LATE_US = 2.0, 300.0
 #: Schemes whose ranks run together by design (gang slots; batch runs one job at a time).
 COSCHEDULED = frozenset({"GANG", "BATCH"})
 
@@ -557,6 +602,12 @@ def why(r: dict[str, Any]) -> str:
     elif spin_gap >= SHARE_GAP:
         out.append(f"real ranks spin {get('real_spin_share'):.0%} of their CPU time against "
                    f"{get('sim_spin_share'):.0%} simulated")
+    real_sleep, sim_sleep = get("real_sleep_us"), get("sim_sleep_us")
+    if real_sleep >= LATE_US and not real_sleep < LATE_FACTOR * sim_sleep:  # NaN simulated: no rank blocked there
+        out.append(f"a blocked real rank sleeps {real_sleep:.0f} us per blocking wait against "
+                   f"{sim_sleep:.0f} us simulated: it is woken later than its message (docs/real.md, "
+                   "\"Why BLOCK is last\": the shim wakes a rank blocked in a collective only when another "
+                   "member enters or leaves it, else after its 1 ms fallback)")
     if get("sim_busy") - get("real_busy") >= SHARE_GAP:
         out.append(f"real ranks held their CPUs {get('real_busy'):.0%} of the time against {get('sim_busy'):.0%} "
                    f"simulated (asleep in waits {get('real_block_share'):.0%} of their waiting time): other tasks "
@@ -572,13 +623,17 @@ def _why_section(table: Any) -> list[str]:
              f"share of node 0's dispatches with a dispatch on node 1 within {ALIGN_S * 1e6:g} us (simulated; "
              "1 = the nodes switch in lockstep). *spin*: CPU time beyond the program's compute over CPU time "
              "used (real: cpuacct minus the compute asked; simulated: busy-waiting). *busy*: CPU time used "
-             "over the 2 CPUs' time. The reading names the mechanism that departs "
+             "over the 2 CPUs' time. *sleep per block*: mean time a rank slept per blocking wait (real: the "
+             "shim's blocked time over its blocks, to the wait's end; simulated: blocked intervals, to the "
+             "wake-up). The reading names the mechanism that departs "
              f"(lockstep: aligned >= {LOCKSTEP_ALIGNED:g} and co-run >= {LOCKSTEP_CO_RUN:g} with real spin "
              f"{SHARE_GAP:.0%} above simulated, for a scheme that does not coschedule by design, i.e. not "
-             f"{' or '.join(sorted(COSCHEDULED))}; CPUs: simulated busy {SHARE_GAP:.0%} above real).", "",
+             f"{' or '.join(sorted(COSCHEDULED))}; CPUs: simulated busy {SHARE_GAP:.0%} above real; late "
+             f"wake-ups: a real sleep per block of {LATE_US:g} us or more, {LATE_FACTOR:g} times the simulated "
+             "one or more).", "",
              "| MPI | granularity | scheme | error | sim co-run | sim aligned | spin real / sim | busy real / sim "
-             "| reading |",
-             "|---|---|---|---|---|---|---|---|---|"]
+             "| sleep per block real / sim (us) | reading |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     def pct(r: dict[str, Any], k: str) -> str:
         return "—" if k not in r or r[k] != r[k] else f"{r[k]:.0%}"
 
@@ -586,10 +641,30 @@ def _why_section(table: Any) -> list[str]:
         if r["scheme"] == "DEDICATED":
             continue
         f = functools.partial(pct, r)
+
+        def us(k: str, r: dict[str, Any] = r) -> str:
+            return "—" if k not in r or r[k] != r[k] else f"{r[k]:.0f}"
+
         lines.append(f"| {r['mpi']} | {r['granularity']} | {r['scheme']} | {r['error']:+.1%} | {f('sim_co_run')} | "
                      f"{f('sim_aligned')} | {f('real_spin_share')} / {f('sim_spin_share')} | "
-                     f"{f('real_busy')} / {f('sim_busy')} | {why(r)} |")
+                     f"{f('real_busy')} / {f('sim_busy')} | {us('real_sleep_us')} / {us('sim_sleep_us')} | "
+                     f"{why(r)} |")
     return lines
+
+
+def _wakeup_lines(calib: dict[str, Any]) -> list[str]:
+    """The measured cost of a futex wake-up against what each preset charges one."""
+    w = calib["microbenchmarks"].get("wakeup")
+    if not w:
+        return []
+    m = w["median"]
+    cell = lambda c: f"p50 {m[c]['p50_us']:.1f} us, p90 {m[c]['p90_us']:.1f} us"  # noqa: E731
+    charged = ", ".join(f"{mpi} {wake_charged_us(p):.2f} us" for mpi, p in calib["presets"].items())
+    return ["", f"Wake-up of a process blocked in a futex (`cosched-wakeup`, median of {len(w['runs'])} run(s); "
+            "delay from FUTEX_WAKE to the woken process running): across CPUs onto an idle CPU "
+            f"{cell('cross')}; on one CPU {cell('same')}; onto a CPU running a compute loop {cell('busy')}; "
+            f"spinning instead of sleeping {cell('spin')}. The simulator charges a wake-up the preset's "
+            f"interrupt_us + context_switch_us of the woken rank's CPU ({charged}) and wakes it at once."]
 
 
 def _report(table: Any, agreement: list[dict[str, Any]], calib: dict[str, Any]) -> str:
@@ -603,10 +678,10 @@ def _report(table: Any, agreement: list[dict[str, Any]], calib: dict[str, Any]) 
         "Workloads (2 virtual nodes of one CPU, jobs of 2 ranks submitted at 0): "
         + "; ".join(f"{g['name']}: {g['jobs']} x `{Grain(**g).app}`" for g in calib["grains"]) + ". Schemes: "
         + ", ".join(f"{lab} (`{pol}` + `{npol}`)" for lab, pol, npol in calib["schemes"]) + ". "
-        + "Library baselines (every wait is the MPI library's own, the shim replaces none; simulated as NLS, "
-        "the simulator having no model of a yielding wait): "
+        + "Library baselines (every wait is the MPI library's own, the shim replaces none): "
         + "; ".join(f"{lab} ({', '.join(b['mpis'])}; environment "
-                    f"{', '.join(f'{k}={v}' for k, v in b['env'].items()) or 'none'})"
+                    f"{', '.join(f'{k}={v}' for k, v in b['env'].items()) or 'none'}; simulated with node "
+                    f"policy `{b.get('simulated_as', 'nls')}`)"
                     for lab, b in calib["baselines"].items()) + ".",
         "",
         "## Preset of this machine",
@@ -630,6 +705,7 @@ def _report(table: Any, agreement: list[dict[str, Any]], calib: dict[str, Any]) 
         runs = ", ".join(f"{x:.3f}" for x in fit["launch_s"]["runs"])
         lines.append(f"- {mpi}: launch time (median response of a job of one barrier after 0.5 ms) "
                      f"{fit['launch_s']['median']:.3f} s (runs {runs})")
+    lines += _wakeup_lines(calib)
     lines += ["", "## Mean response time, real (median) against simulated", "",
               "The simulator has no job launch: the measured launch time is added to each simulated response "
               "once per launch in sequence (under BATCH the i-th job waits for i launches; otherwise the jobs "

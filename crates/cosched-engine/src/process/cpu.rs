@@ -93,6 +93,9 @@ impl Sim<'_> {
         {
             // Woken by a rendezvous request it has now answered: it sleeps again.
             end = now;
+        } else if self.yields(pid) && self.others_runnable(node) {
+            // Dispatched while another process waits for the CPU: it yields.
+            end = now;
         }
         let at = end.max(now);
         let id = self.q.reserve(at).expect("future");
@@ -132,6 +135,9 @@ impl Sim<'_> {
                 self.block(pid, now);
                 return;
             }
+        } else if self.yields(pid) && self.others_runnable(node) {
+            self.block(pid, now);
+            return;
         }
         if now >= c.slice_end {
             self.release_cpu(node, cpu, pid, Stop::Expired, now);
@@ -144,14 +150,20 @@ impl Sim<'_> {
         }
     }
 
-    /// Wake-up preemption for the runnable `pid`: when every CPU is busy, the first
-    /// running process the native scheduler ranks lower is preempted (the caller
-    /// then refills the CPU with [`Sim::schedule`]). Returns whether one was.
+    /// Wake-up preemption for the runnable `pid`: when every CPU is busy, a process
+    /// spinning in a yielding wait gives its CPU up (parked, [`WaitMode::Yield`]);
+    /// otherwise the first running process the native scheduler ranks lower is
+    /// preempted (the caller then refills the CPU with [`Sim::schedule`]). Returns
+    /// whether one was.
     pub(super) fn preempt_for(&mut self, node: u32, pid: Pid, now: SimTime) -> bool {
         let n = &self.nodes[node as usize];
         if n.cpus.iter().any(|c| c.cur.is_none()) {
             return false;
         }
+        if self.displace_yielder(node, now) {
+            return true;
+        }
+        let n = &self.nodes[node as usize];
         let victim = n.cpus.iter().enumerate().find_map(|(k, c)| {
             let r = c.cur.expect("all busy");
             n.sched

@@ -544,9 +544,12 @@ impl<'a> Sim<'a> {
     fn schedule(&mut self, node: u32, now: SimTime) {
         let mut cpu = 0;
         while cpu < self.plat.cpus_per_node {
-            if self.nodes[node as usize].cpus[cpu as usize].cur.is_some() {
-                cpu += 1;
-                continue;
+            if let Some(r) = self.nodes[node as usize].cpus[cpu as usize].cur {
+                // A yielding wait gives its CPU to a process that became runnable.
+                if !(self.yields(r) && self.others_runnable(node) && self.sleep_off_cpu(r, now)) {
+                    cpu += 1;
+                    continue;
+                }
             }
             let hint = if self.slots.is_some() {
                 // Gang mode: the slot policy decides, the node's Dispatcher obeys.
@@ -562,6 +565,10 @@ impl<'a> Sim<'a> {
             let n = &mut self.nodes[node as usize];
             n.sched.set_active_mm(n.cpus[cpu as usize].last);
             let Some(pick) = n.sched.pick(now, hint) else {
+                // Nothing runnable: a parked yielding wait spins on the CPU.
+                if self.unpark_for_idle_cpu(node, now) {
+                    continue;
+                }
                 return;
             };
             let p = &self.procs[pick.pid as usize];
@@ -639,9 +646,18 @@ impl<'a> Sim<'a> {
 
     /// The running process `pid` gives up its CPU and sleeps.
     fn block(&mut self, pid: Pid, now: SimTime) {
+        if self.sleep_off_cpu(pid, now) {
+            let node = self.procs[pid as usize].node;
+            self.schedule(node, now);
+        }
+    }
+
+    /// [`Sim::block`] without refilling the CPU (the caller does); returns whether
+    /// `pid` was running.
+    fn sleep_off_cpu(&mut self, pid: Pid, now: SimTime) -> bool {
         let (node, cpu) = self.where_running(pid);
         if cpu == u32::MAX {
-            return;
+            return false;
         }
         self.account(node, cpu, now);
         self.release_cpu(node, cpu, pid, Stop::Blocked, now);
@@ -658,7 +674,7 @@ impl<'a> Sim<'a> {
             _ => DequeueReason::Io,
         };
         self.hook_dequeue(pid, why, now);
-        self.schedule(node, now);
+        true
     }
 
     /// Wakes a blocked process (NIC interrupt or disk completion).

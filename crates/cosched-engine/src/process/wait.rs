@@ -1,9 +1,15 @@
 //! Waits of the process-level engine: what a waiting process waits for
 //! ([`Cond`]), whether it holds, what a satisfied wait consumes, the start of a
-//! wait (the node policy's wait mode: spin, spin then block, block) and the
-//! re-check when a message, acknowledgement or completion arrives.
+//! wait (the node policy's wait mode: spin, spin then block, block, yield) and
+//! the re-check when a message, acknowledgement or completion arrives.
+//!
+//! A yielding wait ([`WaitMode::Yield`]) spins while no other process of its node
+//! is runnable and otherwise is *parked*: off its CPU in the blocked state (the
+//! native scheduler does not see it), with no interrupt to wake it. It becomes
+//! runnable again, without an interrupt, when its condition holds (it notices at
+//! its next dispatch) or when a CPU of its node would be idle (it spins there).
 
-use super::{Apply, Cond, PState, Pid, Sim, View, Waiting};
+use super::{Apply, Cond, PState, Pid, Sim, View, Wake, Waiting};
 use cosched_contract::node::{EnqueueReason, Ops, WaitEndCause, WaitKind, WaitMode};
 use cosched_des::SimTime;
 use cosched_model::program::Rank;
@@ -126,7 +132,8 @@ impl Sim<'_> {
         self.with_policy(node, now, Apply::NextPoint, |pol, v, out| {
             pol.on_wait_begin(v, pid, kind, out)
         });
-        if mode == WaitMode::Block && self.procs[pid as usize].wait.is_some() {
+        let waits = self.procs[pid as usize].wait.is_some();
+        if waits && (mode == WaitMode::Block || mode == WaitMode::Yield && self.others_runnable(node)) {
             self.block(pid, now);
         }
         self.check_program_deadlock(pid, now);
@@ -153,6 +160,12 @@ impl Sim<'_> {
                 self.plan(node, cpu, now);
                 self.hook_wait_end(pid, w, WaitEndCause::Spinning, now);
             }
+            // A parked yielder: runnable again; it notices when dispatched.
+            PState::Blocked if w.mode == WaitMode::Yield => {
+                self.unpark(pid, now);
+                let node = self.procs[pid as usize].node;
+                self.schedule(node, now);
+            }
             PState::Blocked => {
                 self.procs[pid as usize].wait = None;
                 self.resume_after_wait(pid, w.cond);
@@ -162,6 +175,70 @@ impl Sim<'_> {
             // Queued while spinning: it notices when it runs again.
             PState::Ready | PState::Done => {}
         }
+    }
+
+    /// Whether a process of `node` is runnable and waits for a CPU (a yielding
+    /// wait then gives its CPU up).
+    pub(super) fn others_runnable(&self, node: u32) -> bool {
+        self.nodes[node as usize].sched.runnable() > 0
+    }
+
+    /// Whether `pid` is in a yielding wait whose condition does not hold, with no
+    /// CPU work left to do first (it would yield at its next poll).
+    pub(super) fn yields(&self, pid: Pid) -> bool {
+        let p = &self.procs[pid as usize];
+        p.cpu_left == 0
+            && p.wait.is_some_and(|w| {
+                w.mode == WaitMode::Yield && w.cond != Cond::Io && !self.satisfied(pid, w.cond)
+            })
+    }
+
+    /// The parked yielder `pid` becomes runnable (no interrupt: it was never
+    /// asleep in the kernel); the caller schedules its node. The native scheduler
+    /// places it as a process that slept since it was parked.
+    fn unpark(&mut self, pid: Pid, now: SimTime) {
+        self.set_state(pid, PState::Ready, now);
+        let p = &self.procs[pid as usize];
+        let (node, slept) = (p.node, now - p.blocked_at);
+        self.hook_enqueue(pid, EnqueueReason::Woken, now);
+        self.nodes[node as usize]
+            .sched
+            .enqueue(pid, Wake::Woken { slept }, now);
+        // A yielder running on a CPU of the node gives it up for this one; nothing
+        // else is preempted (no wake-up happened in the kernel).
+        self.displace_yielder(node, now);
+    }
+
+    /// A process of `node` that spins in a yielding wait (on a CPU, condition
+    /// unmet) gives its CPU up, parked; the caller refills the CPU. Returns
+    /// whether one did.
+    pub(super) fn displace_yielder(&mut self, node: u32, now: SimTime) -> bool {
+        let n = &self.nodes[node as usize];
+        let Some(y) = n.cpus.iter().filter_map(|c| c.cur).find(|&r| self.yields(r)) else {
+            return false;
+        };
+        self.sleep_off_cpu(y, now)
+    }
+
+    /// A CPU of `node` would be idle: the yielder parked there longest (then the
+    /// lowest pid) becomes runnable to spin on it. Returns whether there was one.
+    pub(super) fn unpark_for_idle_cpu(&mut self, node: u32, now: SimTime) -> bool {
+        let parked = self.nodes[node as usize]
+            .procs
+            .iter()
+            .copied()
+            .filter(|&q| {
+                let p = &self.procs[q as usize];
+                p.state == PState::Blocked
+                    && !p.paging
+                    && p.wait.is_some_and(|w| w.mode == WaitMode::Yield && w.blocked)
+            })
+            .min_by_key(|&q| (self.procs[q as usize].blocked_at, q));
+        let Some(pid) = parked else {
+            return false;
+        };
+        self.unpark(pid, now);
+        true
     }
 
     /// A NIC acknowledgement reached the sender `to`: the policy's `on_ack` op
@@ -181,3 +258,7 @@ impl Sim<'_> {
         self.condition_changed(to, now);
     }
 }
+
+#[cfg(test)]
+#[path = "wait_tests.rs"]
+mod tests;

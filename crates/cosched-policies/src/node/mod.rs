@@ -9,6 +9,7 @@
 //! - [`hybrid`]: immediate blocking; boost inside collectives.
 //! - [`ics`]: implicit coscheduling (two-phase spin-block, conditional spin).
 //! - [`fcs`]: flexible coscheduling (per-process CS / F / DC classification).
+//! - [`yielding`] (`yield`): polling waits that yield the CPU (Open MPI's yield mode).
 
 pub mod block;
 pub mod cc;
@@ -19,6 +20,7 @@ pub mod ics;
 pub mod nls;
 pub mod pb;
 pub mod sb;
+pub mod yielding;
 
 /// The demand-driven answer to a message arriving for process `p` (DCS, CC,
 /// FCS's CS processes): nothing while it runs; otherwise, with `interrupt`,
