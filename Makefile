@@ -82,7 +82,7 @@ check-stubs: $(PY)
 	$(RUN) bash scripts/check_stubs.sh
 
 pytest: install-test
-	$(RUN) $(PY) -m pytest tests/python -q -m "slow or not slow"
+	$(RUN) $(PY) -m pytest tests/python -q -m "slow or not slow" --durations=25
 
 real:
 	$(MAKE) -C real OUT=$(abspath build/real)
