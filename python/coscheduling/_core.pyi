@@ -20,6 +20,7 @@ __all__ = [
     "nas_mix",
     "parse_spec",
     "policies",
+    "real_gang_check",
     "real_run",
     "run_config",
     "run_jobs",
@@ -160,6 +161,13 @@ def policies() -> builtins.str:
     Every registered policy with its level, summary and parameters: cluster and node
     policies, the job-level time-sharing models (`gang`, `timeshare`) and the
     process-level schemes (`fcfs`, `batch`, `easy`, `gang` at process fidelity), as JSON text.
+    """
+
+def real_gang_check(spec: builtins.str) -> None:
+    r"""
+    Checks that the gang slot policy `spec` (`gang[...]`, the simulator's
+    string) can run in real mode (`cosched run`); raises ValueError naming the
+    option and what real mode lacks for it otherwise.
     """
 
 def real_run(spec_json: builtins.str, platform_json: builtins.str, policy: builtins.str, progress: typing.Optional[typing.Any] = None) -> builtins.str:

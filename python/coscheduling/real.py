@@ -63,9 +63,10 @@ REAL_KEYS = {
     "mpi", "nodes", "cpus_per_node", "node_memory_mb", "scale", "programs", "time_limit_s", "estimate_s",
     "requests_s", "library_waits", "env", "sample_ms", "boost_factor", "idle_watts", "busy_watts", "build_dir",
 }
-#: Process-level policies and the parameters real mode carries out.
+#: Process-level policies and the parameters real mode carries out (gang: the slot policy object checks
+#: its own options, `_core.real_gang_check`).
 REAL_POLICY_PARAMS = {"fcfs": set(), "batch": {"backfill", "strict", "estimates", "round_s"},
-                      "easy": {"estimates", "round_s"}, "gang": {"quantum_ms", "rows"}}
+                      "easy": {"estimates", "round_s"}, "gang": set()}
 #: Job keys of the simulator that real mode cannot honour, with the reason.
 SIM_ONLY_JOB_KEYS = {
     "noise_cv": "the noise model draws compute bursts; real bursts vary by themselves",
@@ -102,12 +103,18 @@ def _policy(path: Path, spec: str) -> dict[str, Any]:
         raise _err(path, f"field `scheduler.policy`: {name!r} is simulator-only; real mode runs "
                    f"{', '.join(REAL_POLICY_PARAMS)}")
     kv = dict(items)
+    if name == "gang":
+        # The simulator's gang slot policy object runs in the controller; options that need measurements
+        # real mode does not take are refused with what is missing.
+        try:
+            _core.real_gang_check(spec)
+        except ValueError as e:
+            raise _err(path, f"field `scheduler.policy`: {e}") from None
+        return {"gang": {"policy": spec}}
     for k in kv:
         if k not in REAL_POLICY_PARAMS[name]:
             raise _err(path, f"field `scheduler.policy`: parameter {k!r} of {name} is simulator-only "
                        f"(real mode takes {sorted(REAL_POLICY_PARAMS[name]) or 'none'})")
-    if name == "gang":
-        return {"gang": {"rows": int(kv.get("rows", 3)), "quantum_ns": int(float(kv.get("quantum_ms", 100)) * 1e6)}}
     strict = str(kv.get("strict", "true")).lower()
     if strict not in ("true", "false"):
         raise _err(path, f"field `scheduler.policy`: parameter 'strict' of {name} must be true or false, "
@@ -287,7 +294,8 @@ def plan(config: str | os.PathLike[str], work_dir: Path) -> tuple[dict[str, Any]
             mem = max(mems, default=0.0)
             argv = [str(runner), str(prog)]
         jobs.append({"id": i, "procs": procs, "submit_ns": int(job.get("submit_s", 0) * 1e9), "argv": argv,
-                     "memory_mb": mem, "estimate_ns": int(requests[i] * 1e9)})
+                     "memory_mb": mem, "estimate_ns": int(requests[i] * 1e9),
+                     "app": app.split("[")[0]})
     run_id = f"r{os.getpid()}"
     spec = {
         "run": run_id,

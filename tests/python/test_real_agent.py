@@ -130,7 +130,9 @@ def test_cosched_run_writes_the_simulators_outputs_and_restores(tmp_path: Path, 
          "node_platform.os` is simulator-only"),
         (lambda t: t.replace('mpi = "mpich"', 'mpi = "lam"'), "unknown MPI 'lam'"),
         (lambda t: t.replace("procs = 2", "procs = 4"), "4 ranks need 4 virtual nodes"),
-        (lambda t: t.replace('policy = "fcfs"', 'policy = "gang[switch_us=10]"'), "switch_us"),
+        (lambda t: t.replace('policy = "fcfs"', 'policy = "gang[low=auto]"'),
+         "parameter low is simulator-only: real mode has no gangedness measurement"),
+        (lambda t: t.replace('policy = "fcfs"', 'policy = "gang[rows=0]"'), "rows"),
         (lambda t: t.replace('policy = "fcfs"', 'policy = "gang-perturb"'), "simulator-only"),
         (lambda t: t.replace("procs = 2, submit_s = 0 }", "procs = 2, submit_s = 0, noise_cv = 0.1 }"),
          "noise_cv` is simulator-only"),
@@ -236,6 +238,24 @@ def test_end_to_end_orderings_two_jobs_on_two_cpus(tmp_path: Path, finegrain: Pa
     assert med["sb"] < med["nls"], med
     assert med["hybrid"] < med["nls"], med
     assert not leftovers()
+
+
+def test_gang_runs_the_simulators_slot_policy_and_refuses_what_real_mode_cannot_measure(tmp_path: Path) -> None:
+    """The controller gets the simulator's gang policy string itself (the same policy object runs on both
+    mechanisms); options that need measurements or a per-process mechanism real mode lacks are refused,
+    naming what is missing."""
+    p = tmp_path / "c.toml"
+    spec = "gang[quantum_ms=50,rows=2,switch_us=0,quanta=Barrier:20,round_slots=2,round_us=10]"
+    assert real._policy(p, spec) == {"gang": {"policy": spec}}
+    for bad, missing in (("gang[io_preempt=true]", "disk completions"),
+                         ("gang[gang_bit=true]", "when a process blocks"),
+                         ("gang[alternate=true]", "whole jobs"),
+                         ("gang[fill=true]", "CPU fragments"),
+                         ("gang[est_quantum_ms=5]", "gangedness measurement"),
+                         ("gang[quantum_ms=-1]", "quantum_ms")):
+        with pytest.raises(ValueError, match=missing) as e:
+            real._policy(p, bad)
+        assert str(p) in str(e.value) and "scheduler.policy" in str(e.value)
 
 
 def test_batch_without_strict_order_reaches_the_controller_and_easy_keeps_strict_order(tmp_path: Path) -> None:

@@ -775,6 +775,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(nas_mix, m)?)?;
     m.add_function(wrap_pyfunction!(run_timeshare_jobs, m)?)?;
     m.add_function(wrap_pyfunction!(real::real_run, m)?)?;
+    m.add_function(wrap_pyfunction!(real::real_gang_check, m)?)?;
     Ok(())
 }
 

@@ -10,6 +10,17 @@ use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3_stub_gen::derive::gen_stub_pyfunction;
 
+/// Checks that the gang slot policy `spec` (`gang[...]`, the simulator's
+/// string) can run in real mode (`cosched run`); raises ValueError naming the
+/// option and what real mode lacks for it otherwise.
+#[gen_stub_pyfunction]
+#[pyfunction]
+pub fn real_gang_check(spec: &str) -> PyResult<()> {
+    cosched_real::slothost::gang_policy(spec, true)
+        .map(|_| ())
+        .map_err(PyValueError::new_err)
+}
+
 /// Runs jobs for real: `spec_json` is the controller's run specification
 /// (`cosched_real::controller::RunSpec` as JSON), `platform_json` the platform whose
 /// power model prices the measured busy time, `policy` the summary's policy name.

@@ -12,11 +12,16 @@
 //!   [`cosched_contract::place::packing`]: the least-loaded layer with room, then
 //!   the emptiest contiguous run; within a gang row, first fit) or NO PACKING
 //!   (seeded random choice). A job that cannot be placed yet stays first in line.
-//! * Gang: an Ousterhout matrix of `rows` rows and one column per node; a job
-//!   takes the first row with room on enough nodes. Every `quantum_ms` the
-//!   controller freezes every job of the active row (the agent answers when the
-//!   kernel reports them frozen), then thaws the next non-empty row's jobs:
-//!   stop-then-start, so two rows never run at once.
+//! * Gang: the simulator's gang slot policy object
+//!   (`cosched_policies::process::gang::Gang`, picked by the same
+//!   `gang[...]` string) in the real-time host [`crate::slothost`]: the
+//!   policy admits each submitted job into a row of its matrix (the controller
+//!   launches it on nodes of that row by PACKING, first fit, or NO PACKING,
+//!   frozen unless its row runs) and decides the slots; at each slot change the
+//!   controller freezes every job that leaves (the agent answers when the
+//!   kernel reports them frozen), then thaws the jobs that run:
+//!   stop-then-start, so two rows never run at once. A global switch's idle
+//!   time (`switch_us`) is carried out as that long with every job frozen.
 //! * Each job runs `mpiexec` in its own process group with the parent-death
 //!   signal SIGTERM; a rank's environment names its node's agent socket
 //!   (`COSCHED_AGENT`), the run, the job and `COSCHED_REQUIRED=1`.
@@ -24,11 +29,11 @@
 use crate::agent::{Agent, AgentOptions, AgentStats, NodeSpec, Sample};
 use crate::client::Client;
 use cosched_contract::cluster::{ClusterPolicy, ClusterView, Decision, Event};
-use cosched_contract::gang::Ousterhout;
+use crate::slothost::{gang_policy, Key, Slot, SlotHost, SlotMechanism};
 use cosched_contract::place::packing;
 use cosched_des::SimTime;
 use cosched_model::{JobId, JobSpec};
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -125,8 +130,10 @@ pub enum Scheme {
         #[serde(default = "strict_default")]
         strict: bool,
     },
-    /// Ousterhout matrix.
-    Gang { rows: u32, quantum_ns: u64 },
+    /// The gang slot policy of `cosched-policies` named by `policy`
+    /// (`gang[quantum_ms=..,rows=..,...]`, the simulator's string), hosted by
+    /// [`crate::slothost`].
+    Gang { policy: String },
 }
 
 fn strict_default() -> bool {
@@ -144,6 +151,9 @@ pub struct RealJob {
     pub memory_mb: f64,
     /// What EASY sees as the job's runtime estimate.
     pub estimate_ns: u64,
+    /// The job's application (the slot policy's per-application options).
+    #[serde(default)]
+    pub app: String,
 }
 
 /// A run.
@@ -214,7 +224,6 @@ pub type Progress = (usize, usize, usize, usize, f64);
 struct Running {
     child: Child,
     nodes: Vec<u32>,
-    row: Option<u32>,
 }
 
 /// The launched jobs. Whatever way the controller's loop is left (an error, an
@@ -252,8 +261,8 @@ impl Drop for Jobs {
     }
 }
 
-/// The job-level view: processors are the nodes that have room.
-struct SlotView<'a> {
+/// The job-level view: processors are the process slots that have room.
+struct JobsView<'a> {
     now: SimTime,
     free: u32,
     total: u32,
@@ -261,7 +270,7 @@ struct SlotView<'a> {
     starts: &'a HashMap<u32, SimTime>,
 }
 
-impl ClusterView for SlotView<'_> {
+impl ClusterView for JobsView<'_> {
     fn now(&self) -> SimTime {
         self.now
     }
@@ -485,274 +494,454 @@ fn admission(scheme: &Scheme) -> Result<Box<dyn ClusterPolicy>, String> {
     cosched_policies::registry::build(name).map_err(|e| e.to_string())
 }
 
-/// PACKING in the controller: `size` of the `cand` nodes of `row` by the
-/// simulator's rule ([`packing`]). With `by_load` a node's load is the jobs
-/// placed on it in `row` (the one row of FCFS and batch, `mpl` slots per node);
-/// a gang row is itself the layer (every load 0: first fit within the row, as in
-/// the engine).
-fn packed(grid: &Ousterhout<usize>, row: usize, cand: &[u32], size: usize, by_load: bool) -> Vec<u32> {
-    packing(cand, size, |n| {
-        if by_load {
-            grid.node_cells(row, n).iter().filter(|c| c.is_some()).count() as u32
-        } else {
-            0
-        }
-    })
+/// The run's launched jobs and what they hold on the virtual nodes: the
+/// mechanism of both admission paths (the job-level policy's starts, the gang
+/// slot policy's starts and slots through [`SlotHost`]).
+struct Launcher<'a> {
+    spec: &'a RunSpec,
+    sockets: &'a [PathBuf],
+    client: Client,
+    jobs: Jobs,
+    /// Memory committed per node, MB.
+    mem: Vec<f64>,
+    /// Jobs placed per node (at most `mpl` under FCFS, 1 under batch).
+    load: Vec<u32>,
+    rng: u64,
+    out: RunOut,
+    t0: Instant,
+    done: usize,
+    failed: usize,
+    starts: HashMap<u32, SimTime>,
+    /// Jobs a gang slot froze.
+    frozen: BTreeSet<usize>,
+    /// Jobs whose launch failed since the loop last looked (their end goes to
+    /// the slot policy).
+    lost: Vec<usize>,
 }
 
-/// The controller's loop: completions, submissions, the cluster policy's decisions,
-/// placement and launch, gang slot switches, progress, the time limit.
-// Longer than the function-length cap (clippy.toml): one loop over the run's state; to be split into
-// admission, placement and gang parts.
-#[allow(clippy::too_many_lines)]
+impl Launcher<'_> {
+    fn now(&self) -> Duration {
+        self.t0.elapsed()
+    }
+
+    /// Whether node `n` has the memory for job `j` (always, unless
+    /// admission is memory-aware).
+    fn fits_memory(&self, j: usize, n: u32) -> bool {
+        !self.spec.memory_aware
+            || self.mem[n as usize] + self.spec.jobs[j].memory_mb <= self.spec.node_memory_mb
+    }
+
+    /// NO PACKING: `size` of `cand` drawn with the run's seeded generator.
+    fn draw(&mut self, mut cand: Vec<u32>, size: usize) -> Vec<u32> {
+        for i in (1..cand.len()).rev() {
+            self.rng = self
+                .rng
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            cand.swap(i, ((self.rng >> 33) as usize) % (i + 1));
+        }
+        cand.truncate(size);
+        cand.sort_unstable();
+        cand
+    }
+
+    /// FCFS and batch: the nodes job `j` starts on now (a free process slot
+    /// and memory on each), by PACKING or NO PACKING; `None` if too few.
+    fn place(&mut self, j: usize, mpl: u32) -> Option<Vec<u32>> {
+        let size = self.spec.jobs[j].procs as usize;
+        let cand: Vec<u32> = (0..self.spec.nodes.len() as u32)
+            .filter(|&n| self.load[n as usize] < mpl && self.fits_memory(j, n))
+            .collect();
+        if cand.len() < size {
+            return None;
+        }
+        Some(if self.spec.packing {
+            packed(&cand, size, &self.load)
+        } else {
+            self.draw(cand, size)
+        })
+    }
+
+    /// Launches job `j` on `nodes`, frozen from the start unless `run`
+    /// (`frozen`: under a gang slot policy). Returns false when the launcher
+    /// could not be started (the job failed, its error recorded).
+    fn launch(&mut self, j: usize, nodes: Vec<u32>, frozen: Option<bool>) -> Result<bool, String> {
+        let spec = self.spec;
+        let job = &spec.jobs[j];
+        self.client.declare(j as i32, &spec.node_policy, false)?;
+        if frozen == Some(true) {
+            self.client.slot(j as i32, false)?;
+            self.frozen.insert(j);
+        }
+        let child = match launch(spec, j, job, &nodes, self.sockets) {
+            Ok(c) => c,
+            Err(e) => {
+                let _ = self.client.end(j as i32);
+                self.frozen.remove(&j);
+                self.out.jobs[j].error = Some(format!("cannot start {}: {e}", spec.mpi.launcher()));
+                self.failed += 1;
+                return Ok(false);
+            }
+        };
+        let now = self.now();
+        for &n in &nodes {
+            self.mem[n as usize] += job.memory_mb;
+            self.load[n as usize] += 1;
+        }
+        self.starts.insert(j as u32, SimTime(now.as_nanos() as i64));
+        let o = &mut self.out.jobs[j];
+        o.start_ns = Some(now.as_nanos() as u64);
+        o.nodes = nodes.clone();
+        self.jobs.running.insert(j, Running { child, nodes });
+        Ok(true)
+    }
+
+    /// The jobs that ended since the last call, recorded and their nodes freed.
+    fn reap(&mut self) -> Result<Vec<usize>, String> {
+        let mut ended = Vec::new();
+        let ids: Vec<usize> = self.jobs.running.keys().copied().collect();
+        for j in ids {
+            let r = self.jobs.running.get_mut(&j).expect("listed");
+            let status = match r.child.try_wait() {
+                Ok(Some(s)) => s,
+                Ok(None) => continue,
+                Err(e) => return Err(format!("job {j}: {e}")),
+            };
+            let r = self.jobs.running.remove(&j).expect("listed");
+            let _ = self.client.end(j as i32);
+            self.frozen.remove(&j);
+            let end = self.now().as_nanos() as u64;
+            let o = &mut self.out.jobs[j];
+            o.end_ns = Some(end);
+            o.ok = status.success();
+            if o.ok {
+                self.done += 1;
+            } else {
+                let log = self.spec.work_dir.join(format!("job{j}.log"));
+                let text = std::fs::read_to_string(&log).unwrap_or_default();
+                o.error = Some(format!(
+                    "{} exited with {status}; log job{j}.log: {}",
+                    self.spec.mpi.launcher(),
+                    failure_summary(&text)
+                ));
+                self.failed += 1;
+            }
+            for &n in &r.nodes {
+                self.mem[n as usize] -= self.spec.jobs[j].memory_mb;
+                self.load[n as usize] -= 1;
+            }
+            ended.push(j);
+        }
+        Ok(ended)
+    }
+}
+
+/// The gang slot policy's mechanism in `cosched run`: it launches the jobs
+/// the policy admits and freezes and thaws them through the agent (every
+/// leaving job frozen, answered when the kernel reports it, before the
+/// arriving ones are thawed: two rows never run at once).
+impl SlotMechanism for Launcher<'_> {
+    fn eligible(&self, key: Key, node: u32) -> bool {
+        self.fits_memory(key as usize, node)
+    }
+
+    /// PACKING within the policy's row is first fit (the row is its own
+    /// layer, as in the engine); NO PACKING draws among the row's nodes.
+    fn choose(&mut self, _key: Key, among: &[u32], size: usize) -> Result<Vec<u32>, String> {
+        Ok(if self.spec.packing {
+            packing(among, size, |_| 0)
+        } else {
+            self.draw(among.to_vec(), size)
+        })
+    }
+
+    fn start(&mut self, key: Key, nodes: &[u32], _row: Option<usize>, run: bool) -> Result<(), String> {
+        if !self.launch(key as usize, nodes.to_vec(), Some(!run))? {
+            self.lost.push(key as usize);
+        }
+        Ok(())
+    }
+
+    fn slot(&mut self, s: &Slot) -> Result<(), String> {
+        let live = |j: &usize| self.jobs.running.contains_key(j);
+        let stop: Vec<usize> = s
+            .frozen
+            .iter()
+            .map(|&k| k as usize)
+            .filter(|j| live(j) && !self.frozen.contains(j))
+            .collect();
+        let go: Vec<usize> = s
+            .run
+            .iter()
+            .map(|&k| k as usize)
+            .filter(|j| live(j) && self.frozen.contains(j))
+            .collect();
+        if stop.is_empty() && go.is_empty() {
+            return Ok(());
+        }
+        let t = Instant::now();
+        for j in stop {
+            self.client.slot(j as i32, false)?;
+            self.frozen.insert(j);
+        }
+        for j in go {
+            self.client.slot(j as i32, true)?;
+            self.frozen.remove(&j);
+        }
+        self.out.gang_switch_ns.push(t.elapsed().as_nanos() as u64);
+        Ok(())
+    }
+}
+
+/// PACKING in the controller under FCFS and batch: `size` of the `cand` nodes
+/// by the simulator's rule ([`packing`]), a node's load being the jobs placed
+/// on it (the `mpl` process slots of its one layer).
+fn packed(cand: &[u32], size: usize, load: &[u32]) -> Vec<u32> {
+    packing(cand, size, |n| load[n as usize])
+}
+
+/// Who admits: the job-level policy (FCFS, batch, EASY) with the started jobs
+/// that wait for room, or the gang slot policy in its host.
+enum Admission<'a> {
+    Jobs {
+        policy: Box<dyn ClusterPolicy>,
+        specs: Vec<JobSpec>,
+        pending: VecDeque<usize>,
+        mpl: u32,
+        l: Box<Launcher<'a>>,
+    },
+    Slots(Box<SlotHost<Launcher<'a>>>),
+}
+
+impl<'a> Admission<'a> {
+    fn launcher(&mut self) -> &mut Launcher<'a> {
+        match self {
+            Admission::Jobs { l, .. } => l,
+            Admission::Slots(h) => &mut h.mech,
+        }
+    }
+
+    /// Jobs submitted and not started.
+    fn waiting(&self) -> Vec<usize> {
+        match self {
+            Admission::Jobs { pending, .. } => pending.iter().copied().collect(),
+            Admission::Slots(h) => h.waiting_keys().into_iter().map(|k| k as usize).collect(),
+        }
+    }
+
+    /// Completions `ended` and submissions `submitted` at `now`: the
+    /// policy's decisions carried out.
+    fn step(&mut self, ended: &[usize], submitted: &[usize], now: Duration) -> Result<(), String> {
+        match self {
+            Admission::Jobs {
+                policy,
+                specs,
+                pending,
+                mpl,
+                l,
+            } => {
+                let events: Vec<Event> = ended
+                    .iter()
+                    .map(|&j| Event::Completed(JobId(j as u32)))
+                    .chain(submitted.iter().map(|&j| Event::Submitted(JobId(j as u32))))
+                    .collect();
+                if !events.is_empty() {
+                    // Processors of the view: the free process slots of the
+                    // nodes with memory left.
+                    let free = (0..l.spec.nodes.len())
+                        .filter(|&n| !l.spec.memory_aware || l.mem[n] < l.spec.node_memory_mb)
+                        .map(|n| *mpl - l.load[n])
+                        .sum::<u32>();
+                    let view = JobsView {
+                        now: SimTime(now.as_nanos() as i64),
+                        free,
+                        total: l.spec.nodes.len() as u32 * *mpl,
+                        specs,
+                        starts: &l.starts,
+                    };
+                    let mut decisions = vec![];
+                    policy.on_events(&events, &view, &mut decisions);
+                    for d in decisions {
+                        match d {
+                            Decision::Start(id) | Decision::StartOn(id, _) => {
+                                pending.push_back(id.0 as usize);
+                            }
+                            Decision::Reject(id) => {
+                                l.out.jobs[id.0 as usize].error = Some("rejected by the policy".into());
+                                l.failed += 1;
+                            }
+                            Decision::WakeAt(_) => {}
+                        }
+                    }
+                }
+                // Place the started jobs in order; one that does not fit yet stays first.
+                while let Some(&j) = pending.front() {
+                    let Some(nodes) = l.place(j, *mpl) else { break };
+                    pending.pop_front();
+                    l.launch(j, nodes, None)?;
+                }
+                Ok(())
+            }
+            Admission::Slots(h) => {
+                let t = now.as_nanos() as u64;
+                let gang = |e: String| format!("gang slot policy: {e}");
+                for &j in ended {
+                    h.end(j as Key, t).map_err(gang)?;
+                }
+                for &j in submitted {
+                    let job = &h.mech.spec.jobs[j];
+                    let (procs, app) = (job.procs, job.app.clone());
+                    h.arrive(j as Key, procs, &app, t).map_err(gang)?;
+                }
+                h.advance(t).map_err(gang)?;
+                // A job whose launcher did not start ends at once.
+                while let Some(j) = h.mech.lost.pop() {
+                    h.end(j as Key, t).map_err(gang)?;
+                }
+                let rows: Vec<(usize, i64)> = h
+                    .mech
+                    .jobs
+                    .running
+                    .keys()
+                    .map(|&j| (j, h.row_of(j as Key).map_or(-1, |r| r as i64)))
+                    .collect();
+                for (j, row) in rows {
+                    h.mech.out.jobs[j].gang_row = row;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+/// The controller's loop: completions, submissions, the admitting policy's
+/// decisions carried out (and the gang slot policy's timers), progress, the
+/// time limit.
 fn control(
     spec: &RunSpec,
     sockets: &[PathBuf],
     shared: &Arc<Mutex<crate::agent::Shared>>,
     progress: &mut impl FnMut(Progress) -> bool,
 ) -> Result<RunOut, String> {
-    let client = Client::connect(&sockets[0], Duration::from_secs(10))?;
-    let n_nodes = spec.nodes.len() as u32;
-    let (mpl, rows) = match spec.scheme {
-        Scheme::Fcfs => (spec.mpl, 1),
-        Scheme::Batch { .. } => (1, 1),
-        Scheme::Gang { rows, .. } => (1, rows),
+    let n_nodes = spec.nodes.len();
+    let l = Launcher {
+        spec,
+        sockets,
+        client: Client::connect(&sockets[0], Duration::from_secs(10))?,
+        jobs: Jobs {
+            running: HashMap::new(),
+            shared: shared.clone(),
+        },
+        mem: vec![0.0; n_nodes],
+        load: vec![0; n_nodes],
+        rng: spec
+            .seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407),
+        out: RunOut {
+            jobs: vec![
+                JobOut {
+                    gang_row: -1,
+                    ..JobOut::default()
+                };
+                spec.jobs.len()
+            ],
+            ..RunOut::default()
+        },
+        t0: Instant::now(),
+        done: 0,
+        failed: 0,
+        starts: HashMap::new(),
+        frozen: BTreeSet::new(),
+        lost: Vec::new(),
     };
-    let mut policy = admission(&spec.scheme)?;
-    let specs: Vec<JobSpec> = spec
-        .jobs
-        .iter()
-        .map(|j| JobSpec {
-            source_id: j.id,
-            submit: SimTime(j.submit_ns as i64),
-            runtime: SimTime(j.estimate_ns as i64),
-            procs: j.procs,
-            requested: None,
-            estimate: SimTime(j.estimate_ns as i64),
-            kill_after: None,
-        })
-        .collect();
+    let mut adm = match &spec.scheme {
+        Scheme::Gang { policy } => {
+            let params = gang_policy(policy, true).map_err(|e| format!("scheduler.policy: {e}"))?;
+            let f = cosched_policies::process::gang::factory(params);
+            Admission::Slots(Box::new(SlotHost::new(&f, n_nodes as u32, spec.jobs.len(), l)))
+        }
+        scheme => Admission::Jobs {
+            policy: admission(scheme)?,
+            specs: spec
+                .jobs
+                .iter()
+                .map(|j| JobSpec {
+                    source_id: j.id,
+                    submit: SimTime(j.submit_ns as i64),
+                    runtime: SimTime(j.estimate_ns as i64),
+                    procs: j.procs,
+                    requested: None,
+                    estimate: SimTime(j.estimate_ns as i64),
+                    kill_after: None,
+                })
+                .collect(),
+            pending: VecDeque::new(),
+            mpl: if matches!(scheme, Scheme::Fcfs) { spec.mpl } else { 1 },
+            l: Box::new(l),
+        },
+    };
     let mut order: Vec<usize> = (0..spec.jobs.len()).collect();
     order.sort_by_key(|&i| spec.jobs[i].submit_ns);
     let mut to_submit: VecDeque<usize> = order.into();
-    let mut out = RunOut {
-        jobs: vec![
-            JobOut {
-                gang_row: -1,
-                ..JobOut::default()
-            };
-            spec.jobs.len()
-        ],
-        ..RunOut::default()
-    };
-    // The matrix (`cosched_contract::gang`, the simulator's): `rows` rows, `mpl`
-    // process slots per node, each holding the job placed there; memory per node.
-    let mut grid: Ousterhout<usize> = Ousterhout::new(rows as usize, n_nodes, mpl);
-    let mut mem = vec![0f64; n_nodes as usize];
-    let mut jobs = Jobs {
-        running: HashMap::new(),
-        shared: shared.clone(),
-    };
-    let mut pending: VecDeque<usize> = VecDeque::new();
-    let mut starts: HashMap<u32, SimTime> = HashMap::new();
-    let mut rng = spec
-        .seed
-        .wrapping_mul(6364136223846793005)
-        .wrapping_add(1442695040888963407);
-    let mut active_row = 0u32;
-    let mut next_switch = None;
-    let t0 = Instant::now();
     let mut last_progress = Instant::now() - Duration::from_secs(1);
-    let (mut done, mut failed) = (0usize, 0usize);
     loop {
-        let now = t0.elapsed();
-        let mut events = vec![];
-        // Completions.
-        let ids: Vec<usize> = jobs.running.keys().copied().collect();
-        for j in ids {
-            let r = jobs.running.get_mut(&j).unwrap();
-            let status = match r.child.try_wait() {
-                Ok(Some(s)) => s,
-                Ok(None) => continue,
-                Err(e) => return Err(format!("job {j}: {e}")),
-            };
-            let r = jobs.running.remove(&j).unwrap();
-            let _ = client.end(j as i32);
-            let o = &mut out.jobs[j];
-            o.end_ns = Some(t0.elapsed().as_nanos() as u64);
-            o.ok = status.success();
-            if !o.ok {
-                let log = spec.work_dir.join(format!("job{j}.log"));
-                let text = std::fs::read_to_string(&log).unwrap_or_default();
-                o.error = Some(format!(
-                    "{} exited with {status}; log job{j}.log: {}",
-                    spec.mpi.launcher(),
-                    failure_summary(&text)
-                ));
-                failed += 1;
-            } else {
-                done += 1;
-            }
-            grid.clear(r.row.unwrap_or(0) as usize, |&x| x == j);
-            for &n in &r.nodes {
-                mem[n as usize] -= spec.jobs[j].memory_mb;
-            }
-            events.push(Event::Completed(JobId(j as u32)));
-        }
+        let now = adm.launcher().now();
+        let ended = adm.launcher().reap()?;
+        let mut submitted = Vec::new();
         while let Some(&j) = to_submit.front() {
             if Duration::from_nanos(spec.jobs[j].submit_ns) > now {
                 break;
             }
             to_submit.pop_front();
-            events.push(Event::Submitted(JobId(j as u32)));
+            submitted.push(j);
         }
-        if !events.is_empty() {
-            // Processors of the view: the free process slots (MPL x rows per node)
-            // of the nodes with memory left.
-            let free = (0..n_nodes)
-                .filter(|&n| !spec.memory_aware || mem[n as usize] < spec.node_memory_mb)
-                .map(|n| {
-                    (0..rows as usize)
-                        .map(|r| grid.node_cells(r, n).iter().filter(|c| c.is_none()).count())
-                        .sum::<usize>() as u32
-                })
-                .sum::<u32>();
-            let view = SlotView {
-                now: SimTime(now.as_nanos() as i64),
-                free,
-                total: n_nodes * mpl * rows,
-                specs: &specs,
-                starts: &starts,
-            };
-            let mut decisions = vec![];
-            policy.on_events(&events, &view, &mut decisions);
-            for d in decisions {
-                match d {
-                    Decision::Start(id) | Decision::StartOn(id, _) => {
-                        pending.push_back(id.0 as usize)
-                    }
-                    Decision::Reject(id) => {
-                        out.jobs[id.0 as usize].error = Some("rejected by the policy".into());
-                        failed += 1;
-                    }
-                    Decision::WakeAt(_) => {}
-                }
-            }
-        }
-        // Place the started jobs in order; one that does not fit yet stays first.
-        let gang = matches!(spec.scheme, Scheme::Gang { .. });
-        while let Some(&j) = pending.front() {
-            let job = &spec.jobs[j];
-            // The first row with a free slot on enough nodes with memory left.
-            let placed = grid
-                .find_row(job.procs as usize, 1, |n| {
-                    !spec.memory_aware || mem[n as usize] + job.memory_mb <= spec.node_memory_mb
-                })
-                .map(|(row, mut cand)| {
-                    if spec.packing {
-                        return (row, packed(&grid, row, &cand, job.procs as usize, !gang));
-                    }
-                    for i in (1..cand.len()).rev() {
-                        rng = rng
-                            .wrapping_mul(6364136223846793005)
-                            .wrapping_add(1442695040888963407);
-                        cand.swap(i, ((rng >> 33) as usize) % (i + 1));
-                    }
-                    cand.truncate(job.procs as usize);
-                    cand.sort_unstable();
-                    (row, cand)
-                });
-            let Some((row, nodes)) = placed else { break };
-            pending.pop_front();
-            client.declare(j as i32, &spec.node_policy, false)?;
-            if gang && row as u32 != active_row {
-                client.slot(j as i32, false)?;
-            }
-            let child = match launch(spec, j, job, &nodes, sockets) {
-                Ok(c) => c,
-                Err(e) => {
-                    let _ = client.end(j as i32);
-                    out.jobs[j].error = Some(format!("cannot start {}: {e}", spec.mpi.launcher()));
-                    failed += 1;
-                    continue;
-                }
-            };
-            grid.place(row, &nodes, |_| j);
-            for &n in &nodes {
-                mem[n as usize] += job.memory_mb;
-            }
-            starts.insert(j as u32, SimTime(now.as_nanos() as i64));
-            let o = &mut out.jobs[j];
-            o.start_ns = Some(now.as_nanos() as u64);
-            o.nodes = nodes.clone();
-            o.gang_row = if gang { row as i64 } else { -1 };
-            jobs.running.insert(
-                j,
-                Running {
-                    child,
-                    nodes,
-                    row: gang.then_some(row as u32),
-                },
-            );
-        }
-        // Gang slot switches.
-        if let Scheme::Gang { quantum_ns, .. } = spec.scheme {
-            let quantum = Duration::from_nanos(quantum_ns);
-            let next = *next_switch.get_or_insert(now + quantum);
-            if now >= next {
-                next_switch = Some(now + quantum);
-                // The next non-empty row, cyclically (the active one last).
-                let target = grid.next_row(Some(active_row as usize)).map(|r| r as u32);
-                if let Some(target) = target.filter(|&t| t != active_row) {
-                    let t = Instant::now();
-                    for (&j, r) in &jobs.running {
-                        if r.row == Some(active_row) {
-                            client.slot(j as i32, false)?;
-                        }
-                    }
-                    for (&j, r) in &jobs.running {
-                        if r.row == Some(target) {
-                            client.slot(j as i32, true)?;
-                        }
-                    }
-                    out.gang_switch_ns.push(t.elapsed().as_nanos() as u64);
-                    active_row = target;
-                }
-            }
-        }
-        let queued = to_submit.len() + pending.len();
+        adm.step(&ended, &submitted, now)?;
+        let waiting = adm.waiting();
+        let l = adm.launcher();
         if last_progress.elapsed() >= Duration::from_millis(500) {
-            if !progress((queued, jobs.running.len(), done, failed, now.as_secs_f64())) {
+            let p = (to_submit.len() + waiting.len(), l.jobs.running.len(), l.done, l.failed);
+            if !progress((p.0, p.1, p.2, p.3, now.as_secs_f64())) {
                 return Err("interrupted".into());
             }
             last_progress = Instant::now();
         }
-        if to_submit.is_empty() && pending.is_empty() && jobs.running.is_empty() {
+        if to_submit.is_empty() && waiting.is_empty() && l.jobs.running.is_empty() {
             break;
         }
         if now > Duration::from_nanos(spec.time_limit_ns) {
-            let ids: Vec<usize> = jobs.running.keys().copied().collect();
+            let ids: Vec<usize> = l.jobs.running.keys().copied().collect();
             for j in ids {
-                let _ = client.end(j as i32);
-                jobs.kill(j);
-                let o = &mut out.jobs[j];
-                o.end_ns = Some(t0.elapsed().as_nanos() as u64);
+                let _ = l.client.end(j as i32);
+                l.jobs.kill(j);
+                let end = l.now().as_nanos() as u64;
+                let o = &mut l.out.jobs[j];
+                o.end_ns = Some(end);
                 o.error = Some(format!(
                     "killed at the time limit ({} s)",
                     spec.time_limit_ns / 1_000_000_000
                 ));
                 o.timed_out = true;
-                failed += 1;
+                l.failed += 1;
             }
-            for j in pending.drain(..).chain(to_submit.drain(..)) {
-                out.jobs[j].error = Some("not started before the time limit".into());
+            for j in waiting.into_iter().chain(to_submit.drain(..)) {
+                l.out.jobs[j].error = Some("not started before the time limit".into());
             }
             break;
         }
-        std::thread::sleep(Duration::from_millis(5));
+        // Sleep 5 ms, or until the slot policy's next timer.
+        let mut nap = Duration::from_millis(5);
+        if let Admission::Slots(h) = &adm {
+            if let Some(t) = h.next_wake() {
+                nap = nap.min(Duration::from_nanos(t).saturating_sub(now));
+            }
+        }
+        std::thread::sleep(nap);
     }
-    let _ = progress((0, 0, done, failed, t0.elapsed().as_secs_f64()));
-    out.makespan_ns = t0.elapsed().as_nanos() as u64;
+    let l = adm.launcher();
+    let _ = progress((0, 0, l.done, l.failed, l.now().as_secs_f64()));
+    let mut out = std::mem::take(&mut l.out);
+    out.makespan_ns = l.now().as_nanos() as u64;
     Ok(out)
 }
 
@@ -793,20 +982,17 @@ mod unit {
 
     #[test]
     fn packing_in_the_controller_is_the_simulators_rule() {
-        // 4 virtual nodes, MPL 2 (one row, two slots per node); job 0 holds nodes
-        // 0 and 1. A 2-node job goes to the empty nodes 2-3 (layer 0), not onto
-        // the loaded 0-1 (the old rule took the lowest nodes with a free slot).
-        let mut grid: Ousterhout<usize> = Ousterhout::new(1, 4, 2);
-        grid.place(0, &[0, 1], |_| 0);
-        let (row, cand) = grid.find_row(2, 1, |_| true).unwrap();
-        assert_eq!((row, cand.clone()), (0, vec![0, 1, 2, 3]));
-        assert_eq!(packed(&grid, row, &cand, 2, true), vec![2, 3]);
+        // 4 virtual nodes, MPL 2; job 0 holds nodes 0 and 1. A 2-node job goes
+        // to the empty nodes 2-3 (layer 0), not onto the loaded 0-1 (the old
+        // rule took the lowest nodes with a free slot).
+        let load = [1, 1, 0, 0];
+        let cand = [0, 1, 2, 3];
+        assert_eq!(packed(&cand, 2, &load), vec![2, 3]);
         // A 3-node job: layer 0 has 2 nodes, layer 1 all 4; runs 0-2 (load 2) and
         // 1-3 (load 1): 1-3.
-        assert_eq!(packed(&grid, row, &cand, 3, true), vec![1, 2, 3]);
-        // A gang row is its own layer: first fit within it (the first contiguous
-        // run), whatever the other rows hold.
-        assert_eq!(packed(&grid, row, &[0, 2, 3], 2, false), vec![2, 3]);
+        assert_eq!(packed(&cand, 3, &load), vec![1, 2, 3]);
+        // A gang row is its own layer: first fit within the policy's row.
+        assert_eq!(packing(&[0, 2, 3], 2, |_| 0), vec![2, 3]);
     }
 
     #[test]

@@ -1,22 +1,27 @@
 //! The gang coordinator of real execution across nodes (under Slurm): cosched's
 //! own gang scheduling at quanta of tens to hundreds of milliseconds.
 //!
-//! Algorithm: an Ousterhout matrix ([`cosched_contract::gang::Ousterhout`], the
-//! simulator's) with `rows` rows and one column per node agent that connected.
-//! A job is declared by the agents of its nodes ([`ToCoord::Job`] with the
-//! step's node count; the SPANK plugin declares it on every node of the step);
-//! once all of its nodes declared it, it takes the first row whose cells on
-//! exactly those nodes are free (the resource manager chose the nodes; the
-//! matrix chooses the row). A job for which no row has room runs outside the
-//! matrix (in every slot, never frozen) and is placed when a row frees up.
-//! Slots cycle over the non-empty rows. Instead of a message per switch, each
-//! change of the matrix sends every agent a schedule (its jobs' rows, the
-//! cycle, the quantum and the CLOCK_REALTIME start of the new cycle), which
-//! takes effect at the next slot boundary at least `lead` ahead (at once plus
-//! `lead` when the running row emptied); the agents switch at the agreed
-//! times by their own clocks ([`crate::gangnet`]). Heartbeats every lease/4
-//! keep the agents' lease; on exit (SIGTERM, SIGINT, SIGHUP) the coordinator
-//! sends every agent a release, which thaws every job.
+//! Algorithm: the simulator's gang slot policy object
+//! (`cosched_policies::process::gang::Gang`, picked by the same `gang[...]`
+//! string; `--rows R --quantum-ms Q` is short for
+//! `gang[rows=R,quantum_ms=Q,switch_us=0]`) in the real-time host
+//! [`crate::slothost`], with one column per node agent that connected. A job
+//! is declared by the agents of its nodes ([`ToCoord::Job`] with the step's
+//! node count; the SPANK plugin declares it on every node of the step); once
+//! all of its nodes declared it, it arrives at the policy, which admits it
+//! (FCFS) into the first row whose cells on exactly those nodes are free (the
+//! resource manager chose the nodes: the view answers that the job fits only
+//! on them; the policy chooses the row). A job the policy has not admitted
+//! runs outside the matrix (in every slot, never frozen). The host runs the
+//! policy `lead` ahead of CLOCK_REALTIME: each slot the policy decides (its
+//! timers, an arrival, an end) is sent to every agent as a schedule that
+//! starts `lead` later ([`ToAgent::Schedule`]: from that instant, its jobs'
+//! rows and the active row, until the next one); the agents switch at the
+//! agreed times by their own clocks ([`crate::gangnet`]). A global switch's
+//! idle time (`switch_us`) is a schedule whose active row no job has (every
+//! placed job frozen). Heartbeats every lease/4 keep the agents' lease; on
+//! exit (SIGTERM, SIGINT, SIGHUP) the coordinator sends every agent a
+//! release, which thaws every job.
 //!
 //! Message forwarding: an agent reports the jobs declared on its node whose
 //! MESSAGE events cross nodes ([`ToCoord::Forward`]) and the ranks of those
@@ -27,14 +32,15 @@
 //! one [`ToAgent::Messages`] line per receiving agent and batch. The receiving
 //! agent applies an entry to its ranks of that number, if it has any.
 //!
-//! Parameters: `rows` (the matrix's rows; at least Slurm's over-subscription
-//! MPL, more leave room for fragmentation), `quantum` (slot length), `lead`
-//! (how far ahead a schedule is sent: more than the channel's latency),
-//! `lease` (how long an agent keeps switching without hearing from the
-//! coordinator).
+//! Parameters: `policy` (the gang policy string; its `rows` should be at
+//! least Slurm's over-subscription MPL, more leave room for fragmentation),
+//! `lead` (how far ahead a schedule is sent: more than the channel's
+//! latency), `lease` (how long an agent keeps switching without hearing from
+//! the coordinator), `max_nodes` and `max_jobs` (the policy's columns and the
+//! jobs it holds at once; more are refused with an error in the log).
 
-use crate::gangnet::{line, realtime_ns, ToAgent, ToCoord};
-use cosched_contract::gang::Ousterhout;
+use crate::gangnet::{line, realtime_ns, Schedule, ToAgent, ToCoord};
+use crate::slothost::{gang_policy, Key, Slot, SlotHost, SlotMechanism};
 use nix::sys::signal::{SigSet, Signal};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::io::{BufRead, BufReader, Write};
@@ -47,10 +53,30 @@ use std::time::Duration;
 pub struct CoordOptions {
     /// Address to listen on (default 127.0.0.1:7460).
     pub listen: String,
-    pub rows: usize,
-    pub quantum_ns: u64,
+    /// The gang slot policy, `gang[...]`.
+    pub policy: String,
     pub lead_ns: u64,
     pub lease_ns: u64,
+    /// Columns of the policy's matrix: node agents at most.
+    pub max_nodes: u32,
+    /// Jobs the policy holds at once at most.
+    pub max_jobs: usize,
+}
+
+/// The default of [`CoordOptions::max_nodes`].
+pub const MAX_NODES: u32 = 1024;
+/// The default of [`CoordOptions::max_jobs`].
+pub const MAX_JOBS: usize = 4096;
+
+impl CoordOptions {
+    /// `gang[rows=R,quantum_ms=Q,switch_us=0]`: the matrix of `rows` rows and
+    /// slots of `quantum_ns`, switching without idle time.
+    pub fn gang(rows: usize, quantum_ns: u64) -> String {
+        format!(
+            "gang[rows={rows},quantum_ms={},switch_us=0]",
+            quantum_ns as f64 / 1e6
+        )
+    }
 }
 
 enum Ev {
@@ -64,79 +90,143 @@ struct Job {
     nnodes: u32,
     /// Nodes (columns) whose agents declare the job now.
     nodes: BTreeSet<u32>,
-    row: Option<usize>,
 }
 
-/// A schedule sent: from `from_ns`, slot k runs `cycle[k % len]`.
-#[derive(Clone, Debug, Default)]
-struct Sent {
-    from_ns: u64,
-    cycle: Vec<u32>,
+/// The slot policy's mechanism under Slurm: the jobs as the agents declared
+/// them (a job fits only on its own nodes, which it starts on), and the slots
+/// to send.
+#[derive(Default)]
+struct Declared {
+    jobs: BTreeMap<i32, Job>,
+    outbox: Vec<Slot>,
 }
 
-/// The coordinator's state: the matrix, the jobs, the agents.
+impl SlotMechanism for Declared {
+    fn eligible(&self, key: Key, node: u32) -> bool {
+        self.jobs
+            .get(&(key as i32))
+            .is_some_and(|j| j.nodes.contains(&node))
+    }
+
+    fn choose(&mut self, key: Key, among: &[u32], size: usize) -> Result<Vec<u32>, String> {
+        let nodes: Vec<u32> = self
+            .jobs
+            .get(&(key as i32))
+            .map(|j| j.nodes.iter().copied().collect())
+            .unwrap_or_default();
+        if nodes.len() != size || nodes.iter().any(|n| !among.contains(n)) {
+            return Err(format!(
+                "its nodes {nodes:?} are not {size} of the policy's {among:?}"
+            ));
+        }
+        Ok(nodes)
+    }
+
+    /// The job runs already (Slurm started it); the slot of this instant
+    /// says whether it keeps running.
+    fn start(&mut self, key: Key, nodes: &[u32], row: Option<usize>, _run: bool) -> Result<(), String> {
+        match row {
+            Some(r) => eprintln!("cosched-coord: job {key} on columns {nodes:?} placed in row {r}"),
+            None => eprintln!("cosched-coord: job {key} on columns {nodes:?} admitted"),
+        }
+        Ok(())
+    }
+
+    fn slot(&mut self, slot: &Slot) -> Result<(), String> {
+        self.outbox.push(slot.clone());
+        Ok(())
+    }
+}
+
+/// The active row of a schedule during a switch or a stop: no job has it.
+const NO_ROW: u32 = u32::MAX;
+
+/// The coordinator's state: the policy's host, the agents.
 pub struct Coord {
     opts: CoordOptions,
-    grid: Ousterhout<i32>,
+    host: SlotHost<Declared>,
+    /// The policy's column of each node.
     cols: HashMap<String, u32>,
     conns: HashMap<u64, (Option<u32>, TcpStream)>,
-    jobs: BTreeMap<i32, Job>,
-    /// The last two schedules sent (the later may not have started yet).
-    prev: Sent,
-    cur: Sent,
-    /// Slot boundaries are `origin + k·quantum`.
-    origin: u64,
+    /// The last schedule sent on each connection.
+    sent: HashMap<u64, Schedule>,
     /// Connections that reported each forwarding job.
     forward: BTreeMap<i32, BTreeSet<u64>>,
     /// Connections that reported each (job, rank) of a forwarding job.
     placed: BTreeMap<(i32, i32), BTreeSet<u64>>,
     /// MESSAGE events relayed (counted once per receiving agent).
     pub relayed: u64,
-}
-
-impl Sent {
-    fn row_at(&self, t: u64, q: u64) -> Option<u32> {
-        if self.cycle.is_empty() || t < self.from_ns {
-            return None;
-        }
-        let k = (t - self.from_ns) / q;
-        Some(self.cycle[(k % self.cycle.len() as u64) as usize])
-    }
+    /// Decisions of the policy that could not be carried out (logged).
+    pub errors: u64,
 }
 
 impl Coord {
-    pub fn new(opts: CoordOptions) -> Coord {
-        Coord {
-            grid: Ousterhout::new(opts.rows.max(1), 0, 1),
+    pub fn new(opts: CoordOptions) -> Result<Coord, String> {
+        let params = gang_policy(&opts.policy, false)?;
+        let f = cosched_policies::process::gang::factory(params);
+        Ok(Coord {
+            host: SlotHost::new(&f, opts.max_nodes, opts.max_jobs, Declared::default()),
             opts,
             cols: HashMap::new(),
             conns: HashMap::new(),
-            jobs: BTreeMap::new(),
-            prev: Sent::default(),
-            cur: Sent::default(),
-            origin: 0,
+            sent: HashMap::new(),
             forward: BTreeMap::new(),
             placed: BTreeMap::new(),
             relayed: 0,
+            errors: 0,
+        })
+    }
+
+    /// The host's clock: CLOCK_REALTIME plus the lead.
+    fn clock(&self) -> u64 {
+        realtime_ns() + self.opts.lead_ns
+    }
+
+    /// The next instant (CLOCK_REALTIME) the host's timers need a call of
+    /// [`Self::tick`].
+    pub fn next_wake(&self) -> Option<u64> {
+        self.host
+            .next_wake()
+            .map(|t| t.saturating_sub(self.opts.lead_ns))
+    }
+
+    /// Fires the policy's timers due by `now` (the host's clock) and sends
+    /// the slots.
+    pub fn tick(&mut self, now: u64) {
+        let r = self.host.advance(now);
+        self.done(r);
+    }
+
+    /// Logs a refused decision, then sends what the policy decided.
+    fn done(&mut self, r: Result<(), String>) {
+        if let Err(e) = r {
+            self.errors += 1;
+            eprintln!("cosched-coord: error: gang slot policy: {e}");
+        }
+        let slots = std::mem::take(&mut self.host.mech.outbox);
+        for s in &slots {
+            let ids: Vec<u64> = self.conns.keys().copied().collect();
+            for id in ids {
+                self.send_slot(id, s);
+            }
         }
     }
 
-    fn row_at(&self, t: u64) -> Option<u32> {
-        let q = self.opts.quantum_ns.max(1);
-        if t >= self.cur.from_ns {
-            self.cur.row_at(t, q)
-        } else {
-            self.prev.row_at(t, q)
-        }
-    }
-
-    /// Handles one message of connection `id`; returns whether the matrix changed.
-    pub fn on_msg(&mut self, id: u64, m: ToCoord) -> bool {
+    /// Handles one message of connection `id` at `now` (the host's clock).
+    pub fn on_msg_at(&mut self, id: u64, m: ToCoord, now: u64) {
         match m {
             ToCoord::Hello { node } => {
                 let n = self.cols.len() as u32;
                 let col = *self.cols.entry(node.clone()).or_insert(n);
-                self.grid.grow(col + 1);
+                if col >= self.opts.max_nodes {
+                    self.cols.remove(&node);
+                    self.errors += 1;
+                    eprintln!(
+                        "cosched-coord: error: node {node}: the policy has {} columns; its jobs are not gang-scheduled",
+                        self.opts.max_nodes
+                    );
+                    return;
+                }
                 // A node that reconnects replaces its old connection.
                 let old: Vec<u64> = self
                     .conns
@@ -144,50 +234,51 @@ impl Coord {
                     .filter(|(&k, (c, _))| k != id && *c == Some(col))
                     .map(|(&k, _)| k)
                     .collect();
-                let mut changed = false;
                 for k in old {
-                    changed |= self.closed(k);
+                    self.closed_at(k, now);
                 }
                 if let Some(c) = self.conns.get_mut(&id) {
                     c.0 = Some(col);
                 }
                 eprintln!("cosched-coord: node {node} connected (column {col})");
-                if changed {
-                    return true;
-                }
                 // The new agent needs the current schedule of its jobs (none yet).
                 self.send_schedule(id);
-                false
             }
             ToCoord::Job { job, nnodes } => {
                 let Some(col) = self.conns.get(&id).and_then(|c| c.0) else {
-                    return false;
+                    return;
                 };
-                let j = self.jobs.entry(job).or_insert(Job {
+                let j = self.host.mech.jobs.entry(job).or_insert(Job {
                     nnodes,
                     nodes: BTreeSet::new(),
-                    row: None,
                 });
                 j.nnodes = nnodes;
-                let again = j.nodes.insert(col) && j.row.is_some();
-                let changed = self.place_waiting();
-                // A node that reconnected reports a job the matrix still holds
-                // (its other nodes kept it there): the matrix is unchanged, but
-                // this node needs the job's row again.
-                if again && !changed {
+                let new_node = j.nodes.insert(col);
+                let complete = j.nodes.len() as u32 >= j.nnodes;
+                let again = new_node && self.host.row_of(Key::from(job)).is_some();
+                if complete && !self.host.has(Key::from(job)) {
+                    let r = self.host.arrive(Key::from(job), nnodes, "", now);
+                    self.done(r);
+                    if self.host.waiting(Key::from(job)) {
+                        eprintln!(
+                            "cosched-coord: job {job}: not admitted yet (no row has room on its nodes, or a job waits before it); it runs outside the matrix for now"
+                        );
+                    }
+                } else if again {
+                    // A node that reconnected reports a job the matrix still
+                    // holds (its other nodes kept it there): this node needs
+                    // the job's row again.
                     self.send_schedule(id);
                 }
-                changed
             }
             ToCoord::JobEnd { job } => {
                 let Some(col) = self.conns.get(&id).and_then(|c| c.0) else {
-                    return false;
+                    return;
                 };
-                self.end_on(job, col)
+                self.end_on(job, col, now);
             }
             ToCoord::Forward { job, on: true } => {
                 self.forward.entry(job).or_default().insert(id);
-                false
             }
             ToCoord::Forward { job, on: false } => {
                 if let Some(s) = self.forward.get_mut(&job) {
@@ -202,7 +293,6 @@ impl Coord {
                     }
                     !s.is_empty()
                 });
-                false
             }
             ToCoord::Rank {
                 job,
@@ -210,7 +300,6 @@ impl Coord {
                 on: true,
             } => {
                 self.placed.entry((job, rank)).or_default().insert(id);
-                false
             }
             ToCoord::Rank {
                 job,
@@ -223,11 +312,9 @@ impl Coord {
                         self.placed.remove(&(job, rank));
                     }
                 }
-                false
             }
             ToCoord::Messages { to } => {
                 self.relay(id, to);
-                false
             }
         }
     }
@@ -257,31 +344,30 @@ impl Coord {
         }
     }
 
-    /// Job `job` ended on column `col`; the last end frees its cells.
-    fn end_on(&mut self, job: i32, col: u32) -> bool {
-        let Some(j) = self.jobs.get_mut(&job) else {
-            return false;
+    /// Job `job` ended on column `col`; its last end ends it for the policy.
+    fn end_on(&mut self, job: i32, col: u32, now: u64) {
+        let Some(j) = self.host.mech.jobs.get_mut(&job) else {
+            return;
         };
         j.nodes.remove(&col);
         if !j.nodes.is_empty() {
-            return false;
+            return;
         }
-        let row = j.row;
-        self.jobs.remove(&job);
+        self.host.mech.jobs.remove(&job);
+        let row = self.host.row_of(Key::from(job));
+        let r = self.host.end(Key::from(job), now);
         if let Some(r) = row {
-            self.grid.clear(r, |&x| x == job);
             eprintln!("cosched-coord: job {job} left row {r}");
-            self.place_waiting();
-            return true;
         }
-        false
+        self.done(r);
     }
 
     /// A connection closed: its node's jobs end there.
-    pub fn closed(&mut self, id: u64) -> bool {
+    pub fn closed_at(&mut self, id: u64, now: u64) {
         let Some((col, _)) = self.conns.remove(&id) else {
-            return false;
+            return;
         };
+        self.sent.remove(&id);
         self.forward.retain(|_, s| {
             s.remove(&id);
             !s.is_empty()
@@ -290,102 +376,87 @@ impl Coord {
             s.remove(&id);
             !s.is_empty()
         });
-        let Some(col) = col else { return false };
+        let Some(col) = col else { return };
         let jobs: Vec<i32> = self
+            .host
+            .mech
             .jobs
             .iter()
             .filter(|(_, j)| j.nodes.contains(&col))
             .map(|(&k, _)| k)
             .collect();
-        let mut changed = false;
         for k in jobs {
-            changed |= self.end_on(k, col);
-        }
-        changed
-    }
-
-    /// Places every fully declared job not in the matrix that has a row now.
-    fn place_waiting(&mut self) -> bool {
-        let mut changed = false;
-        let ids: Vec<i32> = self.jobs.keys().copied().collect();
-        for id in ids {
-            let j = &self.jobs[&id];
-            if j.row.is_some() || (j.nodes.len() as u32) < j.nnodes {
-                continue;
-            }
-            let nodes: Vec<u32> = j.nodes.iter().copied().collect();
-            match self.grid.find_row(nodes.len(), 1, |n| j.nodes.contains(&n)) {
-                Some((r, _)) => {
-                    self.grid.place(r, &nodes, |_| id);
-                    self.jobs.get_mut(&id).unwrap().row = Some(r);
-                    eprintln!("cosched-coord: job {id} on columns {nodes:?} placed in row {r}");
-                    changed = true;
-                }
-                None => eprintln!(
-                    "cosched-coord: job {id}: no row has room on its nodes; it runs outside the matrix for now"
-                ),
-            }
-        }
-        changed
-    }
-
-    /// A new schedule after a change of the matrix, from the next slot boundary
-    /// at least `lead` ahead (re-anchored at now + lead when the running row
-    /// emptied or nothing ran).
-    pub fn reschedule(&mut self, now: u64) {
-        let q = self.opts.quantum_ns.max(1);
-        let earliest = now + self.opts.lead_ns;
-        let boundary = if earliest <= self.origin {
-            self.origin
-        } else {
-            self.origin + (earliest - self.origin).div_ceil(q) * q
-        };
-        let before = self.row_at(boundary.saturating_sub(1));
-        let (from, active) = match before {
-            Some(r) if !self.grid.row_empty(r as usize) => (boundary, Some(r as usize)),
-            _ => (earliest, before.map(|r| r as usize)),
-        };
-        self.origin = from;
-        let cycle: Vec<u32> = self
-            .grid
-            .cycle_after(active)
-            .into_iter()
-            .map(|r| r as u32)
-            .collect();
-        let next = Sent {
-            from_ns: from,
-            cycle,
-        };
-        if from > self.cur.from_ns {
-            self.prev = std::mem::replace(&mut self.cur, next);
-        } else {
-            self.cur = next;
-        }
-        let ids: Vec<u64> = self.conns.keys().copied().collect();
-        for id in ids {
-            self.send_schedule(id);
+            self.end_on(k, col, now);
         }
     }
 
+    /// Sends the agent of connection `id` the last slot (always: a new or
+    /// reconnected agent).
     fn send_schedule(&mut self, id: u64) {
+        self.sent.remove(&id);
+        if let Some(s) = self.host.last_slot().cloned() {
+            self.send_slot(id, &s);
+        }
+    }
+
+    /// Slot `s` as the agent of connection `id` runs it: from the slot's
+    /// start, the active row and then the other non-empty rows in the
+    /// matrix's cycle order, a quantum each, and the agent's jobs in the
+    /// matrix with their rows. Not sent when the agent's last schedule
+    /// already gives exactly that (plain gang between matrix changes: the
+    /// agent switches by its own clock, no message per switch).
+    fn send_slot(&mut self, id: u64, s: &Slot) {
         let Some((Some(col), _)) = self.conns.get(&id) else {
             return;
         };
         let col = *col;
-        let jobs: Vec<(i32, u32)> = self
-            .jobs
+        let active = s.row.map_or(NO_ROW, |r| r as u32);
+        let jobs: BTreeMap<i32, u32> = s
+            .rows
             .iter()
-            .filter(|(_, j)| j.nodes.contains(&col))
-            .filter_map(|(&k, j)| j.row.map(|r| (k, r as u32)))
+            .filter(|(k, _)| self.host.mech.eligible(*k, col))
+            .map(|&(k, r)| {
+                // A job's own row runs it; a job frozen in the active row
+                // (the policy ran it on no node) gets a row that does not run.
+                let row = if s.run.contains(&k) {
+                    active
+                } else if r as u32 == active {
+                    NO_ROW - 1
+                } else {
+                    r as u32
+                };
+                (k as i32, row)
+            })
             .collect();
-        let m = ToAgent::Schedule {
-            from_ns: self.cur.from_ns,
-            quantum_ns: self.opts.quantum_ns,
-            cycle: self.cur.cycle.clone(),
+        let mut cycle = vec![active];
+        if let Some(r) = s.row {
+            let rows = self.host.rows();
+            let busy: BTreeSet<usize> = s.rows.iter().map(|&(_, r)| r).collect();
+            cycle.extend(
+                (1..rows)
+                    .map(|k| (r + k) % rows)
+                    .filter(|q| busy.contains(q))
+                    .map(|q| q as u32),
+            );
+        }
+        let next = Schedule {
+            from_ns: s.since,
+            quantum_ns: s.until.map_or(1 << 62, |u| u.saturating_sub(s.since).max(1)),
+            cycle,
             jobs,
+        };
+        if self.sent.get(&id).is_some_and(|p| predicts(p, &next)) {
+            return;
+        }
+        let m = ToAgent::Schedule {
+            from_ns: next.from_ns,
+            quantum_ns: next.quantum_ns,
+            cycle: next.cycle.clone(),
+            jobs: next.jobs.iter().map(|(&k, &r)| (k, r)).collect(),
             lease_ns: self.opts.lease_ns,
         };
         self.send(id, &m);
+        self.sent.insert(id, next);
     }
 
     fn send(&mut self, id: u64, m: &ToAgent) {
@@ -409,12 +480,26 @@ impl Coord {
     }
 }
 
+/// Whether an agent holding schedule `p` already runs `next`: the same jobs
+/// and rows, and every slot of `next`'s cycle at the same instants.
+fn predicts(p: &Schedule, next: &Schedule) -> bool {
+    let q = next.quantum_ns;
+    p.jobs == next.jobs
+        && p.quantum_ns == q
+        && p.cycle.len() == next.cycle.len()
+        && next.from_ns >= p.from_ns
+        && (next.from_ns - p.from_ns).is_multiple_of(q)
+        && (0..next.cycle.len() as u64)
+            .all(|k| p.row_at(next.from_ns + k * q) == Some(next.cycle[k as usize]))
+}
+
 /// Runs the coordinator until SIGTERM, SIGINT or SIGHUP; then every agent is
 /// told to release (thaw) its jobs.
 pub fn serve(opts: CoordOptions) -> Result<(), String> {
-    if opts.quantum_ns == 0 || opts.lease_ns == 0 {
-        return Err("the quantum and the lease must be > 0".into());
+    if opts.lease_ns == 0 {
+        return Err("the lease must be > 0".into());
     }
+    let mut c = Coord::new(opts.clone())?;
     let listener =
         TcpListener::bind(&opts.listen).map_err(|e| format!("listen on {}: {e}", opts.listen))?;
     // Signals go to the signal thread only (the mask is inherited by the threads).
@@ -461,13 +546,13 @@ pub fn serve(opts: CoordOptions) -> Result<(), String> {
         });
     }
     eprintln!(
-        "cosched-coord: listening on {} ({} rows, quantum {} ms)",
+        "cosched-coord: listening on {} (slot policy {}, lead {} ms)",
         opts.listen,
-        opts.rows,
-        opts.quantum_ns as f64 / 1e6
+        c.host.name(),
+        opts.lead_ns as f64 / 1e6
     );
+    eprintln!("cosched-coord: policy {}", opts.policy);
     let beat = Duration::from_nanos(opts.lease_ns / 4).max(Duration::from_millis(1));
-    let mut c = Coord::new(opts);
     // Heartbeats are due by the clock, not by a quiet channel: relayed
     // message batches may keep it busy all the time.
     let mut next_beat = std::time::Instant::now() + beat;
@@ -478,23 +563,39 @@ pub fn serve(opts: CoordOptions) -> Result<(), String> {
             c.broadcast(&ToAgent::Heartbeat { lease_ns });
             next_beat = now + beat;
         }
-        let changed = match rx.recv_timeout(next_beat.saturating_duration_since(now)) {
+        // Wake for the next heartbeat or the policy's next timer (a lead
+        // time before it takes effect), whichever is first.
+        let mut wait = next_beat.saturating_duration_since(now);
+        if let Some(t) = c.next_wake() {
+            wait = wait.min(Duration::from_nanos(t.saturating_sub(realtime_ns())));
+        }
+        match rx.recv_timeout(wait) {
             Ok(Ev::Conn(id, s)) => {
                 c.conns.insert(id, (None, s));
-                false
             }
-            Ok(Ev::Msg(id, m)) => c.on_msg(id, m),
-            Ok(Ev::Closed(id)) => c.closed(id),
+            Ok(Ev::Msg(id, m)) => {
+                let t = c.clock();
+                c.on_msg_at(id, m, t);
+            }
+            Ok(Ev::Closed(id)) => {
+                let t = c.clock();
+                c.closed_at(id, t);
+            }
             Ok(Ev::Stop) | Err(mpsc::RecvTimeoutError::Disconnected) => break,
-            Err(mpsc::RecvTimeoutError::Timeout) => false,
-        };
-        if changed {
-            c.reschedule(realtime_ns());
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
         }
+        let t = c.clock();
+        c.tick(t);
     }
     c.broadcast(&ToAgent::Release);
     for (_, s) in c.conns.values() {
         let _ = s.shutdown(std::net::Shutdown::Both);
+    }
+    if c.errors > 0 {
+        eprintln!(
+            "cosched-coord: {} decisions of the slot policy could not be carried out (see the errors above)",
+            c.errors
+        );
     }
     if c.relayed > 0 {
         eprintln!(
@@ -506,124 +607,52 @@ pub fn serve(opts: CoordOptions) -> Result<(), String> {
     Ok(())
 }
 
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    const MS: u64 = 1_000_000;
+
     fn opts() -> CoordOptions {
         CoordOptions {
             listen: String::new(),
-            rows: 2,
-            quantum_ns: 100,
-            lead_ns: 20,
-            lease_ns: 1000,
+            policy: CoordOptions::gang(2, 100 * MS),
+            lead_ns: 20 * MS,
+            lease_ns: 1000 * MS,
+            max_nodes: 8,
+            max_jobs: 16,
         }
     }
 
-    /// A coordinator with agents `cn0`, `cn1`, `cn2` on connections 0, 1, 2
-    /// (loopback pairs, so that schedules can be written somewhere).
+    /// A coordinator with agents `cn0`, `cn1`, ... on connections 0, 1, ...
+    /// (loopback pairs, so that schedules can be read back).
     fn with_nodes(n: u64) -> (Coord, Vec<TcpStream>) {
         let l = TcpListener::bind("127.0.0.1:0").unwrap();
-        let mut c = Coord::new(opts());
+        let mut c = Coord::new(opts()).unwrap();
         let mut keep = vec![];
         for id in 0..n {
             let client = TcpStream::connect(l.local_addr().unwrap()).unwrap();
             let (server, _) = l.accept().unwrap();
             c.conns.insert(id, (None, server));
             keep.push(client);
-            c.on_msg(
+            c.on_msg_at(
                 id,
                 ToCoord::Hello {
                     node: format!("cn{id}"),
                 },
+                0,
             );
         }
         (c, keep)
     }
 
-    #[test]
-    fn a_job_is_placed_once_every_node_declared_it_and_rows_alternate() {
-        let (mut c, _k) = with_nodes(3);
-        assert!(!c.on_msg(0, ToCoord::Job { job: 10, nnodes: 2 }));
-        assert!(c.on_msg(1, ToCoord::Job { job: 10, nnodes: 2 }));
-        c.reschedule(1000);
-        // Nothing ran before: the cycle starts at now + lead.
-        assert_eq!((c.cur.from_ns, c.cur.cycle.clone()), (1020, vec![0]));
-        // Job 11 on cn1, cn2 collides with job 10 on cn1: row 1.
-        c.on_msg(1, ToCoord::Job { job: 11, nnodes: 2 });
-        assert!(c.on_msg(2, ToCoord::Job { job: 11, nnodes: 2 }));
-        c.reschedule(1150);
-        // Next boundary at least 20 ahead of 1150 on the grid 1020 + k·100: 1220;
-        // row 0 ran before it, so row 1 runs first, then row 0.
-        assert_eq!((c.cur.from_ns, c.cur.cycle.clone()), (1220, vec![1, 0]));
-        assert_eq!(c.row_at(1219), Some(0));
-        assert_eq!(c.row_at(1220), Some(1));
-        assert_eq!(c.row_at(1320), Some(0));
-        // Job 12 on cn0, cn2 fits in no row (cn0 is taken in row 0, cn2 in row 1).
-        c.on_msg(0, ToCoord::Job { job: 12, nnodes: 2 });
-        assert!(!c.on_msg(2, ToCoord::Job { job: 12, nnodes: 2 }));
-        assert_eq!(c.jobs[&12].row, None);
-        // Job 10 ends on both nodes: row 0 frees, job 12 takes it.
-        assert!(!c.on_msg(0, ToCoord::JobEnd { job: 10 }));
-        assert!(c.on_msg(1, ToCoord::JobEnd { job: 10 }));
-        assert_eq!(c.jobs[&12].row, Some(0));
+    fn job(c: &mut Coord, id: u64, job: i32, nnodes: u32, t: u64) {
+        c.on_msg_at(id, ToCoord::Job { job, nnodes }, t);
     }
 
-    #[test]
-    fn an_emptied_running_row_ends_its_slot_at_once() {
-        let (mut c, _k) = with_nodes(2);
-        for id in 0..2 {
-            c.on_msg(id, ToCoord::Job { job: 1, nnodes: 2 });
-        }
-        c.reschedule(0);
-        for id in 0..2 {
-            c.on_msg(id, ToCoord::Job { job: 2, nnodes: 2 });
-        }
-        c.reschedule(30); // boundary 120: row 1 then row 0
-        assert_eq!((c.cur.from_ns, c.cur.cycle.clone()), (120, vec![1, 0]));
-        // Slot 1 of the cycle from 120, [220, 320), runs row 0.
-        assert_eq!(c.row_at(250), Some(0));
-        // Job 1 (row 0) ends while row 0 runs: row 1 starts at 250 + lead.
-        c.on_msg(0, ToCoord::JobEnd { job: 1 });
-        assert!(c.on_msg(1, ToCoord::JobEnd { job: 1 }));
-        c.reschedule(250);
-        assert_eq!((c.cur.from_ns, c.cur.cycle.clone()), (270, vec![1]));
-    }
-
-    #[test]
-    fn a_reconnected_agent_gets_the_row_of_a_job_the_matrix_kept() {
-        use std::io::Read;
-        let (mut c, mut k) = with_nodes(2);
-        for id in 0..2 {
-            c.on_msg(id, ToCoord::Job { job: 5, nnodes: 2 });
-        }
-        c.reschedule(0);
-        // cn0 comes back on connection 2: its old connection is replaced (job 5
-        // stays on cn1, so it keeps row 0), then it reports job 5 again.
-        let l = TcpListener::bind("127.0.0.1:0").unwrap();
-        let mut client = TcpStream::connect(l.local_addr().unwrap()).unwrap();
-        let (server, _) = l.accept().unwrap();
-        c.conns.insert(2, (None, server));
-        assert!(!c.on_msg(2, ToCoord::Hello { node: "cn0".into() }));
-        assert_eq!(c.jobs[&5].row, Some(0));
-        assert!(!c.on_msg(2, ToCoord::Job { job: 5, nnodes: 2 }));
-        // The matrix did not change, yet cn0 was sent a schedule with job 5's row.
-        client
-            .set_read_timeout(Some(Duration::from_secs(5)))
-            .unwrap();
-        let mut got = String::new();
-        let mut buf = [0u8; 4096];
-        while got.matches('\n').count() < 2 {
-            let n = client.read(&mut buf).unwrap();
-            assert!(n > 0);
-            got.push_str(std::str::from_utf8(&buf[..n]).unwrap());
-        }
-        let last: ToAgent = serde_json::from_str(got.lines().nth(1).unwrap()).unwrap();
-        assert!(
-            matches!(last, ToAgent::Schedule { ref jobs, .. } if jobs == &vec![(5, 0)]),
-            "{got}"
-        );
-        k.clear();
+    fn end(c: &mut Coord, id: u64, job: i32, t: u64) {
+        c.on_msg_at(id, ToCoord::JobEnd { job }, t);
     }
 
     /// The lines a test agent got within 200 ms.
@@ -646,6 +675,158 @@ mod tests {
             .collect()
     }
 
+    /// A schedule in short: (from ms, quantum ms, cycle, jobs).
+    type Short = (u64, u64, Vec<u32>, Vec<(i32, u32)>);
+
+    /// Each schedule an agent got, in short.
+    fn schedules(got: &[ToAgent]) -> Vec<Short> {
+        got.iter()
+            .filter_map(|m| match m {
+                ToAgent::Schedule {
+                    from_ns,
+                    quantum_ns,
+                    cycle,
+                    jobs,
+                    ..
+                } => Some((from_ns / MS, quantum_ns / MS, cycle.clone(), jobs.clone())),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_job_is_placed_once_every_node_declared_it_and_rows_alternate() {
+        let (mut c, mut k) = with_nodes(3);
+        job(&mut c, 0, 10, 2, 0);
+        assert!(!c.host.has(10));
+        job(&mut c, 1, 10, 2, 0);
+        // Job 10 on cn0, cn1: row 0, whose slot starts now (the host's clock
+        // is a lead ahead of the agents': they switch at this instant).
+        assert_eq!(c.host.row_of(10), Some(0));
+        assert_eq!(c.next_wake(), Some(80 * MS), "100 ms less the lead");
+        // Job 11 on cn1, cn2 collides with job 10 on cn1: row 1, frozen.
+        job(&mut c, 1, 11, 2, 50 * MS);
+        job(&mut c, 2, 11, 2, 50 * MS);
+        assert_eq!(c.host.row_of(11), Some(1));
+        c.tick(100 * MS);
+        c.tick(200 * MS);
+        // The policy switched at 100 and 200, but the agents' schedules from
+        // the slot starting at 0 already said so: no message per switch.
+        let got = lines_of(&mut k[1]);
+        assert_eq!(
+            schedules(&got),
+            vec![
+                (0, 100, vec![0], vec![(10, 0)]),
+                (0, 100, vec![0, 1], vec![(10, 0), (11, 1)]),
+            ]
+        );
+        let mut plan = crate::gangnet::Plan::default();
+        for m in got {
+            if let ToAgent::Schedule { from_ns, quantum_ns, cycle, jobs, .. } = m {
+                plan.add(Schedule { from_ns, quantum_ns, cycle, jobs: jobs.into_iter().collect() });
+            }
+        }
+        assert!(plan.runs(10, 60 * MS) && !plan.runs(11, 60 * MS));
+        assert!(!plan.runs(10, 150 * MS) && plan.runs(11, 150 * MS));
+        assert!(plan.runs(10, 250 * MS) && !plan.runs(11, 250 * MS));
+        // cn2 hears only of its own job.
+        assert_eq!(
+            schedules(&lines_of(&mut k[2])).last(),
+            Some(&(0, 100, vec![0, 1], vec![(11, 1)]))
+        );
+        // Job 12 on cn0, cn2 fits in no row (cn0 is taken in row 0, cn2 in row 1).
+        job(&mut c, 0, 12, 2, 210 * MS);
+        job(&mut c, 2, 12, 2, 210 * MS);
+        assert!(c.host.waiting(12));
+        // Job 10 ends on both nodes: row 0 frees, job 12 takes it.
+        end(&mut c, 0, 10, 250 * MS);
+        assert!(c.host.has(10));
+        end(&mut c, 1, 10, 250 * MS);
+        assert_eq!(c.host.row_of(12), Some(0));
+        assert_eq!(c.errors, 0);
+    }
+
+    #[test]
+    fn an_emptied_running_row_ends_its_slot_at_once() {
+        let (mut c, mut k) = with_nodes(2);
+        for id in 0..2 {
+            job(&mut c, id, 1, 2, 0);
+        }
+        for id in 0..2 {
+            job(&mut c, id, 2, 2, 30 * MS);
+        }
+        c.tick(250 * MS);
+        // Row 0 runs [200, 300); job 1 (row 0) ends at 250: row 1 runs from
+        // 250 for a full quantum.
+        end(&mut c, 0, 1, 250 * MS);
+        end(&mut c, 1, 1, 250 * MS);
+        let got = schedules(&lines_of(&mut k[0]));
+        assert_eq!(got.last(), Some(&(250, 100, vec![1], vec![(2, 1)])), "{got:?}");
+    }
+
+    #[test]
+    fn a_switch_with_idle_time_freezes_every_placed_job_for_it() {
+        let mut o = opts();
+        o.policy = "gang[rows=2,quantum_ms=100,switch_us=5000]".into();
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let mut c = Coord::new(o).unwrap();
+        let mut client = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let (server, _) = l.accept().unwrap();
+        c.conns.insert(0, (None, server));
+        c.on_msg_at(0, ToCoord::Hello { node: "cn0".into() }, 0);
+        job(&mut c, 0, 1, 1, 0);
+        job(&mut c, 0, 2, 1, 0);
+        c.tick(200 * MS);
+        // 0: job 1; 100: the switch, nobody; 105: job 2; 205: the switch; 210: job 1.
+        let got: Vec<(u64, u32)> = schedules(&lines_of(&mut client))
+            .into_iter()
+            .map(|(t, _, r, _)| (t, r[0]))
+            .collect();
+        assert_eq!(
+            got,
+            vec![(0, 0), (0, 0), (100, NO_ROW), (105, 1)],
+            "the slot at 205 is not due at 200"
+        );
+    }
+
+    #[test]
+    fn options_the_coordinator_cannot_carry_out_are_refused_with_what_is_missing() {
+        for (policy, missing) in [
+            ("gang[quanta=cg:50]", "application"),
+            ("gang[low=auto]", "gangedness"),
+            ("gang[io_preempt=true]", "disk completions"),
+            ("gang[alternate=true]", "whole jobs"),
+            ("fcfs", "gang[...] only"),
+        ] {
+            let o = CoordOptions {
+                policy: policy.into(),
+                ..opts()
+            };
+            let e = Coord::new(o).err().unwrap();
+            assert!(e.contains(missing), "{policy}: {e}");
+        }
+    }
+
+    #[test]
+    fn a_reconnected_agent_gets_the_row_of_a_job_the_matrix_kept() {
+        let (mut c, _k) = with_nodes(2);
+        for id in 0..2 {
+            job(&mut c, id, 5, 2, 0);
+        }
+        // cn0 comes back on connection 2: its old connection is replaced (job 5
+        // stays on cn1, so it keeps row 0), then it reports job 5 again.
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let mut client = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let (server, _) = l.accept().unwrap();
+        c.conns.insert(2, (None, server));
+        c.on_msg_at(2, ToCoord::Hello { node: "cn0".into() }, 10 * MS);
+        assert_eq!(c.host.row_of(5), Some(0));
+        job(&mut c, 2, 5, 2, 10 * MS);
+        // Nothing changed in the matrix, yet cn0 was sent a schedule with job 5's row.
+        let got = schedules(&lines_of(&mut client));
+        assert_eq!(got.last().map(|s| s.3.clone()), Some(vec![(5, 0)]), "{got:?}");
+    }
+
     fn messages(got: &[ToAgent]) -> Vec<Vec<(i32, i32, u32, u32)>> {
         got.iter()
             .filter_map(|m| match m {
@@ -660,10 +841,10 @@ mod tests {
         let (mut c, mut k) = with_nodes(3);
         // Job 7 forwards on cn0 and cn1, job 8 on cn0 and cn2, job 9 only on cn0.
         for (id, job) in [(0, 7), (1, 7), (0, 8), (2, 8), (0, 9)] {
-            assert!(!c.on_msg(id, ToCoord::Forward { job, on: true }));
+            c.on_msg_at(id, ToCoord::Forward { job, on: true }, 0);
         }
         let batch = vec![(7, 1, 5, 5), (8, 0, 2, 0), (9, 1, 4, 4), (7, 3, 1, 0)];
-        assert!(!c.on_msg(0, ToCoord::Messages { to: batch }));
+        c.on_msg_at(0, ToCoord::Messages { to: batch }, 0);
         // One line per receiving agent; the sender and job 9 (no other node) get none.
         assert_eq!(
             messages(&lines_of(&mut k[1])),
@@ -673,13 +854,14 @@ mod tests {
         assert!(messages(&lines_of(&mut k[0])).is_empty());
         assert_eq!(c.relayed, 8);
         // cn1 ends job 7 and cn2's connection closes: nothing goes to them any more.
-        c.on_msg(1, ToCoord::Forward { job: 7, on: false });
-        c.closed(2);
-        c.on_msg(
+        c.on_msg_at(1, ToCoord::Forward { job: 7, on: false }, 0);
+        c.closed_at(2, 0);
+        c.on_msg_at(
             0,
             ToCoord::Messages {
                 to: vec![(7, 1, 1, 1), (8, 0, 1, 1)],
             },
+            0,
         );
         assert!(messages(&lines_of(&mut k[1])).is_empty());
         assert_eq!(c.relayed, 8);
@@ -693,19 +875,20 @@ mod tests {
         let (mut c, mut k) = with_nodes(3);
         // Job 7 forwards on cn0, cn1 and cn2, which serve its ranks 0, 1 and 2.
         for id in 0..3 {
-            c.on_msg(id, ToCoord::Forward { job: 7, on: true });
-            c.on_msg(
+            c.on_msg_at(id, ToCoord::Forward { job: 7, on: true }, 0);
+            c.on_msg_at(
                 id,
                 ToCoord::Rank {
                     job: 7,
                     rank: id as i32,
                     on: true,
                 },
+                0,
             );
         }
         // Rank 5 was reported by no agent (not registered yet): its entry goes to every other agent of the job.
         let batch = vec![(7, 1, 3, 0), (7, 2, 2, 2), (7, 5, 1, 0)];
-        c.on_msg(0, ToCoord::Messages { to: batch });
+        c.on_msg_at(0, ToCoord::Messages { to: batch }, 0);
         assert_eq!(
             messages(&lines_of(&mut k[1])),
             vec![vec![(7, 1, 3, 0), (7, 5, 1, 0)]]
@@ -717,29 +900,32 @@ mod tests {
         assert!(messages(&lines_of(&mut k[0])).is_empty());
         assert_eq!(c.relayed, 3 + 2 + 1 + 1);
         // cn2's rank 2 is gone: its entries go to every other agent of the job again.
-        c.on_msg(
+        c.on_msg_at(
             2,
             ToCoord::Rank {
                 job: 7,
                 rank: 2,
                 on: false,
             },
+            0,
         );
-        c.on_msg(
+        c.on_msg_at(
             0,
             ToCoord::Messages {
                 to: vec![(7, 2, 1, 0)],
             },
+            0,
         );
         assert_eq!(messages(&lines_of(&mut k[1])), vec![vec![(7, 2, 1, 0)]]);
         assert_eq!(messages(&lines_of(&mut k[2])), vec![vec![(7, 2, 1, 0)]]);
         // cn1's connection closes: its rank 1 is no longer placed, and cn2 is the only other agent of the job.
-        c.closed(1);
-        c.on_msg(
+        c.closed_at(1, 0);
+        c.on_msg_at(
             0,
             ToCoord::Messages {
                 to: vec![(7, 1, 4, 4)],
             },
+            0,
         );
         assert_eq!(messages(&lines_of(&mut k[2])), vec![vec![(7, 1, 4, 4)]]);
         assert_eq!(c.placed.keys().copied().collect::<Vec<_>>(), [(7, 0)]);
@@ -749,12 +935,15 @@ mod tests {
     fn a_lost_agent_ends_its_jobs_there_and_the_last_end_frees_the_row() {
         let (mut c, _k) = with_nodes(2);
         for id in 0..2 {
-            c.on_msg(id, ToCoord::Job { job: 5, nnodes: 2 });
+            job(&mut c, id, 5, 2, 0);
         }
-        assert_eq!(c.jobs[&5].row, Some(0));
-        assert!(!c.closed(0));
-        assert!(c.jobs.contains_key(&5));
-        assert!(c.closed(1));
-        assert!(c.jobs.is_empty() && c.grid.row_empty(0));
+        assert_eq!(c.host.row_of(5), Some(0));
+        c.closed_at(0, 10 * MS);
+        assert!(c.host.has(5));
+        c.closed_at(1, 10 * MS);
+        assert!(!c.host.has(5) && c.host.mech.jobs.is_empty());
+        // The cycle stopped: the last slot freezes nothing.
+        let last = c.host.last_slot().unwrap();
+        assert_eq!((last.row, last.rows.len()), (None, 0));
     }
 }

@@ -10,5 +10,6 @@ pub mod coord;
 pub mod gangnet;
 pub mod mech;
 pub mod procfs;
+pub mod slothost;
 pub mod proto;
 pub mod state;

@@ -38,6 +38,7 @@ fn spec(name: &str, scheme: Scheme, policy: &str, argv: &[&str], n: usize) -> Ru
                 argv: a.clone(),
                 memory_mb: 0.0,
                 estimate_ns: 60_000_000_000,
+                app: "probe".into(),
             })
             .collect(),
         time_limit_ns: 120_000_000_000,
@@ -105,8 +106,7 @@ fn an_interruption_ends_the_running_jobs_and_restores() {
     let s = spec(
         "ctl-int",
         Scheme::Gang {
-            rows: 2,
-            quantum_ns: 100_000_000,
+            policy: "gang[rows=2,quantum_ms=100]".into(),
         },
         "nls",
         &["sleepwait", "60"],

@@ -53,13 +53,18 @@ enum Cmd {
         #[arg(long)]
         gang_log: Option<PathBuf>,
     },
-    /// The gang coordinator: places the gang jobs the agents report in an
-    /// Ousterhout matrix and sends them slot schedules (switch times agreed
-    /// ahead). Runs until SIGTERM/SIGINT/SIGHUP, then tells every agent to thaw.
+    /// The gang coordinator: hosts the gang slot policy (the simulator's
+    /// policy object) over the gang jobs the agents report and sends them slot
+    /// schedules (switch times agreed ahead). Runs until SIGTERM/SIGINT/SIGHUP,
+    /// then tells every agent to thaw.
     Coordinate {
         /// Address to listen on.
         #[arg(long, default_value = "127.0.0.1:7460")]
         listen: String,
+        /// The gang slot policy, the simulator's string (`gang[rows=3,quantum_ms=100]`);
+        /// without it, --rows and --quantum-ms give `gang[rows=R,quantum_ms=Q,switch_us=0]`.
+        #[arg(long, conflicts_with_all = ["rows", "quantum_ms"])]
+        policy: Option<String>,
         /// Rows of the matrix (at least the partition's over-subscription MPL).
         #[arg(long, default_value_t = 3)]
         rows: usize,
@@ -116,6 +121,7 @@ fn start_gang(
 
 fn coordinate(
     listen: String,
+    policy: Option<String>,
     rows: usize,
     quantum_ms: f64,
     lead_ms: f64,
@@ -128,10 +134,11 @@ fn coordinate(
     }
     let opts = CoordOptions {
         listen,
-        rows,
-        quantum_ns: ns(quantum_ms),
+        policy: policy.unwrap_or_else(|| CoordOptions::gang(rows, ns(quantum_ms))),
         lead_ns: ns(lead_ms),
         lease_ns: ns(lease_ms),
+        max_nodes: coord::MAX_NODES,
+        max_jobs: coord::MAX_JOBS,
     };
     match coord::serve(opts) {
         Ok(()) => ExitCode::SUCCESS,
@@ -220,11 +227,12 @@ fn main() -> ExitCode {
         }
         Cmd::Coordinate {
             listen,
+            policy,
             rows,
             quantum_ms,
             lead_ms,
             lease_ms,
-        } => coordinate(listen, rows, quantum_ms, lead_ms, lease_ms),
+        } => coordinate(listen, policy, rows, quantum_ms, lead_ms, lease_ms),
         Cmd::Cleanup { state_dir } => {
             let dir = state_dir.unwrap_or_else(state::default_dir);
             match state::cleanup(&dir, &Cgroups::detect()) {
