@@ -1557,7 +1557,7 @@ FIG7_PAGING_CAVEAT = (
     "**The speed-up ranking is not evidence.** The model pages per process, not per page: a process picked "
     "with part of its footprint not resident blocks while the pages it takes from others are written to swap "
     "and its whole missing part is read back at the disk's speed, and no page faults happen within a slice "
-    "(`crates/cosched-engine/src/process/mod.rs`, memory). Seed 000 §5.3 explains the ranking by swapping as a "
+    "(`crates/cosched-engine/src/process/memory.rs`). Seed 000 §5.3 explains the ranking by swapping as a "
     "process uses up its quantum, page by page; that mechanism is not modelled, so the execution "
     "speed-up ratios below and the finding on their ranking neither confirm nor refute it.")
 
