@@ -92,6 +92,38 @@ impl Fcfs {
     }
 }
 
+/// One first-come-first-served pass over `queue` (in order; `job` gives an
+/// entry's job): each job whose nodes [`AdmissionControl::eligible`] offers
+/// starts now and leaves the queue; a job that does not fit keeps its place,
+/// and the pass ends there when `hold(k, entry)` (its queue position and
+/// entry) says it holds every later job, else goes on with the next one.
+/// Strict FCFS holds at every position, OpenPBS's non-strict order at none.
+///
+/// A start only fills nodes, so a job passed over stays unable to start in
+/// this pass: one pass over the queue suffices.
+pub fn walk_queue<T>(
+    queue: &mut std::collections::VecDeque<T>,
+    job: impl Fn(&T) -> usize,
+    ctl: &mut dyn AdmissionControl,
+    hold: impl Fn(usize, &T) -> bool,
+) -> Result<(), AdmissionError> {
+    let mut k = 0;
+    while let Some(e) = queue.get(k) {
+        let j = job(e);
+        let eligible = ctl.eligible(j);
+        if eligible.len() < ctl.nodes_needed(j) as usize {
+            if hold(k, e) {
+                return Ok(());
+            }
+            k += 1;
+            continue;
+        }
+        queue.remove(k);
+        ctl.start(j, &eligible)?;
+    }
+    Ok(())
+}
+
 impl Default for Fcfs {
     fn default() -> Self {
         Self::new(true)
@@ -112,22 +144,8 @@ impl AdmissionPolicy for Fcfs {
                 self.queue.push_back(j);
             }
         }
-        // A start only fills nodes, so a job passed over stays unable to start
-        // in this call: one pass over the queue suffices.
-        let mut k = 0;
-        while let Some(&j) = self.queue.get(k) {
-            let eligible = ctl.eligible(j);
-            if eligible.len() < ctl.nodes_needed(j) as usize {
-                if self.strict {
-                    return Ok(());
-                }
-                k += 1;
-                continue;
-            }
-            self.queue.remove(k);
-            ctl.start(j, &eligible)?;
-        }
-        Ok(())
+        let strict = self.strict;
+        walk_queue(&mut self.queue, |&j| j, ctl, |_, _| strict)
     }
     fn dump(&self) -> String {
         format!("queued: {:?}", self.queue)

@@ -30,7 +30,9 @@
 //! Under strict FIFO or EASY the rule changes nothing (the head already blocks
 //! the queue or holds a reservation), so only the non-strict order uses it.
 
-use cosched_contract::admission::{AdmissionControl, AdmissionError, AdmissionEvent, AdmissionPolicy};
+use cosched_contract::admission::{
+    walk_queue, AdmissionControl, AdmissionError, AdmissionEvent, AdmissionPolicy,
+};
 use cosched_des::SimTime;
 use std::collections::VecDeque;
 
@@ -70,21 +72,11 @@ impl AdmissionPolicy for StarvingFifo {
                 self.queue.push_back((j, now));
             }
         }
-        let mut k = 0;
-        while let Some(&(j, arrived)) = self.queue.get(k) {
-            let eligible = ctl.eligible(j);
-            if eligible.len() < ctl.nodes_needed(j) as usize {
-                let starving = k == 0 && now - arrived > self.max_starve;
-                if starving {
-                    return Ok(());
-                }
-                k += 1;
-                continue;
-            }
-            self.queue.remove(k);
-            ctl.start(j, &eligible)?;
-        }
-        Ok(())
+        // Only the head can be the most starving job (module documentation).
+        let max_starve = self.max_starve;
+        walk_queue(&mut self.queue, |&(j, _)| j, ctl, |k, &(_, arrived)| {
+            k == 0 && now - arrived > max_starve
+        })
     }
 
     fn dump(&self) -> String {
