@@ -17,10 +17,12 @@
 //! - [`slots`]: process-level cluster scheduling, time slots: a
 //!   [`SlotPolicy`] (gang scheduling and its flexible options) is a table of
 //!   ops called at the moments of the schedule (arrival, end, slot timer,
-//!   switch end, I/O wake, CPU given up) and answers [`SlotDecision`]s (admit,
-//!   run a row until, switch, stop, wake at), which CPU process runs and which
-//!   CPU a woken process takes; it reads a [`SlotView`], the mechanism
-//!   validates each decision ([`SlotError`]).
+//!   switch end, I/O wake, CPU given up, the gangedness estimator's class) and
+//!   answers [`SlotDecision`]s (admit, run a row until, switch, stop, wake
+//!   at), which CPU process runs and which CPU a woken process takes; it reads
+//!   a [`SlotView`], carries its gang parameters, and shows the mechanism's
+//!   observers its matrix and its perturbations; the mechanism validates each
+//!   decision ([`SlotError`]).
 //! - [`process`]: process-level cluster scheduling (gang matrix, flexible
 //!   gang, perturbation harness): the parameters of the schemes.
 //! - [`gang`]: the Ousterhout matrix's placement and slot cycle, shared by the

@@ -137,9 +137,10 @@ impl PartialEq for GangednessParams {
 impl Eq for GangednessParams {}
 
 /// A job's gangedness class.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum GangClass {
     /// Too few records yet.
+    #[default]
     Unknown,
     /// Low gangedness: tolerates interruptions, uses fragments.
     Low,

@@ -17,8 +17,12 @@
 //! column taking it back).
 //!
 //! The policy reads the machine through a read-only [`SlotView`], and shows
-//! its matrix to the mechanism's observers (the perturbation harness, the
-//! gangedness estimator) through the read-only [`MatrixView`].
+//! its matrix to the mechanism's observers (the perturbation bookkeeping, the
+//! gangedness estimator) through the read-only [`MatrixView`], its gang
+//! parameters through [`SlotPolicy::gang`] and, when it perturbs the schedule,
+//! its perturbations through [`PerturbView`]. The observers measure and never
+//! decide; what they measure that a policy uses comes back to it as a
+//! measurement op ([`SlotPolicy::on_gangedness`]).
 //!
 //! The mechanism validates every decision: a decision it cannot carry out (a
 //! job that is not waiting, a node that does not exist or lacks the memory, a
@@ -31,13 +35,16 @@
 //!   `next` until `None` (the admissions the end allows, then any re-plan);
 //! - after each [`SlotDecision::Admit`] carried out, `on_started` with the
 //!   job's processes and nodes, then its processes are started;
+//! - before the run: [`SlotPolicy::gang`] and [`SlotPolicy::check_job`] of
+//!   every job (the setup checks);
 //! - the slot timer: `on_slot_timer`; after a [`SlotDecision::Switch`] every
-//!   CPU is taken back (each one's `on_ran`), and when the idle time is over,
-//!   `on_switch_done`.
+//!   CPU is taken back (each one's `on_ran`), then `on_gangedness` for each
+//!   job whose estimated class changed in the slot, and when the idle time is
+//!   over, `on_switch_done`.
 
 use crate::admission::AdmissionError;
 use crate::node::Pid;
-use crate::process::GangClass;
+use crate::process::{GangClass, GangParams};
 use cosched_des::SimTime;
 use std::sync::Arc;
 use thiserror::Error;
@@ -117,9 +124,6 @@ pub trait SlotView {
     fn runnable(&self, pid: Pid) -> bool;
     /// What each CPU of `node` runs.
     fn running(&self, node: u32) -> Vec<Option<Pid>>;
-    /// The gangedness class of job `job` as the mechanism's online estimator
-    /// measures it (seed 003 §5), under the policy's estimator parameters.
-    fn gang_class(&self, job: usize) -> GangClass;
 }
 
 /// A policy's matrix as the mechanism's observers read it.
@@ -134,6 +138,24 @@ pub trait MatrixView {
     fn cell(&self, row: usize, node: u32) -> Option<(usize, Pid)>;
     /// The jobs in the matrix with their processes (ascending).
     fn placed(&self) -> Vec<(usize, Vec<Pid>)>;
+}
+
+/// What a perturbing policy (seed 003 §4's harness) changes, as the
+/// mechanism's observers read it. The perturbed ranks of a slot are fixed when
+/// the slot starts ([`SlotDecision::Run`]) and hold until the next one starts:
+/// an observer reads them at any moment of the slot and at its end (the
+/// global switch).
+pub trait PerturbView {
+    /// The measured job.
+    fn target(&self) -> usize;
+    /// The ranks of the target whose processor the current slot perturbs
+    /// (empty: the slot is not perturbed).
+    fn perturbed(&self) -> &[u32];
+    /// Perturbations that took effect so far (each perturbed rank of a slot
+    /// counts one).
+    fn applied(&self) -> u32;
+    /// Perturbations planned.
+    fn planned(&self) -> u32;
 }
 
 /// A process-level slot policy. Every op has a default; a policy overrides
@@ -207,8 +229,39 @@ pub trait SlotPolicy: Send {
         None
     }
 
+    /// Measurement: the mechanism's online gangedness estimator (seed 003
+    /// §5.2, configured by [`Self::gang`]'s flexible options) classified job
+    /// `job` as `class`. Called at the end of a slot (after its global switch
+    /// has taken every CPU back), for each job whose class changed; a job not
+    /// classified yet is [`GangClass::Unknown`].
+    fn on_gangedness(&mut self, _job: usize, _class: GangClass) {}
+
     /// The policy's matrix, for the mechanism's observers (`None`: no matrix).
     fn matrix(&self) -> Option<&dyn MatrixView> {
+        None
+    }
+
+    /// The gang parameters the policy runs with: its matrix's rows (the
+    /// multiprogramming level), slot quantum, switch cost and flexible options
+    /// (`None`: none; the mechanism then assumes no switch cost and the
+    /// estimator's defaults). Read by the mechanism once before the run (its
+    /// setup checks) and by its observers (the gangedness estimator's quantum
+    /// and classification parameters, the switch-cost invariant): the one
+    /// source of the run's gang geometry.
+    fn gang(&self) -> Option<&GangParams> {
+        None
+    }
+
+    /// Before the run starts, once per job of the run (in job order): whether
+    /// the policy can schedule job `job` of `ranks` processes. An `Err`
+    /// (its message names what is wrong) refuses the run's input.
+    fn check_job(&self, _job: usize, _ranks: u32) -> Result<(), String> {
+        Ok(())
+    }
+
+    /// A perturbing policy's perturbations, for the mechanism's observers
+    /// (`None`: the policy perturbs nothing).
+    fn perturbation(&self) -> Option<&dyn PerturbView> {
         None
     }
 

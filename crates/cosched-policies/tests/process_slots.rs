@@ -10,11 +10,15 @@ use cosched_contract::admission::AdmissionError;
 use cosched_contract::node::Pid;
 use cosched_contract::process::{FlexParams, GangClass, GangParams, LowGang};
 use cosched_contract::slots::{
-    Interrupt, MatrixView, SlotDecision, SlotError, SlotFactory, SlotPolicy, SlotSetup, SlotView,
+    Interrupt, MatrixView, PerturbView, SlotDecision, SlotError, SlotFactory, SlotPolicy,
+    SlotSetup, SlotView,
 };
 use cosched_des::SimTime;
 use cosched_engine::process::{simulate_processes, ProcError, ProcJob, ProcOptions, ProcOutput};
 use cosched_policies::process::gang::{factory, Gang};
+use cosched_policies::process::perturb::{draw, GangPerturb};
+use cosched_contract::process::{Choice, Kind, PerturbParams};
+use std::sync::{Arc, Mutex};
 use std::cell::RefCell;
 
 const MS: fn(i64) -> SimTime = SimTime::from_ms;
@@ -71,9 +75,6 @@ impl SlotView for Machine {
     fn running(&self, node: u32) -> Vec<Option<Pid>> {
         self.running.borrow()[node as usize].clone()
     }
-    fn gang_class(&self, _job: usize) -> GangClass {
-        GangClass::Unknown
-    }
 }
 
 fn params(quantum_ms: i64, rows: u32, alternate: bool, flex: FlexParams) -> GangParams {
@@ -100,7 +101,7 @@ fn gang(p: GangParams, m: &Machine) -> Gang {
 /// Admits job `job` through `next`, expecting the nodes `among`, and starts
 /// it at pid `first` on `nodes` (one per rank); returns `on_started`'s answer.
 fn admit(
-    g: &mut Gang,
+    g: &mut dyn SlotPolicy,
     m: &Machine,
     job: usize,
     among: &[u32],
@@ -293,12 +294,143 @@ fn fill_keeps_a_jobs_processes_within_the_fairness_bound() {
     assert_eq!(g.pick(0, &m), Some(2), "back within 5 ms of pid 3");
 }
 
+#[test]
+fn the_estimators_class_reaches_the_policy_through_on_gangedness() {
+    // As above, with `low = auto`: job 1's processes get the fragments while
+    // its class is unknown or low, none once the estimator reports it high.
+    let flex = FlexParams {
+        fill: true,
+        low: LowGang::Auto(Default::default()),
+        fair: SimTime::ZERO,
+        ..Default::default()
+    };
+    let mut m = Machine::new(2, 1, vec![(2, 1, "a"), (2, 1, "b")]);
+    let mut g = gang(params(10, 2, true, flex), &m);
+    admit(&mut g, &m, 0, &[0, 1], 0, &[0, 1]);
+    admit(&mut g, &m, 1, &[0, 1], 2, &[0, 1]);
+    g.on_job_end(0, &m);
+    m.runnable = vec![2, 3];
+    assert_eq!(g.pick(0, &m), Some(2), "unknown: probed with fragments");
+    g.on_gangedness(1, GangClass::High);
+    assert_eq!((g.pick(0, &m), g.pick(1, &m)), (None, None));
+    g.on_gangedness(1, GangClass::Low);
+    assert_eq!((g.pick(0, &m), g.pick(1, &m)), (Some(2), Some(3)));
+}
+
+/// Ends the current slot and starts the next (a slot timer, then the end of
+/// the switch).
+fn next_slot(p: &mut dyn SlotPolicy, m: &mut Machine) {
+    m.now += MS(10);
+    assert!(matches!(
+        p.on_slot_timer(m)[..],
+        [SlotDecision::Switch { .. }]
+    ));
+    assert!(matches!(p.on_switch_done(m)[..], [SlotDecision::Run { .. }]));
+}
+
+fn perturbed(kind: Kind, m: &Machine) -> GangPerturb {
+    // Two perturbations of rank 1 in one batch: with a span of 10 slots the
+    // batch can only start at job 0's slot 0, so they hit its slots 0 and 3.
+    let pp = PerturbParams {
+        kind,
+        choice: Choice::Fixed(1),
+        count: 2,
+        span: 10,
+        seed: 7,
+    };
+    assert_eq!(draw(&pp, 2), vec![(0, 1), (3, 1)]);
+    let inner = gang(params(10, 2, false, FlexParams::default()), m);
+    GangPerturb::new(Box::new(inner), pp)
+}
+
+/// Job 0 (pids 0, 1) and a competitor (pids 2, 3) on nodes 0 and 1, quantum
+/// 10 ms, under the perturbations of [`perturbed`]; every process runnable.
+fn target_and_competitor(kind: Kind) -> (Machine, GangPerturb) {
+    let mut m = Machine::new(2, 1, vec![(2, 1, "a"), (2, 1, "b")]);
+    let mut p = perturbed(kind, &m);
+    admit(&mut p, &m, 0, &[0, 1], 0, &[0, 1]);
+    admit(&mut p, &m, 1, &[0, 1], 2, &[0, 1]);
+    m.runnable = vec![0, 1, 2, 3];
+    (m, p)
+}
+
+#[test]
+fn a_takeaway_gives_the_perturbed_node_to_the_competitor_in_the_targets_slot() {
+    // Job 0 runs the even slots. The takeaways hit job 0's slots 0 and
+    // 3 (global slots 0 and 6) on rank 1's node 1: there node 1 runs the
+    // competitor's pid 3; everywhere else the picks are the inner gang's.
+    let (mut m, mut p) = target_and_competitor(Kind::Takeaway);
+    let mut picks = Vec::new();
+    for slot in 0..8 {
+        if slot > 0 {
+            next_slot(&mut p, &mut m);
+        }
+        picks.push((p.pick(0, &m), p.pick(1, &m), p.perturbed().to_vec()));
+    }
+    let own = (Some(0), Some(1), vec![]);
+    let other = (Some(2), Some(3), vec![]);
+    let taken = (Some(0), Some(3), vec![1]);
+    assert_eq!(
+        picks,
+        vec![
+            taken.clone(),
+            other.clone(),
+            own.clone(),
+            other.clone(),
+            own,
+            other.clone(),
+            taken,
+            other
+        ]
+    );
+    assert_eq!((p.applied(), p.planned(), p.target()), (2, 2, 0));
+    // A taken-away node whose competitor is not runnable idles.
+    m.runnable = vec![0, 1, 2];
+    assert_eq!(p.pick(1, &m), None);
+}
+
+#[test]
+fn a_giveaway_gives_the_perturbed_node_to_the_target_in_the_next_slot() {
+    // As above, giveaways: the slots after job 0's slots 0 and 3 (global
+    // slots 1 and 7) run job 0's pid 1 on node 1.
+    let (mut m, mut p) = target_and_competitor(Kind::Giveaway);
+    let mut node1 = Vec::new();
+    for slot in 0..8 {
+        if slot > 0 {
+            next_slot(&mut p, &mut m);
+        }
+        assert_eq!(p.pick(0, &m), Some(if slot % 2 == 0 { 0 } else { 2 }));
+        node1.push(p.pick(1, &m));
+    }
+    let (t, c) = (Some(1), Some(3));
+    assert_eq!(node1, vec![t, t, t, c, t, c, t, t]);
+    // After job 0's end nothing is perturbed any more.
+    p.on_process_end(0);
+    p.on_process_end(1);
+    p.on_job_end(0, &m);
+    m.runnable = vec![2, 3];
+    assert_eq!(p.next(&m), None, "the active row is the competitor's");
+    next_slot(&mut p, &mut m);
+    assert_eq!((p.pick(1, &m), p.perturbed().len()), (Some(3), 0));
+}
+
+#[test]
+fn a_fixed_perturbed_rank_must_exist_in_job_0() {
+    let m = Machine::new(2, 1, vec![(2, 1, "a")]);
+    let p = perturbed(Kind::Takeaway, &m);
+    assert_eq!(
+        p.check_job(0, 1),
+        Err("perturbed rank 1 does not exist in job 0 (1 ranks)".into())
+    );
+    assert_eq!(p.check_job(0, 2), Ok(()));
+    assert_eq!(p.check_job(1, 1), Ok(()), "only job 0 is perturbed");
+}
+
 // ----- the engine carries the decisions out ---------------------------------
 
 fn run(jobs: &[ProcJob], p: GangParams, slots: SlotFactory) -> Result<ProcOutput, ProcError> {
     let opts = ProcOptions {
         mpl: p.rows,
-        gang: Some(p),
         slots: Some(slots),
         ..Default::default()
     };
@@ -321,11 +453,17 @@ fn the_engine_switches_both_nodes_at_each_slot_timer() {
     assert_eq!(out.counters.gang_switches, 3);
 }
 
-/// A broken policy: the gang policy, but its decisions pass through `bend`.
+
+/// What the estimator reported to a policy (`on_gangedness`), in order.
+type Log = Arc<Mutex<Vec<(usize, GangClass)>>>;
+
+/// A broken policy: the gang policy, but its decisions pass through `bend`
+/// and its picks through `pick`; it logs what the estimator reports.
 struct Bent {
     inner: Gang,
     bend: fn(&mut Gang, &dyn SlotView) -> Option<SlotDecision>,
     pick: fn(&Gang, u32, &dyn SlotView) -> Option<Pid>,
+    log: Log,
 }
 
 impl SlotPolicy for Bent {
@@ -350,11 +488,18 @@ impl SlotPolicy for Bent {
     fn on_switch_done(&mut self, v: &dyn SlotView) -> Vec<SlotDecision> {
         self.inner.on_switch_done(v)
     }
+    fn on_gangedness(&mut self, job: usize, class: GangClass) {
+        self.log.lock().unwrap().push((job, class));
+        self.inner.on_gangedness(job, class);
+    }
     fn pick(&self, node: u32, v: &dyn SlotView) -> Option<Pid> {
         (self.pick)(&self.inner, node, v)
     }
     fn matrix(&self) -> Option<&dyn MatrixView> {
         self.inner.matrix()
+    }
+    fn gang(&self) -> Option<&GangParams> {
+        self.inner.gang()
     }
 }
 
@@ -363,12 +508,22 @@ fn bent(
     bend: fn(&mut Gang, &dyn SlotView) -> Option<SlotDecision>,
     pick: fn(&Gang, u32, &dyn SlotView) -> Option<Pid>,
 ) -> SlotFactory {
+    logged(p, bend, pick, Log::default())
+}
+
+fn logged(
+    p: &GangParams,
+    bend: fn(&mut Gang, &dyn SlotView) -> Option<SlotDecision>,
+    pick: fn(&Gang, u32, &dyn SlotView) -> Option<Pid>,
+    log: Log,
+) -> SlotFactory {
     let p = p.clone();
     SlotFactory::new(move |setup| {
         Box::new(Bent {
             inner: Gang::new(p.clone(), setup),
             bend,
             pick,
+            log: log.clone(),
         })
     })
 }
@@ -474,10 +629,17 @@ fn running_a_process_of_another_node_is_an_error() {
 }
 
 #[test]
-fn gang_without_a_slot_policy_is_refused() {
+fn the_setup_checks_read_the_geometry_the_slot_policy_carries() {
+    // The engine takes rows, quantum and switch cost from the policy
+    // (`SlotPolicy::gang`): a policy built with 0 rows is refused before the
+    // run starts.
+    let p = GangParams {
+        rows: 0,
+        ..params(10, 2, false, FlexParams::default())
+    };
     let opts = ProcOptions {
-        gang: Some(params(10, 2, false, FlexParams::default())),
         mpl: 2,
+        slots: Some(factory(p)),
         ..Default::default()
     };
     let err = simulate_processes(
@@ -488,7 +650,43 @@ fn gang_without_a_slot_policy_is_refused() {
     )
     .unwrap_err();
     assert!(
-        err.to_string().contains("gang needs a slot policy"),
+        err.to_string().contains("gang needs rows >= 1"),
         "{err}"
     );
+}
+
+#[test]
+fn the_engine_reports_each_class_change_at_the_slot_end() {
+    // 2 jobs of 2 ranks computing 15 ms (no messages), 2 rows, quantum and
+    // estimator quantum 10 ms, no switch cost, window 1. Slot [0, 10) runs
+    // job 0: two gang records without messages, class low, reported at the
+    // switch at 10 ms; job 1 did not run, no record, still unknown (not
+    // reported). Slot [10, 20) gives job 1 its records: low, reported at 20.
+    // Nothing changes at the switch of 25 ms (job 0 has ended, job 1 did not
+    // run).
+    let p = GangParams {
+        switch: SimTime::ZERO,
+        ..params(
+            10,
+            2,
+            false,
+            FlexParams {
+                low: LowGang::Auto(cosched_contract::process::GangednessParams {
+                    ratio_threshold: 0.15,
+                    window: 1,
+                }),
+                ..Default::default()
+            },
+        )
+    };
+    let log = Log::default();
+    let told = logged(&p, |g, v| g.next(v), |g, node, v| g.pick(node, v), log.clone());
+    let out = run(&[compute(2, 15), compute(2, 15)], p, told).unwrap();
+    assert_eq!(
+        *log.lock().unwrap(),
+        vec![(0, GangClass::Low), (1, GangClass::Low)]
+    );
+    let est = out.gangedness.unwrap();
+    let decided: Vec<Option<SimTime>> = est.iter().map(|e| e.decided).collect();
+    assert_eq!(decided, [Some(MS(10)), Some(MS(20))]);
 }

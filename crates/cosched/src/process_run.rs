@@ -208,14 +208,11 @@ pub fn run_process_config_recording(cfg: &RunConfig, timeline: bool) -> Result<R
         }
         ProcAdmission::Gang(g) => {
             opts.mpl = g.rows;
-            opts.slots = Some(cosched_policies::process::gang::factory(g.clone()));
-            opts.gang = Some(g);
+            opts.slots = Some(cosched_policies::process::gang::factory(g));
         }
         ProcAdmission::GangPerturb { gang, perturb } => {
             opts.mpl = gang.rows;
-            opts.slots = Some(cosched_policies::process::gang::factory(gang.clone()));
-            opts.gang = Some(gang);
-            opts.perturb = Some(perturb);
+            opts.slots = Some(cosched_policies::process::perturb::factory(gang, perturb));
         }
     }
     let t0 = Instant::now();

@@ -31,7 +31,7 @@ impl std::fmt::Debug for AdmissionFactory {
 
 /// The admission policy of a run: the options' one, else the reference FCFS.
 pub(super) fn policy_of(opts: &super::ProcOptions) -> Option<Box<dyn AdmissionPolicy>> {
-    if opts.gang.is_some() {
+    if opts.slots.is_some() {
         return None;
     }
     Some(match &opts.admission {

@@ -1,8 +1,9 @@
 //! The clock of a process-level run: the next event in (time, sequence) order,
 //! either a CPU's planned segment end (its timer slot) or the queue's next
-//! event, and the run's watchdogs (event limit, time limit, interruption).
+//! event, the run's watchdogs (event limit, time limit, interruption), and
+//! whether the run is stuck.
 
-use super::{Ev, ProcError, Sim};
+use super::{Cond, Ev, PState, ProcError, Sim};
 use cosched_des::SimTime;
 
 impl Sim<'_> {
@@ -54,5 +55,34 @@ impl Sim<'_> {
             });
         }
         Ok(())
+    }
+
+    /// Whether no process can ever progress although policy timers are still
+    /// pending: no job is still to arrive, no CPU runs anything, nothing is runnable,
+    /// and every unfinished process sleeps in a wait with no message, acknowledgement
+    /// or send completion on the way and no disk burst or page-in under way. Policy
+    /// timers and ticks cannot change that (their actions change priorities and
+    /// charge interrupts; they never satisfy a wait). Gang mode is left to the time
+    /// limit.
+    pub(super) fn stuck(&self) -> bool {
+        if self.slots.is_some() || self.arrivals_left > 0 {
+            return false;
+        }
+        if self
+            .nodes
+            .iter()
+            .any(|n| n.sched.runnable() > 0 || n.cpus.iter().any(|c| c.cur.is_some()))
+        {
+            return false;
+        }
+        self.procs.iter().all(|p| {
+            p.state == PState::Done
+                || (p.state == PState::Blocked
+                    && !p.paging
+                    && p.in_flight == 0
+                    && p.acks_pending == 0
+                    && p.sends_pending == 0
+                    && p.wait.is_some_and(|w| w.cond != Cond::Io))
+        })
     }
 }

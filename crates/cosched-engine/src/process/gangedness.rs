@@ -1,7 +1,13 @@
-//! The online gangedness estimator of gang runs (seed 003 §5): held by the gang
-//! matrix in every gang run, it classifies each job as of low or high
-//! gangedness from coarse message counts, and the flexible options
-//! ([`super::flexgang`], `low = auto`) use the class at run time.
+//! The online gangedness estimator of gang runs (seed 003 §5): an observer of
+//! every gang run ([`Observer`]), fed by the engine's signals (messages
+//! received, CPU time held, progress per process, slot starts and ends), it
+//! classifies each job as of low or high gangedness from coarse message counts.
+//! It measures and never decides: each class change reaches the slot policy
+//! through the contract's measurement op `SlotPolicy::on_gangedness` (the
+//! flexible options' `low = auto` use it), and the final estimates go into the
+//! run's output. Its parameters are the slot policy's (`SlotPolicy::gang`: the
+//! flexible options' `est_quantum`, and `low = auto`'s classification
+//! parameters, else their defaults).
 //!
 //! **Records.** Every gang slot is cut into processor-quanta of about
 //! `est_quantum` (`round(slot / est_quantum)` equal parts, at least one; S003's
@@ -50,6 +56,7 @@ use crate::os::Pid;
 pub use cosched_contract::process::{
     GangClass, GangednessParams, DEFAULT_RATIO_THRESHOLD, DEFAULT_WINDOW,
 };
+use cosched_contract::process::{GangParams, LowGang, DEFAULT_EST_QUANTUM};
 use cosched_des::SimTime;
 
 /// Running counts of one set of records.
@@ -311,6 +318,84 @@ impl Estimator {
                 }
             })
             .collect()
+    }
+}
+
+/// The estimator as an observer of a gang run: its parameters, and the class
+/// each job was last reported with.
+#[derive(Clone, Debug)]
+pub struct Observer {
+    est: Estimator,
+    params: GangednessParams,
+    told: Vec<GangClass>,
+}
+
+impl Observer {
+    /// The observer of a run whose slot policy runs with `gang` (module
+    /// documentation: which parameters it takes from there).
+    pub fn new(gang: Option<&GangParams>) -> Self {
+        let quantum = gang.map_or(DEFAULT_EST_QUANTUM, |g| g.flex.est_quantum);
+        let params = match gang.map(|g| &g.flex.low) {
+            Some(LowGang::Auto(p)) => *p,
+            _ => GangednessParams::default(),
+        };
+        Self {
+            est: Estimator::new(quantum),
+            params,
+            told: Vec::new(),
+        }
+    }
+
+    /// A slot starts.
+    pub fn slot_start(&mut self, now: SimTime) {
+        self.est.slot_start(now);
+    }
+
+    /// A message reached `pid`.
+    pub fn on_message(&mut self, pid: Pid, now: SimTime) {
+        self.est.on_message(pid, now);
+    }
+
+    /// `pid` made `ns` of progress, accounted at `now`.
+    pub fn on_progress(&mut self, pid: Pid, ns: i64, now: SimTime) {
+        self.est.on_progress(pid, ns, now);
+    }
+
+    /// `pid` held a CPU from `from` to `to`.
+    pub fn on_held(&mut self, pid: Pid, from: SimTime, to: SimTime) {
+        self.est.on_held(pid, from, to);
+    }
+
+    /// `pid` finished its program.
+    pub fn on_finished(&mut self, pid: Pid) {
+        self.est.on_finished(pid);
+    }
+
+    /// The slot ends at `now` with `jobs` running (job index and pids in rank
+    /// order): the records are taken, and the jobs whose class changed are
+    /// returned with their new class (to be reported to the policy).
+    pub fn slot_end(
+        &mut self,
+        now: SimTime,
+        jobs: &[(usize, Vec<Pid>)],
+    ) -> Vec<(usize, GangClass)> {
+        self.est.slot_end(now, jobs);
+        let mut changed = Vec::new();
+        for (j, _) in jobs {
+            self.est.note_decided(*j, now, &self.params);
+            let class = self.est.job(*j).class(&self.params);
+            let told = at(&mut self.told, *j);
+            if *told != class {
+                *told = class;
+                changed.push((*j, class));
+            }
+        }
+        changed
+    }
+
+    /// The final estimate of every job (`jobs` of them).
+    pub fn estimates(&self, jobs: usize) -> Vec<JobEstimate> {
+        self.est.estimates(jobs, &self.params)
     }
 }
 

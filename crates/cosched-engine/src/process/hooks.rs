@@ -13,6 +13,21 @@ use cosched_contract::node::{
 use cosched_des::SimTime;
 
 impl Sim<'_> {
+    /// The process an idle CPU of `node` is told to run: under a slot policy
+    /// its pick ([`super::slots`]; the node's dispatcher obeys), else the node
+    /// policy's recommendation (the native scheduler may follow it).
+    pub(super) fn recommend(&mut self, node: u32, now: SimTime) -> Option<Pid> {
+        if self.slots.is_some() {
+            return self.slot_pick(node);
+        }
+        let view = View {
+            now,
+            node: &self.nodes[node as usize],
+            procs: &self.procs,
+        };
+        self.policies[node as usize].recommend(&view)
+    }
+
     /// Starts the node's chain of policy timers if it holds processes, the policy
     /// has a period and no timer of the node is pending.
     pub(super) fn arm_timer(&mut self, node: u32, now: SimTime) {

@@ -100,10 +100,11 @@ impl Sim<'_> {
         }
         // Gang: every slot switch idles every CPU for the switch cost, and no switch
         // is in progress at the end (nothing runs during one, so no job ends then).
-        if let (Some(g), Some(params)) = (&self.slots, &self.opts.gang) {
+        if let Some(g) = &self.slots {
             let idle = g.idle_ns;
             let switches = self.counters.gang_switches;
-            if idle < switches as i64 * params.switch.as_ns() {
+            let switch = g.params().map_or(SimTime::ZERO, |p| p.switch);
+            if idle < switches as i64 * switch.as_ns() {
                 return bad(format!(
                     "{switches} gang switches idled only {idle} ns in total"
                 ));
@@ -124,14 +125,14 @@ impl Sim<'_> {
         }
         // Perturbations: job 0's own-slot time fits in its span, its records' progress
         // in the useful time of its processes, and no more perturbations than planned.
-        if let (Some(pt), Some(rec)) = (&self.perturb, &self.records[0]) {
+        if let (Some(g), Some(rec)) = (&self.slots, &self.records[0]) {
             let first = self.job_pids[0].unwrap_or(0) as usize;
             let size = self.jobs[0].program.size() as usize;
             let useful: i64 = self.procs[first..(first + size).min(self.procs.len())]
                 .iter()
                 .map(|p| p.cpu_ns - p.spin_ns)
                 .sum();
-            pt.check((rec.end - rec.start).as_ns(), useful)
+            g.check_perturb((rec.end - rec.start).as_ns(), useful)
                 .map_err(|m| ProcError::Invariant(format!("perturbation harness: {m}")))?;
         }
         let cpu: i64 = self.procs.iter().map(|p| p.cpu_ns).sum();

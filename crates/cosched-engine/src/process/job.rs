@@ -4,7 +4,7 @@
 
 #[allow(unused_imports)] // named by the doc links
 use super::ProcOutput;
-use super::{admit, gang, perturb};
+use super::admit;
 use cosched_des::SimTime;
 use cosched_model::program::Program;
 use cosched_model::Placement;
@@ -89,19 +89,17 @@ pub struct ProcOptions {
     /// The run stops with an error after this many events (a watchdog for runs
     /// whose parameters make them far longer than intended).
     pub event_limit: u64,
-    /// Gang scheduling instead of FCFS admission under `mpl`: the matrix has
-    /// `rows` rows (the MPL) and the nodes run only the active row ([`gang`]).
-    pub gang: Option<gang::GangParams>,
-    /// Gang mode: the slot policy that decides with these parameters
-    /// ([`super::slots`]; `cosched_policies::process::gang::factory`).
-    /// Required with `gang`.
+    /// Gang mode: the slot policy that decides the slots instead of FCFS
+    /// admission under `mpl` ([`super::slots`];
+    /// `cosched_policies::process::gang::factory`, or
+    /// `cosched_policies::process::perturb::factory` for the perturbation
+    /// harness of seed 003). The policy carries its gang parameters
+    /// (`SlotPolicy::gang`: rows, quantum, switch cost, flexible options), the
+    /// one source the engine's setup checks and observers read.
     pub slots: Option<cosched_contract::slots::SlotFactory>,
     /// The admission policy outside gang mode ([`admit`]; `None`: the
     /// reference strict FCFS under `mpl`, `cosched_contract::admission::Fcfs`).
     pub admission: Option<admit::AdmissionFactory>,
-    /// Gang mode only: perturb the gang schedule of job 0 and estimate its
-    /// gangedness ([`perturb`]).
-    pub perturb: Option<perturb::PerturbParams>,
 }
 
 impl Default for ProcOptions {
@@ -114,10 +112,8 @@ impl Default for ProcOptions {
             record_timeline: false,
             time_limit: SimTime::from_secs(DEFAULT_TIME_LIMIT_S),
             event_limit: DEFAULT_EVENT_LIMIT,
-            gang: None,
             slots: None,
             admission: None,
-            perturb: None,
         }
     }
 }

@@ -1,9 +1,13 @@
 //! The start of a job's processes on the nodes admission chose (each process's
 //! state, its fresh memory, its native scheduler entry and the policy's
 //! `enqueue` op) and the stop of the background jobs once every foreground job
-//! has ended. A rank's end is `Sim::finish_rank`.
+//! has ended; the end of a rank (its memory returned, its job's end, the
+//! admissions the end allows).
 
-use super::{kb, After, DequeueReason, EnqueueReason, PState, Pid, Proc, ProcJobRecord, Sim, Stop, Wake};
+use super::{
+    kb, AdmissionEvent, After, DequeueReason, EnqueueReason, PState, Pid, Proc, ProcJobRecord,
+    Sim, Stop, Wake,
+};
 use cosched_des::SimTime;
 use cosched_model::program::Rank;
 
@@ -137,6 +141,48 @@ impl Sim<'_> {
             p.rts.clear();
             p.granted.clear();
             self.finish_rank(pid, now);
+        }
+    }
+
+    /// Process `pid` finished its program now.
+    pub(super) fn finish_rank(&mut self, pid: Pid, now: SimTime) {
+        let (j, node) = (self.procs[pid as usize].job, self.procs[pid as usize].node);
+        self.set_state(pid, PState::Done, now);
+        self.procs[pid as usize].end = now;
+        let (resident, mem) = (
+            self.procs[pid as usize].resident_kb,
+            self.procs[pid as usize].mem_kb,
+        );
+        self.procs[pid as usize].resident_kb = 0;
+        self.procs[pid as usize].fresh_kb = 0;
+        let n = &mut self.nodes[node as usize];
+        n.free_kb += resident;
+        n.committed_kb -= mem;
+        n.sched.exit(pid);
+        n.procs.retain(|&p| p != pid);
+        n.load -= 1;
+        self.slot_process_end(pid);
+        self.debug_check_memory(node);
+        self.pump_paging(node, now);
+        self.ranks_left[j] -= 1;
+        if self.ranks_left[j] > 0 {
+            // The others may wait for this one.
+            self.check_program_deadlock(pid, now);
+        }
+        if self.ranks_left[j] == 0 {
+            debug_assert!(!self.ended[j], "job {j} ends twice");
+            self.ended[j] = true;
+            self.records[j].as_mut().expect("started").end = now;
+            self.jobs_done += 1;
+            self.slot_job_end(j, now);
+            if !self.jobs[j].background {
+                self.fg_left -= 1;
+                if self.fg_left == 0 {
+                    self.stop_background(now);
+                    return;
+                }
+            }
+            self.admit(AdmissionEvent::Ended(j), now);
         }
     }
 }

@@ -57,9 +57,10 @@
 //! more, consecutive ranks together) by the run's placement rule ([`place`]:
 //! PACKING, the least-loaded layer's emptiest contiguous run; NO PACKING,
 //! eligible nodes drawn at random from the seeded stream "placement"). Without a
-//! policy, the reference strict FCFS admits. Gang scheduling ([`gang`]: an
-//! Ousterhout matrix with global slot switches, `ProcOptions::gang`) admits
-//! through its matrix instead.
+//! policy, the reference strict FCFS admits. Under a slot policy
+//! (`ProcOptions::slots`, [`slots`]: gang scheduling with an Ousterhout
+//! matrix and global slot switches) the slot policy admits and picks instead;
+//! each node then runs the [`gang`] dispatcher.
 
 pub mod admit;
 pub mod check;
@@ -192,10 +193,9 @@ struct Sim<'a> {
     /// First pid of each admitted job.
     job_pids: Vec<Option<Pid>>,
     ranks_left: Vec<u32>,
-    /// Gang mode: the slot policy and the engine's slot state ([`slots`]).
+    /// Gang mode: the slot policy, the engine's slot state and the observers
+    /// of the gang schedule ([`slots`]).
     slots: Option<slots::Slots>,
-    /// The perturbation harness ([`perturb`]), gang mode only.
-    perturb: Option<perturb::Perturber>,
     /// Priority inversion of disk-woken processes ([`inversion`]).
     inversion: inversion::Inversion,
     records: Vec<Option<ProcJobRecord>>,
@@ -269,7 +269,8 @@ pub fn simulate_processes(
             .collect();
         &at_speed
     };
-    setup::validate(plat, jobs, opts)?;
+    let slots = slots::Slots::of(opts, plat.nodes, plat.cpus_per_node, jobs.len());
+    setup::validate(plat, jobs, opts, slots.as_ref().map(slots::Slots::policy))?;
     let tick = os::timer_tick(&plat.os);
     let streams = RngStreams::new(opts.seed);
     let policies: Vec<Box<dyn NodePolicy>> = (0..plat.nodes).map(|_| make_policy()).collect();
@@ -285,8 +286,7 @@ pub fn simulate_processes(
         procs: Vec::new(),
         job_pids: vec![None; jobs.len()],
         ranks_left: vec![0; jobs.len()],
-        slots: slots::Slots::of(opts, plat.nodes, plat.cpus_per_node, jobs.len()),
-        perturb: opts.perturb.clone().map(perturb::Perturber::new),
+        slots,
         inversion: inversion::Inversion::new(plat.nodes),
         records: vec![None; jobs.len()],
         ended: vec![false; jobs.len()],
@@ -347,13 +347,10 @@ fn new_nodes(
         })
         .map(|(k, phase)| Node {
             cpus: vec![Cpu::default(); plat.cpus_per_node as usize],
-            sched: match opts.gang {
-                Some(_) => Box::new(gang::Dispatcher::default()),
-                None => {
-                    let rng = streams.stream(&format!("cfs-slice/{k}"));
-                    os::build_on_node(&plat.os, phase, rng)
-                }
-            },
+            sched: slots::node_scheduler(opts).unwrap_or_else(|| {
+                let rng = streams.stream(&format!("cfs-slice/{k}"));
+                os::build_on_node(&plat.os, phase, rng)
+            }),
             ops: policies[k as usize].ops(),
             timer_armed: false,
             tick_armed: false,
@@ -383,6 +380,7 @@ impl Sim<'_> {
             });
         }
         self.check_invariants()?;
+        let (perturb, gangedness) = slots::Slots::finish(self.slots.take(), self.jobs.len());
         let node_busy_ns = self
             .nodes
             .iter()
@@ -402,8 +400,8 @@ impl Sim<'_> {
             proc_end: self.procs.iter().map(|p| p.end).collect(),
             timeline: self.timeline.unwrap_or_default(),
             end: self.q.now(),
-            perturb: self.perturb.map(perturb::Perturber::finish),
-            gangedness: self.slots.map(|s| s.gangedness(self.jobs.len())),
+            perturb,
+            gangedness,
         })
     }
 }
@@ -465,79 +463,6 @@ impl<'a> Sim<'a> {
         self.failure.take().map_or(Ok(()), Err)
     }
 
-    /// Whether no process can ever progress although policy timers are still
-    /// pending: no job is still to arrive, no CPU runs anything, nothing is runnable,
-    /// and every unfinished process sleeps in a wait with no message, acknowledgement
-    /// or send completion on the way and no disk burst or page-in under way. Policy
-    /// timers and ticks cannot change that (their actions change priorities and
-    /// charge interrupts; they never satisfy a wait). Gang mode is left to the time
-    /// limit.
-    fn stuck(&self) -> bool {
-        if self.slots.is_some() || self.arrivals_left > 0 {
-            return false;
-        }
-        if self
-            .nodes
-            .iter()
-            .any(|n| n.sched.runnable() > 0 || n.cpus.iter().any(|c| c.cur.is_some()))
-        {
-            return false;
-        }
-        self.procs.iter().all(|p| {
-            p.state == PState::Done
-                || (p.state == PState::Blocked
-                    && !p.paging
-                    && p.in_flight == 0
-                    && p.acks_pending == 0
-                    && p.sends_pending == 0
-                    && p.wait.is_some_and(|w| w.cond != Cond::Io))
-        })
-    }
-
-    fn finish_rank(&mut self, pid: Pid, now: SimTime) {
-        let (j, node) = (self.procs[pid as usize].job, self.procs[pid as usize].node);
-        self.set_state(pid, PState::Done, now);
-        self.procs[pid as usize].end = now;
-        let (resident, mem) = (
-            self.procs[pid as usize].resident_kb,
-            self.procs[pid as usize].mem_kb,
-        );
-        self.procs[pid as usize].resident_kb = 0;
-        self.procs[pid as usize].fresh_kb = 0;
-        let n = &mut self.nodes[node as usize];
-        n.free_kb += resident;
-        n.committed_kb -= mem;
-        n.sched.exit(pid);
-        n.procs.retain(|&p| p != pid);
-        n.load -= 1;
-        self.slot_process_end(pid);
-        self.debug_check_memory(node);
-        self.pump_paging(node, now);
-        self.ranks_left[j] -= 1;
-        if self.ranks_left[j] > 0 {
-            // The others may wait for this one.
-            self.check_program_deadlock(pid, now);
-        }
-        if self.ranks_left[j] == 0 {
-            debug_assert!(!self.ended[j], "job {j} ends twice");
-            self.ended[j] = true;
-            self.records[j].as_mut().expect("started").end = now;
-            self.jobs_done += 1;
-            if let Some(pt) = &mut self.perturb {
-                pt.job_done(j, now);
-            }
-            self.slot_job_end(j);
-            if !self.jobs[j].background {
-                self.fg_left -= 1;
-                if self.fg_left == 0 {
-                    self.stop_background(now);
-                    return;
-                }
-            }
-            self.admit(AdmissionEvent::Ended(j), now);
-        }
-    }
-
     // ----- CPUs ------------------------------------------------------------
 
     /// Fills the node's idle CPUs from its native scheduler.
@@ -551,17 +476,7 @@ impl<'a> Sim<'a> {
                     continue;
                 }
             }
-            let hint = if self.slots.is_some() {
-                // Gang mode: the slot policy decides, the node's Dispatcher obeys.
-                self.slot_pick(node)
-            } else {
-                let view = View {
-                    now,
-                    node: &self.nodes[node as usize],
-                    procs: &self.procs,
-                };
-                self.policies[node as usize].recommend(&view)
-            };
+            let hint = self.recommend(node, now);
             let n = &mut self.nodes[node as usize];
             n.sched.set_active_mm(n.cpus[cpu as usize].last);
             let Some(pick) = n.sched.pick(now, hint) else {
@@ -603,15 +518,10 @@ impl<'a> Sim<'a> {
         let used = elapsed.min(p.cpu_left.max(0));
         p.cpu_left -= used;
         self.counters.useful_ns += used;
-        if let Some(pt) = &mut self.perturb {
-            pt.on_progress(pid, used);
-        }
-        if let Some(g) = &mut self.slots {
-            g.est.on_progress(pid, used, now);
-        }
         let spun = elapsed - used;
         p.spin_ns += spun;
         self.counters.spin_ns += spun;
+        self.slot_progress(pid, used, now);
         if self.timeline.is_some() {
             self.record_cpu(node, cpu, pid, (from, progress_from), used, now);
         }

@@ -292,9 +292,6 @@ impl Sim<'_> {
         if let Some(k) = p.granted.iter().position(|&g| g == (from, tag)) {
             p.granted.swap_remove(k);
         }
-        if let Some(pt) = &mut self.perturb {
-            pt.on_message(to);
-        }
         self.slot_message(to, now);
         self.message_arrived(to, now);
         self.condition_changed(to, now);

@@ -138,7 +138,8 @@ pub struct ProcOutput {
     /// The per-node timeline, when [`ProcOptions::record_timeline`] is set.
     pub timeline: Vec<Segment>,
     pub end: SimTime,
-    /// What the perturbation harness measured, when [`ProcOptions::perturb`] is set.
+    /// What the perturbation bookkeeping measured, when the slot policy perturbs
+    /// the schedule (`SlotPolicy::perturbation`, e.g. `gang-perturb`).
     pub perturb: Option<perturb::PerturbOutput>,
     /// Gang mode: each job's final gangedness estimate ([`gangedness`]).
     pub gangedness: Option<Vec<gangedness::JobEstimate>>,

@@ -2,7 +2,9 @@
 //! the `lee4` platform with the seed's synthetic and profiled applications.
 
 use super::gang::GangParams;
-use super::perturb::{draw, Choice, Kind, PerturbOutput, PerturbParams, QuantumClass};
+use super::perturb::{PerturbOutput, QuantumClass};
+use cosched_contract::process::{Choice, Kind, PerturbParams};
+use cosched_policies::process::perturb::draw;
 use super::policy::NodePolicy;
 use super::*;
 
@@ -29,22 +31,24 @@ fn run(target: &str, kind: Kind, choice: Choice, count: u32, seed: u64) -> Pertu
         ProcJob::new(app(target), SimTime::ZERO),
         ProcJob::background(app("Emp[quanta=100000]"), SimTime::ZERO),
     ];
+    let gang = GangParams {
+        quantum: SimTime(Q),
+        rows: 2,
+        switch: SimTime::ZERO,
+        alternate: false,
+        flex: Default::default(),
+    };
+    let perturb = PerturbParams {
+        kind,
+        choice,
+        count,
+        span: QUANTA,
+        seed,
+    };
     let opts = ProcOptions {
         mpl: 2,
-        perturb: Some(PerturbParams {
-            kind,
-            choice,
-            count,
-            span: QUANTA,
-            seed,
-        }),
-        ..super::testkit::gang_options(GangParams {
-            quantum: SimTime(Q),
-            rows: 2,
-            switch: SimTime::ZERO,
-            alternate: false,
-            flex: Default::default(),
-        })
+        slots: Some(cosched_policies::process::perturb::factory(gang, perturb)),
+        ..Default::default()
     };
     let out = simulate_processes(&plat, &jobs, &|| Box::new(Spin), &opts).expect("run");
     out.perturb.expect("perturb output")

@@ -1,9 +1,10 @@
-//! Checks of a process-level run's input before it starts: options (MPL, gang,
-//! perturbations), job order, and each job's program, memory, niceness, ranks
+//! Checks of a process-level run's input before it starts: options (MPL, the
+//! slot policy's gang geometry and its per-job checks), job order, and each job's program, memory, niceness, ranks
 //! per node, width and message destinations. Each failure is a [`ProcError`]
 //! naming the job.
 
-use super::{kb, perturb, ProcError, ProcJob, ProcOptions};
+use super::{kb, ProcError, ProcJob, ProcOptions};
+use cosched_contract::slots::SlotPolicy;
 use cosched_des::SimTime;
 use cosched_model::node::NodePlatform;
 use cosched_model::program::{Op, Rank};
@@ -13,44 +14,28 @@ pub(super) fn validate(
     plat: &NodePlatform,
     jobs: &[ProcJob],
     opts: &ProcOptions,
+    slots: Option<&dyn SlotPolicy>,
 ) -> Result<(), ProcError> {
     if opts.mpl == 0 {
         return Err(ProcError::Mpl);
     }
-    if let Some(g) = &opts.gang {
-        if g.rows == 0 || g.quantum <= SimTime::ZERO || g.switch < SimTime::ZERO {
-            return Err(ProcError::Options(format!(
-                "gang needs rows >= 1, quantum > 0 and switch >= 0, got {g:?}"
-            )));
+    if let Some(policy) = slots {
+        if let Some(g) = policy.gang() {
+            if g.rows == 0 || g.quantum <= SimTime::ZERO || g.switch < SimTime::ZERO {
+                return Err(ProcError::Options(format!(
+                    "gang needs rows >= 1, quantum > 0 and switch >= 0, got {g:?}"
+                )));
+            }
         }
         if opts.admission.is_some() {
             return Err(ProcError::Options(
                 "gang admits through its matrix: no admission policy with gang".into(),
             ));
         }
-        if opts.slots.is_none() {
-            return Err(ProcError::Options(
-                "gang needs a slot policy (options `slots`) to decide its slots".into(),
-            ));
-        }
-    } else if opts.slots.is_some() {
-        return Err(ProcError::Options(
-            "a slot policy needs the gang parameters (options `gang`)".into(),
-        ));
-    }
-    if let Some(p) = &opts.perturb {
-        if opts.gang.is_none() || jobs.is_empty() {
-            return Err(ProcError::Options(
-                "perturbations need gang scheduling and a job 0 to perturb".into(),
-            ));
-        }
-        if let perturb::Choice::Fixed(r) = p.choice {
-            if r >= jobs[0].program.size() {
-                return Err(ProcError::Options(format!(
-                    "perturbed rank {r} does not exist in job 0 ({} ranks)",
-                    jobs[0].program.size()
-                )));
-            }
+        for (j, job) in jobs.iter().enumerate() {
+            policy
+                .check_job(j, job.program.size())
+                .map_err(ProcError::Options)?;
         }
     }
     if let Some(i) = jobs.windows(2).position(|w| w[1].submit < w[0].submit) {
@@ -96,7 +81,7 @@ fn check_job(plat: &NodePlatform, opts: &ProcOptions, j: usize, job: &ProcJob) -
             ),
         });
     }
-    if opts.gang.is_some() && rpn > plat.cpus_per_node {
+    if opts.slots.is_some() && rpn > plat.cpus_per_node {
         return Err(ProcError::BadProgram {
             job: j,
             msg: format!(

@@ -9,15 +9,21 @@
 //! the node's [`super::gang::Dispatcher`] and preempts. A decision it cannot
 //! carry out stops the run with [`ProcError::Slot`].
 //!
-//! The engine's observers of the gang schedule are fed here: the online
-//! gangedness estimator ([`super::gangedness`]), whose class the policy reads
-//! through [`SlotView::gang_class`], and the perturbation harness
-//! ([`super::perturb`]), which reads the policy's [`MatrixView`].
+//! The engine's observers of the gang schedule are fed here from the engine's
+//! signals (slot starts and ends, messages received, progress, CPU time held,
+//! process and job ends): the online gangedness estimator
+//! ([`super::gangedness`]), whose class changes go to the policy's
+//! measurement op [`SlotPolicy::on_gangedness`], and, when the policy
+//! perturbs the schedule ([`SlotPolicy::perturbation`]), the perturbation
+//! bookkeeping ([`super::perturb`]). Both read the policy's gang parameters
+//! ([`SlotPolicy::gang`]), its `MatrixView` and its perturbations, and
+//! never decide.
 
-use super::gangedness::{Estimator, GangednessParams, JobEstimate};
+use super::gangedness::{JobEstimate, Observer};
+use super::perturb::{PerturbOutput, Recorder};
 use super::{kb, Ev, PState, ProcError, Sim};
-use crate::os::{Pid, Stop, Wake};
-use cosched_contract::process::{GangClass, GangParams, LowGang};
+use crate::os::{NativeScheduler, Pid, Stop, Wake};
+use cosched_contract::process::GangParams;
 use cosched_contract::slots::{SlotDecision, SlotError, SlotPolicy, SlotSetup, SlotView};
 use cosched_des::SimTime;
 
@@ -32,43 +38,74 @@ pub(super) struct Slots {
     pub switching: bool,
     /// Total idle time of the global switches, ns.
     pub idle_ns: i64,
-    /// The online gangedness estimator.
-    pub est: Estimator,
-    est_params: GangednessParams,
+    /// The online gangedness estimator (an observer).
+    est: Observer,
+    /// The perturbation bookkeeping (an observer), when the policy perturbs.
+    perturb: Option<Recorder>,
 }
 
 impl Slots {
-    /// The slot state of a run with gang `params` and the policy `policy`.
-    pub fn new(params: &GangParams, policy: Box<dyn SlotPolicy>) -> Self {
-        let est_params = match &params.flex.low {
-            LowGang::Auto(p) => *p,
-            LowGang::Declared(_) => GangednessParams::default(),
-        };
+    /// The slot state of a run of the policy `policy`.
+    pub fn new(policy: Box<dyn SlotPolicy>) -> Self {
+        let est = Observer::new(policy.gang());
+        let perturb = policy.perturbation().map(|p| Recorder::new(p.target()));
         Self {
             policy: Some(policy),
             gen: 0,
             switching: false,
             idle_ns: 0,
-            est: Estimator::new(params.flex.est_quantum),
-            est_params,
+            est,
+            perturb,
         }
     }
 
-    /// The policy of `opts` for this machine and these jobs.
+    /// The slot policy of `opts` (gang mode) for this machine and these jobs.
     pub fn of(opts: &super::ProcOptions, nodes: u32, cpus: u32, jobs: usize) -> Option<Self> {
-        let params = opts.gang.as_ref()?;
         let f = opts.slots.as_ref()?;
-        Some(Self::new(params, f.build(SlotSetup { nodes, cpus, jobs })))
+        Some(Self::new(f.build(SlotSetup { nodes, cpus, jobs })))
     }
 
-    fn policy(&self) -> &dyn SlotPolicy {
+    pub fn policy(&self) -> &dyn SlotPolicy {
         self.policy.as_deref().expect("the slot policy is in place")
     }
 
-    /// The final gangedness estimate of every job (`jobs` of them).
-    pub fn gangedness(&self, jobs: usize) -> Vec<JobEstimate> {
-        self.est.estimates(jobs, &self.est_params)
+    /// The policy's gang parameters ([`SlotPolicy::gang`]).
+    pub fn params(&self) -> Option<&GangParams> {
+        self.policy().gang()
     }
+
+    /// The perturbation bookkeeping's end-of-run checks ([`Recorder::check`]).
+    pub fn check_perturb(&self, span_ns: i64, useful_ns: i64) -> Result<(), String> {
+        match (&self.perturb, self.policy().perturbation()) {
+            (Some(r), Some(p)) => r.check(span_ns, useful_ns, p.applied(), p.planned()),
+            _ => Ok(()),
+        }
+    }
+
+    /// What the observers of a gang run (`s`) measured: the perturbation
+    /// figures, when the policy perturbs, and the final gangedness estimate of
+    /// every job (`jobs` of them); nothing outside gang mode.
+    pub fn finish(
+        s: Option<Self>,
+        jobs: usize,
+    ) -> (Option<PerturbOutput>, Option<Vec<JobEstimate>>) {
+        let Some(s) = s else {
+            return (None, None);
+        };
+        let applied = s.policy().perturbation().map_or(0, |p| p.applied());
+        (
+            s.perturb.map(|r| r.finish(applied)),
+            Some(s.est.estimates(jobs)),
+        )
+    }
+}
+
+/// The per-node scheduler of a node under a slot policy (gang mode): the
+/// dispatcher that runs what the policy picks; `None` outside gang mode.
+pub(super) fn node_scheduler(opts: &super::ProcOptions) -> Option<Box<dyn NativeScheduler>> {
+    opts.slots
+        .as_ref()
+        .map(|_| Box::new(super::gang::Dispatcher::default()) as Box<dyn NativeScheduler>)
 }
 
 impl SlotView for Sim<'_> {
@@ -105,10 +142,6 @@ impl SlotView for Sim<'_> {
             .iter()
             .map(|c| c.cur)
             .collect()
-    }
-    fn gang_class(&self, job: usize) -> GangClass {
-        let s = self.slots.as_ref().expect("gang mode");
-        s.est.job(job).class(&s.est_params)
     }
 }
 
@@ -166,8 +199,11 @@ impl Sim<'_> {
                 let s = self.slots.as_mut().expect("gang mode");
                 s.switching = false;
                 s.est.slot_start(now);
-                if let Some(pt) = &mut self.perturb {
-                    let m = self.slots.as_ref().expect("gang mode").policy().matrix();
+                let Slots {
+                    policy, perturb, ..
+                } = s;
+                if let Some(pt) = perturb {
+                    let m = policy.as_deref().and_then(|p| p.matrix());
                     pt.slot_start(m.expect("perturbations need a matrix"), now);
                 }
                 if resume {
@@ -213,8 +249,8 @@ impl Sim<'_> {
         let chosen: Vec<u32> = (0..ranks).map(|r| picked[r / rpn as usize]).collect();
         let first = self.procs.len() as Pid;
         let then = self.slot_op(|p, v| p.on_started(job, first, &chosen, v));
-        if let Some(pt) = &mut self.perturb {
-            pt.job_started(job, first, &chosen);
+        if let Some(pt) = &mut self.slots.as_mut().expect("gang mode").perturb {
+            pt.job_started(job, first, chosen.len());
         }
         for d in then {
             if matches!(d, SlotDecision::Admit { .. } | SlotDecision::Switch { .. }) {
@@ -263,22 +299,25 @@ impl Sim<'_> {
                 }
             }
         }
-        if let Some(pt) = &mut self.perturb {
-            pt.slot_end(now);
-        }
-        let placed = self
-            .slots
-            .as_ref()
-            .expect("gang mode")
-            .policy()
-            .matrix()
-            .map(|m| m.placed());
         let s = self.slots.as_mut().expect("gang mode");
-        if let Some(placed) = placed {
-            s.est.slot_end(now, &placed);
-            for (j, _) in &placed {
-                s.est.note_decided(*j, now, &s.est_params);
-            }
+        let Slots {
+            policy, perturb, ..
+        } = s;
+        if let Some(pt) = perturb {
+            let p = policy.as_deref().and_then(|p| p.perturbation());
+            pt.slot_end(now, p.map_or(&[], |p| p.perturbed()));
+        }
+        // The estimator's records of the slot, over the jobs running now.
+        let running: Vec<(usize, Vec<Pid>)> = (0..self.jobs.len())
+            .filter(|&j| !self.ended[j])
+            .filter_map(|j| {
+                let first = self.job_pids[j]?;
+                Some((j, (first..first + self.jobs[j].program.size()).collect()))
+            })
+            .collect();
+        let changed = s.est.slot_end(now, &running);
+        for (j, class) in changed {
+            self.slot_op(|p, _| p.on_gangedness(j, class));
         }
         self.q
             .schedule(now + idle, Ev::GangResume { gen })
@@ -303,28 +342,20 @@ impl Sim<'_> {
     }
 
     /// The process an idle CPU of `node` runs in gang mode: the policy's pick
-    /// (validated), changed by the perturbation harness; none during a switch.
+    /// (validated); none during a switch.
     pub(super) fn slot_pick(&mut self, node: u32) -> Option<Pid> {
         let s = self.slots.as_ref().expect("gang mode");
         if s.switching {
             return None;
         }
-        let hint = s.policy().pick(node, self);
-        if let Some(p) = hint {
+        let pick = s.policy().pick(node, self);
+        if let Some(p) = pick {
             if self.procs.get(p as usize).is_none_or(|q| q.node != node) || !self.runnable(p) {
                 self.slot_fail(SlotError::NotRunnable { pid: p, node });
                 return None;
             }
         }
-        match &self.perturb {
-            Some(pt) => {
-                let m = self.slots.as_ref().expect("gang mode").policy().matrix();
-                pt.choose(m.expect("perturbations need a matrix"), node, hint, |p| {
-                    self.runnable(p)
-                })
-            }
-            None => hint,
-        }
+        pick
     }
 
     /// Gang mode: a woken `pid` takes a CPU of its node when the policy says
@@ -400,9 +431,12 @@ impl Sim<'_> {
         }
     }
 
-    /// Every process of job `j` has ended.
-    pub(super) fn slot_job_end(&mut self, j: usize) {
-        if self.slots.is_some() {
+    /// Every process of job `j` has ended (now).
+    pub(super) fn slot_job_end(&mut self, j: usize, now: SimTime) {
+        if let Some(s) = &mut self.slots {
+            if let Some(pt) = &mut s.perturb {
+                pt.job_done(j, now);
+            }
             self.slot_op(|p, v| p.on_job_end(j, v));
         }
     }
@@ -410,7 +444,20 @@ impl Sim<'_> {
     /// A message reached `to`.
     pub(super) fn slot_message(&mut self, to: Pid, now: SimTime) {
         if let Some(s) = &mut self.slots {
+            if let Some(pt) = &mut s.perturb {
+                pt.on_message(to);
+            }
             s.est.on_message(to, now);
+        }
+    }
+
+    /// `pid` made `used` of progress (useful CPU time), accounted now.
+    pub(super) fn slot_progress(&mut self, pid: Pid, used: i64, now: SimTime) {
+        if let Some(s) = &mut self.slots {
+            if let Some(pt) = &mut s.perturb {
+                pt.on_progress(pid, used);
+            }
+            s.est.on_progress(pid, used, now);
         }
     }
 }

@@ -122,8 +122,7 @@ pub fn os_model(k: u8) -> OsConfig {
 #[cfg(test)]
 pub fn gang_options(params: super::gang::GangParams) -> super::ProcOptions {
     super::ProcOptions {
-        slots: Some(cosched_policies::process::gang::factory(params.clone())),
-        gang: Some(params),
+        slots: Some(cosched_policies::process::gang::factory(params)),
         ..Default::default()
     }
 }

@@ -33,8 +33,9 @@
 //!   the least-served process of its own job (interprocess fairness, S003 §4).
 //! - **Gangedness** ([`LowGang`]): the low-gangedness jobs are declared by
 //!   application (`low = app/app`) or decided at run time by the mechanism's
-//!   online estimator (`low = auto`, read through
-//!   [`SlotView::gang_class`]): a job is low when its class is `low`, and also
+//!   online estimator (`low = auto`, whose class reaches the policy through
+//!   the measurement op `SlotPolicy::on_gangedness`): a job is low when its
+//!   class is `low`, and also
 //!   while it is `unknown` (warm-up: the job is probed with fragments and
 //!   interrupts, which give it the non-gang quanta its estimate needs;
 //!   assumption G-S003-5).
@@ -69,6 +70,8 @@ pub struct Flex {
     prio: Vec<Pid>,
     /// Fragment CPU time received by each process (by pid), ns.
     frag_ns: Vec<i64>,
+    /// The estimator's class of each job (by job index; `Unknown` until told).
+    class: Vec<GangClass>,
 }
 
 impl Flex {
@@ -110,23 +113,31 @@ impl Flex {
         self.job_gang_bit.get(job).copied().unwrap_or(false)
     }
 
+    /// The estimator classified job `job` as `class`.
+    pub fn set_class(&mut self, job: usize, class: GangClass) {
+        if self.class.len() <= job {
+            self.class.resize(job + 1, GangClass::Unknown);
+        }
+        self.class[job] = class;
+    }
+
     /// Whether job `job` counts as of low gangedness for `fill` and the
     /// interrupts: declared, or (with `auto`) of estimated class `low` or still
     /// `unknown`.
-    pub fn is_low(&self, job: usize, v: &dyn SlotView) -> bool {
+    pub fn is_low(&self, job: usize) -> bool {
         match &self.params.low {
             LowGang::Declared(_) => self.job_low.get(job).copied().unwrap_or(false),
-            LowGang::Auto(_) => v.gang_class(job) != GangClass::High,
+            LowGang::Auto(_) => self.class.get(job) != Some(&GangClass::High),
         }
     }
 
     /// Whether the I/O interrupts may take a CPU from a process of job `job`
     /// running in its own slot: any job without a gangedness source, else a
     /// low-gangedness one.
-    fn interruptible(&self, job: usize, v: &dyn SlotView) -> bool {
+    fn interruptible(&self, job: usize) -> bool {
         match &self.params.low {
             LowGang::Declared(l) if l.is_empty() => true,
-            _ => self.is_low(job, v),
+            _ => self.is_low(job),
         }
     }
 
@@ -188,7 +199,6 @@ impl Flex {
         &self,
         cands: &[(usize, Pid)],
         pids: impl Fn(usize) -> I,
-        v: &dyn SlotView,
     ) -> Option<Pid> {
         let f = &self.params;
         if !f.fill {
@@ -196,7 +206,7 @@ impl Flex {
         }
         cands
             .iter()
-            .filter(|&&(j, _)| self.is_low(j, v))
+            .filter(|&&(j, _)| self.is_low(j))
             .filter(|&&(j, p)| {
                 f.fair == SimTime::ZERO || {
                     let least = pids(j).map(|q| self.frag(q)).min().unwrap_or(0);
@@ -218,7 +228,6 @@ impl Flex {
         own: &[Option<(usize, Pid)>],
         woken: Pid,
         curs: &[Option<Pid>],
-        v: &dyn SlotView,
     ) -> Option<usize> {
         if curs.iter().any(Option::is_none) {
             return None;
@@ -243,7 +252,7 @@ impl Flex {
             return fragment.or_else(|| {
                 running
                     .iter()
-                    .find(|&&(_, p)| owner_job(p).is_some_and(|j| self.interruptible(j, v)))
+                    .find(|&&(_, p)| owner_job(p).is_some_and(|j| self.interruptible(j)))
                     .map(|&(k, _)| k)
             });
         }

@@ -59,8 +59,8 @@ use super::flexgang::{Flex, Grid};
 use super::ProcAdmission;
 use crate::registry::{ParamInfo, PolicyInfo, PolicySpec, RegistryError};
 use cosched_contract::node::Pid;
-use cosched_contract::process::GangParams;
 use cosched_contract::process::{FlexParams, GangBit, LowGang, DEFAULT_EST_QUANTUM};
+use cosched_contract::process::{GangClass, GangParams};
 use cosched_contract::process::{GangednessParams, DEFAULT_RATIO_THRESHOLD, DEFAULT_WINDOW};
 use cosched_contract::slots::{
     Interrupt, MatrixView, SlotDecision, SlotFactory, SlotPolicy, SlotSetup, SlotView,
@@ -502,7 +502,7 @@ impl SlotPolicy for Gang {
             .flat_map(|q| self.grid.node_cells(q, node).iter().flatten().copied())
             .filter(|&(_, p)| v.runnable(p))
             .collect();
-        self.flex.choose_fragment(&cands, |j| self.job_pids(j), v)
+        self.flex.choose_fragment(&cands, |j| self.job_pids(j))
     }
 
     fn on_wake(&self, pid: Pid, node: u32, v: &dyn SlotView) -> Option<Interrupt> {
@@ -510,15 +510,23 @@ impl SlotPolicy for Gang {
             return None;
         }
         let own = self.grid.node_cells(self.active?, node);
-        let cpu = self.flex.victim(own, pid, &v.running(node), v)?;
+        let cpu = self.flex.victim(own, pid, &v.running(node))?;
         Some(Interrupt {
             cpu: cpu as u32,
             io: self.flex.has_prio(pid),
         })
     }
 
+    fn on_gangedness(&mut self, job: usize, class: GangClass) {
+        self.flex.set_class(job, class);
+    }
+
     fn matrix(&self) -> Option<&dyn MatrixView> {
         Some(self)
+    }
+
+    fn gang(&self) -> Option<&GangParams> {
+        Some(&self.params)
     }
 
     fn dump(&self) -> String {

@@ -9,8 +9,10 @@
 //! process-level slot contract (`cosched_contract::slots`): [`gang::Gang`]
 //! with the flexible options of [`flexgang`] decides rows, slots, which
 //! process a CPU runs and the fragments; [`gang::factory`] builds it for each
-//! run. The perturbation harness (`cosched_engine::process::perturb`) and the
-//! gangedness estimator are the mechanism's observers of the gang schedule.
+//! run. The perturbation harness of seed 003 is [`perturb::GangPerturb`], a
+//! slot policy that wraps the gang policy and changes its picks on the
+//! perturbed processors; the mechanism's observers (the perturbation
+//! bookkeeping, the gangedness estimator) measure and never decide.
 
 pub mod batch;
 pub mod easy;
