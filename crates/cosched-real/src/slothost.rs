@@ -38,7 +38,7 @@
 //! the resource manager allocated to the job), no gangedness measurement.
 
 use cosched_contract::node::Pid;
-use cosched_contract::process::{GangClass, GangParams};
+use cosched_contract::process::GangParams;
 use cosched_contract::slots::{
     SlotDecision, SlotError, SlotFactory, SlotPolicy, SlotSetup, SlotView,
 };
@@ -222,9 +222,6 @@ impl<M: SlotMechanism> SlotView for View<'_, M> {
     }
     fn running(&self, node: u32) -> Vec<Option<Pid>> {
         vec![self.st.running.get(node as usize).copied().flatten()]
-    }
-    fn gang_class(&self, _job: usize) -> GangClass {
-        GangClass::Unknown
     }
 }
 

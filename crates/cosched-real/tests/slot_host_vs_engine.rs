@@ -150,7 +150,6 @@ fn the_simulators_gang_policy_and_the_real_host_decide_the_same_slots() {
     let sim_log = Log::default();
     let opts = ProcOptions {
         mpl: params.rows,
-        gang: Some(params.clone()),
         slots: Some(recorded(factory(params.clone()), &sim_log)),
         ..Default::default()
     };
