@@ -517,6 +517,9 @@ struct Launcher<'a> {
     /// Jobs whose launch failed since the loop last looked (their end goes to
     /// the slot policy).
     lost: Vec<usize>,
+    /// Time the freezes of a switch took, while its thaws wait for the end of
+    /// the switch's idle time.
+    freezing_ns: u64,
 }
 
 impl Launcher<'_> {
@@ -680,6 +683,7 @@ impl SlotMechanism for Launcher<'_> {
             return Ok(());
         }
         let t = Instant::now();
+        let thaws = !go.is_empty();
         for j in stop {
             self.client.slot(j as i32, false)?;
             self.frozen.insert(j);
@@ -688,7 +692,12 @@ impl SlotMechanism for Launcher<'_> {
             self.client.slot(j as i32, true)?;
             self.frozen.remove(&j);
         }
-        self.out.gang_switch_ns.push(t.elapsed().as_nanos() as u64);
+        // One switch's time: its freezes and its thaws (apart when the
+        // policy idles between them), without the idle time.
+        self.freezing_ns += t.elapsed().as_nanos() as u64;
+        if thaws {
+            self.out.gang_switch_ns.push(std::mem::take(&mut self.freezing_ns));
+        }
         Ok(())
     }
 }
@@ -854,6 +863,7 @@ fn control(
         starts: HashMap::new(),
         frozen: BTreeSet::new(),
         lost: Vec::new(),
+        freezing_ns: 0,
     };
     let mut adm = match &spec.scheme {
         Scheme::Gang { policy } => {
