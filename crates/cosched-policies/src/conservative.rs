@@ -128,10 +128,12 @@ impl ClusterPolicy for Conservative {
         // to the steps the change left untouched.
         let prefix = &mut self.prefix;
         prefix.clear();
-        // Jobs that could not move since the profile last changed: (need, slot, reservation).
-        // A job needing at least as many processors for at least as long, reserved no
-        // earlier, cannot start before such a job's reservation either: on [t, old) the
-        // two searches see the same free counts.
+        // The latest jobs that could not move: (need, slot, reservation), each kept while
+        // no processors were given back before its reservation (reservations and the
+        // first part of a move only take processors). A job needing at least as many
+        // processors for at least as long, reserved no earlier, cannot start before such
+        // a job's reservation either: on [t, old) the two searches see the same free
+        // counts, or fewer.
         let failed = &mut self.failed;
         failed.clear();
         for k in upto..self.queue.len() {
@@ -143,8 +145,8 @@ impl ClusterPolicy for Conservative {
             } = self.queue[k];
             let t = if old == SimTime::MAX {
                 let t = profile.earliest(now, need, dur);
+                // A reservation only takes processors: every failed job still fails.
                 prefix.truncate(profile.reserve(t, dur, need));
-                failed.clear();
                 t
             } else if self.plain {
                 match profile.earlier_than(now, need, dur, old) {
@@ -175,13 +177,19 @@ impl ClusterPolicy for Conservative {
                 match profile.earlier_before(first, from, need, dur, old) {
                     Some(t) => {
                         prefix.truncate(profile.move_earlier(old, t, dur, need));
-                        failed.clear();
+                        // The move gives processors back only from the later of its
+                        // new end and its old start on: a failed job reserved no
+                        // later than that still fails.
+                        let gain = old.max(t.saturating_add(dur));
+                        failed.retain(|f| f.2 <= gain);
                         t
                     }
                     None => {
-                        if failed.len() < 8 {
-                            failed.push((need, dur, old));
+                        // The 8 latest failures, oldest first.
+                        if failed.len() == 8 {
+                            failed.remove(0);
                         }
+                        failed.push((need, dur, old));
                         continue;
                     }
                 }
