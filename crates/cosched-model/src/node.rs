@@ -192,6 +192,46 @@ pub struct NodePlatform {
 /// middle of the range.
 pub const LINUX_TICK_NOISE_US: f64 = 10.0;
 
+/// Seed 000's one-way MPI latency, application to application, µs (S000 §5.1
+/// "around 9.7µsec ... This includes protocol processing overheads on both the
+/// sender as well as the receiver ends").
+pub const CHOI_ONE_WAY_US: f64 = 9.7;
+
+/// GM's host CPU time per message, send and receive together, µs, and the clock of
+/// the hosts it was measured on, GHz: Myricom, "GM 1.6.4 API Performance with
+/// PCI64B and PCI64C Myrinet/PCI NICs" (April 2003): "Host-CPU utilization per
+/// message (send + receive) 0.54 µs" on both NICs, "2-GHz Pentium-IV Xeon" hosts.
+pub const GM_HOST_US: (f64, f64) = (0.54, 2.0);
+
+/// GM's own short-message latency on the PCI64B NIC (LANai 9 at 133 MHz, seed
+/// 000's NIC: "a 133 MHZ Lanai 9.2"), µs, same source: "Latency for short messages
+/// 8.5 µs" (host CPU part included).
+pub const GM_LATENCY_PCI64B_US: f64 = 8.5;
+
+/// Seed 000's CPU clock, GHz (S000 §5.1 "Athlon 1.76 GHZ").
+pub const CHOI_CLOCK_GHZ: f64 = 1.76;
+
+/// G-NET-2, the split of seed 000's 9.7 µs (docs/models/seed-parameters.md):
+/// - NIC, PCI and wire (`latency_us`): GM's latency on the seed's NIC class less
+///   GM's host CPU part, 8.5 - 0.54 = 7.96 µs (assumption: host-independent);
+/// - GM's host CPU per message on the seed's CPU: 0.54 µs scaled by the clock
+///   ratio 2.0 / 1.76 (the stated scaling rule) = 0.614 µs, half at each end
+///   (assumption: the source gives no split);
+/// - MPICH-GM's protocol above GM (matching, queues, eager copies; host software
+///   in ch_gm): the rest of the 9.7 µs, 9.7 - 7.96 - 0.614 = 1.126 µs, derived,
+///   half at each end (assumption).
+///
+/// Per side 0.307 + 0.563 = 0.87 µs of CPU; the clock rule moves only the
+/// attribution between GM and MPICH-GM, not the sum.
+pub const CHOI_NIC_US: f64 = GM_LATENCY_PCI64B_US - GM_HOST_US.0;
+/// Per-message CPU at each end on choi2004 (see [`CHOI_NIC_US`]), µs.
+pub const CHOI_OVERHEAD_US: f64 = (CHOI_ONE_WAY_US - CHOI_NIC_US) / 2.0;
+
+/// GM's host CPU part of [`CHOI_OVERHEAD_US`], µs (the clock-ratio rule).
+pub fn choi_gm_host_us() -> f64 {
+    GM_HOST_US.0 * GM_HOST_US.1 / CHOI_CLOCK_GHZ / 2.0
+}
+
 /// Assumption G-MEM-1: a 7200-rpm IDE disk of 2003 reading clustered pages at about 20 MB/s.
 pub fn default_disk_mb_s() -> f64 {
     20.0
@@ -301,10 +341,10 @@ impl NodePlatform {
                 nodes: 16,                      // S000 §5.1 "a 16-node Linux (version 2.4.7-10) cluster"
                 cpus_per_node: 1,               // S000 §5.1 "Athlon 1.76 GHZ uni-processor machine"
                 job_memory_mb: 900.0, // S000 §5.3 "maximum memory size allocated for the parallel programs is 900 Mbytes"
-                latency_us: 7.7, // S000 §5.1 one-way 9.7 us in all; minus the overheads below (assumption G-NET-2)
+                latency_us: CHOI_NIC_US, // G-NET-2: GM's own latency on the seed's NIC class minus GM's host CPU part
                 bandwidth_mb_s: 200.0, // assumption G-NET-1: Myrinet 2000 with GM, PCI-limited host; per direction, at the sender's and the receiver's NIC
-                send_overhead_us: 1.0, // assumption G-NET-2
-                recv_overhead_us: 1.0, // assumption G-NET-2
+                send_overhead_us: CHOI_OVERHEAD_US, // G-NET-2: GM's host cost (scaled) + MPICH-GM's, half each side
+                recv_overhead_us: CHOI_OVERHEAD_US, // G-NET-2
                 interrupt_us: 10.0, // assumption G-OS-3
                 context_switch_us: 5.0, // assumption G-OS-2
                 // MPICH-GM (ch_gm, gmpi.h, GMPI_VERSION 1.2.4..8b): GMPI_EAGER_SIZE_DEFAULT = 1024*16-96 = 16288
@@ -401,6 +441,14 @@ mod tests {
         let c = NodePlatform::preset("choi2004").unwrap();
         // The seed's measured one-way latency is the sum of the three parts.
         assert!((c.latency_us + c.send_overhead_us + c.recv_overhead_us - 9.7).abs() < 1e-9);
+        // G-NET-2 by hand: NIC 8.5 - 0.54 = 7.96 us; each end (9.7 - 7.96) / 2 = 0.87
+        // us, of which GM's 0.54 x 2.0 / 1.76 / 2 = 0.3068 us and MPICH-GM's 0.5632 us.
+        assert!((c.latency_us - 7.96).abs() < 1e-9);
+        assert!((c.send_overhead_us - 0.87).abs() < 1e-9);
+        assert!((c.recv_overhead_us - 0.87).abs() < 1e-9);
+        let gm = choi_gm_host_us();
+        assert!((gm - 0.306_818).abs() < 1e-6, "{gm}");
+        assert!((CHOI_OVERHEAD_US - gm - 0.563_182).abs() < 1e-6);
         assert_eq!(
             NodePlatform::preset("x").unwrap_err(),
             "unknown platform preset \"x\"; valid presets: choi2004, ghanesh, lee4, lee32"

@@ -237,7 +237,7 @@ struct Sim<'a> {
     /// The rendezvous in progress.
     rndv: net::Rndvs,
     /// The nodes' receiving NICs ([`net`]).
-    rx: net::Receivers,
+    links: net::Links,
     /// A job found deadlocked ([`deadlock`]): ends the run after the current event.
     fatal: Option<ProcError>,
 }
@@ -313,7 +313,7 @@ pub fn simulate_processes(
         ns_per_byte: 1000.0 / plat.bandwidth_mb_s,
         eager_limit: plat.eager_limit_bytes.unwrap_or(u64::MAX),
         rndv: Default::default(),
-        rx: net::Receivers::new(plat.nodes as usize),
+        links: net::Links::new(plat.nodes as usize),
         fatal: None,
     };
     for (j, job) in jobs.iter().enumerate() {
@@ -357,7 +357,6 @@ fn new_nodes(
             tick_phase: phase,
             procs: Vec::new(),
             disk_free_at: SimTime::ZERO,
-            nic_free_at: SimTime::ZERO,
             load: 0,
             free_kb: kb(plat.job_memory_mb),
             committed_kb: 0,

@@ -16,22 +16,27 @@
 //!   transmits the data (without the sender's CPU: GM's directed send) and the
 //!   send completes (for a blocking `Send`, a non-blocking one's `Wait`) one
 //!   `latency` after the data arrived (GM's send callback).
-//! - **NICs**: each node's link is full duplex at the platform's `bandwidth_mb_s`
-//!   per direction (choi2004: Myrinet 2000 under GM, assumption G-NET-1 of
-//!   docs/models/seed-parameters.md). A node's NIC sends one message at a time
-//!   (bytes / bandwidth each, in order of the engine's requests); the message's
-//!   head crosses the network in `latency`. The receiving NIC takes in one message
-//!   at a time, at the same rate ([`Receivers`]): messages that reach one node
-//!   together (many-to-one, an all-to-all's incast) are taken in one after the
-//!   other, each in the first free interval of the receiver's NIC at or after its
-//!   head arrives. Myrinet routes cut-through with link-level flow control (Boden et
-//!   al., "Myrinet: a gigabit-per-second local area network", IEEE Micro 1995, seed
-//!   000's reference [9]): a blocked packet stalls in the switch and holds its path
-//!   back to the sender, so a sender whose message
-//!   waits at a busy receiver keeps its NIC until the message's last byte left.
-//!   Message granularity is an approximation: GM cuts messages into packets of at
-//!   most 4 KB that the switch interleaves; the last of the incoming messages ends
-//!   at the same time either way, the first ones end earlier here.
+//! - **NICs and packets**: each node's link is full duplex at the platform's
+//!   `bandwidth_mb_s` per direction (choi2004: Myrinet 2000 under GM, assumption
+//!   G-NET-1 of docs/models/seed-parameters.md). GM cuts every message into packets
+//!   of at most [`PACKET_BYTES`] (`GM_MTU` = 4096 in GM's `gm_types.h`); a packet
+//!   crosses the network cut-through, its head `latency` after it left, and needs the
+//!   sender's outgoing link and the receiver's incoming link at once for its length.
+//!   Each link is booked in time ([`Links`]): a message's packets, in order, take
+//!   the earliest stretches from its start on in which both of its links are free,
+//!   and the message is in the receiver's buffer when its last packet is. Messages
+//!   are booked in order of the engine's requests (an earlier request keeps what it
+//!   booked). So messages reaching one node together (many-to-one, an all-to-all's
+//!   incast) are taken in one after the other, while their senders' links stay free
+//!   for packets to other nodes meanwhile: a message waiting for a busy receiver
+//!   does not hold its sender's link. Myrinet switches route cut-through with
+//!   link-level flow control (Boden et al., "Myrinet: a gigabit-per-second local
+//!   area network", IEEE Micro 1995, seed 000's reference [9]): a blocked packet
+//!   holds its path back to the sender for at most the packets ahead of it at the
+//!   receiving port, a packet time each, which the booking leaves out (the
+//!   receiver's link is the bottleneck then and is counted in full). A stretch
+//!   shorter than one packet is not used except by a message's last, shorter
+//!   packet.
 //!
 //! Each receive slot (the current `Recv`, each posted `Irecv`) answers at most one
 //! request at a time: a slot already matched by a buffered message or by a
@@ -55,44 +60,120 @@ pub(super) struct Rndv {
     pub blocking: bool,
 }
 
-/// Each node's receiving NIC: the intervals `[start, end)` in which it takes in
-/// data, sorted by start and disjoint; intervals that ended before the current time
-/// are forgotten (no later message can start before the current time plus the
-/// latency).
-pub(super) struct Receivers {
-    busy: Vec<Vec<(SimTime, SimTime)>>,
+/// GM's packet size, bytes (`GM_MTU`, GM 1.x/2.x `gm_types.h`: `#define GM_MTU 4096`).
+pub(super) const PACKET_BYTES: u64 = 4096;
+
+/// Busy intervals `[start, end)` of one direction of one node's link, sorted by
+/// start, disjoint and not touching (touching ones are merged); intervals that
+/// ended before the current time are forgotten.
+#[derive(Clone, Default)]
+struct Busy(Vec<(SimTime, SimTime)>);
+
+impl Busy {
+    fn forget(&mut self, now: SimTime) {
+        let k = self.0.partition_point(|&(_, e)| e <= now);
+        self.0.drain(..k);
+    }
+
+    /// The first instant at or after `t` not inside an interval (shifted by
+    /// `shift`), and the start of the next interval after it (`None`: free for ever).
+    fn free_from(&self, t: SimTime, shift: SimTime) -> (SimTime, Option<SimTime>) {
+        let mut t = t;
+        let k = self.0.partition_point(|&(_, e)| e + shift <= t);
+        for &(s, e) in &self.0[k..] {
+            if s + shift > t {
+                return (t, Some(s + shift));
+            }
+            t = t.max(e + shift);
+        }
+        (t, None)
+    }
+
+    /// Marks `[s, e)` busy; it overlaps no interval.
+    fn add(&mut self, s: SimTime, e: SimTime) {
+        let k = self.0.partition_point(|&(_, x)| x < s);
+        let joins_left = k < self.0.len() && self.0[k].1 == s;
+        let right = if joins_left { k + 1 } else { k };
+        let joins_right = right < self.0.len() && self.0[right].0 == e;
+        match (joins_left, joins_right) {
+            (true, true) => {
+                self.0[k].1 = self.0[right].1;
+                self.0.remove(right);
+            }
+            (true, false) => self.0[k].1 = e,
+            (false, true) => self.0[right].0 = s,
+            (false, false) => self.0.insert(k, (s, e)),
+        }
+    }
 }
 
-impl Receivers {
+/// Each node's link, both directions, booked packet by packet (module doc).
+pub(super) struct Links {
+    out: Vec<Busy>,
+    inp: Vec<Busy>,
+}
+
+impl Links {
     pub fn new(nodes: usize) -> Self {
-        Receivers {
-            busy: vec![Vec::new(); nodes],
+        Links {
+            out: vec![Busy::default(); nodes],
+            inp: vec![Busy::default(); nodes],
         }
     }
 
-    /// Books the first free interval of length `len` of `node`'s receiving NIC that
-    /// starts at or after `from`, forgetting intervals that ended by `now`; returns
-    /// its start. An empty transfer takes no time on the NIC.
-    fn book(&mut self, node: usize, from: SimTime, len: SimTime, now: SimTime) -> SimTime {
+    /// Books a message of length `len` (of which a packet takes `packet`) from
+    /// `from`'s outgoing link to `to`'s incoming link, whose head takes `lat` to
+    /// cross, starting at or after `earliest` (>= `now`); returns when its last
+    /// byte is taken in. An empty message takes no link time.
+    fn book(
+        &mut self,
+        (from, to): (usize, usize),
+        earliest: SimTime,
+        (len, packet, lat): (SimTime, SimTime, SimTime),
+        now: SimTime,
+    ) -> SimTime {
         if len <= SimTime::ZERO {
-            return from;
+            return earliest + lat;
         }
-        let busy = &mut self.busy[node];
-        busy.retain(|&(_, e)| e > now);
-        let mut t = from;
-        let mut at = busy.len();
-        for (k, &(s, e)) in busy.iter().enumerate() {
-            if e <= t {
+        self.out[from].forget(now);
+        self.inp[to].forget(now);
+        // The incoming link's intervals, moved back by `lat`, in the sender's time.
+        let back = SimTime(-lat.0);
+        let (mut t, mut left, mut pieces) = (earliest, len, Vec::new());
+        loop {
+            // The next stretch [t, end) in which both links are free.
+            let (a, a_next) = self.out[from].free_from(t, SimTime::ZERO);
+            let (b, b_next) = self.inp[to].free_from(a, back);
+            if b > a {
+                t = b;
                 continue;
             }
-            if s >= t + len {
-                at = k;
+            t = a;
+            let end = match (a_next, b_next) {
+                (Some(x), Some(y)) => Some(x.min(y)),
+                (x, y) => x.or(y),
+            };
+            let room = end.map_or(left, |e| e - t);
+            let take = if room >= left {
+                left
+            } else {
+                // Whole packets only, unless the rest fits.
+                SimTime(room.0 / packet.0.max(1) * packet.0.max(1))
+            };
+            if take > SimTime::ZERO {
+                pieces.push((t, t + take));
+                left = left - take;
+            }
+            if left <= SimTime::ZERO {
                 break;
             }
-            t = e;
+            t = end.expect("a bounded stretch when bytes are left");
         }
-        busy.insert(at, (t, t + len));
-        t
+        for &(s, e) in &pieces {
+            self.out[from].add(s, e);
+            self.inp[to].add(s + lat, e + lat);
+        }
+        pieces.last().expect("a non-empty message").1 + lat
     }
 }
 
@@ -176,19 +257,18 @@ impl Sim<'_> {
             .expect("future");
     }
 
-    /// The sender's NIC transmits `bytes` to `dest` from `earliest` on, after what
-    /// it was given before, as fast as `dest`'s receiving NIC takes them in (module
-    /// doc); returns when the message is in the receiver's buffer.
+    /// The sender's link transmits `bytes` to `dest` from `earliest` on, packet by
+    /// packet in the stretches both links are free (module doc); returns when the
+    /// message is in the receiver's buffer.
     fn transmit(&mut self, sender: Pid, dest: Pid, bytes: u64, earliest: SimTime) -> SimTime {
         let node = self.procs[sender as usize].node as usize;
         let to_node = self.procs[dest as usize].node as usize;
-        let transfer = SimTime((bytes as f64 * self.ns_per_byte).round() as i64);
+        let time = |b: u64| SimTime((b as f64 * self.ns_per_byte).round() as i64);
+        let (len, packet) = (time(bytes), time(PACKET_BYTES));
+        let now = self.q.now();
         let lat = SimTime(self.latency_ns);
-        let start = self.nodes[node].nic_free_at.max(earliest);
-        let taken_in = self.rx.book(to_node, start + lat, transfer, self.q.now());
-        // Back-pressure: the last byte leaves one latency before it is taken in.
-        self.nodes[node].nic_free_at = taken_in - lat + transfer;
-        taken_in + transfer
+        self.links
+            .book((node, to_node), earliest, (len, packet, lat), now)
     }
 
     /// A rendezvous request reaches its receiver.

@@ -226,15 +226,20 @@ fn sends_to_distinct_receivers_do_not_interfere() {
     assert_eq!(out.proc_end[3].as_ns(), o_s + lat + t + o_r);
 }
 
+/// Time of one GM packet (4096 bytes) on the test platform's 200 MB/s link, ns.
+const PACKET_NS: i64 = 20_480;
+
 #[test]
-fn a_sender_held_by_a_busy_receiver_keeps_its_nic() {
-    // Rank 0 sends 16,000 bytes to rank 2 at o_s; rank 1 computes 1 us, sends
-    // 16,000 bytes to rank 2 (its head arrives while rank 2's NIC takes in rank 0's
-    // message, until o_s + lat + t), then 16,000 bytes to rank 3. Rank 1's first
-    // message is taken in from o_s + lat + t, so its last byte leaves at o_s + 2t
-    // (back-pressure) and only then does its NIC start the message to rank 3, which
-    // has it at o_s + 2t + lat + t. Without back-pressure the NIC would be free at
-    // 1 us + o_s + t.
+fn a_message_waiting_for_a_busy_receiver_leaves_its_senders_link_to_others() {
+    // Rank 0 sends 16,000 bytes (t = 80 us) to rank 2 at o_s = 1 us: links [1, 81)
+    // us (sender's time; the receiver's is lat later). Rank 1 computes 1 us, sends
+    // 16,000 bytes to rank 2 at 2 us, then 16,000 bytes to rank 3 at 3 us. Its
+    // message to rank 2 waits for rank 2's link: [81, 161). Its message to rank 3
+    // takes rank 1's link while that message waits: [3, 81) holds 78 us, three
+    // whole packets (3 x 20.48 = 61.44 us, [3, 64.44)); its last 18.56 us follow
+    // rank 1's packets to rank 2: [161, 179.56). Rank 3 has it at 179.56 + lat =
+    // o_s + 2t + (t - 3 packets) + lat. (Holding rank 1's link until its message to
+    // rank 2 was through, the message to rank 3 came at o_s + 3t + lat.)
     let bytes = 16_000;
     let (plat, out) = ranks(4, |r| match r {
         0 => vec![send(2, bytes)],
@@ -244,10 +249,41 @@ fn a_sender_held_by_a_busy_receiver_keeps_its_nic() {
     });
     let (o_s, o_r, lat, _) = costs(&plat);
     let t = wire(&plat, bytes);
+    assert_eq!(wire(&plat, 4096), PACKET_NS);
     assert_eq!(out.proc_end[2].as_ns(), o_s + lat + 2 * t + o_r);
-    assert_eq!(out.proc_end[3].as_ns(), o_s + 3 * t + lat + o_r);
+    assert_eq!(
+        out.proc_end[3].as_ns(),
+        o_s + 2 * t + (t - 3 * PACKET_NS) + lat + o_r
+    );
     // Rank 1's sends are eager: complete once copied out.
     assert_eq!(out.proc_end[1].as_ns(), 1_000 + 2 * o_s);
+}
+
+#[test]
+fn a_message_to_a_free_receiver_is_not_delayed_by_one_to_a_busy_receiver() {
+    // 3 ranks, every message eager. Rank 2 sends 800,000 bytes (t0 = 4 ms) to rank 1
+    // at o_s: rank 1's link is busy until o_s + t0 (sender's time). Rank 0 computes
+    // 10 us, then sends 16,000 bytes (t = 80 us) to rank 1 at 10 us + o_s (it waits
+    // for rank 1's link: [o_s + t0, o_s + t0 + t)) and 16,000 bytes to rank 2 at
+    // 10 us + 2 o_s, whose link is free: it goes at once and rank 2 has it at
+    // 10 us + 2 o_s + t + lat, as if rank 0 had sent nothing before (whole-message
+    // back-pressure held it to o_s + t0 + 2t + lat, 4 ms later).
+    let mut plat = platform(3, linux());
+    plat.eager_limit_bytes = None;
+    let mut b = Builder::new(3);
+    b.each(|r| match r {
+        0 => vec![Op::Compute { ns: 10_000 }, send(1, 16_000), send(2, 16_000)],
+        1 => vec![recv_any(), recv_any()],
+        _ => vec![send(1, 800_000), recv_any()],
+    });
+    let out = run(&plat, &[job(b.build("three", 1.0))], false, 1);
+    let (o_s, o_r, lat, _) = costs(&plat);
+    let (t0, t) = (wire(&plat, 800_000), wire(&plat, 16_000));
+    assert_eq!(t0, 4_000_000);
+    let alone = 10_000 + 2 * o_s + t + lat;
+    assert_eq!(out.proc_end[2].as_ns(), alone + o_r);
+    // Rank 1 takes the long message in, then rank 0's.
+    assert_eq!(out.proc_end[1].as_ns(), o_s + t0 + t + lat + o_r);
 }
 
 /// Each rank sends 100 kB (rendezvous) to the other, then receives from it; with
@@ -321,21 +357,26 @@ fn the_safe_exchange_completes_under_both_wait_modes() {
 #[test]
 fn mpich_alltoall_posts_all_at_once_and_its_messages_meet_at_the_receiving_nics() {
     // 4 ranks, MPICH 1.2.5's all-at-once alltoall of 16,000 bytes (eager, t = 80 us
-    // each); rank r computes r x t first, then sends to r + 1, r + 2, r + 3 (o_s
-    // each). Times below are from o_s + lat, as [start, end) at each receiving NIC,
-    // in order of the sends:
-    // - rank 0 (sends at o_s, 2 o_s, 3 o_s; its NIC one after the other): to 1
-    //   [0, t), to 2 [t, 2t), to 3 [2t, 3t).
-    // - rank 1 (from t + o_s): to 2, head at t while rank 0's is taken in: [2t, 3t),
-    //   and back-pressure holds rank 1's NIC to 2t; to 3 [3t, 4t); to 0 [4t, 5t).
-    // - rank 2 (from 2t + o_s): to 3, head at 2t, NIC 3 busy to 4t: [4t, 5t) (incast);
-    //   to 0 [5t, 6t); to 1 [6t, 7t).
-    // - rank 3 (from 3t + o_s): to 0, head at 3t, fits before rank 1's: [3t, 4t); to 1
-    //   [4t, 5t); to 2 [5t, 6t).
-    // A rank's `Wait` completes once its last message is in; it then consumes its
-    // three posted receives (3 o_r): ranks 0..3 end at o_s + lat + 6t / 7t / 6t / 5t
-    // + 3 o_r. Rank 3's three messages had all left their senders' CPUs by 2t + o_s:
-    // a NIC that took messages in at once would end it at o_s + lat + 3t + 3 o_r.
+    // each, p = 20.48 us a packet); rank r computes r x t first, then sends to r + 1,
+    // r + 2, r + 3 at r t + 1, + 2, + 3 us (o_s = 1 us each). Bookings in request
+    // order, in the senders' time (us; each receiving link lat later):
+    // - 0->1 [1, 81); 0->2 [81, 161); 0->3 [161, 241) (rank 0's own link in turn).
+    // - 1->2 at 81: rank 2's link is busy to 161: [161, 241). 1->3 at 82: both links
+    //   free [82, 161): 79 us, three packets [82, 143.44), the rest after rank 3's
+    //   link frees: [241, 259.56). 1->0 at 83: [143.44, 161) is under a packet,
+    //   skipped: [259.56, 339.56).
+    // - 2->3 at 161: rank 3's link busy to 259.56: [259.56, 339.56). 2->0 at 162:
+    //   [162, 242). 2->1 at 163: [242, 259.56) under a packet: [339.56, 419.56).
+    // - 3->0 at 241: rank 0's link busy to 242, [242, 259.56) under a packet, busy
+    //   to 339.56: [339.56, 419.56). 3->1 at 242: [242, 322). 3->2 at 243: rank 3's
+    //   link is busy to 322, [322, 339.56) under a packet, busy to 419.56:
+    //   [419.56, 499.56).
+    // Last message in (+ lat): rank 0 at 419.56 = o_s + 6t - 3p, rank 1 419.56,
+    // rank 2 499.56 = o_s + 7t - 3p, rank 3 339.56 = o_s + 5t - 3p. A rank's `Wait`
+    // completes once its last message is in; it then consumes its three posted
+    // receives (3 o_r). Rank 3's three messages had all left their senders' CPUs by
+    // 2t + o_s: links that took messages in at once would end it at o_s + lat + 3t
+    // + 3 o_r.
     let bytes = 16_000;
     let mut plat = platform(4, linux());
     plat.eager_limit_bytes = Some(16_288);
@@ -350,8 +391,8 @@ fn mpich_alltoall_posts_all_at_once_and_its_messages_meet_at_the_receiving_nics(
     let out = run(&plat, &[job(b.build("alltoall", 1.0))], false, 1);
     let (o_s, o_r, lat, _) = costs(&plat);
     let ends: Vec<i64> = out.proc_end.iter().map(|e| e.as_ns()).collect();
-    let at = |k: i64| o_s + lat + k * t + 3 * o_r;
-    assert_eq!(ends, vec![at(6), at(7), at(6), at(5)]);
+    let at = |k: i64| o_s + lat + k * t - 3 * PACKET_NS + 3 * o_r;
+    assert_eq!(ends, vec![at(6), at(6), at(7), at(5)]);
     assert_eq!(out.counters.messages, 12);
     assert_eq!(out.counters.rendezvous, 0);
 }

@@ -138,8 +138,6 @@ pub(super) struct Node {
     pub(super) sched: Box<dyn NativeScheduler>,
     pub(super) procs: Vec<Pid>,
     pub(super) disk_free_at: SimTime,
-    /// When the NIC finishes transmitting what it was given.
-    pub(super) nic_free_at: SimTime,
     pub(super) load: u32,
     /// Free job memory, KB.
     pub(super) free_kb: i64,
