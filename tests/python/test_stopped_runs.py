@@ -188,3 +188,11 @@ def test_bounds_change_nothing_when_every_run_finished() -> None:
                                                                 and c in runs])
     assert choi.bounded_runs(runs).equals(runs.drop(columns=["stopped"]))
     assert choi.energy_bounded_runs(runs) is runs
+
+
+def test_unfinished_jobs_over_several_stopped_seeds_are_a_range() -> None:
+    runs = _fig7_runs()
+    extra = runs[(runs["scheme"] == "PB") & (runs["seed"] == 1) & ~runs["memory_aware"].astype(bool)]
+    runs = pd.concat([runs, extra.assign(seed=3, jobs_unfinished=3)], ignore_index=True)
+    _, stopped = choi.split_stopped(Gathered(runs=runs, jobs=pd.DataFrame()))
+    assert "with 3–16 of 20 jobs unfinished (2 of 3 seeds)" in choi.stopped_text(stopped)

@@ -1603,7 +1603,8 @@ def split_stopped(g: Gathered) -> tuple[Gathered, pd.DataFrame]:
                      "seeds_finished": len(grp) - len(st),
                      "stopped_by": ", ".join(sorted(set(st["stopped_by"]))),
                      "sim_time_s": float(st["sim_time_s"].min()),
-                     "jobs_unfinished": int(st["jobs_unfinished"].min()), "jobs_total": int(st["jobs_total"].max()),
+                     "jobs_unfinished": int(st["jobs_unfinished"].min()),
+                     "jobs_unfinished_max": int(st["jobs_unfinished"].max()), "jobs_total": int(st["jobs_total"].max()),
                      "response_lower_bound_s": float(st["response_lower_bound_s"].min())})
     kept = runs[~out_mask].drop(columns=[c for c in STOP_COLUMNS if c in runs])
     return Gathered(runs=kept.reset_index(drop=True), jobs=g.jobs, executed=g.executed), pd.DataFrame(rows)
@@ -1612,6 +1613,12 @@ def split_stopped(g: Gathered) -> tuple[Gathered, pd.DataFrame]:
 #: Columns of a stopped run's row (``runner.gather``), besides its labels.
 STOP_COLUMNS = ["stopped", "stopped_by", "limit", "sim_time_s", "jobs_unfinished", "jobs_total",
                 "response_lower_bound_s"]
+
+
+def _unfinished(r: pd.Series) -> str:
+    """A stopped group's unfinished jobs: one count, or the range over its stopped seeds."""
+    lo, hi = int(r["jobs_unfinished"]), int(r.get("jobs_unfinished_max", r["jobs_unfinished"]))
+    return str(lo) if lo == hi else f"{lo}–{hi}"
 
 
 def stopped_text(stopped: pd.DataFrame) -> str:
@@ -1623,7 +1630,7 @@ def stopped_text(stopped: pd.DataFrame) -> str:
         alloc = "memory-aware" if r["memory_aware"] else "no memory-aware"
         parts.append(
             f"{r['scheme']} ({alloc}) did not finish: stopped by its {r['stopped_by']} at {_sec(r['sim_time_s'])} "
-            f"simulated s with {int(r['jobs_unfinished'])} of {int(r['jobs_total'])} jobs unfinished "
+            f"simulated s with {_unfinished(r)} of {int(r['jobs_total'])} jobs unfinished "
             f"({int(r['seeds_stopped'])} of {int(r['seeds_stopped'] + r['seeds_finished'])} seeds); mean "
             f"response at least {_sec(r['response_lower_bound_s'])} s")
     return "; ".join(parts)
@@ -1876,7 +1883,7 @@ def _fig7_table(agg: pd.DataFrame, stopped: pd.DataFrame) -> pd.DataFrame:
         outcome="finished")
     if len(stopped):
         dnf = stopped[["memory_aware", "scheme"]].assign(outcome=[
-            f"did not finish within {_sec(r['sim_time_s'])} s ({r['stopped_by']}; {int(r['jobs_unfinished'])} of "
+            f"did not finish within {_sec(r['sim_time_s'])} s ({r['stopped_by']}; {_unfinished(r)} of "
             f"{int(r['jobs_total'])} jobs unfinished)" for _, r in stopped.iterrows()])
         table = pd.concat([table, dnf], ignore_index=True)
     return table
