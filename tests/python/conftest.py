@@ -1,4 +1,5 @@
-"""Shared fixtures: the shared traces folder, small trace slices, and a CLI runner."""
+"""Shared fixtures: the shared traces folder, small trace slices, a CLI runner, and `wait_for` (polling with a
+deadline, for the tests that watch real processes)."""
 
 from __future__ import annotations
 
@@ -6,9 +7,11 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 from typer.testing import CliRunner
@@ -17,6 +20,8 @@ from coscheduling import slice_trace
 from coscheduling.cli import app
 
 REPO = Path(__file__).resolve().parents[2]
+
+T = TypeVar("T")
 
 #: Traces sliced for the CLI tests (first SLICE_RECORDS records, header kept).
 SLICED = ("SDSC-SP2-1998-4.2-cln", "CTC-SP2-1996-3.1-cln", "LLNL-Thunder-2007-1.1-cln")
@@ -110,3 +115,23 @@ def quick_reproduction(tmp_path_factory: pytest.TempPathFactory) -> Callable[[st
         return done[exp_id]
 
     return get
+
+
+def wait_for(pred: Callable[[], T], timeout: float, what: str | Callable[[], str], interval: float = 0.05) -> T:
+    """Polls ``pred`` every ``interval`` seconds until it returns a true value, and returns that value.
+
+    The deadline is ``timeout`` seconds (``time.monotonic``) from the call, and the last call of ``pred``
+    starts after it: a loaded machine that keeps this process off the CPU past the deadline does not fail
+    a condition that holds by then. Otherwise raises ``AssertionError("timed out after TIMEOUT s waiting
+    for WHAT ...")`` with the last value; ``what`` may be a function, called only then, to describe the
+    state (e.g. the records read so far). A predicate that should stop the wait early (the watched process
+    exited) returns a true value for that case too, and the caller tells the two apart."""
+    deadline = time.monotonic() + timeout
+    while True:
+        expired = time.monotonic() >= deadline
+        if value := pred():
+            return value
+        if expired:
+            detail = what() if callable(what) else what
+            raise AssertionError(f"timed out after {timeout:g} s waiting for {detail} (last value: {value!r:.2000})")
+        time.sleep(interval)
