@@ -14,7 +14,7 @@
  * Waiting (cs_wait): SPIN tests in a loop; SPINBLOCK spins for spin_ns[kind], then blocks; YIELD tests
  * in a loop that calls sched_yield between tests (spin time; the CPU goes to any other runnable task of
  * the rank's CPU); BLOCK blocks at once: state BLOCKED, then { seq = wake_seq; test; futex_wait(seq, 1 ms) } until
- * complete. While spinning (SPIN or SPINBLOCK) every test also loads `spin_until`: a word tagged
+ * complete, where every return from the futex is followed by two tests before the next sleep (below). While spinning (SPIN or SPINBLOCK) every test also loads `spin_until`: a word tagged
  * with this wait's wait_id sets when the spin ends (the node policy's spin change, written by the
  * agent), cutting or extending it, and turns SPIN into spin-then-block. A call that completes at its first test is not a wait. LIBRARY leaves the
  * library's own blocking call untouched (its whole duration counts as wait time). With
@@ -24,9 +24,21 @@
  * Wake-ups: a send to a rank of the same job adds to the receiver's `arrivals` and bumps its
  * `wake_seq`; FUTEX_WAKE only when the receiver is BLOCKED (state is stored before wake_seq is
  * read, both sequentially consistent, so no wake-up is lost). Posting or completing a receive
- * wakes its sender when that sender is blocked in a send wait (rendezvous). Entering and leaving a
- * collective wakes the members of the communicator blocked in a collective: the library's own
- * messages inside a collective are invisible to the shim; the 1 ms fallback covers the rest.
+ * wakes its sender when that sender is blocked in a send wait (rendezvous).
+ *
+ * Collectives: the library's own messages inside a collective are invisible to the shim, and the library
+ * sends them from its own calls (the non-blocking collective's start and its progress in each test), not
+ * when the rank enters the wrapper. So a rank about to sleep in a collective wait first wakes the members
+ * of the communicator blocked in a collective (its start and tests may just have sent them what they wait
+ * for), at most 1 + ceil(log2 size) times per wait (the rounds of the recursive-doubling, dissemination
+ * and binomial algorithms; the bound stops two members with nothing to exchange from waking each other
+ * forever); leaving a collective wakes them too. Entering one wakes nobody (nothing is sent yet).
+ * A woken rank tests twice before sleeping again: MPICH's progress (ch4 progress_test) runs its
+ * collective schedules before polling the network, so a schedule sees a message the network delivered in
+ * one test only in the next; with a single test, the request completed at the test after the 1 ms
+ * timeout (about half of MPICH's blocking collective waits). The 1 ms fallback stays for what the shim
+ * cannot see (a library-mode peer, ranks on another machine). COSCHED_LOG counts wake-ups, timeouts and
+ * the blocking waits that ended only after a timeout (timeout_ends).
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -76,7 +88,15 @@ static struct {
     MPI_Group world_group;
     uint64_t calls[CS_CALLS][2];
     uint64_t events_dropped;
+    /* Blocking waits: futex sleeps ended by a wake-up / by the fallback timeout; futex calls that returned
+     * at once (a wake-up came between the test and the sleep); waits completed at the passes right after a
+     * timeout (nothing woke them); wake-ups passed on to blocked collective members. */
+    uint64_t wakeups, timeouts, no_sleeps, timeout_ends, coll_forwards;
 } g = {.sock = -1};
+
+/* The collective this thread is in (set by cs_coll_enter, cleared by the matching cs_coll_exit). */
+static __thread int coll_nesting;
+static __thread MPI_Comm coll_comm;
 
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -402,7 +422,8 @@ static void write_log(void) {
                      "\"wait\":\"%s\",\"agent\":%s,\"msgs_sent\":%llu,\"bytes_sent\":%llu,\"msgs_recv\":%llu,"
                      "\"bytes_recv\":%llu,\"arrivals\":%llu,\"consumed\":%llu,\"waits\":%llu,\"wait_ns\":%llu,"
                      "\"spin_ns\":%llu,\"block_ns\":%llu,\"blocks\":%llu,\"collectives\":%llu,"
-                     "\"spin_changes\":%llu,\"changed_spin_ns\":%llu,\"events_dropped\":%llu,\"calls\":{",
+                     "\"spin_changes\":%llu,\"changed_spin_ns\":%llu,\"events_dropped\":%llu,\"wakeups\":%llu,"
+                     "\"timeouts\":%llu,\"no_sleeps\":%llu,\"timeout_ends\":%llu,\"coll_forwards\":%llu,\"calls\":{",
                      g.run, g.job, g.rank, g.size, g.pid, COSCHED_MPI_NAME, g.mode_text,
                      LD(&s->agent_gen) ? "true" : "false", (unsigned long long)LD(&s->msgs_sent),
                      (unsigned long long)LD(&s->bytes_sent), (unsigned long long)LD(&s->msgs_recv),
@@ -411,7 +432,9 @@ static void write_log(void) {
                      (unsigned long long)LD(&s->wait_ns), (unsigned long long)LD(&s->spin_ns_total),
                      (unsigned long long)LD(&s->block_ns), (unsigned long long)LD(&s->blocks),
                      (unsigned long long)LD(&s->collectives), (unsigned long long)LD(&s->spin_changes),
-                     (unsigned long long)LD(&s->changed_spin_ns), (unsigned long long)g.events_dropped);
+                     (unsigned long long)LD(&s->changed_spin_ns), (unsigned long long)g.events_dropped,
+                     (unsigned long long)g.wakeups, (unsigned long long)g.timeouts, (unsigned long long)g.no_sleeps,
+                     (unsigned long long)g.timeout_ends, (unsigned long long)g.coll_forwards);
     int first = 1;
     for (int c = 0; c < CS_CALLS && n < (int)sizeof buf - 200; c++) {
         if (!g.calls[c][0] && !g.calls[c][1]) continue;
@@ -649,6 +672,9 @@ int cs_req_is_recv(MPI_Request req) {
 
 /* ---------------------------------------------------------------- waiting */
 
+static void wake_comm_collective(MPI_Comm comm);
+static int coll_forward_budget(MPI_Comm comm);
+
 uint32_t cs_mode(int kind) {
     if (!cs_ready || g.library_waits) return COSCHED_MODE_LIBRARY;
     if (LD(&g.me->agent_gen) != 0) {
@@ -697,13 +723,35 @@ int cs_wait(int kind, cs_test_fn test, void *ctx) {
     if (rc == MPI_SUCCESS && !flag) {
         uint64_t tb = now_ns();
         ST(&s->state, (uint32_t)COSCHED_STATE_BLOCKED);
+        /* In a collective: how many more times this wait passes a wake-up on before it sleeps. */
+        int forwards = coll_nesting > 0 ? coll_forward_budget(coll_comm) : 0;
+        int woke = 0;      /* the futex has returned; one more progress pass is owed before sleeping */
+        int timed_out = 0; /* the last futex return was the fallback timeout */
         for (;;) {
             uint32_t seq = LD(&s->wake_seq);
             rc = test(ctx, &flag);
             if (rc != MPI_SUCCESS || flag) break;
+            if (woke) {
+                woke = 0;
+                continue;
+            }
+            if (forwards > 0) {
+                forwards--;
+                g.coll_forwards++;
+                wake_comm_collective(coll_comm);
+            }
             struct timespec ts = {.tv_sec = 0, .tv_nsec = 1000000};
-            futex(&s->wake_seq, FUTEX_WAIT, seq, &ts);
+            long r = futex(&s->wake_seq, FUTEX_WAIT, seq, &ts);
+            timed_out = r < 0 && errno == ETIMEDOUT;
+            if (timed_out)
+                g.timeouts++;
+            else if (r < 0 && errno == EAGAIN)
+                g.no_sleeps++;
+            else
+                g.wakeups++;
+            woke = 1;
         }
+        if (timed_out) g.timeout_ends++;
         blocked = now_ns() - tb;
         RADD(&s->blocks, 1);
     }
@@ -760,17 +808,31 @@ static void wake_comm_collective(MPI_Comm comm) {
     pthread_mutex_unlock(&g_lock);
 }
 
+/* 1 + ceil(log2(size of comm)): the rounds of the recursive-doubling, dissemination and binomial-tree
+ * algorithms MPICH and Open MPI use for small messages, plus the start. */
+static int coll_forward_budget(MPI_Comm comm) {
+    int size = 0;
+    PMPI_Comm_size(comm, &size);
+    int rounds = 0;
+    while ((1 << rounds) < size && rounds < 30) rounds++;
+    return 1 + rounds;
+}
+
+/* Entering wakes nobody: the library has sent none of the collective's messages yet (a member woken
+ * now finds nothing and sleeps again). The wait (cs_wait) passes the wake-up on once its own calls have
+ * had the chance to send them. */
 void cs_coll_enter(MPI_Comm comm, int coll) {
     if (!cs_ready) return;
     RADD(&g.me->collectives, 1);
     ADD(&g.me->coll_depth, 1u);
+    if (coll_nesting++ == 0) coll_comm = comm;
     send_event(COSCHED_MSG_COLL_ENTER, g.rank, coll, 0, 0);
-    wake_comm_collective(comm);
 }
 
 void cs_coll_exit(MPI_Comm comm, int coll) {
     if (!cs_ready) return;
     __atomic_fetch_sub(&g.me->coll_depth, 1u, __ATOMIC_SEQ_CST);
+    if (coll_nesting > 0) coll_nesting--;
     send_event(COSCHED_MSG_COLL_EXIT, g.rank, coll, 0, 0);
     wake_comm_collective(comm);
 }

@@ -137,6 +137,28 @@ def test_sim_trace_sees_lockstep_and_independent_nodes(tmp_path: Path) -> None:
     assert realsim.why(late).startswith("a blocked real rank sleeps 1500 us per blocking wait against 200 us")
     assert "sleeps" not in realsim.why(dict(late, real_sleep_us=250.0))
     assert "sleeps" not in realsim.why(dict(late, real_sleep_us=350.0))
+    assert "fallback" not in realsim.why(late)  # no shim count given
+    assert "(40% of the blocking waits ended only at the shim's 1 ms fallback timeout)" in realsim.why(
+        dict(late, real_timeout_share=0.4))
+
+
+def test_real_trace_counts_the_blocking_waits_that_ended_at_the_fallback(tmp_path: Path) -> None:
+    """The shim's per-rank counters by hand: 2 ranks with 10 and 30 blocking waits, 1 and 3 of them ended
+    at the fallback timeout: 10%; 4 ms and 8 ms blocked: 300 us per blocking wait."""
+    (tmp_path / "logs").mkdir()
+    ranks = [{"rank": 0, "wait_ns": 10_000_000, "blocks": 10, "block_ns": 4_000_000, "timeout_ends": 1},
+             {"rank": 1, "wait_ns": 10_000_000, "blocks": 30, "block_ns": 8_000_000, "timeout_ends": 3}]
+    (tmp_path / "logs" / "shim.jsonl").write_text("".join(json.dumps(r) + "\n" for r in ranks))
+    t = realsim.real_trace(tmp_path, {"real": {"cpu_s": [0.5, 0.5], "wall_s": 1.0}}, 0.8)
+    assert t["timeout_share"] == pytest.approx(0.1) and t["sleep_us"] == pytest.approx(300.0)
+    assert t["block_share"] == pytest.approx(0.6) and t["spin_share"] == pytest.approx(0.2)
+    assert t["busy"] == pytest.approx(0.5)
+    # A log without the count (an older shim), and a log without a blocking wait: NaN.
+    old = {k: v for k, v in ranks[0].items() if k != "timeout_ends"}
+    for line in (old, dict(ranks[0], blocks=0)):
+        (tmp_path / "logs" / "shim.jsonl").write_text(json.dumps(line) + "\n")
+        share = realsim.real_trace(tmp_path, {"real": {"cpu_s": [1.0], "wall_s": 1.0}}, 1.0)["timeout_share"]
+        assert share != share
 
 
 def test_quick_real_vs_sim_structure_and_mechanism(tmp_path: Path) -> None:

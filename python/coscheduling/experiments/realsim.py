@@ -401,7 +401,9 @@ def real_trace(folder: Path, summary: dict[str, Any], compute_s: float) -> dict[
     program asks for (``compute_s``, all ranks) over the CPU time used (under a spinning wait: busy-waiting;
     MPI's own start and end are in it too); ``busy``, CPU time used over the 2 CPUs' wall time;
     ``block_share``, time the ranks slept in a wait over their waiting time; ``sleep_us``, the mean time
-    from a rank's blocking to its wait's end (NaN when no rank blocked)."""
+    from a rank's blocking to its wait's end (NaN when no rank blocked); ``timeout_share``, the blocking
+    waits that ended only after the shim's 1 ms fallback timeout (nothing woke the rank) over all blocking
+    waits (NaN when no rank blocked or the shim's log has no such count)."""
     cpu = float(sum(summary["real"]["cpu_s"]))
     wall = float(summary["real"]["wall_s"])
     ranks = [json.loads(x) for x in (folder / "logs" / "shim.jsonl").read_text().splitlines() if x.strip()] \
@@ -409,6 +411,8 @@ def real_trace(folder: Path, summary: dict[str, Any], compute_s: float) -> dict[
     wait = sum(r["wait_ns"] for r in ranks)
     blocks = sum(r.get("blocks", 0) for r in ranks)
     return {"sleep_us": sum(r["block_ns"] for r in ranks) / blocks / 1e3 if blocks else float("nan"),
+            "timeout_share": sum(r["timeout_ends"] for r in ranks) / blocks
+            if blocks and all("timeout_ends" in r for r in ranks) else float("nan"),
             "spin_share": max(cpu - compute_s, 0.0) / cpu if cpu else 0.0,
             "busy": cpu / (2 * wall) if wall else 0.0,
             "block_share": sum(r["block_ns"] for r in ranks) / wait if wait else 0.0}
@@ -604,10 +608,11 @@ def why(r: dict[str, Any]) -> str:
                    f"{get('sim_spin_share'):.0%} simulated")
     real_sleep, sim_sleep = get("real_sleep_us"), get("sim_sleep_us")
     if real_sleep >= LATE_US and not real_sleep < LATE_FACTOR * sim_sleep:  # NaN simulated: no rank blocked there
+        timeouts = get("real_timeout_share")
         out.append(f"a blocked real rank sleeps {real_sleep:.0f} us per blocking wait against "
-                   f"{sim_sleep:.0f} us simulated: it is woken later than its message (docs/real.md, "
-                   "\"Why BLOCK is last\": the shim wakes a rank blocked in a collective only when another "
-                   "member enters or leaves it, else after its 1 ms fallback)")
+                   f"{sim_sleep:.0f} us simulated: it is woken later than its message"
+                   + (f" ({timeouts:.0%} of the blocking waits ended only at the shim's 1 ms fallback timeout)"
+                      if timeouts == timeouts else ""))
     if get("sim_busy") - get("real_busy") >= SHARE_GAP:
         out.append(f"real ranks held their CPUs {get('real_busy'):.0%} of the time against {get('sim_busy'):.0%} "
                    f"simulated (asleep in waits {get('real_block_share'):.0%} of their waiting time): other tasks "
