@@ -3,6 +3,12 @@
  *
  *   cosched-probe pingpong ITERS BYTES   ranks 0 and 1 ping-pong; rank 0 prints
  *                                        {"half_rtt_ns": median half round trip, ...} as JSON
+ *   cosched-probe oneway ITERS GAP_US    ranks 0 and 1 take turns sending 8 bytes; the sender first
+ *                                        computes GAP_US (so the receiver is settled in its wait:
+ *                                        asleep in a blocking mode) and puts its CLOCK_MONOTONIC time
+ *                                        in the message; the receiver takes the delay to its return
+ *                                        from MPI_Recv. Rank 0 prints {"oneway_ns": median, "oneway_p10_ns",
+ *                                        "oneway_p90_ns"} over the ITERS messages it receives
  *   cosched-probe sleepwait SECONDS      rank 1 sleeps SECONDS then sends; rank 0 waits in MPI_Recv;
  *                                        rank 0 prints its CPU time (utime+stime) and its time ready
  *                                        on a run queue (schedstat) over the wait
@@ -50,7 +56,8 @@ static int cmp_u64(const void *a, const void *b) {
 }
 
 static void usage(void) {
-    fprintf(stderr, "usage: cosched-probe pingpong ITERS BYTES | sleepwait SECONDS | calls | crash RANK | exit RANK CODE\n");
+    fprintf(stderr, "usage: cosched-probe pingpong ITERS BYTES | oneway ITERS GAP_US | sleepwait SECONDS | calls | "
+                    "crash RANK | exit RANK CODE\n");
     MPI_Abort(MPI_COMM_WORLD, 2);
 }
 
@@ -87,6 +94,36 @@ int main(int argc, char **argv) {
         }
         free(buf);
         free(rt);
+    } else if (!strcmp(cmd, "oneway") && argc == 4 && size >= 2) {
+        int iters = atoi(argv[2]);
+        uint64_t gap = (uint64_t)atoll(argv[3]) * 1000ull;
+        if (iters < 1) usage();
+        uint64_t *d = calloc((size_t)iters, sizeof *d);
+        MPI_Barrier(MPI_COMM_WORLD);
+        for (int i = -10; i < iters; i++) { /* 10 warm-up rounds */
+            for (int from = 0; from < 2; from++) {
+                uint64_t stamp = 0;
+                if (rank == from) {
+                    uint64_t t = now_ns();
+                    while (now_ns() - t < gap) {
+                    }
+                    stamp = now_ns();
+                    MPI_Send(&stamp, 1, MPI_UINT64_T, 1 - from, 0, MPI_COMM_WORLD);
+                } else if (rank == 1 - from) {
+                    MPI_Recv(&stamp, 1, MPI_UINT64_T, from, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                    uint64_t t = now_ns();
+                    if (rank == 0 && i >= 0) d[i] = t - stamp;
+                }
+            }
+        }
+        if (rank == 0) {
+            qsort(d, (size_t)iters, sizeof *d, cmp_u64);
+            printf("{\"iters\": %d, \"gap_us\": %llu, \"oneway_ns\": %llu, \"oneway_p10_ns\": %llu, "
+                   "\"oneway_p90_ns\": %llu}\n",
+                   iters, (unsigned long long)(gap / 1000), (unsigned long long)d[iters / 2],
+                   (unsigned long long)d[iters / 10], (unsigned long long)d[iters * 9 / 10]);
+        }
+        free(d);
     } else if (!strcmp(cmd, "sleepwait") && argc == 3) {
         double secs = atof(argv[2]);
         int v = 0;

@@ -75,3 +75,23 @@ def test_the_collwake_program_rejects_a_wrong_rank_count_and_operation() -> None
     out = json.loads(r.stdout)
     assert list(out) == ["bcast"] and out["bcast"]["n"] == 5
     assert out["bcast"]["p10_us"] <= out["bcast"]["p50_us"] <= out["bcast"]["p90_us"]
+
+
+@pytest.mark.parametrize("mpi", MPIS)
+def test_every_receive_of_the_oneway_probe_sleeps_in_block_mode(mpi: str, tmp_path: Path) -> None:
+    """`cosched-probe oneway` (the preset's wake-up cost): the sender computes 50 us before each message,
+    so a receive of a rank in BLOCK mode waits, sleeps in the futex and is woken from that sleep (the
+    shim's counts; not a wake-up landing before the futex call, which returns at once: the ping-pong's
+    fastest rounds). A receive that finds its message at its first test was itself late (preempted for
+    50 us between its send and its receive on a loaded machine): its sample is longer, never shorter."""
+    log = tmp_path / "log.jsonl"
+    iters = 200
+    r = mpirun(mpi, 2, [str(BUILD / f"cosched-probe-{mpi}"), "oneway", str(iters), "50"],
+               env={"COSCHED_WAIT": "block", "COSCHED_LOG": str(log)}, timeout=300)
+    assert r.returncode == 0, f"{mpi}: cosched-probe oneway failed:\n{r.stdout}\n{r.stderr}"
+    out = json.loads(r.stdout.strip().splitlines()[-1])
+    assert out["iters"] == iters and out["gap_us"] == 50
+    assert 0 < out["oneway_p10_ns"] <= out["oneway_ns"] <= out["oneway_p90_ns"]
+    for rank in (json.loads(x) for x in log.read_text().splitlines()):
+        assert rank["waits"] == rank["blocks"] > 0, rank
+        assert rank["wakeups"] >= 0.9 * rank["waits"], rank

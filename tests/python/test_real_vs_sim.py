@@ -50,6 +50,10 @@ def test_the_preset_is_built_from_the_measurements_only() -> None:
     assert set(p) - {"preset"} == set(realsim.PRESET_FIELDS)
     # What the simulator charges a wake-up: the interrupt and one context switch.
     assert realsim.wake_charged_us(p) == 8.0
+    # With the one-way probe (a calibration since it exists): blocking one-way delay - spinning half round
+    # trip, whatever the blocking ping-pong gave (here one whose fastest rounds did not sleep).
+    bench["mpi"]["mpich"].update(block_8={"p10_us": 10.3}, block_oneway={"p10_us": 21.5})
+    assert realsim.preset(bench, "mpich", "rr")["interrupt_us"] == 11.5
 
 
 def test_the_wakeup_tool_measures_every_case() -> None:
@@ -186,6 +190,10 @@ def test_quick_real_vs_sim_structure_and_mechanism(tmp_path: Path) -> None:
     assert plat["os"]["model"] == fit["chosen"]
     assert calib["microbenchmarks"]["slices"]["slice_cv"] > 0
     assert calib["microbenchmarks"]["wakeup"]["median"]["cross"]["p50_us"] > 0
+    # The wake-up cost from the one-way probe: a blocked receiver is slower to return than a spinning one.
+    m = calib["microbenchmarks"]["mpi"][mpi]
+    assert 0 < m["spin_8"]["p10_us"] < m["block_oneway"]["p10_us"]
+    assert plat["interrupt_us"] == round(m["block_oneway"]["p10_us"] - m["spin_8"]["p10_us"], 3)
 
     table = pd.read_csv(out / "table.csv")
     schemes = ["DEDICATED", *realsim.QUICK_SCHEMES]
