@@ -1,5 +1,5 @@
-"""Shared fixtures: the shared traces folder, small trace slices, a CLI runner, and `wait_for` (polling with a
-deadline, for the tests that watch real processes)."""
+"""Shared fixtures: the shared traces folder, small trace slices, a CLI runner, `wait_for` (polling with a
+deadline, for the tests that watch real processes), and the marker ``real`` of the real-execution tests."""
 
 from __future__ import annotations
 
@@ -22,6 +22,20 @@ from coscheduling.cli import app
 REPO = Path(__file__).resolve().parents[2]
 
 T = TypeVar("T")
+
+#: Tests that execute on this machine for real (MPI ranks, node agents, cgroups, Slurm) and compare what they
+#: measure: every test of these files and every test named ``test_real_*`` elsewhere gets the marker ``real``.
+#: They must not share the CPUs with other tests: a parallel run (e.g. pytest-xdist) selects them out
+#: (``-m "not real"``) and runs them alone in a second, serial invocation.
+REAL_FILE_PREFIXES = ("test_real_", "test_slurm_")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        name = getattr(item, "originalname", item.name)
+        if item.path.name.startswith(REAL_FILE_PREFIXES) or name.startswith("test_real_"):
+            item.add_marker(pytest.mark.real)
+
 
 #: Traces sliced for the CLI tests (first SLICE_RECORDS records, header kept).
 SLICED = ("SDSC-SP2-1998-4.2-cln", "CTC-SP2-1996-3.1-cln", "LLNL-Thunder-2007-1.1-cln")
