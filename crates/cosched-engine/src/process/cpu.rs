@@ -1,15 +1,105 @@
-//! CPU dispatch of the process-level engine: giving a CPU to the process the
-//! native scheduler picked (context switch, the policy's `running` op, the
-//! re-check of a wait), planning the running process's next segment end (its
-//! CPU work, spin deadline or slice), the segment end itself, and wake-up
-//! preemption. The priority-inversion measure ([`super::inversion`]) is settled
-//! here before every change of what a node's CPUs run.
+//! CPUs of the process-level engine: filling a node's idle CPUs from its native
+//! scheduler (a pick whose footprint is not resident is paged in instead),
+//! charging a CPU's time to its running process, taking a process off its CPU,
+//! giving a CPU to the process the native scheduler picked (context switch, the
+//! policy's `running` op, the re-check of a wait), planning the running process's
+//! next segment end (its CPU work, spin deadline or slice), the segment end
+//! itself, and wake-up preemption. The priority-inversion measure
+//! ([`super::inversion`]) is settled here before every change of what a node's
+//! CPUs run.
 
 use super::{Apply, Cond, PState, Pick, Pid, Sim, Stop, Waiting, Wake};
 use cosched_contract::node::{Ops, WaitEndCause, WaitMode};
 use cosched_des::SimTime;
 
 impl Sim<'_> {
+    /// Fills the node's idle CPUs from its native scheduler.
+    pub(super) fn schedule(&mut self, node: u32, now: SimTime) {
+        let mut cpu = 0;
+        while cpu < self.plat.cpus_per_node {
+            if let Some(r) = self.nodes[node as usize].cpus[cpu as usize].cur {
+                // A yielding wait gives its CPU to a process that became runnable.
+                if !(self.yields(r) && self.others_runnable(node) && self.sleep_off_cpu(r, now)) {
+                    cpu += 1;
+                    continue;
+                }
+            }
+            let hint = self.recommend(node, now);
+            let n = &mut self.nodes[node as usize];
+            n.sched.set_active_mm(n.cpus[cpu as usize].last);
+            let Some(pick) = n.sched.pick(now, hint) else {
+                // Nothing runnable: a parked yielding wait spins on the CPU.
+                if self.unpark_for_idle_cpu(node, now) {
+                    continue;
+                }
+                return;
+            };
+            let p = &self.procs[pick.pid as usize];
+            let missing = p.mem_kb - p.resident_kb;
+            let n = &self.nodes[node as usize];
+            if missing > 0 && missing == p.fresh_kb && missing <= n.free_kb && n.page_queue.is_empty() {
+                // Only fresh pages missing, and free memory for them: zero-filled at once.
+                self.nodes[node as usize].free_kb -= missing;
+                let p = &mut self.procs[pick.pid as usize];
+                (p.resident_kb, p.fresh_kb) = (p.mem_kb, 0);
+                self.debug_check_memory(node);
+            } else if missing > 0 {
+                self.page_in(node, pick.pid, now);
+                continue;
+            }
+            self.dispatch(node, cpu, pick, now);
+            cpu += 1;
+        }
+    }
+
+    /// Charges the time since the last accounting to the CPU's running process.
+    pub(super) fn account(&mut self, node: u32, cpu: u32, now: SimTime) {
+        let c = &mut self.nodes[node as usize].cpus[cpu as usize];
+        let Some(pid) = c.cur else { return };
+        let (from, progress_from) = (c.acct_at, c.since.min(now));
+        c.busy_ns += (now - c.acct_at).as_ns();
+        c.acct_at = now;
+        let elapsed = (now - c.since).as_ns().max(0);
+        c.since = c.since.max(now);
+        let p = &mut self.procs[pid as usize];
+        p.cpu_ns += elapsed;
+        let used = elapsed.min(p.cpu_left.max(0));
+        p.cpu_left -= used;
+        self.counters.useful_ns += used;
+        let spun = elapsed - used;
+        p.spin_ns += spun;
+        self.counters.spin_ns += spun;
+        self.slot_progress(pid, used, now);
+        if self.timeline.is_some() {
+            self.record_cpu(node, cpu, pid, (from, progress_from), used, now);
+        }
+    }
+
+    /// Takes `pid` off its CPU (accounted up to now) and tells the native scheduler.
+    /// The process becomes ready (preempted, expired: the caller queues it again) or
+    /// blocked (it sleeps or ends: the caller says why).
+    pub(super) fn release_cpu(&mut self, node: u32, cpu: u32, pid: Pid, why: Stop, now: SimTime) {
+        self.inversion_settle(node, now);
+        let c = &mut self.nodes[node as usize].cpus[cpu as usize];
+        let ran = now - c.dispatched_at;
+        self.procs[pid as usize].last_ran = now;
+        c.cur = None;
+        self.segs
+            .clear((node * self.plat.cpus_per_node + cpu) as usize);
+        self.slot_ran(pid, self.procs[pid as usize].job, ran, now);
+        let state = match why {
+            Stop::Preempted | Stop::Expired => PState::Ready,
+            Stop::Blocked => PState::Blocked,
+        };
+        self.set_state(pid, state, now);
+        self.nodes[node as usize].sched.stop(pid, ran, why, now);
+        if self.nodes[node as usize].ops.contains(Ops::STOPPING) {
+            self.with_policy(node, now, Apply::Deferred, |p, v, out| {
+                p.stopping(v, pid, why, out)
+            });
+        }
+    }
+
     pub(super) fn dispatch(&mut self, node: u32, cpu: u32, pick: Pick, now: SimTime) {
         let pid = pick.pid;
         debug_assert_eq!(

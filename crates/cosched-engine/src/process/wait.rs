@@ -1,4 +1,5 @@
-//! Waits of the process-level engine: what a waiting process waits for
+//! Waits of the process-level engine: a process going to sleep off its CPU and
+//! being woken (interrupt or disk completion), what a waiting process waits for
 //! ([`Cond`]), whether it holds, what a satisfied wait consumes, the start of a
 //! wait (the node policy's wait mode: spin, spin then block, block, yield) and
 //! the re-check when a message, acknowledgement or completion arrives.
@@ -9,12 +10,67 @@
 //! runnable again, without an interrupt, when its condition holds (it notices at
 //! its next dispatch) or when a CPU of its node would be idle (it spins there).
 
-use super::{Apply, Cond, PState, Pid, Sim, View, Wake, Waiting};
-use cosched_contract::node::{EnqueueReason, Ops, WaitEndCause, WaitKind, WaitMode};
+use super::{Apply, Cond, PState, Pid, Sim, Stop, View, Wake, Waiting};
+use cosched_contract::node::{DequeueReason, EnqueueReason, Ops, WaitEndCause, WaitKind, WaitMode};
 use cosched_des::SimTime;
 use cosched_model::program::Rank;
 
 impl Sim<'_> {
+    /// The running process `pid` gives up its CPU and sleeps.
+    pub(super) fn block(&mut self, pid: Pid, now: SimTime) {
+        if self.sleep_off_cpu(pid, now) {
+            let node = self.procs[pid as usize].node;
+            self.schedule(node, now);
+        }
+    }
+
+    /// [`Sim::block`] without refilling the CPU (the caller does); returns whether
+    /// `pid` was running.
+    pub(super) fn sleep_off_cpu(&mut self, pid: Pid, now: SimTime) -> bool {
+        let (node, cpu) = self.where_running(pid);
+        if cpu == u32::MAX {
+            return false;
+        }
+        self.account(node, cpu, now);
+        self.release_cpu(node, cpu, pid, Stop::Blocked, now);
+        self.slot_block(pid);
+        let p = &mut self.procs[pid as usize];
+        p.blocked_at = now;
+        if let Some(w) = &mut p.wait {
+            w.blocked = true;
+        }
+        let why = match p.wait {
+            Some(Waiting {
+                kind: Some(kind), ..
+            }) => DequeueReason::Blocked(kind),
+            _ => DequeueReason::Io,
+        };
+        self.hook_dequeue(pid, why, now);
+        true
+    }
+
+    /// Wakes a blocked process (NIC interrupt or disk completion).
+    pub(super) fn wake(&mut self, pid: Pid, why: EnqueueReason, now: SimTime) {
+        let p = &self.procs[pid as usize];
+        if p.state != PState::Blocked || p.paging {
+            return;
+        }
+        self.set_state(pid, PState::Ready, now);
+        let p = &mut self.procs[pid as usize];
+        p.cpu_left += self.interrupt_ns;
+        let slept = now - p.blocked_at;
+        let node = p.node;
+        self.counters.interrupts += 1;
+        self.hook_enqueue(pid, why, now);
+        self.nodes[node as usize]
+            .sched
+            .enqueue(pid, Wake::Woken { slept }, now);
+        if !self.preempt_for(node, pid, now) {
+            self.slot_preempt(pid, now);
+        }
+        self.schedule(node, now);
+    }
+
     pub(super) fn where_running(&self, pid: Pid) -> (u32, u32) {
         let p = &self.procs[pid as usize];
         match p.state {
