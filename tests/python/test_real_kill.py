@@ -36,6 +36,8 @@ from test_real_agent import BUILD, CGROUP_ROOTS, FINEGRAIN_C, config
 
 from coscheduling import real
 
+from conftest import wait_for
+
 KINDS = ["run-SIGKILL", "run-SIGTERM", "run-SIGINT", "rank-SIGKILL", "launcher-SIGKILL", "run-SIGHUP"]
 GANG = "gang[quantum_ms=100,rows=2]"
 
@@ -129,11 +131,13 @@ def one_iteration(tmp: Path, finegrain: Path, kind: str, delay: float, rng: rand
             # Wait for the victim to exist (the delay may fall before the launch).
             want = "real_finegrain" if kind.startswith("rank") else "mpiexec"
             victims: list[int] = []
-            deadline = time.monotonic() + 60
-            while not victims and proc.poll() is None and time.monotonic() < deadline:
+
+            def victims_or_end() -> bool:
                 descendants(proc.pid, started)
-                victims = sorted(p for p in started if stat(p) is not None and want in cmdline(p).split(" ")[0])
-                time.sleep(0.02)
+                victims[:] = sorted(p for p in started if stat(p) is not None and want in cmdline(p).split(" ")[0])
+                return bool(victims) or proc.poll() is not None  # a run that ended first is reported below
+
+            wait_for(victims_or_end, 60, f"a {want} process", interval=0.02)
             if not victims:
                 return [f"{kind}: no {want} process appeared (run exited with {proc.poll()})"]
             victim = rng.choice(victims)
@@ -228,12 +232,13 @@ def test_sighup_ends_the_run_like_sigterm(tmp_path: Path, finegrain: Path) -> No
     run = f"r{proc.pid}"
     started: set[int] = set()
     try:
-        deadline = time.monotonic() + 60
-        # Every rank has registered (its segment exists) before the signal.
-        while len(segments(run)) < 4 and proc.poll() is None and time.monotonic() < deadline:
+        def registered_or_ended() -> bool:
             descendants(proc.pid, started)
-            time.sleep(0.05)
-        assert len(segments(run)) == 4, "the ranks did not register"
+            return len(segments(run)) >= 4 or proc.poll() is not None
+
+        # Every rank has registered (its segment exists) before the signal.
+        wait_for(registered_or_ended, 60, "the 4 ranks to register")
+        assert len(segments(run)) == 4, f"the ranks did not register (run exited with {proc.poll()})"
         descendants(proc.pid, started)
         proc.send_signal(signal.SIGHUP)
         text, _ = proc.communicate(timeout=120)

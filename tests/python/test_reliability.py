@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 import coscheduling
 
-from conftest import run_cli, run_cli_process
+from conftest import run_cli, run_cli_process, wait_for
 
 HEADER = "; MaxProcs: 4\n"
 PY = Path(sys.executable)
@@ -363,19 +363,22 @@ def test_pool_workers_die_with_their_parent(tmp_path, sig):
     )
     p = subprocess.Popen([str(PY), str(script)], stdout=subprocess.PIPE, text=True)
     assert p.stdout is not None and p.stdout.readline().strip() == "ready"
-    deadline = time.monotonic() + 30
-    while len(kids := children(p.pid)) < 3 and time.monotonic() < deadline:  # 2 workers + resource tracker
-        time.sleep(0.1)
-    assert len(kids) >= 2, kids
+
+    def workers_and_tracker() -> list[int] | None:
+        kids = children(p.pid)
+        return kids if len(kids) >= 3 else None
+
+    kids = wait_for(workers_and_tracker, 30, "the 2 workers and the resource tracker", interval=0.1)
     p.send_signal(sig)
     p.wait(timeout=30)
-    deadline = time.monotonic() + 10
-    while any(process_alive(k) for k in kids) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    left = [k for k in kids if process_alive(k)]
-    for k in left:  # clean up what this test started before failing
-        os.kill(k, signal.SIGKILL)
-    assert not left, f"orphans left: {left}"
+    try:
+        wait_for(lambda: not any(process_alive(k) for k in kids), 10,
+                 lambda: f"the children to die with their parent (left: {[k for k in kids if process_alive(k)]})",
+                 interval=0.1)
+    finally:
+        for k in kids:  # clean up what this test started before failing
+            if process_alive(k):
+                os.kill(k, signal.SIGKILL)
 
 
 # ---------------------------------------------------------------------------

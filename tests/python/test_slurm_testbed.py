@@ -14,10 +14,11 @@ import socket
 import struct
 import subprocess
 import threading
-import time
 from pathlib import Path
 
 import pytest
+
+from conftest import wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 TESTBED = ROOT / "scripts" / "slurm-testbed"
@@ -65,14 +66,6 @@ class StandInAgent:
 
 def run(cmd: list[str], env: dict | None = None, timeout: float = 60) -> subprocess.CompletedProcess:
     return subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout)
-
-
-def wait_for(pred, timeout: float = 20.0) -> bool:
-    """Polls `pred` until it holds or `timeout` seconds have passed; its last value."""
-    end = time.monotonic() + timeout
-    while not pred() and time.monotonic() < end:
-        time.sleep(0.01)
-    return pred()
 
 
 @pytest.fixture(scope="module")
@@ -156,7 +149,8 @@ def test_a_coscheduled_step_is_declared_on_every_node_and_preloads_the_shim(clus
         assert run_id.startswith(f"s{job}-") and jobid == job
         assert agent.endswith(f"agents/agent-{node}.sock")
     # slurmstepd tells srun that the tasks ended before it runs the plugin's exit (which sends JOB_END).
-    assert wait_for(lambda: all(len(a.got) >= 2 for a in agents.values())), {n: a.got for n, a in agents.items()}
+    wait_for(lambda: all(len(a.got) >= 2 for a in agents.values()), 20,
+             lambda: f"JOB and JOB_END on every node: {({n: a.got for n, a in agents.items()})}", interval=0.01)
     for a in agents.values():
         assert [(t, j, f, s) for t, j, f, s in a.got] == [
             (MSG_JOB, int(job), 0, "sb[spin_us=300]"),
@@ -172,7 +166,8 @@ def test_a_gang_step_is_declared_with_the_gang_flag_and_the_steps_node_count_on_
     r = srun(env, "--cosched-gang")
     assert r.returncode == 0, r.stderr
     job = sorted(line.split() for line in r.stdout.splitlines())[0][3]
-    assert wait_for(lambda: all(len(a.got) >= 2 for a in agents.values())), {n: a.got for n, a in agents.items()}
+    wait_for(lambda: all(len(a.got) >= 2 for a in agents.values()), 20,
+             lambda: f"JOB and JOB_END on every node: {({n: a.got for n, a in agents.items()})}", interval=0.01)
     for a in agents.values():
         # --cosched-gang alone means NLS ranks (COSCHED_JOB_GANG = 2), on the step's 2 nodes.
         assert a.got == [(MSG_JOB, int(job), 2, "nls"), (MSG_JOB_END, int(job), 2, "")]
