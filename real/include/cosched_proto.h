@@ -124,8 +124,10 @@ enum cosched_msg_type {
                                    descendant of the sending process, from root or the uid that declared the
                                    job; a bound (job, rank) is refused with EBUSY. ACK as for SLOT. */
     COSCHED_MSG_FORWARD = 66    /* launcher -> agent: `arg` messages (MESSAGE events) arrived from another node for
-                                   `rank` of `job`; b = how many of them the senders did not add to `arrivals`.
-                                   Only from root or the uid that declared the job; not answered. */
+                                   `rank` of `job`; b = how many of them the senders did not add to `arrivals`;
+                                   t_ns = the latest one's send time on this machine's CLOCK_MONOTONIC (0:
+                                   unknown), so that they apply only to a wait begun by then. Only from root or
+                                   the uid that declared the job; not answered. */
 };
 
 enum cosched_coll {

@@ -62,9 +62,10 @@ pub use proto::msg::{ADOPT as MSG_ADOPT, SLOT as MSG_SLOT};
 pub type JobHook = Box<dyn FnMut(&JobMsg, bool) -> i32 + Send>;
 
 /// Told of a MESSAGE event (job, destination rank, whether the sender added it
-/// to the destination's `arrivals`) whose destination this agent does not serve,
-/// for a job declared with [`proto::JOB_FORWARD`].
-pub type ForwardHook = Box<dyn FnMut(i32, i32, bool) + Send>;
+/// to the destination's `arrivals`, its send time in CLOCK_REALTIME ns) whose
+/// destination this agent does not serve, for a job declared with
+/// [`proto::JOB_FORWARD`].
+pub type ForwardHook = Box<dyn FnMut(i32, i32, bool, u64) + Send>;
 
 /// Told when a rank (job, rank number) of a job declared with
 /// [`proto::JOB_FORWARD`] starts (`true`) or stops (`false`) being served by
@@ -272,6 +273,14 @@ pub struct AgentStats {
     pub forwarded_out: u64,
     /// MESSAGE events from other nodes applied to a local rank (`FORWARD` packets' counts).
     pub forwarded_in: u64,
+    /// MESSAGE events from other nodes dropped as stale: the destination was
+    /// in (or past) a wait begun after they were sent, so the wait they
+    /// landed in had ended (`FORWARD` packets' counts).
+    pub forwarded_stale: u64,
+    /// MESSAGE events to a rank this agent does not serve (on another node, or
+    /// not registered yet) that were not forwarded: the job was not declared
+    /// with [`proto::JOB_FORWARD`]. Their destination's policy never sees them.
+    pub remote_dropped: u64,
     /// Boosts the node policies gave when told of those events.
     pub forwarded_boosts: u64,
     /// Spin changes ([`NodeAction::SpinFor`]) stored in a spinning rank's segment.
@@ -404,8 +413,16 @@ impl NodeView for View<'_> {
     }
 }
 
+/// Whether an event sent at `as_of_ns` is stale for a rank whose current or
+/// last wait began at `last_wait_start`: a wait begun after the send is not
+/// the one the message landed in (that one has ended). A rank that has not
+/// waited yet, or whose wait began by then, takes the event.
+fn stale(last_wait_start: Option<u64>, as_of_ns: u64) -> bool {
+    last_wait_start.is_some_and(|start| start > as_of_ns)
+}
+
 /// CLOCK_MONOTONIC now, ns (the clock of the shim's time stamps).
-fn mono_ns() -> u64 {
+pub(crate) fn mono_ns() -> u64 {
     nix::time::clock_gettime(nix::time::ClockId::CLOCK_MONOTONIC)
         .map(|t| t.tv_sec() as u64 * 1_000_000_000 + t.tv_nsec() as u64)
         .unwrap_or(0)
@@ -839,16 +856,23 @@ impl Agent {
                     self.dispatch_as_of(dest, m.t_ns, |p, v, out| {
                         p.on_message(v, dest, running, out)
                     });
-                } else if self.jobs.get(&m.job).is_some_and(|j| j.forward) {
-                    if let Some(h) = &mut self.forward_hook {
-                        h(m.job, m.rank, m.b != 0);
-                        self.stats.forwarded_out += 1;
+                } else {
+                    match (&mut self.forward_hook, self.jobs.get(&m.job)) {
+                        (Some(h), Some(j)) if j.forward => {
+                            // The shim's stamp is this machine's CLOCK_MONOTONIC; the
+                            // other nodes compare it on the shared CLOCK_REALTIME.
+                            let real = crate::gangnet::realtime_ns();
+                            let sent = real.saturating_sub(mono_ns().saturating_sub(m.t_ns));
+                            h(m.job, m.rank, m.b != 0, sent);
+                            self.stats.forwarded_out += 1;
+                        }
+                        _ => self.stats.remote_dropped += 1,
                     }
                 }
             }
             msg::FORWARD => {
                 if matches!(Self::peer(fd), Some((_, uid)) if self.may_control(uid, m.job)) {
-                    self.forwarded(m.job, m.rank, m.arg.max(0) as u64, m.b);
+                    self.forwarded(m.job, m.rank, m.arg.max(0) as u64, m.b, m.t_ns);
                 }
             }
             MSG_SLOT => {
@@ -872,8 +896,12 @@ impl Agent {
     /// `count` MESSAGE events from another node for `rank` of `job` (every
     /// local rank of that number: each step of the job that has one here);
     /// `uncounted` of them are added to its `arrivals`. The node policy is
-    /// told once per packet (a batch of the sender's node), as for one arrival.
-    fn forwarded(&mut self, job: i32, rank: i32, count: u64, uncounted: u64) {
+    /// told once per packet (a batch of the sender's node), as for one arrival,
+    /// as of `sent_ns` (CLOCK_MONOTONIC here; 0: unknown), the latest send of
+    /// the batch: for a destination whose current or last wait began after
+    /// that, the wait the messages landed in is over, and the policy is not
+    /// told (counted in [`AgentStats::forwarded_stale`]).
+    fn forwarded(&mut self, job: i32, rank: i32, count: u64, uncounted: u64, sent_ns: u64) {
         if count == 0 {
             return;
         }
@@ -892,10 +920,20 @@ impl Agent {
                     s.wake();
                 }
             }
+            let as_of = if sent_ns == 0 { u64::MAX } else { sent_ns };
+            let last = self
+                .ranks
+                .get(&dest)
+                .and_then(|r| r.shm.as_ref())
+                .and_then(|s| s.get().last_wait_start());
+            if stale(last, as_of) {
+                self.stats.forwarded_stale += count;
+                continue;
+            }
             self.stats.forwarded_in += count;
             let running = procfs::running(dest);
             let boosts = self.stats.boosts;
-            self.dispatch(dest, |p, v, out| p.on_message(v, dest, running, out));
+            self.dispatch_as_of(dest, as_of, |p, v, out| p.on_message(v, dest, running, out));
             self.stats.forwarded_boosts += self.stats.boosts - boosts;
         }
     }
@@ -1524,6 +1562,26 @@ mod tests {
     }
 
     use super::*;
+
+    #[test]
+    fn a_forwarded_event_is_stale_only_for_a_wait_begun_after_its_send() {
+        // The destination began its current (or last) wait at 100.
+        assert!(
+            !stale(Some(100), 100),
+            "sent as the wait began: it belongs to it"
+        );
+        assert!(
+            !stale(Some(100), 150),
+            "sent during the wait (or after it ended)"
+        );
+        assert!(
+            stale(Some(100), 99),
+            "sent before: a later wait than the one it landed in"
+        );
+        assert!(!stale(None, 5), "no wait yet");
+        // No send time (0 in the packet): the agent passes u64::MAX, the current wait.
+        assert!(!stale(Some(100), u64::MAX));
+    }
 
     /// Creates `/dev/shm/<name>` with `len` bytes; removed on drop.
     struct Seg(String);

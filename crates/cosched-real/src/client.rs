@@ -122,10 +122,19 @@ impl Client {
 
     /// Tells the agent that `count` MESSAGE events from another node arrived
     /// for `rank` of `job`, `uncounted` of them not in the rank's `arrivals`
-    /// yet (not answered).
-    pub fn forward(&self, job: i32, rank: i32, count: u32, uncounted: u32) -> Result<(), String> {
+    /// yet, the latest sent at `sent_ns` (this machine's CLOCK_MONOTONIC; 0:
+    /// unknown) (not answered).
+    pub fn forward(
+        &self,
+        job: i32,
+        rank: i32,
+        count: u32,
+        uncounted: u32,
+        sent_ns: u64,
+    ) -> Result<(), String> {
         let m = Msg {
             b: uncounted as u64,
+            t_ns: sent_ns,
             ..Msg::new(msg::FORWARD, job, rank, count.min(i32::MAX as u32) as i32)
         };
         loop {
@@ -168,7 +177,11 @@ mod tests {
         let tv = nix::sys::time::TimeVal::new(10, 0);
         sock::setsockopt(&mine, sock::sockopt::ReceiveTimeout, &tv).unwrap();
         let client = Client { fd: mine };
-        let act = SigAction::new(SigHandler::Handler(ignore), SaFlags::SA_RESTART, SigSet::empty());
+        let act = SigAction::new(
+            SigHandler::Handler(ignore),
+            SaFlags::SA_RESTART,
+            SigSet::empty(),
+        );
         // SAFETY: the handler does nothing.
         unsafe { sigaction(Signal::SIGUSR2, &act) }.unwrap();
         let me = pthread_self();

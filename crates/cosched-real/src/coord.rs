@@ -39,7 +39,7 @@
 //! the coordinator), `max_nodes` and `max_jobs` (the policy's columns and the
 //! jobs it holds at once; more are refused with an error in the log).
 
-use crate::gangnet::{line, realtime_ns, Schedule, ToAgent, ToCoord};
+use crate::gangnet::{line, realtime_ns, MsgEntry, Schedule, ToAgent, ToCoord};
 use crate::slothost::{gang_policy, Key, Slot, SlotHost, SlotMechanism};
 use nix::sys::signal::{SigSet, Signal};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -322,8 +322,8 @@ impl Coord {
     /// Relays a batch of connection `from`: each entry to the other agents
     /// that serve its destination rank, or to every other agent of its job
     /// while none reported that rank.
-    fn relay(&mut self, from: u64, to: Vec<(i32, i32, u32, u32)>) {
-        let mut out: BTreeMap<u64, Vec<(i32, i32, u32, u32)>> = BTreeMap::new();
+    fn relay(&mut self, from: u64, to: Vec<MsgEntry>) {
+        let mut out: BTreeMap<u64, Vec<MsgEntry>> = BTreeMap::new();
         for e in to {
             let dests = match self.placed.get(&(e.0, e.1)) {
                 Some(s) if !s.is_empty() => s,
@@ -827,7 +827,7 @@ mod tests {
         assert_eq!(got.last().map(|s| s.3.clone()), Some(vec![(5, 0)]), "{got:?}");
     }
 
-    fn messages(got: &[ToAgent]) -> Vec<Vec<(i32, i32, u32, u32)>> {
+    fn messages(got: &[ToAgent]) -> Vec<Vec<MsgEntry>> {
         got.iter()
             .filter_map(|m| match m {
                 ToAgent::Messages { to } => Some(to.clone()),
@@ -843,14 +843,14 @@ mod tests {
         for (id, job) in [(0, 7), (1, 7), (0, 8), (2, 8), (0, 9)] {
             c.on_msg_at(id, ToCoord::Forward { job, on: true }, 0);
         }
-        let batch = vec![(7, 1, 5, 5), (8, 0, 2, 0), (9, 1, 4, 4), (7, 3, 1, 0)];
+        let batch = vec![(7, 1, 5, 5, 715), (8, 0, 2, 0, 802), (9, 1, 4, 4, 914), (7, 3, 1, 0, 731)];
         c.on_msg_at(0, ToCoord::Messages { to: batch }, 0);
         // One line per receiving agent; the sender and job 9 (no other node) get none.
         assert_eq!(
             messages(&lines_of(&mut k[1])),
-            vec![vec![(7, 1, 5, 5), (7, 3, 1, 0)]]
+            vec![vec![(7, 1, 5, 5, 715), (7, 3, 1, 0, 731)]]
         );
-        assert_eq!(messages(&lines_of(&mut k[2])), vec![vec![(8, 0, 2, 0)]]);
+        assert_eq!(messages(&lines_of(&mut k[2])), vec![vec![(8, 0, 2, 0, 802)]]);
         assert!(messages(&lines_of(&mut k[0])).is_empty());
         assert_eq!(c.relayed, 8);
         // cn1 ends job 7 and cn2's connection closes: nothing goes to them any more.
@@ -859,7 +859,7 @@ mod tests {
         c.on_msg_at(
             0,
             ToCoord::Messages {
-                to: vec![(7, 1, 1, 1), (8, 0, 1, 1)],
+                to: vec![(7, 1, 1, 1, 711), (8, 0, 1, 1, 801)],
             },
             0,
         );
@@ -887,15 +887,15 @@ mod tests {
             );
         }
         // Rank 5 was reported by no agent (not registered yet): its entry goes to every other agent of the job.
-        let batch = vec![(7, 1, 3, 0), (7, 2, 2, 2), (7, 5, 1, 0)];
+        let batch = vec![(7, 1, 3, 0, 713), (7, 2, 2, 2, 722), (7, 5, 1, 0, 751)];
         c.on_msg_at(0, ToCoord::Messages { to: batch }, 0);
         assert_eq!(
             messages(&lines_of(&mut k[1])),
-            vec![vec![(7, 1, 3, 0), (7, 5, 1, 0)]]
+            vec![vec![(7, 1, 3, 0, 713), (7, 5, 1, 0, 751)]]
         );
         assert_eq!(
             messages(&lines_of(&mut k[2])),
-            vec![vec![(7, 2, 2, 2), (7, 5, 1, 0)]]
+            vec![vec![(7, 2, 2, 2, 722), (7, 5, 1, 0, 751)]]
         );
         assert!(messages(&lines_of(&mut k[0])).is_empty());
         assert_eq!(c.relayed, 3 + 2 + 1 + 1);
@@ -912,22 +912,22 @@ mod tests {
         c.on_msg_at(
             0,
             ToCoord::Messages {
-                to: vec![(7, 2, 1, 0)],
+                to: vec![(7, 2, 1, 0, 721)],
             },
             0,
         );
-        assert_eq!(messages(&lines_of(&mut k[1])), vec![vec![(7, 2, 1, 0)]]);
-        assert_eq!(messages(&lines_of(&mut k[2])), vec![vec![(7, 2, 1, 0)]]);
+        assert_eq!(messages(&lines_of(&mut k[1])), vec![vec![(7, 2, 1, 0, 721)]]);
+        assert_eq!(messages(&lines_of(&mut k[2])), vec![vec![(7, 2, 1, 0, 721)]]);
         // cn1's connection closes: its rank 1 is no longer placed, and cn2 is the only other agent of the job.
         c.closed_at(1, 0);
         c.on_msg_at(
             0,
             ToCoord::Messages {
-                to: vec![(7, 1, 4, 4)],
+                to: vec![(7, 1, 4, 4, 714)],
             },
             0,
         );
-        assert_eq!(messages(&lines_of(&mut k[2])), vec![vec![(7, 1, 4, 4)]]);
+        assert_eq!(messages(&lines_of(&mut k[2])), vec![vec![(7, 1, 4, 4, 714)]]);
         assert_eq!(c.placed.keys().copied().collect::<Vec<_>>(), [(7, 0)]);
     }
 

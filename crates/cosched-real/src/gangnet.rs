@@ -87,8 +87,8 @@ pub enum ToCoord {
     /// longer (`!on`): events to it are relayed to this node.
     Rank { job: i32, rank: i32, on: bool },
     /// MESSAGE events of this node's ranks to ranks on other nodes since the
-    /// last batch: (job, destination rank, count, of which not in `arrivals`).
-    Messages { to: Vec<(i32, i32, u32, u32)> },
+    /// last batch, one [`MsgEntry`] per destination rank.
+    Messages { to: Vec<MsgEntry> },
 }
 
 /// Coordinator -> agent.
@@ -109,9 +109,16 @@ pub enum ToAgent {
     /// The coordinator stops: thaw everything and drop the schedules.
     Release,
     /// MESSAGE events from another node's ranks to ranks of jobs this agent
-    /// reported with [`ToCoord::Forward`]: (job, rank, count, of which not in `arrivals`).
-    Messages { to: Vec<(i32, i32, u32, u32)> },
+    /// reported with [`ToCoord::Forward`], one [`MsgEntry`] per destination rank.
+    Messages { to: Vec<MsgEntry> },
 }
+
+/// MESSAGE events of one batch to one destination rank: (job, destination
+/// rank, count, of which not in the rank's `arrivals`, send time of the latest
+/// of them in CLOCK_REALTIME ns). The receiving agent applies the entry only
+/// to a wait of the destination that had begun by that time: a later wait is
+/// not the one those messages landed in.
+pub type MsgEntry = (i32, i32, u32, u32, u64);
 
 /// One line of JSON, newline-terminated.
 pub fn line<T: Serialize>(m: &T) -> Vec<u8> {
@@ -282,8 +289,9 @@ struct Declared {
     conn: Option<TcpStream>,
     /// Jobs declared with [`JOB_FORWARD`].
     forward: BTreeSet<i32>,
-    /// MESSAGE events not sent yet: (job, rank) -> (count, not in `arrivals`).
-    pending: BTreeMap<(i32, i32), (u32, u32)>,
+    /// MESSAGE events not sent yet: (job, rank) -> (count, not in `arrivals`,
+    /// latest send time in CLOCK_REALTIME ns).
+    pending: BTreeMap<(i32, i32), (u32, u32, u64)>,
     /// Ranks of forwarding jobs served here: (job, rank) -> how many (two
     /// steps of a job may each have a rank of that number here).
     ranks: BTreeMap<(i32, i32), u32>,
@@ -348,16 +356,17 @@ impl GangNet {
     }
 
     /// The agent's forward hook: adds the event to the pending table (the
-    /// thread sends it with the next batch).
+    /// thread sends it with the next batch), keeping the latest send time.
     pub fn forward_hook(&self) -> crate::agent::ForwardHook {
         let d = self.declared.clone();
         let kick = self.kick.clone();
-        Box::new(move |job: i32, rank: i32, counted: bool| {
+        Box::new(move |job: i32, rank: i32, counted: bool, sent_ns: u64| {
             let mut d = d.lock().unwrap();
             let was_empty = d.pending.is_empty();
             let e = d.pending.entry((job, rank)).or_default();
             e.0 = e.0.saturating_add(1);
             e.1 = e.1.saturating_add(!counted as u32);
+            e.2 = e.2.max(sent_ns);
             d.events_out += 1;
             if was_empty {
                 let _ = kick.write(1);
@@ -516,7 +525,7 @@ impl GangNet {
         }
         let to = std::mem::take(&mut d.pending)
             .into_iter()
-            .map(|((j, r), (n, u))| (j, r, n, u))
+            .map(|((j, r), (n, u, t))| (j, r, n, u, t))
             .collect();
         send(&mut d.conn, &ToCoord::Messages { to });
         d.batches_out += 1;
@@ -703,16 +712,26 @@ impl Switcher {
         eprintln!("cosched-agent: gang: {what}");
     }
 
-    /// Hands MESSAGE events from other nodes to the agent (`FORWARD` packets).
-    fn forward(&mut self, to: &[(i32, i32, u32, u32)]) {
+    /// Hands MESSAGE events from other nodes to the agent (`FORWARD` packets),
+    /// each with its send time on this machine's CLOCK_MONOTONIC (the sender's
+    /// CLOCK_REALTIME less this machine's offset of the two clocks, so exact to
+    /// the nodes' clock skew).
+    fn forward(&mut self, to: &[MsgEntry]) {
         if self.client.is_none() {
             self.client = Client::connect(&self.agent_socket, Duration::from_secs(2))
                 .map_err(|e| self.note(&e))
                 .ok();
         }
         let Some(c) = &self.client else { return };
-        for &(job, rank, n, uncounted) in to {
-            if let Err(e) = c.forward(job, rank, n, uncounted) {
+        let offset = realtime_ns().saturating_sub(crate::agent::mono_ns());
+        for &(job, rank, n, uncounted, sent) in to {
+            // A missing time (0) stays 0: the agent then applies the entry to the current wait.
+            let sent_mono = if sent == 0 {
+                0
+            } else {
+                sent.saturating_sub(offset).max(1)
+            };
+            if let Err(e) = c.forward(job, rank, n, uncounted, sent_mono) {
                 self.note(&e);
                 self.client = None;
                 return;
@@ -911,11 +930,12 @@ mod tests {
     fn message_events_are_summed_per_rank_and_sent_at_most_once_per_batch_interval() {
         let (g, mut lines) = connected();
         let mut hook = g.forward_hook();
-        // Three events to rank 1 of job 7 (one already counted by its sender), one to rank 0.
-        hook(7, 1, false);
-        hook(7, 1, true);
-        hook(7, 0, false);
-        hook(7, 1, false);
+        // Three events to rank 1 of job 7 (one already counted by its sender), one to rank 0; the entry keeps
+        // the latest send time, not the last one handed over.
+        hook(7, 1, false, 30);
+        hook(7, 1, true, 50);
+        hook(7, 0, false, 20);
+        hook(7, 1, false, 40);
         assert_eq!(
             g.kick.read().unwrap(),
             1,
@@ -927,18 +947,18 @@ mod tests {
         assert_eq!(
             m,
             ToCoord::Messages {
-                to: vec![(7, 0, 1, 1), (7, 1, 3, 2)]
+                to: vec![(7, 0, 1, 1, 20), (7, 1, 3, 2, 50)]
             }
         );
         // The next event within the interval waits for its end.
-        hook(7, 1, true);
+        hook(7, 1, true, 60);
         assert_eq!(g.flush(10_400, 1000, &mut last), 11_000);
         assert_eq!(g.flush(11_000, 1000, &mut last), u64::MAX);
         let m: ToCoord = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
         assert_eq!(
             m,
             ToCoord::Messages {
-                to: vec![(7, 1, 1, 0)]
+                to: vec![(7, 1, 1, 0, 60)]
             }
         );
         let d = g.declared.lock().unwrap();

@@ -253,6 +253,18 @@ impl RankShm {
         }
     }
 
+    /// The start (CLOCK_MONOTONIC) of the rank's current wait, or of its last
+    /// one when it is not waiting; `None` before its first wait or when the
+    /// shim was storing a new wait meanwhile (`wait_id` loaded before and
+    /// after `wait_start_ns` differ). Read between the shim's stores of a new
+    /// wait's `wait_id` and `wait_start_ns`, it is the previous wait's start
+    /// (earlier, never later).
+    pub fn last_wait_start(&self) -> Option<u64> {
+        let id = self.wait_id.load(Ordering::SeqCst);
+        let start_ns = self.wait_start_ns.load(Ordering::SeqCst);
+        (id != 0 && self.wait_id.load(Ordering::SeqCst) == id).then_some(start_ns)
+    }
+
     /// Ends the spin of wait `w` at `end_ns` (CLOCK_MONOTONIC): earlier than
     /// its wait mode's spin cuts it, later extends it. The shim ignores the
     /// word once that wait is over.
@@ -369,6 +381,7 @@ mod tests {
         // SAFETY: an all-zero RankShm is valid (atomics of zero).
         let r: RankShm = unsafe { std::mem::zeroed() };
         assert_eq!(r.current_wait(), None, "no wait yet");
+        assert_eq!(r.last_wait_start(), None, "no wait yet");
         r.wait_id.store(4, Ordering::SeqCst);
         r.wait_start_ns.store(9_000, Ordering::SeqCst);
         r.state.store(state::SPINNING, Ordering::SeqCst);
@@ -380,6 +393,8 @@ mod tests {
         assert!(!r.current_wait().unwrap().spinning);
         r.state.store(state::COMPUTING, Ordering::SeqCst);
         assert_eq!(r.current_wait(), None, "not waiting");
+        // The last wait's start stays readable after it ended.
+        assert_eq!(r.last_wait_start(), Some(9_000));
     }
 
     #[test]
