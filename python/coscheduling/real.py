@@ -73,6 +73,8 @@ SIM_ONLY_JOB_KEYS = {
     "nice": "nice values are not carried out (a boost is a cgroup weight)",
     "ranks_per_node": "one rank per virtual node only",
     "background": "background loads are not launched",
+    "start_delay_s": "a real job's launch takes the time it takes",
+    "end_delay_s": "a real job's end takes the time it takes",
 }
 
 

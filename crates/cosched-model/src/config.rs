@@ -155,6 +155,16 @@ pub struct AppJob {
     /// process's seeded stream.
     #[serde(default, skip_serializing_if = "is_zero_f64")]
     pub noise_cv: f64,
+    /// Seconds the job holds its processors without computing when it starts
+    /// (a resource manager's launch: prologue, step creation, process start),
+    /// default 0: an I/O wait of this length opens every rank's program.
+    #[serde(default, skip_serializing_if = "is_zero_f64")]
+    pub start_delay_s: f64,
+    /// Seconds the job holds its processors after its work (a resource
+    /// manager's epilogue and completion), default 0: an I/O wait of this
+    /// length closes every rank's program.
+    #[serde(default, skip_serializing_if = "is_zero_f64")]
+    pub end_delay_s: f64,
 }
 
 fn is_zero_i32(v: &i32) -> bool {
@@ -562,6 +572,17 @@ impl RunConfig {
                     &format!("workload.jobs[{i}].ranks_per_node"),
                     "must be at least 1".into(),
                 );
+            }
+            for (field, v) in [("start_delay_s", j.start_delay_s), ("end_delay_s", j.end_delay_s)] {
+                if !(v.is_finite() && (0.0..=SimTime::INPUT_LIMIT_S).contains(&v)) {
+                    return bad(
+                        &format!("workload.jobs[{i}].{field}"),
+                        format!(
+                            "must be a finite number from 0 to {}, got {v}",
+                            SimTime::INPUT_LIMIT_S
+                        ),
+                    );
+                }
             }
             if j.submit_s > SimTime::INPUT_LIMIT_S {
                 return bad(

@@ -98,6 +98,22 @@ impl Program {
         crate::spec::parse(&self.name).map_or_else(|_| self.name.clone(), |s| s.name)
     }
 
+    /// The same program with an I/O wait of `start_ns` before every rank's
+    /// first operation and one of `end_ns` after its last (each left out when
+    /// 0): the job holds its processors without computing while it is launched
+    /// and while it is completed (a resource manager's launch and end).
+    pub fn with_delays(mut self, start_ns: i64, end_ns: i64) -> Self {
+        for ops in &mut self.ranks {
+            if start_ns > 0 {
+                ops.insert(0, Op::Io { ns: start_ns });
+            }
+            if end_ns > 0 {
+                ops.push(Op::Io { ns: end_ns });
+            }
+        }
+        self
+    }
+
     /// The same program with compute noise of coefficient of variation `cv`.
     pub fn with_noise(mut self, cv: f64) -> Self {
         self.noise_cv = cv;

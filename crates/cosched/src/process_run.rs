@@ -30,13 +30,17 @@ pub fn jobs_of(cfg: &RunConfig, origin: &str) -> Result<Vec<ProcJob>, Error> {
                 msg: e.to_string(),
             }
         })?;
+        // A configured noise replaces the preset's (every preset has none).
+        let program = if j.noise_cv > 0.0 {
+            program.with_noise(j.noise_cv)
+        } else {
+            program
+        };
         jobs.push(ProcJob {
-            // A configured noise replaces the preset's (every preset has none).
-            program: if j.noise_cv > 0.0 {
-                program.with_noise(j.noise_cv)
-            } else {
-                program
-            },
+            program: program.with_delays(
+                SimTime::from_secs_f64(j.start_delay_s).0,
+                SimTime::from_secs_f64(j.end_delay_s).0,
+            ),
             submit: SimTime::from_secs_f64(j.submit_s),
             background: j.background,
             ranks_per_node: j.ranks_per_node,
@@ -461,6 +465,8 @@ pub fn nas_mix(
             ranks_per_node: 1,
             nice: 0,
             noise_cv: 0.0,
+            start_delay_s: 0.0,
+            end_delay_s: 0.0,
         });
         let u: f64 = rng.gen::<f64>();
         t += -mean_interarrival_s * (1.0 - u).ln();

@@ -1,4 +1,4 @@
-//! Per-job `nice` and `noise_cv` in process-level configurations: parsed, checked
+//! Per-job `nice`, `noise_cv` and start and end delays in process-level configurations: parsed, checked
 //! with the field named, passed to the engine, seeded.
 
 use cosched::model::RunConfig;
@@ -81,4 +81,22 @@ fn nice_gives_a_job_its_share_of_shared_nodes() {
         e.contains("field `workload.jobs[0].nice`") && e.contains("between -20 and 19"),
         "{e}"
     );
+}
+
+#[test]
+fn start_and_end_delays_hold_the_processors_for_their_length() {
+    // One EP job alone, no OS noise: the delays add their sum to its execution (the job holds its nodes,
+    // computing nothing, 0.5 s before its work and 0.25 s after it).
+    let exec = |job: &str| {
+        let t = text_on(job, 1, "os_noise_tick_us = 0.0");
+        exec_s(&RunConfig::from_str_with(&t, "c.toml", None).unwrap())[0]
+    };
+    let plain = exec(r#"{ app = "EP", class = "A", procs = 4 }"#);
+    let delayed = exec(r#"{ app = "EP", class = "A", procs = 4, start_delay_s = 0.5, end_delay_s = 0.25 }"#);
+    // Plus the platform's cost of waking a process at the end of each wait (its interrupt and context switch,
+    // microseconds), nothing else.
+    let extra = delayed - plain - 0.75;
+    assert!((0.0..1e-4).contains(&extra), "{plain} -> {delayed}");
+    let e = error(r#"{ app = "EP", class = "A", procs = 4, end_delay_s = -1 }"#);
+    assert!(e.contains("field `workload.jobs[0].end_delay_s`"), "{e}");
 }
