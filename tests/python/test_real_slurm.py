@@ -16,9 +16,9 @@ import pandas as pd
 import pytest
 
 from coscheduling import experiments
+from coscheduling.experiments import realslurm
 
 ROOT = Path(__file__).resolve().parents[2]
-TESTBED = ROOT / "scripts" / "slurm-testbed"
 BUILD = ROOT / "build" / "real"
 
 
@@ -50,47 +50,33 @@ def _testbed_processes(marker: str) -> list[str]:
     return out
 
 
-def test_cosched_gang_is_refused_under_slurm_gang_and_other_schemes_still_run(built, tmp_path):
-    d = tmp_path / "testbed"
-    r = run(
-        [
-            str(TESTBED),
-            "up",
-            "--nodes",
-            "2",
-            "--dir",
-            str(d),
-            "--gang",
-            "--oversubscribe",
-            "2",
-            "--coord",
-            "--agent-bin",
-            str(ROOT / "target" / "release" / "cosched-agent"),
-            "--plugin",
-            str(BUILD / "cosched_spank.so"),
-            "--shim",
-            str(BUILD / "libcosched-mpich.so"),
-        ],
-        timeout=300,
-    )
-    try:
-        assert r.returncode == 0, r.stdout + r.stderr
-        env = dict(os.environ, SLURM_CONF=str(d / "slurm.conf"))
-        probe = [str(BUILD / "cosched-probe-mpich"), "sleepwait", "0.5"]
-        r = run(["srun", "-N2", "-n2", "--mem=100M", "--mpi=pmi2", "--cosched-gang", *probe], env=env)
-        assert r.returncode != 0
-        assert "--cosched-gang is refused on this cluster" in r.stderr and "PreemptMode=GANG" in r.stderr, r.stderr
-        # Nothing of the refused step reached an agent's coordinator, and no job is left.
-        assert "placed" not in (d / "coord.out").read_text()
-        assert run(["squeue", "-h"], env=env).stdout.strip() == ""
-        # A node-level scheme runs as usual beside Slurm's time slicing.
-        r = run(["srun", "-N2", "-n2", "--mem=100M", "--mpi=pmi2", "--cosched=hybrid", *probe], env=env)
-        assert r.returncode == 0, r.stderr
-    finally:
-        r = run([str(TESTBED), "down", "--dir", str(d)])
-        assert r.returncode == 0, r.stderr
-    assert not d.exists()
-    assert _testbed_processes(str(d)) == []
+def _on_slurm_gang_cluster(c, d: Path, env: dict) -> dict:
+    """Run on the quick experiment's `slurm-gang` test cluster (PreemptMode=GANG, OverSubscribe=FORCE:2, agents
+    and coordinator) once its workload has ended: a --cosched-gang step, then a node-level scheme's step."""
+    probe = [str(BUILD / "cosched-probe-mpich"), "sleepwait", "0.5"]
+    got = {"dir": d}
+    r = run(["srun", "-N2", "-n2", "--mem=100M", "--mpi=pmi2", "--cosched-gang", *probe], env=env)
+    got["gang"] = (r.returncode, r.stderr)
+    got["coord_out"] = (d / "coord.out").read_text()
+    got["squeue"] = run(["squeue", "-h"], env=env).stdout.strip()
+    r = run(["srun", "-N2", "-n2", "--mem=100M", "--mpi=pmi2", "--cosched=hybrid", *probe], env=env)
+    got["hybrid"] = (r.returncode, r.stderr)
+    return got
+
+
+def test_cosched_gang_is_refused_under_slurm_gang_and_other_schemes_still_run(quick):
+    _, _, on_gang = quick
+    rc, err = on_gang["gang"]
+    assert rc != 0
+    assert "--cosched-gang is refused on this cluster" in err and "PreemptMode=GANG" in err, err
+    # Nothing of the refused step reached an agent's coordinator, and no job is left.
+    assert "placed" not in on_gang["coord_out"]
+    assert on_gang["squeue"] == ""
+    # A node-level scheme runs as usual beside Slurm's time slicing.
+    rc, err = on_gang["hybrid"]
+    assert rc == 0, err
+    # The cluster came down with the experiment's others (checked by the fixture) and left no folder.
+    assert not on_gang["dir"].exists()
 
 
 @pytest.fixture(scope="module")
@@ -103,19 +89,29 @@ def quick(built, tmp_path_factory):
     # machine has folders of the same prefix elsewhere), short: slurmd's step sockets live under it and a Unix
     # socket path has at most 107 bytes.
     own = tempfile.mkdtemp(prefix="cosched-rs-")
+    # The refused --cosched-gang check runs on the experiment's slurm-gang cluster (one test cluster less).
+    on_gang: dict = {}
+
+    def after(c, d, env):
+        if c.id == "slurm-gang":
+            on_gang.update(_on_slurm_gang_cluster(c, d, env))
+
     saved, tempfile.tempdir = tempfile.tempdir, own
+    realslurm.after_workload = after
     try:
         written, _ = experiments.run_experiment("real-slurm", out, settings=experiments.Settings(quick=True))
     finally:
         tempfile.tempdir = saved
+        realslurm.after_workload = None
     # Every test cluster came down: no daemon or agent of ours names its folder any more.
     assert _testbed_processes(own) == []
     shutil.rmtree(own)
-    return out, written
+    assert on_gang, "the slurm-gang configuration did not run"
+    return out, written, on_gang
 
 
 def test_the_quick_report_has_its_files_a_table_per_configuration_and_provenance(quick):
-    out, written = quick
+    out, written, _ = quick
     names = {p.name for p in written}
     assert {
         "report.md",
@@ -139,7 +135,7 @@ def test_the_quick_report_has_its_files_a_table_per_configuration_and_provenance
 
 
 def test_fifo_runs_the_jobs_one_after_the_other(quick):
-    out, _ = quick
+    out, _, _ = quick
     mech = pd.read_csv(out / "mechanisms.csv").set_index("config")
     assert mech.loc["fifo", "overlapping_pairs"] == 0
     assert mech.loc["fifo", "samples_two_running"] == 0
@@ -154,7 +150,7 @@ def test_fifo_runs_the_jobs_one_after_the_other(quick):
 
 
 def test_slurm_gang_suspends_and_alternates_the_jobs(quick):
-    out, _ = quick
+    out, _, _ = quick
     mech = pd.read_csv(out / "mechanisms.csv").set_index("config")
     g = mech.loc["slurm-gang"]
     assert g.samples_two_running == 0  # one job at a time on the nodes
@@ -164,7 +160,7 @@ def test_slurm_gang_suspends_and_alternates_the_jobs(quick):
 
 
 def test_cosched_schemes_share_the_nodes_and_cosched_gang_switches_on_both_nodes(quick):
-    out, _ = quick
+    out, _, _ = quick
     mech = pd.read_csv(out / "mechanisms.csv").set_index("config")
     assert mech.loc["hybrid", "samples_two_running"] > 0
     assert mech.loc["cosched-gang", "samples_two_running"] > 0
@@ -181,7 +177,7 @@ def test_cosched_schemes_share_the_nodes_and_cosched_gang_switches_on_both_nodes
 
 
 def test_sharing_the_nodes_shortens_the_makespan_of_waiting_jobs(quick):
-    out, _ = quick
+    out, _, _ = quick
     m = pd.read_csv(out / "metrics.csv").set_index("config")
     # The quick jobs wait (sleep) 11 s each: run one after the other they take about twice as long as when
     # they share the nodes (a sleeping job leaves its CPU to the other). Slurm's gang is not bounded here: a
@@ -192,8 +188,6 @@ def test_sharing_the_nodes_shortens_the_makespan_of_waiting_jobs(quick):
 
 
 # --- The simulated column and the repetitions (no test cluster needed) ---
-
-from coscheduling.experiments import realslurm  # noqa: E402
 
 
 def test_every_configuration_has_its_simulated_scheme():
@@ -244,6 +238,10 @@ def test_real_against_simulated_per_configuration_with_kendall_tau():
     # Pairs (a,b) and (a,c) agree, (b,c) disagrees: tau = (2 - 1) / 3.
     assert agree["kendall_tau"] == pytest.approx(1 / 3)
     assert not agree["same_order"] and agree["real_order"] == ["a", "b", "c"] and agree["sim_order"] == ["a", "c", "b"]
+    # The simulation without the launch calibration beside it: its own errors and tau.
+    t, agree = realslurm.compare(summary, sim.assign(sim_nolaunch_mean_response_s=[5.0, 10.0, 20.0]))
+    assert list(t.error_nolaunch) == [-0.5, -0.5, -1 / 3]
+    assert agree["kendall_tau_nolaunch"] == pytest.approx(1.0) and agree["kendall_tau"] == pytest.approx(1 / 3)
 
 
 def test_the_simulated_column_runs_every_configuration_on_a_given_preset(tmp_path):
@@ -261,3 +259,25 @@ def test_the_simulated_column_runs_every_configuration_on_a_given_preset(tmp_pat
     # Deterministic: the same configuration gives the same figures.
     again = realslurm.simulate(realslurm.CONFIGS[-1:], realslurm.WORKLOAD, plat, tmp_path / "again")
     assert again.sim_mean_response_s.iloc[0] == sim.loc["cosched-gang", "sim_mean_response_s"]
+
+
+def test_the_launch_calibration_gives_each_configuration_its_median_start_and_end_delay(tmp_path):
+    rows = pd.DataFrame({
+        "config": ["fifo"] * 3 + ["ics"] * 3, "job": [0, 1, 2] * 2,
+        "submit_to_script_s": [0.4, 0.5, 3.0, 0.2, 0.2, 0.2], "step_s": [0.3, 0.25, 0.2, 0.5, 0.6, 0.7],
+        "script_end_to_gone_s": [0.1, 0.9, 0.2, 0.3, 0.3, 0.3],
+    })
+    d = realslurm.launch_delays(rows).set_index("config")
+    # Start = median submit-to-script + median step; end = median script-end-to-gone (medians: one slow job
+    # does not move them).
+    assert (d.loc["fifo", "start_delay_s"], d.loc["fifo", "end_delay_s"]) == (0.75, 0.2)
+    assert (d.loc["ics", "start_delay_s"], d.loc["ics", "end_delay_s"]) == (0.8, 0.3)
+    assert d.loc["fifo", "jobs"] == 3
+    # The simulated jobs get them (and none without a calibration).
+    plat = {"preset": "lee4", "nodes": 2}
+    cfg = realslurm.sim_config(realslurm.CONFIGS[0], realslurm.WORKLOAD, plat, (0.75, 0.2))
+    assert all((j["start_delay_s"], j["end_delay_s"]) == (0.75, 0.2) for j in cfg["workload"]["jobs"])
+    cfg = realslurm.sim_config(realslurm.CONFIGS[0], realslurm.WORKLOAD, plat)
+    assert not any("start_delay_s" in j or "end_delay_s" in j for j in cfg["workload"]["jobs"])
+    # Only the ICS configuration forwards message events across nodes (its policy acts on arrivals).
+    assert [c.id for c in realslurm.CONFIGS if "--cosched-forward" in c.srun_options()] == ["ics"]

@@ -11,7 +11,8 @@ down again (also on failure). Configurations:
 ``slurm-gang``    Slurm's own gang scheduling: ``PreemptMode=GANG``, ``SchedulerTimeSlice=5`` (its minimum),
                   ``OverSubscribe=FORCE:2``
 ``nls|sb|hybrid|ics``  ``OverSubscribe=FORCE:2`` and ``--cosched=SCHEME``: both jobs of a node share its CPU
-                  under the cosched node policy hosted by the node's agent
+                  under the cosched node policy hosted by the node's agent; ``ics`` (whose policy acts on message
+                  arrivals, all of which come from the other node here) also with ``--cosched-forward``
 ``cosched-gang``  ``OverSubscribe=FORCE:2`` and ``--cosched-gang``: cosched's gang coordinator alternates the
                   jobs across both nodes every ``QUANTUM_MS`` ms (2 rows)
 
@@ -70,6 +71,8 @@ import shutil
 import subprocess
 import tempfile
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -92,6 +95,14 @@ SUBMIT_GAP_S = 0.3
 FULL_REPEAT = 3
 #: The MPI of the workload's programs (the preset's network figures are this MPI's).
 MPI = "mpich"
+#: Called with (configuration, test cluster folder, client environment) after each configuration's workload has
+#: ended and its records are read, while its test cluster is still up (None: nothing): the tests run further
+#: checks on the experiment's clusters instead of bringing up their own.
+after_workload: Callable[[Config, Path, dict], None] | None = None
+#: Launch calibration: trivial jobs per configuration (one at a time on its idle test cluster; the medians are
+#: the simulated jobs' start and end delays), and the period of the ``squeue`` polls that see a job gone.
+LAUNCH_JOBS = 5
+LAUNCH_POLL_S = 0.1
 
 
 @dataclass(frozen=True)
@@ -107,9 +118,21 @@ class Config:
     cosched: str = ""
     #: --cosched-gang (cosched's gang coordinator).
     cosched_gang: bool = False
+    #: --cosched-forward: the node policy acts on message arrivals (of the node policies, ICS, DCS, CC and FCS
+    #: do), and every rank's partner is on the other node, so without it the policy would never see one (the
+    #: sender's agent counts them in ``remote_dropped``).
+    forward: bool = False
 
     #: Every job is a batch job (``sbatch --wrap "srun ..."``).
     submit = "sbatch"
+
+    def srun_options(self) -> list[str]:
+        """The cosched options of every job's step."""
+        return (
+            (["--cosched-gang"] if self.cosched_gang else [])
+            + ([f"--cosched={self.cosched}"] if self.cosched else [])
+            + (["--cosched-forward"] if self.forward else [])
+        )
 
 
 CONFIGS = [
@@ -119,7 +142,7 @@ CONFIGS = [
     Config("nls", mpl=2, cosched="nls"),
     Config("sb", mpl=2, cosched="sb"),
     Config("hybrid", mpl=2, cosched="hybrid"),
-    Config("ics", mpl=2, cosched="ics"),
+    Config("ics", mpl=2, cosched="ics", forward=True),
     Config("cosched-gang", mpl=2, cosched_gang=True),
 ]
 QUICK_CONFIGS = ["fifo", "slurm-gang", "hybrid", "cosched-gang"]
@@ -266,18 +289,90 @@ def _up_args(c: Config, d: Path, tools: dict[str, Path]) -> list[str]:
     return a
 
 
+@contextmanager
+def test_cluster(c: Config, d: Path, tools: dict[str, Path]) -> Iterator[dict]:
+    """A fresh test cluster set up for `c` in folder `d`, brought down on leaving (also on failure); yields the
+    environment of its clients."""
+    r = _run(_up_args(c, d, tools), timeout=180)
+    if r.returncode != 0:
+        raise RuntimeError(f"{c.id}: the test cluster did not come up: {r.stderr.strip()[-2000:]}")
+    try:
+        yield dict(os.environ, SLURM_CONF=str(d / "slurm.conf"))
+    finally:
+        down = _run([str(tools["testbed"]), "down", "--dir", str(d)], timeout=180)
+        if down.returncode != 0:
+            raise RuntimeError(f"{c.id}: the test cluster did not come down: {down.stderr.strip()}")
+
+
+def _stamp(path: Path) -> float:
+    """The CLOCK_REALTIME seconds a batch script wrote (``date +%s.%N``) into `path`."""
+    try:
+        return float(path.read_text().split()[0])
+    except (OSError, ValueError, IndexError) as e:
+        raise RuntimeError(f"launch calibration: no time stamp in {path} ({e})") from e
+
+
+def measure_launch(c: Config, tools: dict[str, Path], tmp: Path, n: int = LAUNCH_JOBS) -> list[dict]:
+    """Slurm's cost of starting and ending a job under `c`, measured on a fresh test cluster with `n` trivial jobs
+    submitted one at a time (each on the idle cluster), as the workload's jobs are (``sbatch --wrap "srun
+    --mpi=pmi2 <cosched options> cosched-probe-mpich sleepwait 0"``, 2 nodes, one rank each), with the batch script
+    stamping the time before and after its ``srun``: per job, submit to script start (Slurm's scheduling pass,
+    allocation, batch launch), the step (step creation, the ranks' launch, registration with the agents, MPI
+    start and end of a program that does nothing else), and script end to the job gone from ``squeue`` (polled
+    every ``LAUNCH_POLL_S`` s: completion, epilogue, release of the nodes)."""
+    d = tmp / f"tb-launch-{c.id}"
+    rows = []
+    with test_cluster(c, d, tools) as env:
+        for k in range(n):
+            s0, s1 = tmp / f"launch-{c.id}-{k}.start", tmp / f"launch-{c.id}-{k}.end"
+            step = " ".join(["srun", "--mpi=pmi2", *c.srun_options(), str(tools["probe"]), "sleepwait", "0"])
+            script = f"date +%s.%N > {s0}; {step}; rc=$?; date +%s.%N > {s1}; exit $rc"
+            out = str(tmp / f"launch-{c.id}-{k}.out")
+            t_submit = time.time()
+            r = _run(["sbatch", "--parsable", "-J", f"launch{k}", "-N2", "-n2", "--mem=100M",
+                      f"--time={TIME_LIMIT_MIN}", "-o", out, "--wrap", script], env=env)
+            if r.returncode != 0:
+                raise RuntimeError(f"{c.id}: sbatch of launch job {k} failed: {r.stderr.strip()}")
+            job = r.stdout.strip().split(";")[0]
+            deadline = time.monotonic() + 120
+            while True:
+                t_poll = time.time()
+                q = _run(["squeue", "-h", "-o", "%i"], env=env, timeout=30)
+                if q.returncode == 0 and job not in q.stdout.split():
+                    break
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"{c.id}: launch job {k} still queued or running after 120 s")
+                time.sleep(LAUNCH_POLL_S)
+            t0, t1 = _stamp(s0), _stamp(s1)
+            rows.append({"config": c.id, "job": k, "submit_to_script_s": t0 - t_submit, "step_s": t1 - t0,
+                         "script_end_to_gone_s": t_poll - t1})
+    return rows
+
+
+def launch_delays(rows: pd.DataFrame) -> pd.DataFrame:
+    """Per configuration, the simulated jobs' start delay (median submit to script start plus median step of the
+    trivial job: the simulator starts a job at its submission when processors are free, and its programs have no
+    launch, MPI start or end) and end delay (median script end to the job gone: the nodes are not free for the
+    next job before)."""
+    g = rows.groupby("config", sort=False)
+    med = g[["submit_to_script_s", "step_s", "script_end_to_gone_s"]].median()
+    return pd.DataFrame({
+        "config": list(med.index), "jobs": g.size().values,
+        "submit_to_script_s": med.submit_to_script_s.values, "step_s": med.step_s.values,
+        "script_end_to_gone_s": med.script_end_to_gone_s.values,
+        "start_delay_s": (med.submit_to_script_s + med.step_s).round(3).values,
+        "end_delay_s": med.script_end_to_gone_s.round(3).values,
+    })
+
+
 def run_config(c: Config, jobs: list[Job], tools: dict[str, Path], tmp: Path, timeout_s: float, rep: int = 0) -> dict:
     """Runs the workload under `c` on a fresh test cluster (repetition `rep`); returns its job rows, state samples
     and switches."""
     d = tmp / f"tb-{c.id}-r{rep}"
     progs = _programs(jobs, tmp, tools)
-    r = _run(_up_args(c, d, tools), timeout=180)
-    if r.returncode != 0:
-        raise RuntimeError(f"{c.id}: the test cluster did not come up: {r.stderr.strip()[-2000:]}")
-    env = dict(os.environ, SLURM_CONF=str(d / "slurm.conf"))
     samples: list[dict] = []
-    try:
-        opts = (["--cosched-gang"] if c.cosched_gang else []) + ([f"--cosched={c.cosched}"] if c.cosched else [])
+    with test_cluster(c, d, tools) as env:
+        opts = c.srun_options()
         t0 = time.time()
         for k, prog in enumerate(progs):
             step = ["srun", "--mpi=pmi2", *opts, *prog]
@@ -311,16 +406,45 @@ def run_config(c: Config, jobs: list[Job], tools: dict[str, Path], tmp: Path, ti
         gang = []
         for f in sorted((d / "agents").glob("gang-*.jsonl")):
             gang += [dict(json.loads(x), node=f.stem[5:], rep=rep) for x in f.read_text().splitlines() if x.strip()]
-    finally:
-        down = _run([str(tools["testbed"]), "down", "--dir", str(d)], timeout=180)
-        if down.returncode != 0:
-            raise RuntimeError(f"{c.id}: the test cluster did not come down: {down.stderr.strip()}")
+        counters = agent_counters(d)
+        if after_workload is not None:
+            after_workload(c, d, env)
     jc = jc.assign(job=[int(n[2:]) for n in jc.name], config=c.id, rep=rep).sort_values("job")
     t_first = jc.submit_s.min()
     for col in ("submit_s", "start_s", "end_s"):
         jc[col] = jc[col] - t_first
     jc["program"] = [jobs[j].label() for j in jc.job]
-    return {"jobs": jc, "samples": samples, "gang": gang}
+    return {"jobs": jc, "samples": samples, "gang": gang, "agents": counters}
+
+
+#: The agents' counters the mechanism table sums over the nodes (`AgentStats`).
+AGENT_COUNTERS = ["spin_changes", "spins_refused", "forwarded_out", "forwarded_in", "forwarded_stale",
+                  "remote_dropped"]
+
+
+def agent_counters(d: Path, timeout_s: float = 10.0) -> dict[str, int]:
+    """The test cluster's agents' counters summed over its nodes: SIGUSR1 makes each agent (started by the test
+    cluster, its PID in ``testbed.json``) print them as a ``cosched-agent: stats {...}`` line in its log."""
+    import signal
+
+    testbed = json.loads((d / "testbed.json").read_text())
+    agents = {x["name"].split()[1]: x["pid"] for x in testbed["daemons"] if x["name"].startswith("agent ")}
+    logs = {node: d / f"agent.{node}.out" for node in agents}
+    before = {node: len(f.read_text().splitlines()) for node, f in logs.items()}
+    for pid in agents.values():
+        os.kill(pid, signal.SIGUSR1)
+    got: dict[str, dict] = {}
+    deadline = time.monotonic() + timeout_s
+    while len(got) < len(agents):
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{d}: agents {sorted(set(agents) - set(got))} did not print their counters")
+        time.sleep(0.05)
+        for node, f in logs.items():
+            whole = f.read_text().split("\n")[:-1]  # whole lines only: the agent may be writing the last one
+            new = [x for x in whole[before[node]:] if x.startswith("cosched-agent: stats ")]
+            if new:
+                got[node] = json.loads(new[-1].split("stats ", 1)[1])
+    return {k: int(sum(v.get(k, 0) for v in got.values())) for k in AGENT_COUNTERS}
 
 
 METRICS = ["makespan_s", "mean_wait_s", "mean_exec_s", "mean_response_s", "mean_slowdown"]
@@ -447,26 +571,30 @@ def machine_preset(calibration: Path | None, quick: bool, work: Path) -> tuple[d
         f"model {os_model} without a fit (real-vs-sim's fit does not tell the OS models apart on dedicated runs)")
 
 
-def sim_config(c: Config, jobs: list[Job], platform: dict) -> dict:
-    """The simulator's configuration of `c` with the workload `jobs` on `platform`."""
+def sim_config(c: Config, jobs: list[Job], platform: dict, delays: tuple[float, float] = (0.0, 0.0)) -> dict:
+    """The simulator's configuration of `c` with the workload `jobs` on `platform`, every job given Slurm's
+    start and end `delays` (seconds, from the launch calibration)."""
     policy, node_policy, mpl = sim_scheme(c)
+    extra = {k: v for k, v in zip(("start_delay_s", "end_delay_s"), delays, strict=True) if v > 0}
     return {
         "fidelity": "process",
         "seed": 1,
         "node_platform": platform,
-        "workload": {"jobs": [{"app": j.app, "procs": 2, "submit_s": round(k * SUBMIT_GAP_S, 3)}
+        "workload": {"jobs": [{"app": j.app, "procs": 2, "submit_s": round(k * SUBMIT_GAP_S, 3), **extra}
                               for k, j in enumerate(jobs)]},
         "scheduler": {"policy": policy, "node_policy": node_policy, "mpl": mpl},
     }
 
 
-def simulate(configs: list[Config], jobs: list[Job], platform: dict, work: Path) -> pd.DataFrame:
-    """Each configuration simulated once (deterministic): its scheme and mean response, wait and execution."""
+def simulate(configs: list[Config], jobs: list[Job], platform: dict, work: Path,
+             delays: dict[str, tuple[float, float]] | None = None) -> pd.DataFrame:
+    """Each configuration simulated once (deterministic): its scheme and mean response, wait and execution; with
+    `delays`, each configuration's jobs get its (start, end) delay."""
     from . import realsim
 
     rows = []
     for c in configs:
-        cfg = sim_config(c, jobs, platform)
+        cfg = sim_config(c, jobs, platform, (delays or {}).get(c.id, (0.0, 0.0)))
         s = realsim.run_sim(cfg, work / "sim" / c.id)
         sch = cfg["scheduler"]
         rows.append({"config": c.id, "sim_scheme": f"{sch['policy']} + {sch['node_policy']}, MPL {sch['mpl']}",
@@ -488,11 +616,34 @@ def compare(summary: pd.DataFrame, sim: pd.DataFrame) -> tuple[pd.DataFrame, dic
     order_sim = [c for _, c in sorted(zip(simv, t.config, strict=True))]
     agree = {"kendall_tau": realsim.kendall(real, simv), "same_order": order_real == order_sim,
              "real_order": order_real, "sim_order": order_sim}
+    if "sim_nolaunch_mean_response_s" in t:
+        # The same simulation without Slurm's launch and end (the jobs start their work at once).
+        t["error_nolaunch"] = (t.sim_nolaunch_mean_response_s - t.real_mean_response_s) / t.real_mean_response_s
+        agree["kendall_tau_nolaunch"] = realsim.kendall(real, list(t.sim_nolaunch_mean_response_s))
     return t, agree
 
 
 def _loadavg() -> str:
     return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+
+
+def _launch_section(launch: pd.DataFrame | None) -> list[str]:
+    if launch is None:
+        return ["Not measured for the quick workload (it has no simulated column).", ""]
+    t = launch.assign(**{c: [f"{v:.3f}" for v in launch[c]] for c in launch.columns if c.endswith("_s")})
+    return [
+        f"Before the real runs, each configuration's test cluster ran {LAUNCH_JOBS} trivial jobs one at a time "
+        "(`sbatch --wrap \"date; srun --mpi=pmi2 <options> cosched-probe-mpich sleepwait 0; date\"`, 2 nodes): "
+        "submit to the batch script's start, the step (step creation, rank launch, registration with the agents, "
+        "MPI start and end of a program that does nothing else), and the script's end to the job gone from "
+        f"`squeue` (polled every {LAUNCH_POLL_S} s). Medians (`launch.csv`, every job in `launch_jobs.csv`). The "
+        "simulated jobs of the configuration get them as calibration parameters: start delay = submit to start "
+        "+ step, end delay = end to gone (`workload.jobs[i].start_delay_s`, `end_delay_s`: the job holds its "
+        "processors without computing); they are measured, never fitted to the results below.",
+        "",
+        md_table(t),
+        "",
+    ]
 
 
 def _sim_section(cmp: pd.DataFrame | None, agree: dict | None, how: str) -> list[str]:
@@ -507,16 +658,23 @@ def _sim_section(cmp: pd.DataFrame | None, agree: dict | None, how: str) -> list
         "simulated s": [f"{v:.2f}" for v in cmp.sim_mean_response_s],
         "error": [f"{e:+.1%}" for e in cmp.error],
     })
+    nolaunch = []
+    if "error_nolaunch" in cmp:
+        t["simulated without launch s"] = [f"{v:.2f}" for v in cmp.sim_nolaunch_mean_response_s]
+        t["error without launch"] = [f"{e:+.1%}" for e in cmp.error_nolaunch]
+        nolaunch = [f"Without the launch calibration (jobs start their work at once): Kendall tau "
+                    f"{agree['kendall_tau_nolaunch']:+.2f}.", ""]
     return [
         f"Preset of this machine (`realsim.preset`, {MPI}) {how}. Each configuration simulated once (deterministic; "
-        "`simulated.csv`). The simulator has no Slurm and no job launch: its responses lack Slurm's scheduling "
-        "passes, prologue and step creation, which the real ones (one-second resolution) include.",
+        "`simulated.csv`), its jobs with the start and end delays of the launch calibration (above). The real "
+        "times are Slurm's (one-second resolution).",
         "",
         md_table(t),
         "",
         f"Rank order of the configurations by mean response: Kendall tau {agree['kendall_tau']:+.2f}, "
         f"same order: {'yes' if agree['same_order'] else 'no'}.",
         "",
+        *nolaunch,
         f"- real (fastest first): {' < '.join(agree['real_order'])}",
         f"- simulated: {' < '.join(agree['sim_order'])}",
         "",
@@ -530,22 +688,28 @@ def _analyze(_: Gathered, settings: Settings) -> Outcome:
     reps = settings.repeat if settings.repeat is not None else (1 if settings.quick else FULL_REPEAT)
     timeout = 240.0 if settings.quick else 900.0
     load_before = _loadavg()
-    jobs, samples, gang = [], [], []
-    sim = cmp = agree = None
+    jobs, samples, gang, counters = [], [], [], []
+    sim = cmp = agree = launch = None
     how = ""
     with tempfile.TemporaryDirectory(prefix="cosched-real-slurm-") as tmp:
         if not settings.quick:
             # Measured (or read) before the real runs, so that the micro-benchmarks run on a machine the test
-            # clusters do not load.
+            # clusters do not load; then Slurm's launch and end costs, each configuration on its own test cluster.
             platform, how = machine_preset(settings.calibration, settings.quick, Path(tmp))
+            launch_jobs = pd.DataFrame([x for c in configs for x in measure_launch(c, tools, Path(tmp))])
+            launch = launch_delays(launch_jobs)
         for r in range(reps):
             for c in configs:
                 res = run_config(c, work, tools, Path(tmp), timeout, rep=r)
                 jobs.append(res["jobs"])
                 samples += res["samples"]
                 gang += [dict(x, config=c.id) for x in res["gang"]]
-        if not settings.quick:
-            sim = simulate(configs, work, platform, Path(tmp))
+                counters.append(dict(res["agents"], config=c.id))
+        if launch is not None:
+            delays = {r.config: (r.start_delay_s, r.end_delay_s) for r in launch.itertuples()}
+            sim = simulate(configs, work, platform, Path(tmp) / "launch", delays).merge(
+                simulate(configs, work, platform, Path(tmp) / "nolaunch")[["config", "sim_mean_response_s"]]
+                .rename(columns={"sim_mean_response_s": "sim_nolaunch_mean_response_s"}), on="config")
     load_after = _loadavg()
     jdf = pd.concat(jobs, ignore_index=True)
     sdf = pd.DataFrame(samples, columns=["config", "rep", "t_s", "job", "state"])
@@ -556,7 +720,8 @@ def _analyze(_: Gathered, settings: Settings) -> Outcome:
     summ = summarize(m)
     if sim is not None:
         cmp, agree = compare(summ, sim)
-    mech = pd.DataFrame([mechanisms(c.id, jdf, sdf, gdf) for c in configs])
+    mech = pd.DataFrame([mechanisms(c.id, jdf, sdf, gdf) for c in configs]).merge(
+        pd.DataFrame(counters).groupby("config", sort=False).sum().reset_index(), on="config", how="left")
     cfg_rows = pd.DataFrame(
         [
             {
@@ -564,7 +729,7 @@ def _analyze(_: Gathered, settings: Settings) -> Outcome:
                 "sched": f"sched/{c.sched}",
                 "oversubscribe": f"FORCE:{c.mpl}" if c.mpl > 1 else "NO",
                 "preempt": "GANG" if c.slurm_gang else "OFF",
-                "cosched": ("--cosched-gang" if c.cosched_gang else f"--cosched={c.cosched}" if c.cosched else "-"),
+                "cosched": " ".join(c.srun_options()) or "-",
                 "submit": c.submit,
             }
             for c in configs
@@ -601,6 +766,9 @@ def _analyze(_: Gathered, settings: Settings) -> Outcome:
         "",
         md_table(mech),
         "",
+        "## Slurm's launch and end (calibration)",
+        "",
+        *_launch_section(launch),
         "## Simulated counterpart",
         "",
         *_sim_section(cmp, agree, how),
@@ -616,6 +784,9 @@ def _analyze(_: Gathered, settings: Settings) -> Outcome:
     }
     if cmp is not None:
         files["simulated.csv"] = csv_writer(cmp.assign(kendall_tau=agree["kendall_tau"]))
+    if launch is not None:
+        files["launch.csv"] = csv_writer(launch)
+        files["launch_jobs.csv"] = csv_writer(launch_jobs)
     return Outcome(report="\n".join(lines), files=files)
 
 
