@@ -573,7 +573,10 @@ impl RunConfig {
                     "must be at least 1".into(),
                 );
             }
-            for (field, v) in [("start_delay_s", j.start_delay_s), ("end_delay_s", j.end_delay_s)] {
+            for (field, v) in [
+                ("start_delay_s", j.start_delay_s),
+                ("end_delay_s", j.end_delay_s),
+            ] {
                 if !(v.is_finite() && (0.0..=SimTime::INPUT_LIMIT_S).contains(&v)) {
                     return bad(
                         &format!("workload.jobs[{i}].{field}"),
