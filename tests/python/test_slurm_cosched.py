@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from conftest import wait_for
+
 ROOT = Path(__file__).resolve().parents[2]
 TESTBED = ROOT / "scripts" / "slurm-testbed"
 BUILD = ROOT / "build" / "real"
@@ -112,23 +114,19 @@ def test_slurm_suspend_and_resume_still_work_on_a_coscheduled_job(cluster, tmp_p
     def state() -> str:
         return run(["scontrol", "show", "job", job], env=env).stdout.split("JobState=")[1].split()[0]
 
-    deadline = time.monotonic() + 60
-    while state() != "RUNNING" and time.monotonic() < deadline:
-        time.sleep(0.2)
+    wait_for(lambda: state() == "RUNNING", 60, lambda: f"job {job} to start (state {state()})", interval=0.2)
     # The step has started once both ranks are past MPI_Init and registered (each has its segment): a job
     # suspended while its step starts is a known Slurm trap.
     def segments() -> list[Path]:
         return list(Path("/dev/shm").glob(f"cosched.s{job}-*.*"))
 
-    while len(segments()) < 2 and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert len(segments()) == 2, "the step's ranks never registered"
+    wait_for(lambda: len(segments()) >= 2, 60, "the step's two ranks to register (their segments)", interval=0.1)
+    assert len(segments()) == 2, segments()
     assert run(["scontrol", "suspend", job], env=env).returncode == 0
     assert state() == "SUSPENDED"
-    time.sleep(1.0)
+    time.sleep(1.0)  # suspended for a while, not a wait for an event
     assert run(["scontrol", "resume", job], env=env).returncode == 0
-    while state() in ("RUNNING", "COMPLETING") and time.monotonic() < deadline:
-        time.sleep(0.2)
+    wait_for(lambda: state() not in ("RUNNING", "COMPLETING"), 60, f"job {job} to end after its resume", interval=0.2)
     assert state() == "COMPLETED", out.read_text() if out.exists() else ""
 
 
@@ -219,25 +217,19 @@ def test_a_stopped_coordinator_leaves_no_job_frozen_the_agents_thaw_at_lease_exp
     jobs = gang_jobs(env, log, 10)
     stopped = False
     try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            recs = gang_records(d, skip)
-            if all(sum(1 for r in v if len(r["run"]) == 1 and len(r["frozen"]) == 1) >= 3 for v in recs.values()):
-                break
-            time.sleep(0.1)
-        else:
-            raise AssertionError(f"the jobs never alternated: {gang_records(d, skip)}")
+        wait_for(lambda: all(n >= 3 for n in alternations(gang_records(d, skip)).values()), 60,
+                 lambda: f"the jobs to alternate: {gang_records(d, skip)}")
         # The coordinator stops answering (its connections stay open): the agents' lease (3 s) runs out.
         # The time is taken before the stop (after it, the agents' SCHED_FIFO threads may run first).
         t_stop = time.time_ns()
         os.kill(coord["pid"], signal.SIGSTOP)
         stopped = True
-        deadline = time.monotonic() + 15
-        released: dict[str, dict] = {}
-        while len(released) < 2 and time.monotonic() < deadline:
-            time.sleep(0.1)
+
+        def both_released() -> dict[str, dict] | None:
             released = {n: r for n, v in gang_records(d, skip).items() for r in v if r.get("released")}
-        assert len(released) == 2, gang_records(d, skip)
+            return released if len(released) == 2 else None
+
+        released = wait_for(both_released, 15, lambda: f"both agents to release: {gang_records(d, skip)}")
         for r in released.values():
             # Not before the lease (3 s; heartbeats every 0.75 s), and every job the agent froze thawed.
             assert (r["done_ns"] - t_stop) / 1e9 >= 2.0, r
@@ -288,10 +280,7 @@ def test_gang_steps_inside_batch_jobs_are_gang_scheduled(cluster, tmp_path):
                 env=dict(env, COSCHED_LOG=str(log)))
         assert r.returncode == 0, r.stderr
         ids.append(r.stdout.strip().split(";")[0])
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and run(["squeue", "-h"], env=env).stdout.strip():
-        time.sleep(0.5)
-    assert not run(["squeue", "-h"], env=env).stdout.strip(), "the batch jobs did not end"
+    wait_for(lambda: not run(["squeue", "-h"], env=env).stdout.strip(), 120, "the batch jobs to end", interval=0.5)
     for k in range(2):
         out = (tmp_path / f"b{k}.out").read_text()
         assert "error" not in out.lower(), out
@@ -313,10 +302,8 @@ def test_a_standby_coordinator_takes_over_when_the_primary_dies(cluster, tmp_pat
     log = tmp_path / "shim.jsonl"
     jobs = gang_jobs(env, log, 12)
     try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and not all(n >= 3 for n in alternations(gang_records(d, skip)).values()):
-            time.sleep(0.1)
-        assert all(n >= 3 for n in alternations(gang_records(d, skip)).values()), gang_records(d, skip)
+        wait_for(lambda: all(n >= 3 for n in alternations(gang_records(d, skip)).values()), 60,
+                 lambda: f"the jobs to alternate: {gang_records(d, skip)}")
         # The primary dies (SIGKILL: no release sent; the kernel closes its connections).
         # The time is taken before the kill: the agents' gang threads run at SCHED_FIFO and may see the
         # connection close and release (record) before this process runs again after kill() returns.
@@ -324,14 +311,15 @@ def test_a_standby_coordinator_takes_over_when_the_primary_dies(cluster, tmp_pat
         os.kill(primary["pid"], signal.SIGKILL)
         # Both agents thaw at once, reconnect to the standby and report their jobs again; it places both jobs
         # and the nodes alternate them again under its schedule.
-        deadline = time.monotonic() + 30
-        after: dict[str, list[dict]] = {}
-        while time.monotonic() < deadline:
-            after = {n: [r for r in v if r["done_ns"] > t_kill] for n, v in gang_records(d, skip).items()}
-            if all(n >= 3 for n in alternations(after).values()):
-                break
-            time.sleep(0.1)
-        assert all(n >= 3 for n in alternations(after).values()), after
+        def records_after_kill() -> dict[str, list[dict]]:
+            return {n: [r for r in v if r["done_ns"] > t_kill] for n, v in gang_records(d, skip).items()}
+
+        def alternated_again() -> dict[str, list[dict]] | None:
+            after = records_after_kill()
+            return after if all(n >= 3 for n in alternations(after).values()) else None
+
+        after = wait_for(alternated_again, 30,
+                         lambda: f"the jobs to alternate under the standby: {records_after_kill()}")
         logs = {f.name: f.read_text()[-3000:] for f in sorted(d.glob("*.out")) if f.name.startswith(("coord", "agent"))}
         released = {n: next((r for r in v if r.get("released")), None) for n, v in after.items()}
         assert all(released.values()), (after, logs)
@@ -359,16 +347,17 @@ def agent_stats(d: Path) -> dict[str, dict]:
     for a in agents.values():
         os.kill(a["pid"], signal.SIGUSR1)
     out: dict[str, dict] = {}
-    deadline = time.monotonic() + 10
-    while len(out) < len(agents) and time.monotonic() < deadline:
-        time.sleep(0.05)
+
+    def printed() -> bool:
         for node, f in logs.items():
             # Only whole lines: the agent may be writing the last one.
             whole = f.read_text().split("\n")[:-1]
             new = [x for x in whole[before[node]:] if x.startswith("cosched-agent: stats ")]
             if new:
                 out[node] = json.loads(new[-1].split("stats ", 1)[1])
-    assert len(out) == len(agents), f"not every agent printed its counters: {sorted(out)}"
+        return len(out) == len(agents)
+
+    wait_for(printed, 10, lambda: f"every agent to print its counters (printed: {sorted(out)})")
     return out
 
 
@@ -420,18 +409,12 @@ def test_an_agent_killed_mid_run_leaves_the_job_running_and_its_next_start_resto
         env=dict(env, COSCHED_LOG=str(log)), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
     try:
-        deadline = time.monotonic() + 30
-        leaves: list[Path] = []
-        while not leaves and time.monotonic() < deadline:
-            time.sleep(0.1)
-            leaves = list(cpu.glob(f"cosched.{run_id}.*/j*r*"))
-        assert leaves, "the agent of cn1 never placed its rank in a cgroup of its own"
+        wait_for(lambda: list(cpu.glob(f"cosched.{run_id}.*/j*r*")), 30,
+                 "the agent of cn1 to place its rank in a cgroup of its own")
         os.kill(agent["pid"], signal.SIGKILL)
         # SIGKILL is delivered asynchronously: the cleanup below is "the next start", after the agent is gone
         # (until then it still holds its lock, and a cleanup leaves a live agent's cgroups alone).
-        gone = time.monotonic() + 10
-        while time.monotonic() < gone and not dead_or_zombie(agent["pid"]):
-            time.sleep(0.02)
+        wait_for(lambda: dead_or_zombie(agent["pid"]), 30, "the killed agent of cn1 to be gone", interval=0.02)
         # The next start of an agent with that state (here its cleanup command) restores what the killed one
         # left, while the job still runs: the rank leaves the agent's cgroups (weights back to the default).
         r = run([agent["bin"], "cleanup", "--state-dir", agent["state_dir"]])
