@@ -446,6 +446,8 @@ def run(
             "agent_interrupts": real["agent"]["interrupts"],
             "gang_switches": len(switches),
             "gang_switch_ms_median": statistics.median(switches) / 1e6 if switches else None,
+            "gang_slots": [{"at_s": g["at_ns"] / 1e9, "row": g["row"], "nodes": g["nodes"]}
+                           for g in real["gang_slots"]],
             "wall_s": real["makespan_ns"] / 1e9,
         }
         prov = provenance(version=_core.__version__, seed=int(spec["seed"]), policy=policy, options=options,

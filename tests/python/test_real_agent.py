@@ -242,15 +242,16 @@ def test_end_to_end_orderings_two_jobs_on_two_cpus(tmp_path: Path, finegrain: Pa
 
 def test_gang_runs_the_simulators_slot_policy_and_refuses_what_real_mode_cannot_measure(tmp_path: Path) -> None:
     """The controller gets the simulator's gang policy string itself (the same policy object runs on both
-    mechanisms); options that need measurements or a per-process mechanism real mode lacks are refused,
-    naming what is missing."""
+    mechanisms); the per-node options (alternate, fill with declared low-gangedness applications) are
+    accepted; options that need events or measurements real mode lacks are refused, naming what is missing."""
     p = tmp_path / "c.toml"
     spec = "gang[quantum_ms=50,rows=2,switch_us=0,quanta=Barrier:20,round_slots=2,round_us=10]"
     assert real._policy(p, spec) == {"gang": {"policy": spec}}
+    flex = "gang[rows=2,alternate=true,fill=true,low=Barrier/Emp,fair_ms=20]"
+    assert real._policy(p, flex) == {"gang": {"policy": flex}}
     for bad, missing in (("gang[io_preempt=true]", "disk completions"),
                          ("gang[gang_bit=true]", "when a process blocks"),
-                         ("gang[alternate=true]", "whole jobs"),
-                         ("gang[fill=true]", "CPU fragments"),
+                         ("gang[fill=true,low=auto]", "gangedness measurement"),
                          ("gang[est_quantum_ms=5]", "gangedness measurement"),
                          ("gang[quantum_ms=-1]", "quantum_ms")):
         with pytest.raises(ValueError, match=missing) as e:

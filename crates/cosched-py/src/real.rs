@@ -16,7 +16,7 @@ use pyo3_stub_gen::derive::gen_stub_pyfunction;
 #[gen_stub_pyfunction]
 #[pyfunction]
 pub fn real_gang_check(spec: &str) -> PyResult<()> {
-    cosched_real::slothost::gang_policy(spec, true)
+    cosched_real::slothost::gang_policy_with(spec, true, true)
         .map(|_| ())
         .map_err(PyValueError::new_err)
 }

@@ -22,6 +22,11 @@
 //!   kernel reports them frozen), then thaws the jobs that run:
 //!   stop-then-start, so two rows never run at once. A global switch's idle
 //!   time (`switch_us`) is carried out as that long with every job frozen.
+//!   With the options that decide per node (`alternate`, `fill`: an idle
+//!   node runs another row's rank) the controller freezes and thaws each
+//!   job's rank node by node instead, in the job's freezer cgroup on that
+//!   virtual node ([`crate::mech::JobNodeFreezer`], cgroup v1), so a node's
+//!   CPU runs exactly the rank the policy picked for it.
 //! * Each job runs `mpiexec` in its own process group with the parent-death
 //!   signal SIGTERM; a rank's environment names its node's agent socket
 //!   (`COSCHED_AGENT`), the run, the job and `COSCHED_REQUIRED=1`.
@@ -29,7 +34,8 @@
 use crate::agent::{Agent, AgentOptions, AgentStats, NodeSpec, Sample};
 use crate::client::Client;
 use cosched_contract::cluster::{ClusterPolicy, ClusterView, Decision, Event};
-use crate::slothost::{gang_policy, Key, Slot, SlotHost, SlotMechanism};
+use crate::mech::JobNodeFreezer;
+use crate::slothost::{gang_policy_with, needs_per_node, Key, Slot, SlotHost, SlotMechanism};
 use cosched_contract::place::packing;
 use cosched_des::SimTime;
 use cosched_model::{JobId, JobSpec};
@@ -212,8 +218,21 @@ pub struct RunOut {
     pub timeline: Vec<Sample>,
     pub agent: AgentStats,
     pub gang_switch_ns: Vec<u64>,
+    /// Every gang slot carried out, in order.
+    pub gang_slots: Vec<GangSlot>,
     pub makespan_ns: u64,
     pub mpi_version: String,
+}
+
+/// A gang slot as the controller carried it out: from `at_ns` (since the
+/// run's start) the job whose rank each virtual node runs (`-1`: none; every
+/// other rank there frozen), in the policy's row `row` (`-1`: a switch's idle
+/// time or a stopped cycle).
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct GangSlot {
+    pub at_ns: u64,
+    pub row: i64,
+    pub nodes: Vec<i64>,
 }
 
 /// A progress snapshot for the display: (queued, running, done, failed, elapsed s).
@@ -520,6 +539,10 @@ struct Launcher<'a> {
     /// Time the freezes of a switch took, while its thaws wait for the end of
     /// the switch's idle time.
     freezing_ns: u64,
+    /// Under a gang policy that decides per node: the per-job, per-node
+    /// freezer, and the (job, node) pairs frozen in it.
+    per_node: Option<JobNodeFreezer>,
+    node_frozen: BTreeSet<(usize, u32)>,
 }
 
 impl Launcher<'_> {
@@ -613,6 +636,7 @@ impl Launcher<'_> {
             let r = self.jobs.running.remove(&j).expect("listed");
             let _ = self.client.end(j as i32);
             self.frozen.remove(&j);
+            self.thaw_nodes(j);
             let end = self.now().as_nanos() as u64;
             let o = &mut self.out.jobs[j];
             o.end_ns = Some(end);
@@ -639,6 +663,56 @@ impl Launcher<'_> {
     }
 }
 
+impl Launcher<'_> {
+    /// Thaws every node where ended job `j` was frozen (its ranks were
+    /// released by the agent; its cgroups go with the node's at the end).
+    fn thaw_nodes(&mut self, j: usize) {
+        let Some(f) = &self.per_node else { return };
+        let held: Vec<u32> = self
+            .node_frozen
+            .iter()
+            .filter(|&&(k, _)| k == j)
+            .map(|&(_, n)| n)
+            .collect();
+        for n in held {
+            if let Err(e) = f.set(n, j as i32, false) {
+                eprintln!("cosched run: thaw job {j} on node {n}: {e}");
+            }
+            self.node_frozen.remove(&(j, n));
+        }
+    }
+
+    /// A per-node slot: on each node, the rank of `s.nodes` runs and the
+    /// other jobs' ranks there are frozen; every freeze before any thaw.
+    fn slot_per_node(&mut self, f: &JobNodeFreezer, s: &Slot) -> Result<bool, String> {
+        let mut stop = Vec::new();
+        let mut go = Vec::new();
+        for (&j, r) in &self.jobs.running {
+            for &n in &r.nodes {
+                let runs = s.nodes.get(n as usize).copied().flatten() == Some(j as Key);
+                let frozen = self.node_frozen.contains(&(j, n));
+                if !runs && !frozen {
+                    stop.push((j, n));
+                } else if runs && frozen {
+                    go.push((j, n));
+                }
+            }
+        }
+        stop.sort_unstable();
+        go.sort_unstable();
+        let err = |j: usize, n: u32, e: crate::mech::MechError| format!("job {j} on node {n}: {e}");
+        for &(j, n) in &stop {
+            f.set(n, j as i32, true).map_err(|e| err(j, n, e))?;
+            self.node_frozen.insert((j, n));
+        }
+        for &(j, n) in &go {
+            f.set(n, j as i32, false).map_err(|e| err(j, n, e))?;
+            self.node_frozen.remove(&(j, n));
+        }
+        Ok(!go.is_empty() || !stop.is_empty())
+    }
+}
+
 /// The gang slot policy's mechanism in `cosched run`: it launches the jobs
 /// the policy admits and freezes and thaws them through the agent (every
 /// leaving job frozen, answered when the kernel reports it, before the
@@ -658,14 +732,47 @@ impl SlotMechanism for Launcher<'_> {
         })
     }
 
+    /// Per node: the job starts frozen on every node (its cgroups exist
+    /// before its ranks), and the slot handed over right after thaws the
+    /// nodes where it runs.
     fn start(&mut self, key: Key, nodes: &[u32], _row: Option<usize>, run: bool) -> Result<(), String> {
-        if !self.launch(key as usize, nodes.to_vec(), Some(!run))? {
-            self.lost.push(key as usize);
+        let j = key as usize;
+        let frozen = if let Some(f) = self.per_node.clone() {
+            for &n in nodes {
+                f.set(n, j as i32, true)
+                    .map_err(|e| format!("job {j} on node {n}: {e}"))?;
+                self.node_frozen.insert((j, n));
+            }
+            None
+        } else {
+            Some(!run)
+        };
+        if !self.launch(j, nodes.to_vec(), frozen)? {
+            self.thaw_nodes(j);
+            self.lost.push(j);
         }
         Ok(())
     }
 
+    fn per_node(&self) -> bool {
+        self.per_node.is_some()
+    }
+
     fn slot(&mut self, s: &Slot) -> Result<(), String> {
+        self.out.gang_slots.push(GangSlot {
+            at_ns: s.at,
+            row: s.row.map_or(-1, |r| r as i64),
+            nodes: s.nodes.iter().map(|k| k.unwrap_or(-1)).collect(),
+        });
+        if let Some(f) = self.per_node.clone() {
+            let t = Instant::now();
+            let changed = self.slot_per_node(&f, s)?;
+            self.freezing_ns += t.elapsed().as_nanos() as u64;
+            if changed && s.row.is_some() {
+                self.out.gang_switch_ns.push(std::mem::take(&mut self.freezing_ns));
+            }
+            return Ok(());
+        }
         let live = |j: &usize| self.jobs.running.contains_key(j);
         let stop: Vec<usize> = s
             .frozen
@@ -823,6 +930,22 @@ impl<'a> Admission<'a> {
     }
 }
 
+/// The gang slot policy `policy` in its host over launcher `l`; a policy
+/// that decides per node (alternate, fill) gets the per-job, per-node freezer.
+fn gang_admission<'a>(spec: &RunSpec, policy: &str, mut l: Launcher<'a>) -> Result<Admission<'a>, String> {
+    let what = |e: String| format!("scheduler.policy: {e}");
+    let params = gang_policy_with(policy, true, true).map_err(what)?;
+    if needs_per_node(&params) {
+        let cg = crate::cgroup::Cgroups::detect();
+        let f = JobNodeFreezer::detect(&spec.run, &cg)
+            .map_err(|e| what(format!("{policy:?} decides per node (alternate, fill): {e}")))?;
+        l.per_node = Some(f);
+    }
+    let f = cosched_policies::process::gang::factory(params);
+    let nodes = spec.nodes.len() as u32;
+    Ok(Admission::Slots(Box::new(SlotHost::new(&f, nodes, spec.jobs.len(), l))))
+}
+
 /// The controller's loop: completions, submissions, the admitting policy's
 /// decisions carried out (and the gang slot policy's timers), progress, the
 /// time limit.
@@ -864,13 +987,11 @@ fn control(
         frozen: BTreeSet::new(),
         lost: Vec::new(),
         freezing_ns: 0,
+        per_node: None,
+        node_frozen: BTreeSet::new(),
     };
     let mut adm = match &spec.scheme {
-        Scheme::Gang { policy } => {
-            let params = gang_policy(policy, true).map_err(|e| format!("scheduler.policy: {e}"))?;
-            let f = cosched_policies::process::gang::factory(params);
-            Admission::Slots(Box::new(SlotHost::new(&f, n_nodes as u32, spec.jobs.len(), l)))
-        }
+        Scheme::Gang { policy } => gang_admission(spec, policy, l)?,
         scheme => Admission::Jobs {
             policy: admission(scheme)?,
             specs: spec
@@ -923,6 +1044,7 @@ fn control(
             let ids: Vec<usize> = l.jobs.running.keys().copied().collect();
             for j in ids {
                 let _ = l.client.end(j as i32);
+                l.thaw_nodes(j);
                 l.jobs.kill(j);
                 let end = l.now().as_nanos() as u64;
                 let o = &mut l.out.jobs[j];

@@ -9,7 +9,10 @@
 //! * Busy CPU time per rank comes from the same cgroup in the cpuacct hierarchy.
 //! * Gang slots freeze and thaw a job: the v1 freezer cgroup
 //!   `cosched.<run>.n<node>/j<job>` (or, in v2, each rank cgroup of the job);
-//!   without a freezer, SIGSTOP / SIGCONT to each rank.
+//!   without a freezer, SIGSTOP / SIGCONT to each rank. The v1 freezer cgroup
+//!   is per job and virtual node, so the gang slot host of `cosched run` can
+//!   also run a job's rank on one node while its rank on another is frozen
+//!   ([`JobNodeFreezer`]: alternate scheduling, fragment filling).
 //! * The virtual node is the cpuset `cosched.<run>.n<node>`.
 //!
 //! Every change is recorded in the [`State`] file before it is made, and
@@ -35,6 +38,70 @@ pub enum MechError {
     Missing(String),
     #[error("process {0} is not known to this agent")]
     Unknown(u32),
+}
+
+/// The name of node `node`'s cgroups of run `run`, directly under each
+/// hierarchy's root (`cosched.*`: the startup sweep finds leftovers by it).
+pub fn node_base(run: &str, node: u32) -> String {
+    format!("cosched.{run}.n{node}")
+}
+
+/// The per-job, per-virtual-node freezer cgroups of run `run` in the v1
+/// freezer hierarchy: `cosched.<run>.n<node>/j<job>`, the cgroup a
+/// [`NodeMech`] attaches job `job`'s rank on that node to. Freezing one of
+/// them freezes that job on that node only (a rank that registers later is
+/// frozen as it joins); the node's cgroup tree, this one included, is thawed
+/// and removed by the agent's restore and by the startup sweep after a
+/// SIGKILL, like every `cosched.*` cgroup.
+#[derive(Clone, Debug)]
+pub struct JobNodeFreezer {
+    h: Hierarchy,
+    run: String,
+}
+
+impl JobNodeFreezer {
+    /// The freezer of this machine when it is a v1 hierarchy (per-job
+    /// cgroups); else what is missing.
+    pub fn detect(run: &str, cg: &Cgroups) -> Result<JobNodeFreezer, String> {
+        match &cg.freezer {
+            Some(h) if h.version == Version::V1 => Ok(JobNodeFreezer {
+                h: h.clone(),
+                run: run.to_string(),
+            }),
+            Some(_) => Err(format!(
+                "it needs the v1 freezer hierarchy (a freezer cgroup per job and virtual node); \
+                 this machine's cgroups: {}",
+                cg.describe()
+            )),
+            None => Err(format!(
+                "it needs the v1 freezer hierarchy; this machine has no freezer ({})",
+                cg.describe()
+            )),
+        }
+    }
+
+    /// The cgroup of job `job` on node `node`.
+    pub fn dir(&self, node: u32, job: i32) -> PathBuf {
+        self.h.path(&node_base(&self.run, node)).join(format!("j{job}"))
+    }
+
+    /// Freezes (`true`) or thaws job `job` on node `node` (creating its
+    /// cgroup under the node's), returning when the kernel reports it done.
+    pub fn set(&self, node: u32, job: i32, frozen: bool) -> Result<(), MechError> {
+        let d = self.dir(node, job);
+        std::fs::create_dir_all(&d).map_err(|e| CgError {
+            path: d.clone(),
+            what: "cannot create cgroup".into(),
+            err: e,
+        })?;
+        Ok(self.h.set_frozen(&d, frozen, Duration::from_secs(2))?)
+    }
+
+    /// Whether job `job` is frozen on node `node`.
+    pub fn is_frozen(&self, node: u32, job: i32) -> bool {
+        let d = self.dir(node, job);
+        d.exists() && self.h.is_frozen(&d).unwrap_or(false)
+    }
 }
 
 /// How a job is stopped for a gang slot.
@@ -113,7 +180,7 @@ impl NodeMech {
         if let Err(e) = crate::state::cleanup(state_dir, &cg) {
             eprintln!("cosched: cleanup of {}: {e}", state_dir.display());
         }
-        let base = format!("cosched.{run}.n{node}");
+        let base = node_base(run, node);
         let state = State::acquire(state_dir, &base, &cg)?;
         let freeze_by = if cg.freezer.is_some() {
             FreezeBy::Freezer

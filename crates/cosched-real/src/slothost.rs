@@ -18,18 +18,27 @@
 //! Decisions out: an [`SlotDecision::Admit`] becomes a start on nodes the
 //! [`SlotMechanism`] chooses among the policy's; [`SlotDecision::Run`],
 //! [`SlotDecision::WakeAt`], [`SlotDecision::Switch`] and
-//! [`SlotDecision::Stop`] set the host's timers; after the decisions of an
-//! instant the host asks the policy's [`SlotPolicy::pick`] for every node and
-//! hands the mechanism one [`Slot`]: from this instant, these jobs run and
-//! these are frozen (nothing runs during a switch's idle time).
+//! [`SlotDecision::Stop`] set the host's timers. Each node's CPU is held as
+//! the engine holds it: a global switch (or a stop) takes every CPU back, a
+//! process that ends gives its CPU up, and an idle CPU (outside a switch,
+//! while a row is active) runs the policy's [`SlotPolicy::pick`] for its
+//! node, asked right after each start and after the decisions of an instant;
+//! a CPU that runs a live process keeps it. Whenever a CPU is given up the
+//! policy is told how long its process held it ([`SlotPolicy::on_ran`]:
+//! wall time thawed, the fragment time of `fill`'s fairness bound). After
+//! the decisions of an instant the mechanism gets one [`Slot`]: from this
+//! instant, the job each node's CPU runs (the other ranks frozen; nothing runs
+//! during a switch's idle time).
 //!
 //! What real mode cannot do is refused, never dropped: a decision the host
 //! cannot carry out (a job that is not waiting, a node the job may not use, a
 //! row the matrix does not have, a timer in the past, a pick of a process
-//! that is not live on that node, or that runs one rank of a job but not
-//! another: the mechanisms freeze and thaw whole jobs) is an error naming the
-//! job and node; the policy options that need measurements real execution
-//! does not take are refused when the policy is parsed ([`gang_policy`]).
+//! that is not live on that node, or, on a mechanism that freezes and thaws
+//! whole jobs ([`SlotMechanism::per_node`] false: the Slurm coordinator's
+//! agents), a pick that runs one rank of a job but not another) is an error
+//! naming the job and node; the policy options that need measurements real
+//! execution does not take are refused when the policy is parsed
+//! ([`gang_policy_with`]).
 //!
 //! The view the policy reads is built from the registered jobs: one CPU per
 //! node (one rank of a job per node), every process of a started job
@@ -64,8 +73,13 @@ pub struct Slot {
     pub row: Option<usize>,
     /// The host's next timer (the end of the slot or of the switch), if any.
     pub until: Option<u64>,
+    /// The jobs whose ranks run on at least one node.
     pub run: Vec<Key>,
+    /// The started jobs none of whose ranks runs.
     pub frozen: Vec<Key>,
+    /// Per node, the job whose rank the node's CPU runs (every other rank on
+    /// the node is frozen).
+    pub nodes: Vec<Option<Key>>,
     /// Every started job with its row in the policy's matrix.
     pub rows: Vec<(Key, usize)>,
 }
@@ -87,29 +101,49 @@ pub trait SlotMechanism {
         row: Option<usize>,
         run: bool,
     ) -> Result<(), String>;
-    /// From `slot.at` on, exactly `slot.run` of the placed jobs run.
+    /// From `slot.at` on, exactly `slot.run` of the placed jobs run; on a
+    /// per-node mechanism, on each node exactly the rank of `slot.nodes`.
     fn slot(&mut self, slot: &Slot) -> Result<(), String>;
+    /// Whether the mechanism runs and freezes a job's ranks node by node
+    /// (else whole jobs: every pick must run all ranks of a job or none).
+    fn per_node(&self) -> bool {
+        false
+    }
 }
 
-/// Parameters of the gang policy that need measurements or a per-process
-/// mechanism real execution does not have, with what is missing.
+/// Parameters of the gang policy that need events or measurements real
+/// execution does not have, with what is missing.
 const REFUSED: &[(&str, &str)] = &[
-    ("alternate", "real mode freezes and thaws whole jobs; it cannot run another row's process on one node"),
-    ("io_preempt", "real mode does not see a process's disk completions"),
+    ("io_preempt", "real mode does not see a process's disk completions (the shim reports MPI calls, not the end of a read or write)"),
     ("gang_bit", "real mode does not see when a process blocks, so a slot cannot be yielded"),
-    ("fill", "real mode does not give CPU fragments to single processes (whole jobs are frozen or thawed)"),
-    ("fair_ms", "real mode does not give CPU fragments to single processes (whole jobs are frozen or thawed)"),
-    ("low", "real mode has no gangedness measurement (no online estimator of messages and CPU holds)"),
     ("ratio_threshold", "real mode has no gangedness measurement (no online estimator of messages and CPU holds)"),
     ("window", "real mode has no gangedness measurement (no online estimator of messages and CPU holds)"),
     ("est_quantum_ms", "real mode has no gangedness measurement (no online estimator of messages and CPU holds)"),
 ];
 
+/// Parameters that make per-node decisions (an idle node runs another row's
+/// rank), refused on a mechanism that freezes and thaws whole jobs.
+const PER_NODE: &[&str] = &["alternate", "fill", "fair_ms", "low"];
+
+/// Whether gang policy `params` can run one rank of a job while another is
+/// frozen (alternate scheduling, fragment filling).
+pub fn needs_per_node(params: &GangParams) -> bool {
+    params.alternate || params.flex.fill
+}
+
+/// [`gang_policy_with`] for a mechanism that freezes and thaws whole jobs
+/// (`per_node` false).
+pub fn gang_policy(spec: &str, apps: bool) -> Result<GangParams, String> {
+    gang_policy_with(spec, apps, false)
+}
+
 /// The gang policy of `spec` (`gang[quantum_ms=..,rows=..,...]`, the
 /// simulator's string) for real execution. `apps`: whether the mechanism
-/// knows each job's application (per-job `quanta` need it). Options whose
-/// measurements real mode lacks are refused with what is missing.
-pub fn gang_policy(spec: &str, apps: bool) -> Result<GangParams, String> {
+/// knows each job's application (per-job `quanta`, `low=app/app` need it);
+/// `per_node`: whether it runs and freezes ranks node by node (`alternate`,
+/// `fill` need it). Options whose events or measurements real mode lacks are
+/// refused with what is missing.
+pub fn gang_policy_with(spec: &str, apps: bool, per_node: bool) -> Result<GangParams, String> {
     let parsed = PolicySpec::parse(spec).map_err(|e| e.to_string())?;
     if parsed.name != "gang" {
         return Err(format!(
@@ -117,12 +151,30 @@ pub fn gang_policy(spec: &str, apps: bool) -> Result<GangParams, String> {
             parsed.name
         ));
     }
-    for (key, why) in REFUSED {
-        if parsed.params.contains_key(*key) {
+    let auto = parsed.params.get("low").is_some_and(|v| v.trim() == "auto");
+    let low_auto = auto.then_some((
+        "low",
+        "real mode has no gangedness measurement (low=auto needs the online estimator, fed with per-slot records of messages and CPU holds)",
+    ));
+    for (key, why) in REFUSED.iter().copied().chain(low_auto) {
+        if parsed.params.contains_key(key) {
             return Err(format!(
                 "{spec:?}: parameter {key} is simulator-only: {why}"
             ));
         }
+    }
+    if !per_node {
+        if let Some(key) = PER_NODE.iter().find(|k| parsed.params.contains_key(**k)) {
+            return Err(format!(
+                "{spec:?}: parameter {key} needs a mechanism that runs and freezes ranks node by node; \
+                 this one freezes and thaws whole jobs"
+            ));
+        }
+    }
+    if !apps && parsed.params.contains_key("low") {
+        return Err(format!(
+            "{spec:?}: parameter low needs each job's application, which the coordinator is not told"
+        ));
     }
     if !apps && parsed.params.contains_key("quanta") {
         return Err(format!(
@@ -163,8 +215,9 @@ struct State {
     active: Option<usize>,
     /// When the current slot, switch or stop began.
     since: u64,
-    /// The process each node's CPU runs, as last carried out.
+    /// The process each node's CPU runs, and since when.
     running: Vec<Option<Pid>>,
+    held_since: Vec<u64>,
     /// The last slot handed to the mechanism.
     last: Option<Slot>,
     /// Decisions of the policy carried out, by kind (for the logs).
@@ -257,6 +310,7 @@ impl<M: SlotMechanism> SlotHost<M> {
                 active: None,
                 since: 0,
                 running: vec![None; nodes as usize],
+                held_since: vec![0; nodes as usize],
                 last: None,
                 switches: 0,
             },
@@ -386,22 +440,45 @@ impl<M: SlotMechanism> SlotHost<M> {
         self.decide()
     }
 
-    /// The policy sees every process of started job `j` end, then the job.
+    /// The policy sees every process of started job `j` give its CPU up and
+    /// end, then the job.
     fn finish(&mut self, j: usize) {
         let e = self.st.jobs[j].as_ref().expect("registered");
         let (first, nodes) = e.started.clone().expect("started");
+        let key = e.key;
+        for n in 0..self.st.nodes {
+            let mine = self.st.running[n as usize]
+                .is_some_and(|p| p >= first && p < first + nodes.len() as Pid);
+            if mine {
+                self.give_up(n);
+            }
+        }
         for k in 0..nodes.len() {
             self.policy.on_process_end(first + k as Pid);
-        }
-        let key = e.key;
-        for r in &mut self.st.running {
-            if r.is_some_and(|p| p >= first && p < first + nodes.len() as Pid) {
-                *r = None;
-            }
         }
         self.view_op(|p, v| p.on_job_end(j, v));
         self.st.jobs[j] = None;
         self.st.index.remove(&key);
+    }
+
+    /// Node `n`'s CPU is given up: the policy measures how long its process
+    /// held it.
+    fn give_up(&mut self, n: u32) {
+        let Some(pid) = self.st.running[n as usize].take() else {
+            return;
+        };
+        let Some((j, _)) = self.st.owner(pid) else {
+            return;
+        };
+        let ran = self.st.now.saturating_sub(self.st.held_since[n as usize]);
+        self.policy.on_ran(pid, j, SimTime(ran as i64));
+    }
+
+    /// Every CPU is taken back (a global switch, a stop).
+    fn take_back(&mut self) {
+        for n in 0..self.st.nodes {
+            self.give_up(n);
+        }
     }
 
     /// Fires every timer due by `now`, each at its own instant.
@@ -487,6 +564,7 @@ impl<M: SlotMechanism> SlotHost<M> {
                 self.st.active = None;
                 self.st.since = now;
                 self.st.switches += 1;
+                self.take_back();
                 Ok(())
             }
             SlotDecision::Stop => {
@@ -495,6 +573,7 @@ impl<M: SlotMechanism> SlotHost<M> {
                 self.st.switching = false;
                 self.st.active = None;
                 self.st.since = now;
+                self.take_back();
                 Ok(())
             }
         }
@@ -557,8 +636,12 @@ impl<M: SlotMechanism> SlotHost<M> {
             self.finish(j);
             return Ok(());
         }
-        let picks = self.picks()?;
-        let run = picks
+        // Its processes are runnable: the idle CPUs are dispatched now, as
+        // the engine does at a start.
+        self.dispatch()?;
+        let run = self
+            .st
+            .running
             .iter()
             .any(|p| p.is_some_and(|p| p >= first && p < first + size as Pid));
         let row = self.policy.matrix().and_then(|m| m.row_of(j));
@@ -567,14 +650,16 @@ impl<M: SlotMechanism> SlotHost<M> {
             .map_err(|m| format!("job {}: cannot start on nodes {nodes:?}: {m}", e.key))
     }
 
-    /// The policy's pick for every node, validated: a live process of that
-    /// node, and every process of a job that runs somewhere runs everywhere.
-    fn picks(&mut self) -> Result<Vec<Option<Pid>>, String> {
-        let mut out = vec![None; self.st.nodes as usize];
+    /// Every idle CPU (outside a switch, while a row is active) runs the
+    /// policy's pick for its node, validated: a live process of that node.
+    fn dispatch(&mut self) -> Result<(), String> {
         if self.st.switching || self.st.active.is_none() {
-            return Ok(out);
+            return Ok(());
         }
         for n in 0..self.st.nodes {
+            if self.st.running[n as usize].is_some() {
+                continue;
+            }
             let v = View {
                 st: &self.st,
                 mech: &self.mech,
@@ -583,30 +668,44 @@ impl<M: SlotMechanism> SlotHost<M> {
                 continue;
             };
             match self.st.owner(p) {
-                Some((_, node)) if node == n => out[n as usize] = Some(p),
+                Some((_, node)) if node == n => {
+                    self.st.running[n as usize] = Some(p);
+                    self.st.held_since[n as usize] = self.st.now;
+                }
                 _ => return Err(SlotError::NotRunnable { pid: p, node: n }.to_string()),
             }
         }
-        for p in out.iter().flatten() {
+        Ok(())
+    }
+
+    /// On a mechanism that freezes whole jobs: every process of a job that
+    /// runs somewhere runs everywhere.
+    fn check_whole_jobs(&self) -> Result<(), String> {
+        if self.mech.per_node() {
+            return Ok(());
+        }
+        for p in self.st.running.iter().flatten() {
             let (j, _) = self.st.owner(*p).expect("validated");
             let e = self.st.entry(j).expect("live");
             let (first, nodes) = e.started.as_ref().expect("started");
             for (k, &n) in nodes.iter().enumerate() {
-                if out[n as usize] != Some(first + k as Pid) {
+                if self.st.running[n as usize] != Some(first + k as Pid) {
                     return Err(format!(
                         "job {}: the policy runs it on some of its nodes but not on node {n}; \
-                         real mode freezes and thaws whole jobs",
+                         this mechanism freezes and thaws whole jobs",
                         e.key
                     ));
                 }
             }
         }
-        Ok(out)
+        Ok(())
     }
 
     /// Hands the mechanism the slot of this instant when it changed.
     fn commit(&mut self) -> Result<(), String> {
-        let picks = self.picks()?;
+        self.dispatch()?;
+        self.check_whole_jobs()?;
+        let picks = self.st.running.clone();
         let (mut run, mut frozen) = (Vec::new(), Vec::new());
         for e in self.st.jobs.iter().flatten() {
             let Some((first, nodes)) = &e.started else {
@@ -623,7 +722,10 @@ impl<M: SlotMechanism> SlotHost<M> {
         }
         run.sort_unstable();
         frozen.sort_unstable();
-        self.st.running = picks;
+        let nodes: Vec<Option<Key>> = picks
+            .iter()
+            .map(|p| p.and_then(|p| self.st.owner(p)).and_then(|(j, _)| self.st.entry(j)).map(|e| e.key))
+            .collect();
         let m = self.policy.matrix();
         let mut rows: Vec<(Key, usize)> = self
             .st
@@ -644,6 +746,7 @@ impl<M: SlotMechanism> SlotHost<M> {
             until: self.next_wake(),
             run,
             frozen,
+            nodes,
             rows,
         };
         let same = self.st.last.as_ref().is_some_and(|l| {
@@ -674,6 +777,7 @@ mod tests {
         started: Vec<(Key, Vec<u32>, bool)>,
         slots: Vec<Slot>,
         banned: Vec<(Key, u32)>,
+        per_node: bool,
     }
 
     impl SlotMechanism for Fake {
@@ -697,16 +801,106 @@ mod tests {
             self.slots.push(slot.clone());
             Ok(())
         }
+        fn per_node(&self) -> bool {
+            self.per_node
+        }
     }
 
     fn host(spec: &str, nodes: u32) -> SlotHost<Fake> {
-        let p = gang_policy(spec, true).unwrap();
+        host_on(spec, nodes, false)
+    }
+
+    fn host_on(spec: &str, nodes: u32, per_node: bool) -> SlotHost<Fake> {
+        let p = gang_policy_with(spec, true, per_node).unwrap();
         SlotHost::new(
             &cosched_policies::process::gang::factory(p),
             nodes,
             8,
-            Fake::default(),
+            Fake {
+                per_node,
+                ..Fake::default()
+            },
         )
+    }
+
+    /// (at ms, the job each node runs) of every slot handed over.
+    fn per_node_runs(h: &SlotHost<Fake>) -> Vec<(u64, Vec<Option<Key>>)> {
+        h.mech
+            .slots
+            .iter()
+            .map(|s| (s.at / MS, s.nodes.clone()))
+            .collect()
+    }
+
+    #[test]
+    fn with_alternate_the_idle_node_runs_the_other_rows_rank_and_only_on_a_per_node_mechanism() {
+        // 2 nodes, 2 rows, 100 ms, no switch idle. A (10) needs 1 node and
+        // takes row 0 on node 0; B (11) needs 2 and takes row 1.
+        let spec = "gang[rows=2,quantum_ms=100,switch_us=0,alternate=true]";
+        let mut h = host_on(spec, 2, true);
+        h.arrive(10, 1, "a", 0).unwrap();
+        h.arrive(11, 2, "b", 0).unwrap();
+        // B starts running: its rank 1 fills node 1, which row 0 leaves idle.
+        assert_eq!(h.mech.started, vec![(10, vec![0], true), (11, vec![0, 1], true)]);
+        h.advance(250 * MS).unwrap();
+        let runs = per_node_runs(&h);
+        assert_eq!(runs[0], (0, vec![Some(10), None]));
+        assert_eq!(
+            runs[1..],
+            [
+                (0, vec![Some(10), Some(11)]),
+                (100, vec![Some(11), Some(11)]),
+                (200, vec![Some(10), Some(11)]),
+            ]
+        );
+        // Both jobs run (on at least one node) in row 0's slot.
+        let s = h.last_slot().unwrap();
+        assert_eq!((s.run.clone(), s.frozen.clone()), (vec![10, 11], vec![]));
+        // A ends at 250: row 0 emptied, B's slot at once, on both nodes.
+        h.end(10, 250 * MS).unwrap();
+        assert_eq!(per_node_runs(&h).last(), Some(&(250, vec![Some(11), Some(11)])));
+        // Without alternate node 1 idles in row 0's slots.
+        let mut plain = host_on("gang[rows=2,quantum_ms=100,switch_us=0]", 2, true);
+        plain.arrive(10, 1, "a", 0).unwrap();
+        plain.arrive(11, 2, "b", 0).unwrap();
+        plain.advance(250 * MS).unwrap();
+        assert_eq!(
+            per_node_runs(&plain).last(),
+            Some(&(200, vec![Some(10), None]))
+        );
+        // A mechanism that freezes whole jobs refuses alternate when parsed,
+        // and a per-node pick when it gets one.
+        assert!(gang_policy(spec, true).unwrap_err().contains("node by node"));
+        let p = gang_policy_with(spec, true, true).unwrap();
+        let mut whole = SlotHost::new(
+            &cosched_policies::process::gang::factory(p),
+            2,
+            8,
+            Fake::default(),
+        );
+        whole.arrive(10, 1, "a", 0).unwrap();
+        let e = whole.arrive(11, 2, "b", 0).unwrap_err();
+        assert!(e.contains("job 11") && e.contains("whole jobs"), "{e}");
+    }
+
+    #[test]
+    fn options_without_their_events_are_refused_with_what_is_missing() {
+        for (spec, missing) in [
+            ("gang[io_preempt=true]", "disk completions"),
+            ("gang[gang_bit=true]", "when a process blocks"),
+            ("gang[fill=true,low=auto]", "gangedness measurement"),
+            ("gang[window=4]", "gangedness measurement"),
+        ] {
+            let e = gang_policy_with(spec, true, true).unwrap_err();
+            assert!(e.contains(missing), "{spec}: {e}");
+        }
+        assert!(gang_policy_with("gang[fill=true,low=a/b]", true, true).is_ok());
+        let e = gang_policy_with("gang[fill=true,low=a/b]", false, true).unwrap_err();
+        assert!(e.contains("application"), "{e}");
+        for key in ["alternate=true", "fill=true", "fair_ms=5", "low=a"] {
+            let e = gang_policy(&format!("gang[{key}]"), true).unwrap_err();
+            assert!(e.contains("node by node"), "{key}: {e}");
+        }
     }
 
     /// (at ms, running jobs) of every slot handed over.

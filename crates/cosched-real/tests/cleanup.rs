@@ -206,3 +206,44 @@ fn the_lock_is_held_during_the_restore_and_a_live_agent_is_skipped() {
     again.finish();
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_dead_runs_per_node_job_freezer_is_thawed_and_removed_with_its_node() {
+    // `cosched run` with alternate/fill freezes a job on one virtual node only:
+    // the job's freezer cgroup of that node, `cosched.<run>.n<node>/j<job>`.
+    // Its controller was SIGKILLed with the rank frozen there: the next start's
+    // sweep thaws it, moves the rank back and removes the node's tree.
+    let cg = Cgroups::detect();
+    let me = std::process::id();
+    let run = format!("tcz-{me}");
+    let dir = tmp_dir("pernode");
+    let base = cosched_real::mech::node_base(&run, 1);
+    let _rm = Remove(vec![base.clone()]);
+    let f = cosched_real::mech::JobNodeFreezer::detect(&run, &cg)
+        .expect("the v1 freezer hierarchy (run as root)");
+    let fz = cg.freezer.clone().unwrap();
+    fz.create(&base).unwrap();
+    let sp = sleeper();
+    let pid = sp.0.id();
+    let orig = procfs::cgroup_of(pid, Some("freezer")).unwrap();
+    let mut st = State::acquire(&dir, &base, &cg).unwrap();
+    st.record.moved.push(Moved {
+        pid,
+        start: procfs::stat(pid).unwrap().start,
+        original: BTreeMap::from([(fz.root.to_string_lossy().to_string(), orig.clone())]),
+    });
+    st.save().unwrap();
+    f.set(1, 7, true).unwrap();
+    fz.attach(&f.dir(1, 7), pid).unwrap();
+    assert!(f.is_frozen(1, 7));
+    assert!(procfs::cgroup_of(pid, Some("freezer")).unwrap().ends_with(&format!("{base}/j7")));
+    // Its node 0 was never set up: nothing of it exists.
+    assert!(!f.is_frozen(0, 7));
+    drop(st);
+    let c = state::cleanup(&dir, &cg).unwrap();
+    assert!(!fz.path(&base).exists(), "the node's tree is removed");
+    assert_eq!(procfs::cgroup_of(pid, Some("freezer")).unwrap(), orig);
+    assert!(c.cgroups_removed >= 2 && c.processes_moved_back >= 1, "{c:?}");
+    assert!(!f.is_frozen(1, 7));
+    let _ = std::fs::remove_dir_all(&dir);
+}
