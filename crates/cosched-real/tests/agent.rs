@@ -3,11 +3,14 @@
 //! SIGTERM and after SIGKILL (at the next start, and by `cosched-agent cleanup`).
 //! Root and cgroups are needed: without them these tests fail.
 
+mod common;
+
+use common::Proc;
 use cosched_real::cgroup::Cgroups;
 use cosched_real::client::Client;
 use cosched_real::procfs;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
 /// The tests of this file run one at a time: an agent's start cleans up what
@@ -16,14 +19,6 @@ static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 fn serial() -> std::sync::MutexGuard<'static, ()> {
     SERIAL.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-struct Proc(Child);
-impl Drop for Proc {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
 }
 
 fn spinner() -> Proc {
@@ -199,47 +194,21 @@ fn sigkill_then_cleanup_command_restores() {
     assert_eq!(procfs::cgroup_of(sp.0.id(), Some("freezer")), orig);
 }
 
-/// A fake rank: creates its segment, registers, prints the wait modes, spin times
-/// and event mask the agent wrote, then sleeps until killed.
+/// A fake rank (see `common`) that prints the wait modes, spin times and event
+/// mask the agent wrote, then sleeps until killed.
 const FAKE_RANK: &str = r#"
-import mmap, os, socket, struct, sys, time
-run, job, rank, path = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
-name = f"/dev/shm/cosched.{run}x.{job}.{rank}"  # another run's name: found by job, rank and pid
-fd = os.open(name, os.O_CREAT | os.O_RDWR, 0o600)
-os.ftruncate(fd, 256)
-m = mmap.mmap(fd, 256)
-m[0:24] = struct.pack("<IIiiii", 0x4d485343, 1, job, rank, 2, os.getpid())
-s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-s.connect(path)
-s.send(struct.pack("<IIiiiiQQQ", 1, 1, job, rank, os.getpid(), 2, 0, 0, 0))
-ack = struct.unpack("<IIiiiiQQQ", s.recv(64))
 modes = struct.unpack("<4I", m[24:40]); spins = struct.unpack("<4Q", m[40:72])
 mask, gen = struct.unpack("<II", m[80:88])
 print(ack[5], *modes, *spins, mask, gen, flush=True)
 if rank == 0:
     # tell the agent this rank sent a message to rank 1 of the job
-    s.send(struct.pack("<IIiiiiQQQ", 8, 1, job, 1, os.getpid(), 0, 0, 64, 0))
+    s.send(msg(MESSAGE, job, 1, a=64))
 time.sleep(60)
 "#;
 
 fn fake_rank(run: &str, job: i32, rank: i32, socket: &Path) -> (Proc, Vec<i64>) {
-    let mut c = Command::new("python3")
-        .args(["-c", FAKE_RANK, run, &job.to_string(), &rank.to_string()])
-        .arg(socket)
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    std::io::BufRead::read_line(
-        &mut std::io::BufReader::new(c.stdout.take().unwrap()),
-        &mut line,
-    )
-    .unwrap();
-    let v = line
-        .split_whitespace()
-        .map(|x| x.parse().unwrap())
-        .collect();
-    (Proc(c), v)
+    let r = common::fake_rank(FAKE_RANK, run, job, rank, socket, &[]);
+    (r.proc, r.said)
 }
 
 #[test]

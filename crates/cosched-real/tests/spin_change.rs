@@ -4,91 +4,60 @@
 //! rank's segment (`spin_until`), tagged with the wait it applies to. Root and
 //! cgroups are needed: without them this test fails.
 
+mod common;
+
+use common::Proc;
 use cosched_real::client::Client;
 use cosched_real::proto::{state, RankShm, SPIN_UNTIL_SHIFT};
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::process::{ChildStdin, ChildStdout, Command, Stdio};
 use std::sync::atomic::Ordering;
 use std::sync::mpsc;
 use std::time::Duration;
 
-struct Proc(Child);
-impl Drop for Proc {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// A fake rank in Python: creates its segment (under another run's name: the
-/// agent finds it by job, rank and pid), registers, prints the ACK's errno and
-/// the event mask the agent wrote. Role `spin`: then runs a busy loop (so the
-/// process is running, as a spinning rank is). Role `send`: then, for each line
-/// on stdin (a CLOCK_MONOTONIC time stamp, 0 for now), tells the agent it sent
-/// a message to rank 1 of the job at that time, and prints `sent`.
+/// A fake rank (see `common`) that prints the ACK's errno and the event mask
+/// the agent wrote. Role `spin`: then runs a busy loop (so the process is
+/// running, as a spinning rank is). Role `send`: then, for each line on stdin (a
+/// CLOCK_MONOTONIC time stamp, 0 for now), tells the agent it sent a message to
+/// rank 1 of the job at that time, and prints `sent`.
 const FAKE_RANK: &str = r#"
-import mmap, os, socket, struct, sys, time
-run, job, rank, path, role = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5]
-fd = os.open(f"/dev/shm/cosched.{run}x.{job}.{rank}", os.O_CREAT | os.O_RDWR, 0o600)
-os.ftruncate(fd, 256)
-m = mmap.mmap(fd, 256)
-m[0:24] = struct.pack("<IIiiii", 0x4d485343, 1, job, rank, 2, os.getpid())
-s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-s.connect(path)
-s.send(struct.pack("<IIiiiiQQQ", 1, 1, job, rank, os.getpid(), 2, 0, 0, 0))
-ack = struct.unpack("<IIiiiiQQQ", s.recv(64))
 print(ack[5], struct.unpack("<I", m[80:84])[0], flush=True)
-if role == "spin":
+if sys.argv[5] == "spin":
     end = time.monotonic() + 120
     while time.monotonic() < end:
         pass
 else:
     for line in sys.stdin:
         t = int(line) or time.monotonic_ns()
-        s.send(struct.pack("<IIiiiiQQQ", 8, 1, job, 1, os.getpid(), 0, t, 64, 0))
+        s.send(msg(MESSAGE, job, 1, t_ns=t, a=64))
         print("sent", flush=True)
 "#;
 
 struct Rank {
     proc: Proc,
     out: BufReader<ChildStdout>,
-    input: Option<ChildStdin>,
+    input: ChildStdin,
     ack: i64,
     mask: u32,
 }
 
 fn fake_rank(run: &str, job: i32, rank: i32, socket: &Path, role: &str) -> Rank {
-    let mut c = Command::new("python3")
-        .args(["-c", FAKE_RANK, run, &job.to_string(), &rank.to_string()])
-        .arg(socket)
-        .arg(role)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut out = BufReader::new(c.stdout.take().unwrap());
-    let input = c.stdin.take();
-    let mut line = String::new();
-    out.read_line(&mut line).unwrap();
-    let v: Vec<i64> = line
-        .split_whitespace()
-        .map(|x| x.parse().unwrap())
-        .collect();
-    assert_eq!(v.len(), 2, "fake rank said {line:?}");
+    let r = common::fake_rank(FAKE_RANK, run, job, rank, socket, &[role]);
+    assert_eq!(r.said.len(), 2, "fake rank said {:?}", r.said);
     Rank {
-        proc: Proc(c),
-        out,
-        input,
-        ack: v[0],
-        mask: v[1] as u32,
+        proc: r.proc,
+        out: r.out,
+        input: r.input,
+        ack: r.said[0],
+        mask: r.said[1] as u32,
     }
 }
 
 impl Rank {
     /// Sends a message event stamped `t_ns` (0: now) and waits until it is sent.
     fn send(&mut self, t_ns: u64) {
-        let i = self.input.as_mut().unwrap();
+        let i = &mut self.input;
         writeln!(i, "{t_ns}").unwrap();
         i.flush().unwrap();
         let mut line = String::new();
