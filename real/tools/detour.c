@@ -19,6 +19,8 @@
  * running time they take (what a compute burst loses to them); the 50th/90th/99th percentiles of the
  * short detours; the long detours per second of wall time and their share of it; the loop's cost. Usage: cosched-detour [CPU [SECONDS [LONG_US]]]
  * (default CPU 0, 2 s, 100 us). Run it on an idle CPU: on a loaded one the long detours are that load.
+ * `cosched-detour pair [CPU [SECONDS [LONG_US]]]` runs two such loops on the CPU instead and reports the
+ * lengths of their runs between long detours (the time slices the scheduler gives each).
  */
 #include <math.h>
 #include <sched.h>
@@ -105,24 +107,8 @@ static int pair_main(int cpu, double seconds, double long_ns) {
     return 0;
 }
 
-int main(int argc, char **argv) {
-    if (argc > 1 && strcmp(argv[1], "pair") == 0) {
-        int cpu = argc > 2 ? atoi(argv[2]) : 0;
-        double seconds = argc > 3 ? atof(argv[3]) : 2.0;
-        double long_ns = (argc > 4 ? atof(argv[4]) : 100.0) * 1e3;
-        if (seconds <= 0 || long_ns <= 0) {
-            fprintf(stderr, "usage: cosched-detour pair [CPU [SECONDS [LONG_US]]]\n");
-            return 2;
-        }
-        return pair_main(cpu, seconds, long_ns);
-    }
-    int cpu = argc > 1 ? atoi(argv[1]) : 0;
-    double seconds = argc > 2 ? atof(argv[2]) : 2.0;
-    double long_ns = (argc > 3 ? atof(argv[3]) : 100.0) * 1e3;
-    if (seconds <= 0 || long_ns <= 0) {
-        fprintf(stderr, "usage: cosched-detour [CPU [SECONDS [LONG_US]]]\n");
-        return 2;
-    }
+/* The plain mode: the detours of one loop (see the top of this file). */
+static int detour_main(int cpu, double seconds, double long_ns) {
     pin(cpu);
     /* The loop's own cost: the smallest step over a short warm-up. */
     double loop = 1e18, prev = now_ns();
@@ -172,4 +158,30 @@ int main(int argc, char **argv) {
            t_short / 1e9 / run, n_long, t_long / 1e3, n_long / wall, t_long / 1e9 / wall);
     free(shorts);
     return 0;
+}
+
+/* The arguments of both modes: [CPU [SECONDS [LONG_US]]] from argv[first] on. */
+struct args {
+    int cpu;
+    double seconds, long_ns;
+};
+
+/* Fills `a` (defaults: CPU 0, 2 s, 100 us); 0, or 2 after printing the usage when SECONDS or LONG_US is not
+ * positive. */
+static int parse_args(int argc, char **argv, int first, const char *mode, struct args *a) {
+    a->cpu = argc > first ? atoi(argv[first]) : 0;
+    a->seconds = argc > first + 1 ? atof(argv[first + 1]) : 2.0;
+    a->long_ns = (argc > first + 2 ? atof(argv[first + 2]) : 100.0) * 1e3;
+    if (a->seconds <= 0 || a->long_ns <= 0) {
+        fprintf(stderr, "usage: cosched-detour %s[CPU [SECONDS [LONG_US]]]\n", mode);
+        return 2;
+    }
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    int pair = argc > 1 && strcmp(argv[1], "pair") == 0;
+    struct args a;
+    if (parse_args(argc, argv, pair ? 2 : 1, pair ? "pair " : "", &a) != 0) return 2;
+    return pair ? pair_main(a.cpu, a.seconds, a.long_ns) : detour_main(a.cpu, a.seconds, a.long_ns);
 }
