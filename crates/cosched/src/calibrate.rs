@@ -369,14 +369,25 @@ pub fn cpu_pct(run: &DedicatedRun, ranks: u32) -> f64 {
 /// trial δ, c_B is fitted to seed 000 Table 1 on choi2004, then seed 002's
 /// configuration is run with (c_B, δ) and its CPU utilization compared.
 pub fn fit_imbalance(app: &str) -> Result<ImbalanceFit, CalibrateError> {
+    fit_imbalance_and_entry(app).map(|(fit, _)| fit)
+}
+
+/// [`fit_imbalance`] and the class B entry fitted at the imbalance found (the
+/// solve fits c_B at every trial δ; None without a seed 002 row), so that the
+/// full fit does not fit that entry a second time.
+fn fit_imbalance_and_entry(
+    app: &str,
+) -> Result<(ImbalanceFit, Option<CalEntry>), CalibrateError> {
     let Some(row) = apps::seed002_row(app) else {
-        return Ok(ImbalanceFit {
+        let fit = ImbalanceFit {
             imbalance_ppm: 0,
             cpu_pct: f64::NAN,
             at_bound: false,
-        });
+        };
+        return Ok((fit, None));
     };
-    solve_imbalance(row.cpu_pct, |ppm| {
+    let entries = std::cell::RefCell::new(BTreeMap::new());
+    let fit = solve_imbalance(row.cpu_pct, |ppm| {
         let e = fit_nas(app, S002_CLASS, ppm)?;
         let run = seed002_run(
             app,
@@ -386,8 +397,11 @@ pub fn fit_imbalance(app: &str) -> Result<ImbalanceFit, CalibrateError> {
                 imbalance_ppm: ppm,
             },
         )?;
+        entries.borrow_mut().insert(ppm, e);
         Ok(cpu_pct(&run, S002_PROCS))
-    })
+    })?;
+    let entry = entries.into_inner().remove(&fit.imbalance_ppm);
+    Ok((fit, entry))
 }
 
 /// Fits sPPM or BlockSolve95 (see the module doc).
@@ -570,10 +584,12 @@ pub fn fit_some(
     Ok(header(map))
 }
 
-/// The imbalances of the joint fit, per application of seed 002 Table 1.
-pub fn fit_imbalances() -> Result<BTreeMap<String, ImbalanceFit>, CalibrateError> {
+/// The imbalances of the joint fit, per application of seed 002 Table 1, each
+/// with the class B entry fitted at it.
+pub fn fit_imbalances(
+) -> Result<BTreeMap<String, (ImbalanceFit, Option<CalEntry>)>, CalibrateError> {
     let names: Vec<&str> = apps::SEED002_TABLE1.iter().map(|r| r.app).collect();
-    let fits = parallel_map(&names, |app| fit_imbalance(app));
+    let fits = parallel_map(&names, |app| fit_imbalance_and_entry(app));
     names
         .iter()
         .zip(fits)
@@ -590,13 +606,24 @@ pub fn imbalances_of(cal: &Calibration) -> BTreeMap<String, u32> {
 }
 
 /// The full fit: the imbalances (joint with seed 002 Table 1), every target at
-/// them, then FT from MG C.
+/// them (the class B entries the imbalance solves fitted at them are kept, not
+/// fitted again), then FT from MG C.
 pub fn fit_all() -> Result<Calibration, CalibrateError> {
-    let imbalance: BTreeMap<String, u32> = fit_imbalances()?
-        .into_iter()
-        .map(|(a, f)| (a, f.imbalance_ppm))
+    let joint = fit_imbalances()?;
+    let imbalance: BTreeMap<String, u32> = joint
+        .iter()
+        .map(|(a, (f, _))| (a.clone(), f.imbalance_ppm))
         .collect();
-    let mut cal = fit_some(&targets(), &imbalance, None)?;
+    let already = |app: &str, class: char| {
+        class == S002_CLASS && joint.get(app).is_some_and(|(_, e)| e.is_some())
+    };
+    let all = targets();
+    let pairs: Vec<(&str, char)> = all.iter().copied().filter(|&(a, c)| !already(a, c)).collect();
+    let mut cal = fit_some(&pairs, &imbalance, None)?;
+    for (app, class) in all.into_iter().filter(|&(a, c)| already(a, c)) {
+        let e = joint[app].1.clone().expect("already fitted");
+        insert(&mut cal.apps, app, class, e);
+    }
     let mg_c = cal.apps["MG"]["C"].clone();
     let ft: Vec<(&str, char)> = apps::CLASSES.iter().map(|&c| ("FT", c)).collect();
     let ft = fit_some(&ft, &imbalance, Some(&mg_c))?;
