@@ -268,16 +268,25 @@ def test_the_launch_calibration_gives_each_configuration_its_median_start_and_en
         "script_end_to_gone_s": [0.1, 0.9, 0.2, 0.3, 0.3, 0.3],
     })
     d = realslurm.launch_delays(rows).set_index("config")
-    # Start = median submit-to-script + median step; end = median script-end-to-gone (medians: one slow job
-    # does not move them).
-    assert (d.loc["fifo", "start_delay_s"], d.loc["fifo", "end_delay_s"]) == (0.75, 0.2)
-    assert (d.loc["ics", "start_delay_s"], d.loc["ics", "end_delay_s"]) == (0.8, 0.3)
-    assert d.loc["fifo", "jobs"] == 3
-    # The simulated jobs get them (and none without a calibration).
+    # Submit latency = median submit-to-script, start = median step, end = median script-end-to-gone (medians:
+    # one slow job does not move them).
+    f, i = d.loc["fifo"], d.loc["ics"]
+    assert (f.submit_latency_s, f.start_delay_s, f.end_delay_s) == (0.5, 0.25, 0.2)
+    assert (i.submit_latency_s, i.start_delay_s, i.end_delay_s) == (0.2, 0.6, 0.3)
+    assert f.jobs == 3
+    # The simulated jobs get them: submitted the latency later, the delays on each (none without a calibration).
     plat = {"preset": "lee4", "nodes": 2}
-    cfg = realslurm.sim_config(realslurm.CONFIGS[0], realslurm.WORKLOAD, plat, (0.75, 0.2))
-    assert all((j["start_delay_s"], j["end_delay_s"]) == (0.75, 0.2) for j in cfg["workload"]["jobs"])
+    cfg = realslurm.sim_config(realslurm.CONFIGS[0], realslurm.WORKLOAD, plat, (0.5, 0.25, 0.2))
+    assert [j["submit_s"] for j in cfg["workload"]["jobs"]] == [0.5, 0.8, 1.1, 1.4]
+    assert all((j["start_delay_s"], j["end_delay_s"]) == (0.25, 0.2) for j in cfg["workload"]["jobs"])
     cfg = realslurm.sim_config(realslurm.CONFIGS[0], realslurm.WORKLOAD, plat)
     assert not any("start_delay_s" in j or "end_delay_s" in j for j in cfg["workload"]["jobs"])
+    # Waits and responses count from the real submission: the latency comes back on top of the simulated ones
+    # (the same schedule, shifted; the platform's OS noise ticks may fall differently: a tolerance of 10 ms).
+    one = realslurm.CONFIGS[:1]
+    base = realslurm.simulate(one, realslurm.WORKLOAD, plat, tmp_path / "a").iloc[0]
+    late = realslurm.simulate(one, realslurm.WORKLOAD, plat, tmp_path / "b", {"fifo": (0.5, 0.0, 0.0)}).iloc[0]
+    assert late.sim_mean_response_s == pytest.approx(base.sim_mean_response_s + 0.5, abs=0.01)
+    assert late.sim_mean_wait_s == pytest.approx(base.sim_mean_wait_s + 0.5, abs=0.01)
     # Only the ICS configuration forwards message events across nodes (its policy acts on arrivals).
     assert [c.id for c in realslurm.CONFIGS if "--cosched-forward" in c.srun_options()] == ["ics"]

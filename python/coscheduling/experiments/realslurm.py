@@ -350,17 +350,20 @@ def measure_launch(c: Config, tools: dict[str, Path], tmp: Path, n: int = LAUNCH
 
 
 def launch_delays(rows: pd.DataFrame) -> pd.DataFrame:
-    """Per configuration, the simulated jobs' start delay (median submit to script start plus median step of the
-    trivial job: the simulator starts a job at its submission when processors are free, and its programs have no
-    launch, MPI start or end) and end delay (median script end to the job gone: the nodes are not free for the
-    next job before)."""
+    """Per configuration, the simulated jobs' submit latency (median submit to script start: Slurm sees and
+    starts a job submitted to free nodes this much later; a job that queues behind others is seen long before
+    its turn, and starts in the second its predecessor ends, so the latency is paid at submission, not at every
+    start), start delay (median step of the trivial job: step creation, rank launch, MPI start and end, which
+    the simulator's programs do not have) and end delay (median script end to the job gone: the nodes are not
+    free for the next job before)."""
     g = rows.groupby("config", sort=False)
     med = g[["submit_to_script_s", "step_s", "script_end_to_gone_s"]].median()
     return pd.DataFrame({
         "config": list(med.index), "jobs": g.size().values,
         "submit_to_script_s": med.submit_to_script_s.values, "step_s": med.step_s.values,
         "script_end_to_gone_s": med.script_end_to_gone_s.values,
-        "start_delay_s": (med.submit_to_script_s + med.step_s).round(3).values,
+        "submit_latency_s": med.submit_to_script_s.round(3).values,
+        "start_delay_s": med.step_s.round(3).values,
         "end_delay_s": med.script_end_to_gone_s.round(3).values,
     })
 
@@ -571,35 +574,41 @@ def machine_preset(calibration: Path | None, quick: bool, work: Path) -> tuple[d
         f"model {os_model} without a fit (real-vs-sim's fit does not tell the OS models apart on dedicated runs)")
 
 
-def sim_config(c: Config, jobs: list[Job], platform: dict, delays: tuple[float, float] = (0.0, 0.0)) -> dict:
+def sim_config(c: Config, jobs: list[Job], platform: dict,
+               delays: tuple[float, float, float] = (0.0, 0.0, 0.0)) -> dict:
     """The simulator's configuration of `c` with the workload `jobs` on `platform`, every job given Slurm's
-    start and end `delays` (seconds, from the launch calibration)."""
+    (submit latency, start delay, end delay) `delays` (seconds, from the launch calibration): it reaches the
+    scheduler the latency after its submission, and holds its processors without computing for the start delay
+    when it starts and for the end delay after its work."""
     policy, node_policy, mpl = sim_scheme(c)
-    extra = {k: v for k, v in zip(("start_delay_s", "end_delay_s"), delays, strict=True) if v > 0}
+    latency = delays[0]
+    extra = {k: v for k, v in zip(("start_delay_s", "end_delay_s"), delays[1:], strict=True) if v > 0}
     return {
         "fidelity": "process",
         "seed": 1,
         "node_platform": platform,
-        "workload": {"jobs": [{"app": j.app, "procs": 2, "submit_s": round(k * SUBMIT_GAP_S, 3), **extra}
+        "workload": {"jobs": [{"app": j.app, "procs": 2, "submit_s": round(k * SUBMIT_GAP_S + latency, 3), **extra}
                               for k, j in enumerate(jobs)]},
         "scheduler": {"policy": policy, "node_policy": node_policy, "mpl": mpl},
     }
 
 
 def simulate(configs: list[Config], jobs: list[Job], platform: dict, work: Path,
-             delays: dict[str, tuple[float, float]] | None = None) -> pd.DataFrame:
+             delays: dict[str, tuple[float, float, float]] | None = None) -> pd.DataFrame:
     """Each configuration simulated once (deterministic): its scheme and mean response, wait and execution; with
-    `delays`, each configuration's jobs get its (start, end) delay."""
+    `delays`, each configuration's jobs get its (submit latency, start delay, end delay), and the wait and
+    response count from the real submission (the latency before the simulated one added back)."""
     from . import realsim
 
     rows = []
     for c in configs:
-        cfg = sim_config(c, jobs, platform, (delays or {}).get(c.id, (0.0, 0.0)))
+        d = (delays or {}).get(c.id, (0.0, 0.0, 0.0))
+        cfg = sim_config(c, jobs, platform, d)
         s = realsim.run_sim(cfg, work / "sim" / c.id)
         sch = cfg["scheduler"]
         rows.append({"config": c.id, "sim_scheme": f"{sch['policy']} + {sch['node_policy']}, MPL {sch['mpl']}",
-                     "sim_makespan_s": float(s["makespan_s"]), "sim_mean_wait_s": float(s["mean_wait_s"]),
-                     "sim_mean_response_s": float(s["mean_response_s"])})
+                     "sim_makespan_s": float(s["makespan_s"]), "sim_mean_wait_s": float(s["mean_wait_s"]) + d[0],
+                     "sim_mean_response_s": float(s["mean_response_s"]) + d[0]})
     return pd.DataFrame(rows)
 
 
@@ -637,9 +646,12 @@ def _launch_section(launch: pd.DataFrame | None) -> list[str]:
         "submit to the batch script's start, the step (step creation, rank launch, registration with the agents, "
         "MPI start and end of a program that does nothing else), and the script's end to the job gone from "
         f"`squeue` (polled every {LAUNCH_POLL_S} s). Medians (`launch.csv`, every job in `launch_jobs.csv`). The "
-        "simulated jobs of the configuration get them as calibration parameters: start delay = submit to start "
-        "+ step, end delay = end to gone (`workload.jobs[i].start_delay_s`, `end_delay_s`: the job holds its "
-        "processors without computing); they are measured, never fitted to the results below.",
+        "simulated jobs of the configuration get them as calibration parameters: submit latency = submit to "
+        "start (the job reaches the simulated scheduler that much after its submission, so a job that queues "
+        "behind others does not pay it again at its start, as in Slurm; waits and responses count from the real "
+        "submission), start delay = the step, end delay = end to gone (`workload.jobs[i].start_delay_s`, "
+        "`end_delay_s`: the job holds its processors without computing); they are measured, never fitted to the "
+        "results below.",
         "",
         md_table(t),
         "",
@@ -706,7 +718,7 @@ def _analyze(_: Gathered, settings: Settings) -> Outcome:
                 gang += [dict(x, config=c.id) for x in res["gang"]]
                 counters.append(dict(res["agents"], config=c.id))
         if launch is not None:
-            delays = {r.config: (r.start_delay_s, r.end_delay_s) for r in launch.itertuples()}
+            delays = {r.config: (r.submit_latency_s, r.start_delay_s, r.end_delay_s) for r in launch.itertuples()}
             sim = simulate(configs, work, platform, Path(tmp) / "launch", delays).merge(
                 simulate(configs, work, platform, Path(tmp) / "nolaunch")[["config", "sim_mean_response_s"]]
                 .rename(columns={"sim_mean_response_s": "sim_nolaunch_mean_response_s"}), on="config")
