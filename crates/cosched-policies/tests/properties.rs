@@ -135,11 +135,45 @@ fn arb_long_queue() -> impl Strategy<Value = (u32, Workload)> {
     })
 }
 
+/// Jobs arriving in a few bursts, with run times from a short list and estimates
+/// a little above them: several early ends at the same instant, and given-back
+/// stretches that end before most reservations, so the searches are cut short by
+/// them and by the stretches later parts of moved reservations give back.
+fn arb_bursts() -> impl Strategy<Value = (u32, Workload)> {
+    (2u32..=16).prop_flat_map(|m| {
+        let jobs = proptest::collection::vec(
+            (
+                0i64..4,
+                1u32..=m,
+                prop_oneof![Just(5i64), Just(10), Just(20), Just(40)],
+                0i64..8,
+            ),
+            20..120,
+        );
+        jobs.prop_map(move |mut js| {
+            js.sort_by_key(|j| j.0);
+            let specs = js
+                .into_iter()
+                .enumerate()
+                .map(|(i, (burst, p, rt, over))| {
+                    job(i as i64, burst * 15, p, rt, Some(rt + over), false)
+                })
+                .collect();
+            (m, workload(specs))
+        })
+    })
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(64))]
 
     #[test]
     fn conservative_shortcuts_match_the_reference_on_long_queues((m, w) in arb_long_queue()) {
+        same_as_the_reference(&w, m)?;
+    }
+
+    #[test]
+    fn conservative_shortcuts_match_the_reference_on_bursts((m, w) in arb_bursts()) {
         same_as_the_reference(&w, m)?;
     }
 }
