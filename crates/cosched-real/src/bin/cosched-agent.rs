@@ -52,6 +52,10 @@ enum Cmd {
         /// Append one JSON line per gang slot switch to this file.
         #[arg(long)]
         gang_log: Option<PathBuf>,
+        /// Forwarded message events go to the coordinator at most once per
+        /// this many microseconds (0: each at once).
+        #[arg(long, default_value_t = gangnet::FORWARD_BATCH_NS / 1000)]
+        forward_batch_us: u64,
     },
     /// The gang coordinator: hosts the gang slot policy (the simulator's
     /// policy object) over the gang jobs the agents report and sends them slot
@@ -104,6 +108,7 @@ fn start_gang(
     node_name: Option<String>,
     log: Option<PathBuf>,
     agent_socket: PathBuf,
+    forward_batch_ns: u64,
 ) -> std::io::Result<Option<GangHandle>> {
     let Some(coord) = coord else { return Ok(None) };
     let g = GangNet::new(GangOptions {
@@ -111,7 +116,7 @@ fn start_gang(
         node: node_name.unwrap_or_else(host_name),
         agent_socket,
         log,
-        forward_batch_ns: gangnet::FORWARD_BATCH_NS,
+        forward_batch_ns,
     })?;
     agent.set_job_hook(g.hook());
     agent.set_forward_hook(g.forward_hook());
@@ -162,6 +167,7 @@ fn main() -> ExitCode {
             coord,
             node_name,
             gang_log,
+            forward_batch_us,
         } => {
             let mut specs = vec![];
             for n in &nodes {
@@ -198,7 +204,14 @@ fn main() -> ExitCode {
                 eprintln!("cosched-agent: signals: {e}");
                 return ExitCode::FAILURE;
             }
-            let gang = match start_gang(&mut agent, coord, node_name, gang_log, first_socket) {
+            let gang = match start_gang(
+                &mut agent,
+                coord,
+                node_name,
+                gang_log,
+                first_socket,
+                forward_batch_us.saturating_mul(1000),
+            ) {
                 Ok(g) => g,
                 Err(e) => {
                     eprintln!("cosched-agent: gang channel: {e}");
