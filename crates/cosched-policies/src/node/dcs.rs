@@ -14,23 +14,17 @@
 //!
 //! Parameters: none.
 
-use crate::node::boost_on_message;
-use crate::registry::{ParamInfo, PolicyInfo, PolicySpec, RegistryError};
+use crate::node::{boost_on_message, build_without_params, without_params};
+use crate::registry::{PolicyInfo, PolicySpec, RegistryError};
 use cosched_contract::node::Pid;
 use cosched_contract::node::{NodeAction, NodePolicy, NodeView, WaitKind, WaitMode};
 
 pub fn info() -> PolicyInfo {
-    PolicyInfo {
-        name: "dcs",
-        level: "node",
-        summary: "Dynamic coscheduling: spin waits; a message for a process that is not running interrupts and boosts it.",
-        params: Vec::<ParamInfo>::new(),
-    }
+    without_params("dcs", "Dynamic coscheduling: spin waits; a message for a process that is not running interrupts and boosts it.")
 }
 
 pub fn build(spec: &PolicySpec) -> Result<Box<dyn NodePolicy>, RegistryError> {
-    spec.expect_only(&[])?;
-    Ok(Box::new(Dcs))
+    build_without_params(spec, Dcs)
 }
 
 pub struct Dcs;

@@ -17,23 +17,18 @@
 //!
 //! Parameters: none.
 
-use crate::registry::{ParamInfo, PolicyInfo, PolicySpec, RegistryError};
+use crate::node::{build_without_params, without_params};
+use crate::registry::{PolicyInfo, PolicySpec, RegistryError};
 use cosched_contract::node::Pid;
 use cosched_contract::node::{NodeAction, NodePolicy, NodeView, WaitKind, WaitMode};
 use std::collections::BTreeMap;
 
 pub fn info() -> PolicyInfo {
-    PolicyInfo {
-        name: "hybrid",
-        level: "node",
-        summary: "HYBRID: immediate blocking; priority boosted inside collectives only.",
-        params: Vec::<ParamInfo>::new(),
-    }
+    without_params("hybrid", "HYBRID: immediate blocking; priority boosted inside collectives only.")
 }
 
 pub fn build(spec: &PolicySpec) -> Result<Box<dyn NodePolicy>, RegistryError> {
-    spec.expect_only(&[])?;
-    Ok(Box::new(Hybrid::default()))
+    build_without_params(spec, Hybrid::default())
 }
 
 #[derive(Default)]

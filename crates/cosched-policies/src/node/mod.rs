@@ -41,6 +41,26 @@ pub(crate) fn boost_on_message(
     }
 }
 
+/// The registry entry of a node policy that takes no parameters.
+pub(crate) fn without_params(name: &'static str, summary: &'static str) -> crate::registry::PolicyInfo {
+    crate::registry::PolicyInfo {
+        name,
+        level: "node",
+        summary,
+        params: Vec::new(),
+    }
+}
+
+/// Builds a node policy that takes no parameters: any parameter in `spec` is an
+/// error naming it.
+pub(crate) fn build_without_params(
+    spec: &crate::registry::PolicySpec,
+    policy: impl cosched_contract::node::NodePolicy + 'static,
+) -> Result<Box<dyn cosched_contract::node::NodePolicy>, crate::registry::RegistryError> {
+    spec.expect_only(&[])?;
+    Ok(Box::new(policy))
+}
+
 /// A time in microseconds, as policy names print their parameters.
 pub(crate) fn as_us(t: cosched_des::SimTime) -> f64 {
     t.as_ns() as f64 / 1000.0
@@ -112,6 +132,31 @@ pub(crate) mod fake {
         }
         fn cpu_time(&self, p: Pid) -> Option<SimTime> {
             self.cpu.iter().find(|w| w.0 == p).map(|w| w.1)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::registry::{build_node, node_catalog};
+
+    /// A node policy whose entry lists no parameter refuses any parameter, naming
+    /// it and saying that none is valid.
+    #[test]
+    fn a_policy_without_parameters_refuses_any() {
+        let plain: Vec<_> = node_catalog().into_iter().filter(|i| i.params.is_empty()).collect();
+        assert!(plain.iter().any(|i| i.name == "nls"), "nls takes no parameter");
+        for info in plain {
+            assert_eq!(info.level, "node");
+            assert!(build_node(info.name).is_ok(), "{}", info.name);
+            let e = build_node(&format!("{}[spin_us=5]", info.name)).err().expect("refused");
+            assert_eq!(
+                e.to_string(),
+                format!(
+                    "policy {}: unknown parameter \"spin_us\"; valid parameters: (none)",
+                    info.name
+                )
+            );
         }
     }
 }

@@ -7,21 +7,16 @@
 //!
 //! Parameters: none.
 
-use crate::registry::{ParamInfo, PolicyInfo, PolicySpec, RegistryError};
+use crate::node::{build_without_params, without_params};
+use crate::registry::{PolicyInfo, PolicySpec, RegistryError};
 use cosched_contract::node::{NodePolicy, NodeView, Pid, WaitKind, WaitMode};
 
 pub fn info() -> PolicyInfo {
-    PolicyInfo {
-        name: "nls",
-        level: "node",
-        summary: "Native local scheduling: spin waits, no boosts; the OS scheduler alone decides.",
-        params: Vec::<ParamInfo>::new(),
-    }
+    without_params("nls", "Native local scheduling: spin waits, no boosts; the OS scheduler alone decides.")
 }
 
 pub fn build(spec: &PolicySpec) -> Result<Box<dyn NodePolicy>, RegistryError> {
-    spec.expect_only(&[])?;
-    Ok(Box::new(Nls))
+    build_without_params(spec, Nls)
 }
 
 pub struct Nls;

@@ -21,21 +21,16 @@
 //!
 //! Parameters: none.
 
-use crate::registry::{ParamInfo, PolicyInfo, PolicySpec, RegistryError};
+use crate::node::{build_without_params, without_params};
+use crate::registry::{PolicyInfo, PolicySpec, RegistryError};
 use cosched_contract::node::{NodePolicy, NodeView, Pid, WaitKind, WaitMode};
 
 pub fn info() -> PolicyInfo {
-    PolicyInfo {
-        name: "yield",
-        level: "node",
-        summary: "Yielding waits (poll + sched_yield, Open MPI's mpi_yield_when_idle): the CPU goes to any other runnable process; no boosts.",
-        params: Vec::<ParamInfo>::new(),
-    }
+    without_params("yield", "Yielding waits (poll + sched_yield, Open MPI's mpi_yield_when_idle): the CPU goes to any other runnable process; no boosts.")
 }
 
 pub fn build(spec: &PolicySpec) -> Result<Box<dyn NodePolicy>, RegistryError> {
-    spec.expect_only(&[])?;
-    Ok(Box::new(Yield))
+    build_without_params(spec, Yield)
 }
 
 pub struct Yield;
