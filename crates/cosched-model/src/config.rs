@@ -600,6 +600,7 @@ impl RunConfig {
     }
 
     /// Semantic checks serde cannot express.
+    #[expect(clippy::too_many_lines, reason = "every semantic check of a configuration, one after the other, each naming its field")]
     pub fn validate(&self, origin: &str) -> Result<(), ConfigError> {
         let bad = |field: &str, msg: String| {
             Err(ConfigError::Invalid {

@@ -96,6 +96,7 @@ impl ClusterPolicy for Conservative {
         "conservative".into()
     }
 
+    #[expect(clippy::too_many_lines, reason = "the conservative backfilling pass over one batch of events (reservations kept, moved, given up), one algorithm in sequence")]
     fn on_events(&mut self, events: &[Event], view: &dyn ClusterView, out: &mut Vec<Decision>) {
         let now = view.now();
         let profile = self

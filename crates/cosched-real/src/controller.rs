@@ -949,6 +949,7 @@ fn gang_admission<'a>(spec: &RunSpec, policy: &str, mut l: Launcher<'a>) -> Resu
 /// The controller's loop: completions, submissions, the admitting policy's
 /// decisions carried out (and the gang slot policy's timers), progress, the
 /// time limit.
+#[expect(clippy::too_many_lines, reason = "the controller's event loop: completions, submissions, admissions, slot timers, progress and the time limit in one loop")]
 fn control(
     spec: &RunSpec,
     sockets: &[PathBuf],

@@ -232,6 +232,7 @@ fn value() -> impl Strategy<Value = String> {
 }
 
 /// A process-level or job-level configuration with one key replaced by a random value.
+#[expect(clippy::too_many_lines, reason = "the list of every configuration key the fuzzer mutates, with its random values")]
 fn config_text() -> impl Strategy<Value = String> {
     let keys = vec![
         "seed",

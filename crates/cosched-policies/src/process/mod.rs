@@ -100,6 +100,7 @@ mod tests {
     use cosched_des::SimTime;
 
     #[test]
+    #[expect(clippy::too_many_lines, reason = "one table of bad gang/flexgang strings and the error each must give")]
     fn builds_every_scheme_and_rejects_bad_input() {
         for i in process_catalog() {
             build_process(i.name).unwrap();
