@@ -380,18 +380,26 @@ def test_messages_to_a_rank_on_another_node_reach_that_node_s_policy_only_with_t
                 env=dict(env, COSCHED_LOG=str(log)))
         assert r.returncode == 0, r.stderr
         s1 = agent_stats(d)
-        out, inn, boosts = (delta(s1, s0, k) for k in ("forwarded_out", "forwarded_in", "forwarded_boosts"))
+        out, inn, stale, boosts, dropped = (
+            delta(s1, s0, k)
+            for k in ("forwarded_out", "forwarded_in", "forwarded_stale", "forwarded_boosts", "remote_dropped")
+        )
         if not forward:
             assert out == {"cn0": 0, "cn1": 0} and inn == {"cn0": 0, "cn1": 0}, (out, inn)
             assert boosts == {"cn0": 0, "cn1": 0}, boosts
+            # Not lost silently: each rank's 2000 messages to the other node are counted as dropped.
+            assert all(v >= 2000 for v in dropped.values()), dropped
             continue
-        # Each rank sent 2000 messages (pingpong); every one was handed to the forward hook, and the other
-        # node's agent applied those that its batches carried (all of them once the job ended).
+        # Each rank sent 2000 messages (pingpong); every one was handed to the forward hook. The other node's
+        # agent either applied an entry or, when the destination had begun a wait after the batch's latest send
+        # (the wait the messages landed in was over), dropped it as stale; in a ping-pong most are stale, and
+        # how many depends on the load, so only their sum is checked. Entries arriving after the job's ranks
+        # left are neither.
         assert all(v >= 2000 for v in out.values()), out
-        assert inn["cn1"] >= 1 and inn["cn0"] >= 1, inn
-        assert inn["cn0"] + inn["cn1"] <= out["cn0"] + out["cn1"], (inn, out)
-        # The destination node's CC boosted its rank on such an arrival (when the rank was not running).
-        assert boosts["cn0"] + boosts["cn1"] >= 1, boosts
+        assert inn["cn0"] + stale["cn0"] >= 1 and inn["cn1"] + stale["cn1"] >= 1, (inn, stale)
+        assert sum(inn.values()) + sum(stale.values()) <= sum(out.values()), (inn, stale, out)
+        # A boost needs an applied entry whose destination was not running.
+        assert all(boosts[n] <= inn[n] for n in boosts), (boosts, inn)
     step_runs.extend({x["run"] for x in shim_lines(log)})
 
 
