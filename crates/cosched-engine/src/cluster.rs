@@ -156,7 +156,11 @@ pub enum EngineError {
         runtime: SimTime,
     },
     #[error("at t={time}: job {job} (index {index}) would end beyond the representable simulated time (about 9.2e9 s)")]
-    TimeOverflow { time: SimTime, job: i64, index: usize },
+    TimeOverflow {
+        time: SimTime,
+        job: i64,
+        index: usize,
+    },
     #[error("interrupted at t={time}")]
     Interrupted { time: SimTime },
     #[error("time limit {limit} reached at t={time} under policy {policy} with {unfinished} job(s) unfinished")]
@@ -312,7 +316,12 @@ struct Run<'a> {
 }
 
 impl<'a> Run<'a> {
-    fn new(jobs: &'a [JobSpec], platform: &Platform, policy_name: String, opts: &'a SimOptions) -> Self {
+    fn new(
+        jobs: &'a [JobSpec],
+        platform: &Platform,
+        policy_name: String,
+        opts: &'a SimOptions,
+    ) -> Self {
         let total = platform.total_procs();
         let streams = RngStreams::new(opts.seed);
         Self {
@@ -496,7 +505,10 @@ impl<'a> Run<'a> {
 
     /// The spec of `j` if it is queued.
     fn queued(&self, j: JobId) -> Result<&'a JobSpec, DecisionError> {
-        let spec = self.jobs.get(j.idx()).ok_or(DecisionError::UnknownJob(j.0))?;
+        let spec = self
+            .jobs
+            .get(j.idx())
+            .ok_or(DecisionError::UnknownJob(j.0))?;
         match self.state[j.idx()] {
             State::Queued => Ok(spec),
             s => Err(DecisionError::NotQueued {
@@ -529,7 +541,9 @@ impl<'a> Run<'a> {
                     }
                     self.timer = Some((
                         *t,
-                        self.queue.schedule(*t, Internal::Timer).expect("checked above"),
+                        self.queue
+                            .schedule(*t, Internal::Timer)
+                            .expect("checked above"),
                     ));
                 }
                 Ok(())

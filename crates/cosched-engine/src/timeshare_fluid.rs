@@ -19,9 +19,9 @@
 //!   `1/k` of it; a job's CPU time is the integral of its shares (time lost to
 //!   interference counts as busy, as spinning does at process level).
 
-use crate::gang_fluid::fluid_instant;
 use crate::alloc::{node_count, Range};
 use crate::cluster::{EngineError, EngineStats, JobRecord, JobStatus, SimOutput};
+use crate::gang_fluid::fluid_instant;
 use crate::metrics::MeasuredBusy;
 use cosched_des::{RngStream, RngStreams, SimTime};
 use cosched_model::{JobSpec, Placement, Platform, Workload};
@@ -271,7 +271,14 @@ impl<'a> Fluid<'a> {
     }
 
     /// Starts job `j` on the processors `chosen`.
-    fn start(&mut self, j: usize, chosen: Vec<u32>, now: f64, t_ns: SimTime, affected: &mut Vec<usize>) {
+    fn start(
+        &mut self,
+        j: usize,
+        chosen: Vec<u32>,
+        now: f64,
+        t_ns: SimTime,
+        affected: &mut Vec<usize>,
+    ) {
         let mut share0 = Vec::with_capacity(chosen.len());
         for &c in &chosen {
             self.cpus.touch(c as usize, now);

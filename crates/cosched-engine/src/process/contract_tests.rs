@@ -8,8 +8,8 @@
 //! platform), so rank 0 waits from 0 to `A`.
 
 use super::policy::{
-    ActionErrorCounts, EnqueueReason, NodeAction, NodePolicy, NodeView, Ops,
-    WaitEnd, WaitEndCause, WaitKind, WaitMode,
+    ActionErrorCounts, EnqueueReason, NodeAction, NodePolicy, NodeView, Ops, WaitEnd, WaitEndCause,
+    WaitKind, WaitMode,
 };
 use super::tests::{check_work, job, linux, platform};
 use super::*;
@@ -60,7 +60,13 @@ impl NodePolicy for Scripted {
         assert!(v.is_running(p), "asked while the process runs");
         self.mode
     }
-    fn on_wait_begin(&mut self, _v: &dyn NodeView, p: Pid, _k: WaitKind, out: &mut Vec<NodeAction>) {
+    fn on_wait_begin(
+        &mut self,
+        _v: &dyn NodeView,
+        p: Pid,
+        _k: WaitKind,
+        out: &mut Vec<NodeAction>,
+    ) {
         out.extend((self.begin)(p));
     }
     fn on_message(&mut self, v: &dyn NodeView, p: Pid, _running: bool, out: &mut Vec<NodeAction>) {
@@ -74,7 +80,13 @@ impl NodePolicy for Scripted {
     fn on_wait_end(&mut self, v: &dyn NodeView, p: Pid, end: &WaitEnd, _o: &mut Vec<NodeAction>) {
         self.seen.lock().unwrap().ends.push((p, v.job_of(p), *end));
     }
-    fn enqueue(&mut self, _v: &dyn NodeView, p: Pid, why: EnqueueReason, out: &mut Vec<NodeAction>) {
+    fn enqueue(
+        &mut self,
+        _v: &dyn NodeView,
+        p: Pid,
+        why: EnqueueReason,
+        out: &mut Vec<NodeAction>,
+    ) {
         if why == EnqueueReason::Admitted {
             out.extend((self.admitted)(p));
         }
@@ -166,7 +178,10 @@ fn wait_end_reports_spin_block_and_cause() {
     let ends = &block.seen.lock().unwrap().ends;
     assert_eq!(ends.len(), 1);
     let e = ends[0].2;
-    assert_eq!((e.waited, e.spun, e.blocked, e.by), (a, SimTime::ZERO, true, WaitEndCause::Woken));
+    assert_eq!(
+        (e.waited, e.spun, e.blocked, e.by),
+        (a, SimTime::ZERO, true, WaitEndCause::Woken)
+    );
     // Not declared: never called.
     let mut quiet = Scripted::new(WaitMode::Spin);
     quiet.ops = Ops::NONE;
@@ -227,9 +242,19 @@ fn actions_that_cannot_apply_are_counted_by_kind() {
     };
     let mut finished = Scripted::new(WaitMode::Spin);
     finished.ops = Ops::WAIT_END | Ops::ENQUEUE;
-    finished.admitted = |p| if p == 1 { vec![NodeAction::Boost(0)] } else { vec![] };
+    finished.admitted = |p| {
+        if p == 1 {
+            vec![NodeAction::Boost(0)]
+        } else {
+            vec![]
+        }
+    };
     let out = run_scripted(&finished, &[single(10_000), single(20_000)], 1, 1);
-    assert_eq!(out.proc_end[1].as_ns(), 30_000, "the refused boost changed nothing");
+    assert_eq!(
+        out.proc_end[1].as_ns(),
+        30_000,
+        "the refused boost changed nothing"
+    );
     assert_eq!(
         out.counters.action_errors,
         ActionErrorCounts {

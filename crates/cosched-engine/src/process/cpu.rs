@@ -37,7 +37,11 @@ impl Sim<'_> {
             let p = &self.procs[pick.pid as usize];
             let missing = p.mem_kb - p.resident_kb;
             let n = &self.nodes[node as usize];
-            if missing > 0 && missing == p.fresh_kb && missing <= n.free_kb && n.page_queue.is_empty() {
+            if missing > 0
+                && missing == p.fresh_kb
+                && missing <= n.free_kb
+                && n.page_queue.is_empty()
+            {
                 // Only fresh pages missing, and free memory for them: zero-filled at once.
                 self.nodes[node as usize].free_kb -= missing;
                 let p = &mut self.procs[pick.pid as usize];
@@ -280,8 +284,12 @@ impl Sim<'_> {
             cpus.iter()
                 .any(|c| c.cur.is_some_and(|q| procs[q as usize].job != j))
         };
-        self.inversion
-            .settle(node, now, &mut self.counters.priority_inversion_ns, inverted);
+        self.inversion.settle(
+            node,
+            now,
+            &mut self.counters.priority_inversion_ns,
+            inverted,
+        );
     }
 
     /// A disk completion is about to wake `pid`: it waits from now until it runs.

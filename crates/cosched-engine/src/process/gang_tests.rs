@@ -188,7 +188,10 @@ fn bad_gang_options_are_errors() {
         ..gang(10, 1, false)
     };
     let e = simulate_processes(&plat, &jobs, &|| Box::new(Spin), &o).unwrap_err();
-    assert!(e.to_string().contains("no admission policy with gang"), "{e}");
+    assert!(
+        e.to_string().contains("no admission policy with gang"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -288,7 +291,12 @@ fn dual_cpu_nodes_run_two_processes_of_the_active_row_per_slot() {
     first.dedup();
     assert_eq!(
         first,
-        vec![(0, Some(0), 0), (0, Some(1), 0), (1, Some(0), 0), (1, Some(1), 0)]
+        vec![
+            (0, Some(0), 0),
+            (0, Some(1), 0),
+            (1, Some(0), 0),
+            (1, Some(1), 0)
+        ]
     );
     // In the second slot node 0 runs both loads at once, node 1 one load.
     let mut second: Vec<(u32, usize)> = segs

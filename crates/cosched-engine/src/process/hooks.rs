@@ -126,7 +126,13 @@ impl Sim<'_> {
     /// [`NodeAction::SpinFor`]: `p`, spinning in a wait, spins until `now + d`.
     /// A running process's CPU is re-planned at once, except in a deferred op
     /// (its CPU is being handed over and is planned right after).
-    pub(super) fn spin_for(&mut self, p: Pid, d: SimTime, apply: Apply, now: SimTime) -> Result<(), ActionError> {
+    pub(super) fn spin_for(
+        &mut self,
+        p: Pid,
+        d: SimTime,
+        apply: Apply,
+        now: SimTime,
+    ) -> Result<(), ActionError> {
         let pr = &mut self.procs[p as usize];
         let blocked = pr.state == PState::Blocked;
         let Some(w) = pr.wait.as_mut().filter(|w| w.kind.is_some() && !blocked) else {

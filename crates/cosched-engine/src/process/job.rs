@@ -2,9 +2,9 @@
 //! time, background flag, ranks per node and niceness) and the run's options
 //! ([`ProcOptions`]).
 
+use super::admit;
 #[allow(unused_imports)] // named by the doc links
 use super::ProcOutput;
-use super::admit;
 use cosched_des::SimTime;
 use cosched_model::program::Program;
 use cosched_model::Placement;

@@ -5,8 +5,8 @@
 //! admissions the end allows).
 
 use super::{
-    kb, AdmissionEvent, After, DequeueReason, EnqueueReason, PState, Pid, Proc, ProcJobRecord,
-    Sim, Stop, Wake,
+    kb, AdmissionEvent, After, DequeueReason, EnqueueReason, PState, Pid, Proc, ProcJobRecord, Sim,
+    Stop, Wake,
 };
 use cosched_des::SimTime;
 use cosched_model::program::Rank;

@@ -86,7 +86,10 @@ impl Sim<'_> {
     pub(super) fn pump_paging(&mut self, node: u32, now: SimTime) {
         while let Some(&pid) = self.nodes[node as usize].page_queue.front() {
             let p = &self.procs[pid as usize];
-            let (missing, read) = (p.mem_kb - p.resident_kb, p.mem_kb - p.resident_kb - p.fresh_kb);
+            let (missing, read) = (
+                p.mem_kb - p.resident_kb,
+                p.mem_kb - p.resident_kb - p.fresh_kb,
+            );
             if !self.make_room(node, missing, pid, now) {
                 return;
             }

@@ -81,9 +81,9 @@ mod net;
 mod osnoise;
 mod output;
 pub mod perturb;
-pub mod slots;
 pub mod place;
 mod setup;
+pub mod slots;
 mod state;
 mod timeline;
 mod view;
@@ -94,6 +94,8 @@ pub mod policy {
 }
 pub mod testkit;
 
+#[cfg(test)]
+mod contract_tests;
 #[cfg(test)]
 mod flexgang_tests;
 #[cfg(test)]
@@ -108,15 +110,13 @@ mod perturb_tests;
 mod place_tests;
 #[cfg(test)]
 mod tests;
-#[cfg(test)]
-mod contract_tests;
 
 use crate::os::{self, Pick, Pid, Stop, Wake};
+use cosched_contract::admission::{AdmissionEvent, AdmissionPolicy};
 use cosched_des::{EventQueue, RngStream, RngStreams, SimTime, TimerSlots};
 use cosched_model::node::NodePlatform;
 use cosched_model::program::Rank;
 use policy::{DequeueReason, EnqueueReason, NodeAction, NodePolicy};
-use cosched_contract::admission::{AdmissionEvent, AdmissionPolicy};
 // Names the test modules take from here with `use super::*`.
 #[cfg(test)]
 use {
@@ -125,11 +125,11 @@ use {
     interp::erlang,
 };
 
-use state::{kb, After, Cond, Cpu, Node, PState, Proc, Waiting};
-use view::{Apply, View};
 pub use error::ProcError;
 pub use job::{ProcJob, ProcOptions, DEFAULT_EVENT_LIMIT, DEFAULT_TIME_LIMIT_S};
 pub use output::{ProcCounters, ProcJobRecord, ProcOutput, Segment, SegmentKind};
+use state::{kb, After, Cond, Cpu, Node, PState, Proc, Waiting};
+use view::{Apply, View};
 
 #[derive(Clone, Copy, Debug)]
 enum Ev {
@@ -317,9 +317,9 @@ pub fn simulate_processes(
         fatal: None,
     };
     for (j, job) in jobs.iter().enumerate() {
-        sim.q
-            .schedule(job.submit, Ev::Arrive(j))
-            .map_err(|_| ProcError::Options(format!("job {j}: negative submit time {}", job.submit)))?;
+        sim.q.schedule(job.submit, Ev::Arrive(j)).map_err(|_| {
+            ProcError::Options(format!("job {j}: negative submit time {}", job.submit))
+        })?;
     }
     sim.run()?;
     sim.finish()

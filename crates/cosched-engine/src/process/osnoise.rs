@@ -143,9 +143,7 @@ mod tests {
             ..NodePlatform::preset("choi2004").unwrap()
         };
         let mut b = Builder::new(1);
-        b.all(Op::Compute {
-            ns: 10_000_000_000,
-        });
+        b.all(Op::Compute { ns: 10_000_000_000 });
         let jobs = [ProcJob::new(b.build("ten", 1.0), SimTime::ZERO)];
         let opts = ProcOptions {
             seed,

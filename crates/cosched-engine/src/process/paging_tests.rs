@@ -1,6 +1,7 @@
 //! Paging on an overcommitted node: the page-in queue's victim rule.
 
 use super::tests::{platform, Block, Spin};
+use super::wait::tests::Yielding;
 use super::*;
 use crate::process::testkit::os_model;
 use cosched_model::node::OsConfig;
@@ -22,6 +23,21 @@ fn disk(out: &ProcOutput) -> Vec<(SegmentKind, Pid, i64, i64)> {
             )
         })
         .collect()
+}
+
+/// Runs `jobs` on `plat` under `make`'s policy at MPL `mpl`, the timeline recorded.
+fn traced(
+    plat: &NodePlatform,
+    jobs: &[ProcJob],
+    make: &dyn Fn() -> Box<dyn NodePolicy>,
+    mpl: u32,
+) -> ProcOutput {
+    let opts = ProcOptions {
+        mpl,
+        record_timeline: true,
+        ..Default::default()
+    };
+    simulate_processes(plat, jobs, make, &opts).expect("the run ends")
 }
 
 fn one_rank(mb: f64, submit_ms: i64, reps: u32, op: Op) -> ProcJob {
@@ -78,12 +94,7 @@ fn the_page_in_queue_head_takes_pages_from_processes_queued_behind_it() {
         one_rank(549.0, 23, 1, Op::Compute { ns: 1 }),
     ];
     let make: &dyn Fn() -> Box<dyn NodePolicy> = &|| Box::new(Spin);
-    let opts = ProcOptions {
-        mpl: 4,
-        record_timeline: true,
-        ..Default::default()
-    };
-    let out = simulate_processes(&plat, &jobs, make, &opts).expect("no paging deadlock");
+    let out = traced(&plat, &jobs, make, 4);
     use SegmentKind::{PageIn, SwapOut};
     let reads = disk(&out);
     // (kind, pid whose pages are read or written, start, end) in units of 10 us.
@@ -164,12 +175,7 @@ fn taken_pages_are_written_to_swap_before_the_read_and_fresh_pages_are_not_read(
         one_rank(600.0, 1, 1, Op::Compute { ns: 10_000_000 }),
     ];
     let make: &dyn Fn() -> Box<dyn NodePolicy> = &|| Box::new(Spin);
-    let opts = ProcOptions {
-        mpl: 2,
-        record_timeline: true,
-        ..Default::default()
-    };
-    let out = simulate_processes(&plat, &jobs, make, &opts).unwrap();
+    let out = traced(&plat, &jobs, make, 2);
     assert_eq!(
         disk(&out),
         [
@@ -188,4 +194,77 @@ fn taken_pages_are_written_to_swap_before_the_read_and_fresh_pages_are_not_read(
         ),
         (2, 300_000, 600_000)
     );
+}
+
+/// A yielder whose wait ends while it waits for a page-in stays in the page-in
+/// queue. Two 900 MB nodes of one CPU (round robin, 50 ms), disk 20 MB/s (300 MB:
+/// 15 s), 5 us wake-up interrupt, 1.5 us receive overhead. Job 0 (two 600 MB ranks,
+/// at 0): rank 0 (pid 0, node 0) receives from rank 1 (pid 1, node 1), which
+/// computes 1 s and sends 8 bytes. Job 1 (pid 2, one 600 MB rank, 10 ms of compute)
+/// comes at 1 ms to node 0 (PACKING: both nodes hold one process) with 300 MB free.
+///
+/// By hand: pid 0 spins until 1 ms, then parks (pid 2 is runnable). pid 2 gets 300
+/// MB, is picked with 300 fresh MB missing and takes pid 0's 300 MB (written 1 ms to
+/// 15.001 s; no read). The CPU is idle: pid 0 is unparked, picked with 300 MB
+/// missing and queues (no victim: pid 2's page-in is under way). At about 1.000008 s
+/// the message arrives: pid 0's wait ends, but it stays blocked in the queue (before
+/// the fix it was unparked as a yielder, picked again and queued twice: three
+/// page-ins). At 15.001 s pid 2 wakes (5 us) and runs 10 ms to 15.011005 s; at its
+/// dispatch pid 0 takes its 300 MB (written until 30.001 s) and reads its own 300 MB
+/// (until 45.001 s), then wakes and receives: 45.0010065 s.
+#[test]
+fn a_yielder_waiting_for_its_page_in_stays_queued_when_its_message_arrives() {
+    let plat = platform(2, OsConfig::Rr { quantum_ms: 50.0 });
+    let mut a = Builder::new(2);
+    a.each(|r| {
+        if r == 0 {
+            vec![Op::Recv {
+                from: Some(1),
+                tag: 0,
+            }]
+        } else {
+            vec![
+                Op::Compute { ns: 1_000_000_000 },
+                Op::Send {
+                    to: 0,
+                    bytes: 8,
+                    tag: 0,
+                },
+            ]
+        }
+    });
+    let jobs = [
+        ProcJob::new(a.build("a", 600.0), SimTime::ZERO),
+        one_rank(600.0, 1, 1, Op::Compute { ns: 10_000_000 }),
+    ];
+    let make: &dyn Fn() -> Box<dyn NodePolicy> = &|| Box::new(Yielding);
+    let out = traced(&plat, &jobs, make, 2);
+    assert_eq!(
+        disk(&out),
+        [
+            (SegmentKind::SwapOut, 0, 100, 1_500_100),
+            (SegmentKind::SwapOut, 2, 1_500_100, 3_000_100),
+            (SegmentKind::PageIn, 0, 3_000_100, 4_500_100),
+        ]
+    );
+    assert_eq!(
+        out.counters.page_ins, 2,
+        "one page-in each for pid 0 and pid 2"
+    );
+    let pid0: Vec<(SegmentKind, i64, i64)> = out
+        .timeline
+        .iter()
+        .filter(|s| s.pid == 0 && !matches!(s.kind, SegmentKind::PageIn | SegmentKind::SwapOut))
+        .map(|s| (s.kind, s.start.as_ns(), s.end.as_ns()))
+        .collect();
+    assert_eq!(
+        pid0,
+        [
+            (SegmentKind::Spin, 0, 1_000_000),
+            (SegmentKind::Blocked, 1_000_000, 45_001_000_000),
+            (SegmentKind::Useful, 45_001_000_000, 45_001_006_500),
+        ]
+    );
+    assert_eq!(out.jobs[1].end, SimTime::from_ns(15_011_005_000));
+    assert_eq!(out.jobs[0].end, SimTime::from_ns(45_001_006_500));
 }

@@ -3,10 +3,10 @@
 
 use super::gang::GangParams;
 use super::perturb::{PerturbOutput, QuantumClass};
-use cosched_contract::process::{Choice, Kind, PerturbParams};
-use cosched_policies::process::perturb::draw;
 use super::policy::NodePolicy;
 use super::*;
+use cosched_contract::process::{Choice, Kind, PerturbParams};
+use cosched_policies::process::perturb::draw;
 
 struct Spin;
 impl NodePolicy for Spin {
@@ -179,10 +179,16 @@ fn taken_away_node_receives_messages_but_its_rank_makes_no_progress() {
         let total = sum / 3;
         let own = |r: u32| total - row.iter().find(|q| q.rank == r).unwrap().sender_progress_ns;
         assert_eq!(own(2), 0, "slot {s}: the taken-away rank made no progress");
-        assert!(own(0) > 0 && own(1) > 0 && own(3) > 0, "slot {s}: the others ran");
+        assert!(
+            own(0) > 0 && own(1) > 0 && own(3) > 0,
+            "slot {s}: the others ran"
+        );
         let r2 = row.iter().find(|q| q.rank == 2).unwrap();
         assert_eq!(r2.class, QuantumClass::NonGangNonRunning);
-        assert!(r2.messages > 0, "slot {s}: Enum's non-blocking messages reach rank 2");
+        assert!(
+            r2.messages > 0,
+            "slot {s}: Enum's non-blocking messages reach rank 2"
+        );
     }
 }
 

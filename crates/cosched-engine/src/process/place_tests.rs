@@ -32,7 +32,11 @@ fn packing_places_a_new_job_on_the_emptiest_contiguous_nodes() {
     // 2-3 (the old first fit below the MPL stacked it on 0-1). Job 2 (4 ranks) at
     // t=20 ms: layer 0 has only nodes 4-5, layer 1 (load <= 1) has all six; the
     // contiguous runs of 4 are 0-3 (load 4), 1-4 (3), 2-5 (2): 2-5.
-    let jobs = [at(cpu(2, 1000), 0), at(cpu(2, 1000), 10), at(cpu(4, 1000), 20)];
+    let jobs = [
+        at(cpu(2, 1000), 0),
+        at(cpu(2, 1000), 10),
+        at(cpu(4, 1000), 20),
+    ];
     let opts = ProcOptions {
         mpl: 3,
         ..Default::default()
@@ -62,7 +66,11 @@ fn non_strict_order_starts_a_later_job_that_fits() {
     // 4 nodes, MPL 1 (batch). Job 0 (2 ranks, 1 s) at 0 on nodes 0-1; job 1 (4 ranks)
     // at 10 ms cannot start before job 0 ends; job 2 (2 ranks, 100 ms) at 20 ms fits
     // on nodes 2-3 now.
-    let jobs = [at(cpu(2, 1000), 0), at(cpu(4, 500), 10), at(cpu(2, 100), 20)];
+    let jobs = [
+        at(cpu(2, 1000), 0),
+        at(cpu(4, 500), 10),
+        at(cpu(2, 100), 20),
+    ];
     let strict = run(4, &jobs, ProcOptions::default());
     let loose = run(
         4,
@@ -77,13 +85,21 @@ fn non_strict_order_starts_a_later_job_that_fits() {
     let s = |o: &ProcOutput, k: usize| o.jobs[k].start.as_secs_f64();
     // Strict FCFS: job 2 waits behind job 1, which waits for job 0 (about 1 s) and
     // runs about 0.5 s: job 2 starts after about 1.5 s.
-    assert!(s(&strict, 1) > 0.99 && s(&strict, 1) < 1.1, "{}", s(&strict, 1));
+    assert!(
+        s(&strict, 1) > 0.99 && s(&strict, 1) < 1.1,
+        "{}",
+        s(&strict, 1)
+    );
     assert!(s(&strict, 2) > 1.49, "{}", s(&strict, 2));
     // Non-strict: job 2 starts at its submission (20 ms) on nodes 2-3; job 1 still
     // starts when job 0 ends (job 2 ended long before), not later.
     assert_eq!(loose.jobs[2].start, SimTime::from_ms(20));
     assert_eq!(loose.jobs[2].nodes, vec![2, 3]);
-    assert!(s(&loose, 1) > 0.99 && s(&loose, 1) < 1.1, "{}", s(&loose, 1));
+    assert!(
+        s(&loose, 1) > 0.99 && s(&loose, 1) < 1.1,
+        "{}",
+        s(&loose, 1)
+    );
 }
 
 /// Starts the job after the one that arrived, on every node.
@@ -113,8 +129,8 @@ fn a_start_the_engine_cannot_carry_out_stops_the_run_with_a_typed_error() {
         admission: Some(admit::AdmissionFactory::new(|| Box::new(Eager))),
         ..Default::default()
     };
-    let e = simulate_processes(&platform(4, linux()), &jobs, &|| Box::new(Block), &opts)
-        .unwrap_err();
+    let e =
+        simulate_processes(&platform(4, linux()), &jobs, &|| Box::new(Block), &opts).unwrap_err();
     assert_eq!(
         e.to_string(),
         "invalid admission decision: job 1 cannot start: it is not waiting for admission"

@@ -49,7 +49,12 @@ pub(super) fn validate(
 
 /// Checks job `j`: its noise, memory, niceness, ranks per node, width and
 /// message destinations.
-fn check_job(plat: &NodePlatform, opts: &ProcOptions, j: usize, job: &ProcJob) -> Result<(), ProcError> {
+fn check_job(
+    plat: &NodePlatform,
+    opts: &ProcOptions,
+    j: usize,
+    job: &ProcJob,
+) -> Result<(), ProcError> {
     let cv = job.program.noise_cv;
     if !(cv.is_finite() && cv >= 0.0) {
         return Err(ProcError::BadProgram {

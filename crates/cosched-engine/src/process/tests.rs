@@ -501,7 +501,14 @@ fn a_receive_that_can_never_match_is_reported() {
     );
     // Rank 1 finishes at once, and rank 0 waits for it: found when rank 1 ends.
     assert!(
-        matches!(r, Err(ProcError::ProgramDeadlock { job: 0, time: SimTime::ZERO, .. })),
+        matches!(
+            r,
+            Err(ProcError::ProgramDeadlock {
+                job: 0,
+                time: SimTime::ZERO,
+                ..
+            })
+        ),
         "{r:?}"
     );
     let r = simulate_processes(

@@ -51,9 +51,10 @@ impl NodeView for View<'_, '_> {
         let q = self.procs.get(p as usize)?;
         // A running process is accounted lazily: add what it ran since.
         let since = match q.state {
-            PState::Running(cpu) if self.node.procs.contains(&p) => {
-                (self.now - self.node.cpus[cpu as usize].since).as_ns().max(0)
-            }
+            PState::Running(cpu) if self.node.procs.contains(&p) => (self.now
+                - self.node.cpus[cpu as usize].since)
+                .as_ns()
+                .max(0),
             _ => 0,
         };
         Some(SimTime(q.cpu_ns + since))

@@ -10,7 +10,7 @@
 //! runnable again, without an interrupt, when its condition holds (it notices at
 //! its next dispatch) or when a CPU of its node would be idle (it spins there).
 
-use super::{Apply, Cond, PState, Pid, Sim, Stop, View, Wake, Waiting};
+use super::{Apply, Cond, PState, Pid, Sim, Stop, View, Waiting, Wake};
 use cosched_contract::node::{DequeueReason, EnqueueReason, Ops, WaitEndCause, WaitKind, WaitMode};
 use cosched_des::SimTime;
 use cosched_model::program::Rank;
@@ -79,7 +79,13 @@ impl Sim<'_> {
         }
     }
 
-    pub(super) fn find_msg(&self, pid: Pid, from: Option<Rank>, tag: u32, skip: &[usize]) -> Option<usize> {
+    pub(super) fn find_msg(
+        &self,
+        pid: Pid,
+        from: Option<Rank>,
+        tag: u32,
+        skip: &[usize],
+    ) -> Option<usize> {
         self.procs[pid as usize]
             .mailbox
             .iter()
@@ -189,7 +195,9 @@ impl Sim<'_> {
             pol.on_wait_begin(v, pid, kind, out)
         });
         let waits = self.procs[pid as usize].wait.is_some();
-        if waits && (mode == WaitMode::Block || mode == WaitMode::Yield && self.others_runnable(node)) {
+        if waits
+            && (mode == WaitMode::Block || mode == WaitMode::Yield && self.others_runnable(node))
+        {
             self.block(pid, now);
         }
         self.check_program_deadlock(pid, now);
@@ -216,8 +224,10 @@ impl Sim<'_> {
                 self.plan(node, cpu, now);
                 self.hook_wait_end(pid, w, WaitEndCause::Spinning, now);
             }
-            // A parked yielder: runnable again; it notices when dispatched.
-            PState::Blocked if w.mode == WaitMode::Yield => {
+            // A parked yielder: runnable again; it notices when dispatched. One
+            // blocked in a page fault is not parked: it stays in the page-in queue
+            // and its wait ends like a blocked one's (below).
+            PState::Blocked if w.mode == WaitMode::Yield && !self.procs[pid as usize].paging => {
                 self.unpark(pid, now);
                 let node = self.procs[pid as usize].node;
                 self.schedule(node, now);
@@ -270,7 +280,12 @@ impl Sim<'_> {
     /// whether one did.
     pub(super) fn displace_yielder(&mut self, node: u32, now: SimTime) -> bool {
         let n = &self.nodes[node as usize];
-        let Some(y) = n.cpus.iter().filter_map(|c| c.cur).find(|&r| self.yields(r)) else {
+        let Some(y) = n
+            .cpus
+            .iter()
+            .filter_map(|c| c.cur)
+            .find(|&r| self.yields(r))
+        else {
             return false;
         };
         self.sleep_off_cpu(y, now)
@@ -287,7 +302,8 @@ impl Sim<'_> {
                 let p = &self.procs[q as usize];
                 p.state == PState::Blocked
                     && !p.paging
-                    && p.wait.is_some_and(|w| w.mode == WaitMode::Yield && w.blocked)
+                    && p.wait
+                        .is_some_and(|w| w.mode == WaitMode::Yield && w.blocked)
             })
             .min_by_key(|&q| (self.procs[q as usize].blocked_at, q));
         let Some(pid) = parked else {
@@ -317,4 +333,4 @@ impl Sim<'_> {
 
 #[cfg(test)]
 #[path = "wait_tests.rs"]
-mod tests;
+pub(super) mod tests;

@@ -7,7 +7,7 @@ use cosched_model::node::OsConfig;
 use cosched_model::program::Builder;
 
 /// Every wait yields.
-struct Yielding;
+pub(in crate::process) struct Yielding;
 impl NodePolicy for Yielding {
     fn name(&self) -> String {
         "yielding".into()
@@ -115,7 +115,10 @@ fn a_yielding_waiter_gives_its_cpu_to_the_other_process_for_whole_slices() {
     // Spinning instead, the waiter takes every other quantum until the message.
     let (_, spin) = run(&js, &|| Box::new(Spin));
     assert!(spin.proc_spin_ns[0] >= 4 * MS, "{}", spin.proc_spin_ns[0]);
-    assert_eq!(spin.proc_end[2].as_ns(), 50 * MS + o_r + spin.proc_spin_ns[0]);
+    assert_eq!(
+        spin.proc_end[2].as_ns(),
+        50 * MS + o_r + spin.proc_spin_ns[0]
+    );
 }
 
 #[test]
