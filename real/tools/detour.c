@@ -44,7 +44,6 @@ static double now_ns(void) {
     return t.tv_sec * 1e9 + t.tv_nsec;
 }
 
-static double pct(const double *v, size_t n, double q) { return n ? v[(size_t)(q * (double)(n - 1))] : 0.0; }
 
 #define MAX_RUNS 200000
 
@@ -92,11 +91,8 @@ static int pair_main(int cpu, double seconds, double long_ns) {
     }
     size_t n = counts[0] + counts[1];
     memmove(runs + counts[0], runs + MAX_RUNS, counts[1] * sizeof(double));
-    double sum = 0, sq = 0;
-    for (size_t i = 0; i < n; i++) sum += runs[i];
-    double mean = n ? sum / (double)n : 0;
-    for (size_t i = 0; i < n; i++) sq += (runs[i] - mean) * (runs[i] - mean);
-    double sd = n > 1 ? sqrt(sq / (double)(n - 1)) : 0;
+    double mean, sd;
+    mean_sd(runs, n, &mean, &sd);
     qsort(runs, n, sizeof(double), cmp);
     printf("{\"mode\": \"pair\", \"cpu\": %d, \"seconds\": %.6f, \"long_us\": %.1f, \"slice_count\": %zu, "
            "\"slice_count_a\": %zu, \"slice_count_b\": %zu, \"slice_mean_us\": %.3f, \"slice_sd_us\": %.3f, "

@@ -43,7 +43,15 @@ def test_the_preset_is_built_from_the_measurements_only() -> None:
     bench["slices"] = {"slice_cv": 0.21234}
     assert realsim.preset(bench, "mpich", "cfs")["os"] == {"model": "cfs", "slice_cv": 0.2123}
     assert realsim.preset(bench, "mpich", "rr")["os"] == {"model": "rr"}
-    del bench["slices"]
+    # The time-sharing benchmark's spread replaces `cosched-detour pair`'s; a fitted candidate's parameters
+    # come with it (EEVDF's fixed slice of one tick as a cfs model); an unknown label is an error.
+    bench["timeshare"] = {"features": {"slice_cv": 0.05}}
+    assert realsim.preset(bench, "mpich", "eevdf-tick-4ms")["os"] == {
+        "model": "cfs", "latency_ms": 4.0, "min_granularity_ms": 4.0, "slice_cv": 0.05}
+    assert realsim.preset(bench, "mpich", "rr-tick-4ms")["os"] == {"model": "rr", "quantum_ms": 4.0}
+    with pytest.raises(ValueError, match="unknown OS model 'bfs'"):
+        realsim.preset(bench, "mpich", "bfs")
+    del bench["slices"], bench["timeshare"]
     assert realsim.preset(bench, "mpich", "cfs")["os"] == {"model": "cfs"}
     del bench["detour"]
     assert realsim.preset(bench, "mpich", "cfs")["os_noise_tick_us"] == 0.0
@@ -183,12 +191,17 @@ def test_quick_real_vs_sim_structure_and_mechanism(tmp_path: Path) -> None:
     # The compute loop burns thread CPU time: a rank gets at most a whole CPU (other load: less; on this
     # shared machine 0.21 was measured).
     assert 0 < plat["cpu_speed"] < 1.2
+    # The OS model is chosen on time sharing, one for the machine; the runtime fit is kept as a check of
+    # the default models and the chosen one.
+    ts = calib["os_timeshare_fit"]
+    assert ts["chosen"] in ts["error"] and ts["error"][ts["chosen"]] == min(ts["error"].values())
+    assert plat["os"] == ts["os"] == ts["candidates"][ts["chosen"]]
     fit = calib["os_fit"][mpi]
-    errs = fit["mean_abs_log_error"]
-    assert set(errs) == set(realsim.OS_MODELS)
-    assert errs[fit["chosen"]] == min(errs.values())
-    assert plat["os"]["model"] == fit["chosen"]
-    assert calib["microbenchmarks"]["slices"]["slice_cv"] > 0
+    assert fit["chosen"] == ts["chosen"]
+    assert set(fit["mean_abs_log_error"]) == set(realsim.OS_MODELS) | {ts["chosen"]}
+    feats = calib["microbenchmarks"]["timeshare"]["features"]
+    assert feats["slice2_p50_us"] > 0 and feats["slice3_p50_us"] > 0 and feats["held_mean_us"] >= 0
+    assert feats["slice_cv"] > 0 and "Native scheduler fit on time sharing" in (out / "report.md").read_text()
     assert calib["microbenchmarks"]["wakeup"]["median"]["cross"]["p50_us"] > 0
     # The wake-up cost from the one-way probe: a blocked receiver is slower to return than a spinning one.
     m = calib["microbenchmarks"]["mpi"][mpi]

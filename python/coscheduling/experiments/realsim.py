@@ -9,10 +9,13 @@ Steps (docs/real.md, "Real against simulated"):
    the OS noise a compute loop sees on each virtual node's CPU (``cosched-detour``, selfish detour);
    what waking a rank blocked in a futex costs, across CPUs, on one CPU and onto a busy CPU
    (``cosched-wakeup``; compared with what the preset charges a wake-up, not a preset field).
-2. **The native scheduler model**: every OS model of the simulator (``cfs``, ``linux24``, ``mlfq``, ``rr``,
-   default parameters) simulates the dedicated cases (one job of each granularity alone); the model with
-   the smallest mean absolute log error against the real dedicated runs (median of ``reps``) is chosen,
-   the first in that order on a tie.
+2. **The native scheduler model**, one for the machine (every MPI's preset): fitted on how this machine
+   time-shares one CPU (:mod:`.osfit`: run slices of 2 and 3 spinners and wake-up preemption of a
+   sleeper, measured by ``cosched-timeshare`` and simulated through each candidate OS model with the
+   preset's costs; the smallest error wins). As a check, every OS model of the simulator (``cfs``,
+   ``linux24``, ``mlfq``, ``rr``, default parameters) and the chosen one also simulate the dedicated
+   cases (one job of each granularity alone), with their mean absolute log error against the real
+   dedicated runs (median of ``reps``): one rank per CPU, so these barely tell the models apart.
 3. **The preset** of this machine: ``lee4`` (no memory limit, no power model) with 2 nodes
    and every cost replaced by a measurement (``PRESET_FIELDS`` says which measurement gives which field).
 4. **The comparison**: 2 virtual nodes of one CPU, at each granularity a workload of identical jobs of 2
@@ -27,7 +30,8 @@ Steps (docs/real.md, "Real against simulated"):
    (:func:`sim_trace`, :func:`real_trace`), and a reading naming the mechanism that departs (:func:`why`).
 
 Outputs in ``OUT`` (written all or nothing with the experiment's ``report.md``): ``table.csv`` and
-``calibration.json`` (measurements, fit, presets, each real run's time, provenance). The experiment has no
+``calibration.json`` (measurements, the time-sharing fit ``os_timeshare_fit``, the runtime check, presets,
+each real run's time, provenance). The experiment has no
 cached simulation runs: real timings are never reused. Real timings depend on what else runs on the
 machine: the report states the load average.
 """
@@ -50,7 +54,7 @@ from typing import Any
 from .. import _core
 from ..output import command_line, provenance
 from ..real_bench import build_dir, mpi_command, mpis_present
-from . import Experiment, Outcome, Settings, csv_writer, register
+from . import Experiment, Outcome, Settings, csv_writer, osfit, register
 from .runner import Gathered
 
 ID = "real-vs-sim"
@@ -120,9 +124,10 @@ PRESET_FIELDS = {
                     "percentiles: the cost of waking a rank blocked in a futex",
     "context_switch_us": "cosched-ctxswitch: pipe hand-over between two processes on CPU 0 minus the pipe alone",
     "cpu_speed": "compute CPU time asked / wall time of a compute-only Emp job of 2 ranks (cosched-ir-run)",
-    "os": "the OS model with the smallest error on the dedicated cases (step 2); for cfs, its slice_cv is the "
-          "coefficient of variation of the real slices, `cosched-detour pair` (two compute loops on one virtual "
-          "node's CPU, each run between the other's slices is a slice), mean of the CPUs",
+    "os": "the candidate OS model whose simulated time sharing of one CPU is closest to the measured one "
+          "(`cosched-timeshare`: median run slice of 2 and of 3 spinners, median and mean time a spinner still "
+          "holds the CPU after a sleeper's wake-up; step 2); a cfs model's slice_cv is the coefficient of "
+          "variation of the real slices of 2 spinners, mean of the CPUs",
     "nodes": "2: the virtual nodes of the real runs (one CPU each)",
     "os_noise_tick_us": "cosched-detour (selfish detour, Beckman et al., Cluster 2006) on each virtual node's CPU: "
                         "the share of a compute loop's running time lost to detours under 100 us (interrupts, "
@@ -181,14 +186,6 @@ def detour(cpu: int, seconds: float) -> dict[str, float]:
     return dict(json.loads(_run([str(exe), str(cpu), f"{seconds:g}"])))
 
 
-def slices(cpu: int, seconds: float) -> dict[str, float]:
-    """The native scheduler's real time slices on ``cpu``: two compute loops share it (``cosched-detour pair``)."""
-    exe = build_dir() / "cosched-detour"
-    if not exe.is_file():
-        raise RuntimeError(f"{exe} is missing: build it with `make real`")
-    return dict(json.loads(_run([str(exe), "pair", str(cpu), f"{seconds:g}"])))
-
-
 def wakeup(rounds: int) -> dict[str, Any]:
     """What waking a rank blocked in a futex costs on the node CPUs (``cosched-wakeup``): per case
     (``spin``, ``cross``, ``same``, ``busy``) the percentiles of the delay from the waker's
@@ -231,26 +228,65 @@ def compute_speed(mpi: str, quanta: float, work: Path) -> dict[str, float]:
             "cpu_speed": d["compute_asked_ns"] / (2 * d["wall_ns"])}
 
 
+#: The largest bandwidth a ping-pong of 1 MiB on this machine can show, MB/s (100 GB/s: ten times the
+#: 8.8-9.4 GB/s measured through the shim on an idle machine, beyond any memory copy here). A larger one
+#: means the 8-byte ping-pong's 10th percentile was not a round in which both ranks held their CPUs.
+MAX_BANDWIDTH_MB_S = 1e5
+#: Retries of the spinning ping-pongs whose bandwidth is implausible, each with 4 times the rounds.
+PINGPONG_RETRIES = 2
+
+
+def bandwidth_mb_s(small_us: float, big_us: float) -> float:
+    """1 MiB over the half round trip of 1 MiB less that of 8 bytes (us): MB/s; infinite when the
+    difference is not positive."""
+    return (1 << 20) / (big_us - small_us) if big_us > small_us else math.inf
+
+
+def spinning_pingpongs(mpi: str, iters_small: int, iters_big: int, say: Callable[[str], None],
+                       measure: Callable[[str, str, int, int], dict[str, float]] | None = None) -> dict[str, Any]:
+    """The spinning ping-pongs of 8 bytes and 1 MiB (``spin_8``, ``spin_1m``). Under heavy other load the
+    two spinning ranks rarely hold their CPUs together and the 8-byte 10th percentile can reach the 1 MiB
+    one: the bandwidth is then implausible (over ``MAX_BANDWIDTH_MB_S``), and both are measured again
+    with 4 times the rounds, at most ``PINGPONG_RETRIES`` times; then a clear error. Every try is kept
+    (``tries``)."""
+    measure = measure or pingpong
+    tries: list[dict[str, Any]] = []
+    for k in range(PINGPONG_RETRIES + 1):
+        scale = 4**k
+        small = measure(mpi, "spin", 8, iters_small * scale)
+        big = measure(mpi, "spin", 1 << 20, iters_big * scale)
+        bw = bandwidth_mb_s(small["p10_us"], big["p10_us"])
+        tries.append({"spin_8_p10_us": small["p10_us"], "spin_1m_p10_us": big["p10_us"], "bandwidth_mb_s": bw})
+        if bw <= MAX_BANDWIDTH_MB_S:
+            return {"spin_8": small, "spin_1m": big, "tries": tries}
+        say(f"{mpi}: spinning ping-pong swamped by other load (8 B p10 {small['p10_us']:.1f} us, 1 MiB p10 "
+            f"{big['p10_us']:.1f} us); again with {4 * scale} times the rounds")
+    la = os.getloadavg()
+    raise RuntimeError(
+        f"{mpi}: the spinning ping-pong cannot measure the bandwidth under this load (load average "
+        f"{la[0]:.1f}): in {len(tries)} tries, up to {iters_small * 4**PINGPONG_RETRIES} rounds of 8 bytes and "
+        f"{iters_big * 4**PINGPONG_RETRIES} of 1 MiB, the 8-byte half round trip's 10th percentile was never "
+        f"far enough below the 1 MiB one (last: {tries[-1]['spin_8_p10_us']:.1f} us against "
+        f"{tries[-1]['spin_1m_p10_us']:.1f} us; a bandwidth over {MAX_BANDWIDTH_MB_S:g} MB/s is not "
+        "plausible): the two ranks rarely held their CPUs together. Run it on a less loaded machine.")
+
+
 def microbenchmarks(mpis: list[str], quick: bool, work: Path, say: Callable[[str], None]) -> dict[str, Any]:
     """Step 1: every measurement (the preset's sources), medians of 3 where repeated."""
     iters_small, iters_big = (300, 30) if quick else (3000, 200)
     out: dict[str, Any] = {"mpi": {}}
     for mpi in mpis:
         say(f"ping-pong through the shim ({mpi})")
-        out["mpi"][mpi] = {
-            "spin_8": pingpong(mpi, "spin", 8, iters_small),
-            "block_8": pingpong(mpi, "block", 8, iters_small),
-            "spin_1m": pingpong(mpi, "spin", 1 << 20, iters_big),
-            "block_oneway": oneway(mpi, "block", iters_small),
-        }
+        out["mpi"][mpi] = {"block_8": pingpong(mpi, "block", 8, iters_small),
+                           "block_oneway": oneway(mpi, "block", iters_small),
+                           **spinning_pingpongs(mpi, iters_small, iters_big, say)}
     say("context switch")
     out["context_switch"] = context_switch(2000 if quick else 20000)
     say("OS noise (selfish detour)")
     runs = [detour(cpu, 0.5 if quick else 3.0) for cpu in NODE_CPUS]
     out["detour"] = {"runs": runs, "short_fraction": statistics.mean(r["short_fraction"] for r in runs)}
-    say("time slices (paired detour loops)")
-    runs = [slices(cpu, 0.5 if quick else 3.0) for cpu in NODE_CPUS]
-    out["slices"] = {"runs": runs, "slice_cv": statistics.mean(r["slice_cv"] for r in runs)}
+    say("time sharing of one CPU (run slices, wake-up preemption)")
+    out["timeshare"] = osfit.measure(build_dir(), NODE_CPUS, *timeshare_size(quick))
     say("wake-up of a blocked process (futex)")
     runs = [wakeup(1000 if quick else 5000) for _ in range(1 if quick else 3)]
     out["wakeup"] = {"runs": runs, "median": wakeup_medians(runs)}
@@ -260,13 +296,28 @@ def microbenchmarks(mpis: list[str], quick: bool, work: Path, say: Callable[[str
     return out
 
 
+def timeshare_size(quick: bool) -> tuple[float, int]:
+    """The time-sharing micro-benchmark's size, measured and simulated: seconds of each slices run,
+    wake-ups of the sleeper (25 ms each on average)."""
+    return (0.5, 20) if quick else (2.0, 100)
+
+
+def slice_cv(bench: dict[str, Any]) -> float:
+    """The measured spread of the real slices: from the time-sharing benchmark, or in a calibration
+    recorded before it from `cosched-detour pair`; none in one recorded before either (every node in step,
+    as then)."""
+    if "timeshare" in bench:
+        return float(bench["timeshare"]["features"]["slice_cv"])
+    return float(bench.get("slices", {}).get("slice_cv", 0.0))
+
+
 def _os(bench: dict[str, Any], os_model: str) -> dict[str, Any]:
-    """The OS model of the preset: cfs gets the measured spread of the real slices (each node draws its
-    own); a calibration recorded before the slices were measured has none (every node in step, as then)."""
-    cv = bench.get("slices", {}).get("slice_cv", 0.0)
-    if os_model == "cfs" and cv > 0:
-        return {"model": "cfs", "slice_cv": round(cv, 4)}
-    return {"model": os_model}
+    """The ``os`` table of candidate ``os_model`` (a label of ``osfit.CANDIDATES``; the plain model names
+    are the models at their default parameters): a cfs model gets the measured spread of the real slices
+    (each node draws its own)."""
+    if os_model not in dict(osfit.CANDIDATES):
+        raise ValueError(f"unknown OS model {os_model!r}; valid: {', '.join(lab for lab, _ in osfit.CANDIDATES)}")
+    return osfit.candidate_os(os_model, slice_cv(bench))
 
 
 def _interrupt_us(m: dict[str, Any]) -> float:
@@ -283,19 +334,30 @@ def _interrupt_us(m: dict[str, Any]) -> float:
 
 
 def preset(bench: dict[str, Any], mpi: str, os_model: str) -> dict[str, Any]:
-    """Step 3: the ``[node_platform]`` table of this machine for ``mpi``, from the measurements only."""
+    """Step 3: the ``[node_platform]`` table of this machine for ``mpi``, from the measurements only, with
+    the OS model ``os_model`` (a label of ``osfit.CANDIDATES``)."""
+    return platform(bench, mpi, _os(bench, os_model))
+
+
+def platform(bench: dict[str, Any], mpi: str, os_table: dict[str, Any]) -> dict[str, Any]:
+    """The preset of :func:`preset` with the ``os`` table ``os_table``."""
     m = bench["mpi"][mpi]
     # The 10th percentiles: the machine's own cost, without the preemptions by other load (a spinning
     # rank that loses its CPU makes that round trip a time slice long).
     small, big = m["spin_8"]["p10_us"], m["spin_1m"]["p10_us"]
-    bw = (1 << 20) / max(big - small, 1e-3)  # bytes per us = MB/s
+    bw = bandwidth_mb_s(small, big)  # bytes per us = MB/s
+    if bw > MAX_BANDWIDTH_MB_S:
+        raise ValueError(f"{mpi}: the spinning ping-pongs give no bandwidth: 8-byte half round trip 10th "
+                         f"percentile {small:.3f} us against {big:.3f} us for 1 MiB (a bandwidth over "
+                         f"{MAX_BANDWIDTH_MB_S:g} MB/s is not plausible; measured under heavy other load?)")
     lat = max(small - 8 / bw, 0.0)
     return {
         "preset": "lee4",
         "nodes": 2,
-        "os": _os(bench, os_model),
+        "os": os_table,
         # A calibration recorded before the noise was measured has none: 0, as then.
-        "os_noise_tick_us": round(bench.get("detour", {}).get("short_fraction", 0.0) * TIMER_TICK_US[os_model], 3),
+        "os_noise_tick_us": round(bench.get("detour", {}).get("short_fraction", 0.0)
+                                  * TIMER_TICK_US[os_table["model"]], 3),
         "cpu_speed": round(bench["compute"]["cpu_speed"], 4),
         "latency_us": round(lat, 3),
         "bandwidth_mb_s": round(bw, 1),
@@ -459,20 +521,20 @@ def kendall(a: list[float], b: list[float]) -> float:
     return 1.0 if math.isnan(tau) else tau
 
 
-def fit_os(dedicated: dict[str, float], platform: dict[str, Any], grains: tuple[Grain, ...], root: Path,
-           say: Callable[[str], None]) -> tuple[str, dict[str, float]]:
-    """Step 2: each OS model simulates the dedicated cases; the smallest mean |log(sim / real)| wins."""
+def fit_os(dedicated: dict[str, float], bench: dict[str, Any], mpi: str, models: list[str],
+           grains: tuple[Grain, ...], root: Path, say: Callable[[str], None]) -> dict[str, float]:
+    """The runtime check of step 2: each OS model of ``models`` (labels of ``osfit.CANDIDATES``) simulates
+    the dedicated cases with ``mpi``'s preset; per model the mean |log(sim / real)|."""
     errors: dict[str, float] = {}
-    for model in OS_MODELS:
-        say(f"fit: OS model {model}")
-        plat = dict(platform, os={"model": model})
+    for model in models:
+        say(f"runtime check: OS model {model}")
+        plat = preset(bench, mpi, model)
         errs = []
         for g in grains:
             s = run_sim(sim_config(plat, g, "fcfs", "nls", jobs=1), root / "fit" / f"{model}-{g.name}")
             errs.append(abs(math.log(s["mean_response_s"] / dedicated[g.name])))
         errors[model] = sum(errs) / len(errs)
-    best = min(OS_MODELS, key=lambda m: (round(errors[m], 9), OS_MODELS.index(m)))
-    return best, errors
+    return errors
 
 
 #: CPU time one quantum of a ``Barrier`` rank computes, s (seed 003's quantum).
@@ -520,17 +582,24 @@ def measure(quick: bool, reps: int = REPS, mpis: list[str] | None = None,
     with tempfile.TemporaryDirectory(prefix="cosched-realsim-") as tmp:
         root = Path(tmp)
         bench = microbenchmarks(mpis, quick, root, say)
+        # One OS model for the machine, fitted with the first MPI's preset (the costs it adds to the
+        # micro-benchmark: a context switch, a wake-up's interrupt, the OS noise, the CPU speed).
+        ts_fit = osfit.fit(bench["timeshare"], lambda t: platform(bench, mpis[0], t), *timeshare_size(quick),
+                           root / "osfit", say)
+        best = ts_fit["chosen"]
         for mpi in mpis:
             say(f"dedicated runs ({mpi})")
             dedicated = {g.name: _median_real(mpi, g, "fcfs", "nls", reps, root, f"{mpi}-{g.name}-dedicated", 1)
                          for g in grains}
             say(f"launch time ({mpi})")
             launch, launch_runs = _median_real(mpi, LAUNCH_GRAIN, "fcfs", "nls", reps, root, f"{mpi}-launch", 1)
-            base = preset(bench, mpi, OS_MODELS[0])
-            best, errors = fit_os({k: v[0] - launch for k, v in dedicated.items()}, base, grains, root / mpi, say)
+            checked = list(OS_MODELS) + ([best] if best not in OS_MODELS else [])
+            errors = fit_os({k: v[0] - launch for k, v in dedicated.items()}, bench, mpi, checked, grains,
+                            root / mpi, say)
             plat = preset(bench, mpi, best)
             presets[mpi] = plat
-            fits[mpi] = {"chosen": best, "mean_abs_log_error": errors,
+            fits[mpi] = {"chosen": best, "chosen_by": "time sharing (os_timeshare_fit)",
+                         "mean_abs_log_error": errors,
                          "launch_s": {"median": launch, "runs": launch_runs},
                          "dedicated_real_s": {k: {"median": v[0], "runs": v[1]} for k, v in dedicated.items()}}
             for g in grains:
@@ -555,7 +624,8 @@ def measure(quick: bool, reps: int = REPS, mpis: list[str] | None = None,
     prov = provenance(version=_core.__version__, seed=1, policy="experiment",
                       options={"experiment": ID, "quick": quick, "reps": reps, "mpis": mpis},
                       trace=None, platform={}, command=command_line())
-    calib = {"provenance": prov, "microbenchmarks": bench, "os_fit": fits, "presets": presets,
+    calib = {"provenance": prov, "microbenchmarks": bench, "os_timeshare_fit": ts_fit, "os_fit": fits,
+             "presets": presets,
              "preset_fields": PRESET_FIELDS, "reps": reps, "grains": [vars(g) for g in grains],
              "schemes": [[lab, pol, npol] for lab, pol, npol, _, _ in schemes],
              "baselines": {lab: {"env": env, "mpis": list(only), "simulated_as": npol}
@@ -728,15 +798,17 @@ def _report(table: Any, agreement: list[dict[str, Any]], calib: dict[str, Any]) 
     for f, how in PRESET_FIELDS.items():
         vals = [json.dumps(p.get(f)) for p in calib["presets"].values()]
         lines.append(f"| {f} | " + " | ".join(vals) + f" | {how} |")
-    lines += ["", "Native scheduler fit on the dedicated cases (mean absolute log error of the simulated "
-              "against the real response; the smallest is chosen):", ""]
+    if "os_timeshare_fit" in calib:
+        lines += ["", *osfit.report_lines(calib["os_timeshare_fit"])]
+    lines += ["", "Runtime check of the OS models on the dedicated cases (mean absolute log error of the simulated "
+              "against the real response; not the chooser):", ""]
     for mpi, fit in calib["os_fit"].items():
         errs = ", ".join(f"{m} {e:.4f}" for m, e in fit["mean_abs_log_error"].items())
         lines.append(f"- {mpi}: chosen **{fit['chosen']}** ({errs})")
     spread = max(fit["mean_abs_log_error"].values()) - min(fit["mean_abs_log_error"].values())
     if spread < 0.01:
         lines.append("- The models differ by less than 1% on the dedicated cases (one rank per CPU: the "
-                     "scheduler has nothing to choose), so this fit barely discriminates.")
+                     "scheduler has nothing to choose), so these runs do not discriminate.")
     for mpi, fit in calib["os_fit"].items():
         runs = ", ".join(f"{x:.3f}" for x in fit["launch_s"]["runs"])
         lines.append(f"- {mpi}: launch time (median response of a job of one barrier after 0.5 ms) "
