@@ -6,6 +6,7 @@ error, and the simulated spin share of a yielding run."""
 
 from __future__ import annotations
 
+import json
 import math
 import statistics
 import subprocess
@@ -186,3 +187,20 @@ def test_the_simulated_spin_share_of_a_yielding_run_is_a_share(tmp_path: Path) -
     d = run.end_s - run.start_s
     assert 0.0 <= share <= 1.0
     assert share == pytest.approx(d[run.kind == "spin"].sum() / d.sum(), rel=1e-6, abs=1e-9)
+
+
+def test_real_slurm_takes_the_fitted_model_from_a_calibration(tmp_path: Path) -> None:
+    """real-slurm's preset from a real-vs-sim calibration.json: the chosen candidate's label gives its
+    parameters (EEVDF's tick slice as a cfs model) and the measured slice spread."""
+    from coscheduling.experiments import realslurm
+
+    bench = {"mpi": {"mpich": {"spin_8": {"p10_us": 10.0}, "block_8": {"p10_us": 15.0},
+                               "spin_1m": {"p10_us": 10.0 + 1048.576}}},
+             "context_switch": {"switch_us": 3.0}, "compute": {"cpu_speed": 0.9},
+             "timeshare": {"features": {"slice_cv": 0.04}}}
+    cal = tmp_path / "calibration.json"
+    cal.write_text(json.dumps({"microbenchmarks": bench, "os_fit": {"mpich": {"chosen": "eevdf-tick-4ms"}}}))
+    plat, how = realslurm.machine_preset(cal, False, tmp_path)
+    assert plat["os"] == {"model": "cfs", "latency_ms": 4.0, "min_granularity_ms": 4.0, "slice_cv": 0.04}
+    assert "OS model eevdf-tick-4ms as fitted there" in how
+    assert plat["bandwidth_mb_s"] == 1000.0

@@ -47,8 +47,8 @@ Simulated counterpart (full workload; the quick probes sleep, which no simulator
 configuration is simulated once (deterministic) on the preset of this machine that ``real-vs-sim`` measures,
 built by ``realsim.preset`` from that experiment's micro-benchmarks: from its ``calibration.json`` when
 ``--calibration FILE`` is given (micro-benchmarks and the fitted OS model), otherwise from the same
-micro-benchmarks measured afresh (``realsim.microbenchmarks``, MPICH) with the OS model ``cfs`` (real-vs-sim's
-fit does not discriminate the OS models on dedicated runs). The mapping (``sim_scheme``): ``fifo`` ->
+micro-benchmarks measured afresh (``realsim.microbenchmarks``, MPICH) with the OS model fitted on them as
+real-vs-sim fits it (``osfit.fit``: the time sharing of one CPU). The mapping (``sim_scheme``): ``fifo`` ->
 ``batch`` (MPL 1, strict FCFS), ``backfill`` -> ``batch[backfill=easy,estimates=perfect]`` (every job here
 spans both nodes, so there is no hole to backfill either way), ``slurm-gang`` -> ``gang`` of 2 rows at Slurm's
 5 s slice, the cosched schemes -> ``fcfs`` at MPL 2 with the node policy, ``cosched-gang`` -> ``gang`` of 2
@@ -551,7 +551,7 @@ def mechanisms(cfg: str, jobs: pd.DataFrame, samples: pd.DataFrame, gang: pd.Dat
 
 def machine_preset(calibration: Path | None, quick: bool, work: Path) -> tuple[dict, str]:
     """The `[node_platform]` of this machine by real-vs-sim's own preset code, and where it came from."""
-    from . import realsim
+    from . import osfit, realsim
 
     if calibration is not None:
         try:
@@ -568,10 +568,12 @@ def machine_preset(calibration: Path | None, quick: bool, work: Path) -> tuple[d
                f"average {load} before it; OS model {os_model} as fitted there)")
         return realsim.preset(bench, MPI, os_model), how
     bench = realsim.microbenchmarks([MPI], quick, work, lambda m: None)
-    os_model = realsim.OS_MODELS[0]
-    return realsim.preset(bench, MPI, os_model), (
+    fit = osfit.fit(bench["timeshare"], lambda t: realsim.platform(bench, MPI, t), *realsim.timeshare_size(quick),
+                    work / "osfit")
+    return realsim.preset(bench, MPI, fit["chosen"]), (
         "measured afresh by real-vs-sim's micro-benchmarks before the real runs (no `--calibration` given); OS "
-        f"model {os_model} without a fit (real-vs-sim's fit does not tell the OS models apart on dedicated runs)")
+        f"model {fit['chosen']} fitted as real-vs-sim fits it, on the time sharing of one CPU (error "
+        f"{fit['error'][fit['chosen']]:.3f})")
 
 
 def sim_config(c: Config, jobs: list[Job], platform: dict,
