@@ -74,17 +74,26 @@ pub type RankHook = Box<dyn FnMut(i32, i32, bool) + Send>;
 
 /// The OS tick period for policies that declare [`Ops::TICK`].
 const TICK: Duration = Duration::from_millis(4);
-/// A pending "boost until run" is first checked after 1 ms, then at doubling
-/// intervals up to 16 ms; after [`BOOST_CHECKS`] checks without the rank having
-/// run, the boost is dropped. A rank of a frozen job is not checked (it cannot run).
-const BOOST_CHECK: Duration = Duration::from_millis(1);
+/// A pending "boost until run" is checked every 250 us for the first 4 ms
+/// ([`BOOST_CHECKS_FAST`] checks), then at doubling intervals up to 16 ms; after
+/// [`BOOST_CHECKS`] checks (0.45 s) without the rank having run, the boost is
+/// dropped. A rank of a frozen job is not checked (it cannot run). Each check
+/// that finds the rank not run yet repeats the reschedule check (`nudge.rs`): a
+/// boosted rank that was not owed CPU at the boost becomes so during the running
+/// task's slice (4 ms here), and only a check made after that moment hands it the
+/// CPU before the slice ends; the short intervals over the first slice are for that.
+const BOOST_CHECK: Duration = Duration::from_micros(250);
+const BOOST_CHECKS_FAST: u32 = 16;
 const BOOST_CHECK_MAX: Duration = Duration::from_millis(16);
-const BOOST_CHECKS: u32 = 32;
+const BOOST_CHECKS: u32 = 48;
 
 /// The delay before the next check of a boost until run that was checked
 /// `checks` times already; `None` once it should be dropped.
 fn boost_check_delay(checks: u32) -> Option<Duration> {
-    (checks < BOOST_CHECKS).then(|| (BOOST_CHECK * (1u32 << checks.min(4))).min(BOOST_CHECK_MAX))
+    (checks < BOOST_CHECKS).then(|| {
+        let doublings = (checks + 1).saturating_sub(BOOST_CHECKS_FAST).min(6);
+        (BOOST_CHECK * (1u32 << doublings)).min(BOOST_CHECK_MAX)
+    })
 }
 
 /// One virtual node served by the agent.
@@ -269,6 +278,10 @@ pub struct AgentStats {
     pub slot_switches: u64,
     /// Boosts until run dropped because the rank did not run within their checks.
     pub boosts_expired: u64,
+    /// Reschedule checks asked for boosted ranks (`NodeMech::nudge`): one per
+    /// boost, and one more at each boost-until-run check that finds the rank
+    /// has not run yet.
+    pub nudges: u64,
     /// MESSAGE events handed to the forward hook (destination on another node).
     pub forwarded_out: u64,
     /// MESSAGE events from other nodes applied to a local rank (`FORWARD` packets' counts).
@@ -1348,7 +1361,7 @@ impl Agent {
                     if let Some(r) = self.ranks.get_mut(&p) {
                         r.boost_until_run = None;
                     }
-                    self.nodes[node].mech.set_boost(p, true)
+                    self.boost(node, p)
                 }
                 NodeAction::BoostUntilRun(p) => {
                     self.stats.boosts += 1;
@@ -1356,7 +1369,7 @@ impl Agent {
                     if let Some(r) = self.ranks.get_mut(&p) {
                         r.boost_until_run = Some((used, 0, Instant::now() + BOOST_CHECK));
                     }
-                    self.nodes[node].mech.set_boost(p, true)
+                    self.boost(node, p)
                 }
                 NodeAction::Unboost(p) => {
                     if let Some(r) = self.ranks.get_mut(&p) {
@@ -1386,6 +1399,16 @@ impl Agent {
         }
     }
 
+    /// Raises `p`'s weight and asks for a reschedule check on its CPU (a
+    /// weight write alone never preempts, `nudge.rs`).
+    fn boost(&mut self, node: usize, p: u32) -> Result<(), MechError> {
+        self.nodes[node].mech.set_boost(p, true)?;
+        if self.nodes[node].mech.nudge(p) {
+            self.stats.nudges += 1;
+        }
+        Ok(())
+    }
+
     fn on_timer(&mut self) {
         let now = Instant::now();
         if let (Some(t), Some(p)) = (self.next_sample, self.sample) {
@@ -1409,7 +1432,11 @@ impl Agent {
             let r = self.ranks.get_mut(&p).unwrap();
             match next {
                 Some(d) if now_used <= used => {
-                    r.boost_until_run = Some((used, checks + 1, now + d))
+                    r.boost_until_run = Some((used, checks + 1, now + d));
+                    // It may have become eligible since: ask again.
+                    if self.nodes[node].mech.nudge(p) {
+                        self.stats.nudges += 1;
+                    }
                 }
                 _ => {
                     r.boost_until_run = None;
@@ -1544,10 +1571,15 @@ fn next_after(t: Instant, period: Duration, now: Instant) -> Instant {
 mod tests {
     #[test]
     fn boost_until_run_checks_back_off_and_stop() {
-        let d: Vec<u64> = (0..6)
-            .map(|k| boost_check_delay(k).unwrap().as_millis() as u64)
+        let d: Vec<u64> = (0..24)
+            .map(|k| boost_check_delay(k).unwrap().as_micros() as u64)
             .collect();
-        assert_eq!(d, [1, 2, 4, 8, 16, 16]);
+        let mut want = vec![250; 16];
+        want.extend([500, 1_000, 2_000, 4_000, 8_000, 16_000, 16_000, 16_000]);
+        assert_eq!(d, want);
+        // The boost is dropped after 4 ms + 15.5 ms + 27 x 16 ms of checks.
+        let total: Duration = (0..BOOST_CHECKS).map(|k| boost_check_delay(k).unwrap()).sum();
+        assert_eq!(total, Duration::from_micros(451_500));
         assert!(boost_check_delay(BOOST_CHECKS - 1).is_some());
         assert_eq!(boost_check_delay(BOOST_CHECKS), None);
     }

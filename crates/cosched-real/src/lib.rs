@@ -9,6 +9,7 @@ pub mod controller;
 pub mod coord;
 pub mod gangnet;
 pub mod mech;
+pub mod nudge;
 pub mod procfs;
 pub mod slothost;
 pub mod proto;

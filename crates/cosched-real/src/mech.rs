@@ -115,6 +115,9 @@ struct Rank {
     job: i32,
     start: u64,
     boosted: bool,
+    /// The main thread's nice value at registration (`None`: unreadable; the
+    /// reschedule check is then not made).
+    nice: Option<i32>,
     /// Leaf cgroup in each hierarchy that hosts rank leaves.
     leaves: Vec<(Hierarchy, PathBuf)>,
 }
@@ -269,6 +272,7 @@ impl NodeMech {
                 .or_default()
                 .insert(o.clone());
         }
+        let nice = crate::nudge::nice_of(pid).ok();
         if let Some(s) = &mut self.state {
             s.record.moved.retain(|m| m.pid != pid);
             s.record.moved.push(Moved {
@@ -276,6 +280,10 @@ impl NodeMech {
                 start: st.start,
                 original: original.clone(),
             });
+            s.record.nices.retain(|n| n.0 != pid);
+            if let Some(n) = nice {
+                s.record.nices.push((pid, st.start, n));
+            }
             s.save()?;
         }
         let mut leaves = vec![];
@@ -297,6 +305,7 @@ impl NodeMech {
                 job,
                 start: st.start,
                 boosted: false,
+                nice,
                 leaves,
             },
         );
@@ -395,7 +404,9 @@ impl NodeMech {
             .ok_or(MechError::Unknown(pid))
     }
 
-    /// Boosts (`true`) or unboosts `pid`: its cgroup's weight.
+    /// Boosts (`true`) or unboosts `pid`: its cgroup's weight. The weight alone
+    /// does not preempt the task running on `pid`'s CPU: the agent follows a
+    /// boost with [`NodeMech::nudge`].
     pub fn set_boost(&mut self, pid: u32, on: bool) -> Result<(), MechError> {
         let (h, d) = self.cpu_leaf(pid)?;
         let r = self.ranks.get_mut(&pid).unwrap();
@@ -405,6 +416,25 @@ impl NodeMech {
         h.set_weight(&d, if on { self.boost_factor } else { 1.0 })?;
         r.boosted = on;
         Ok(())
+    }
+
+    /// Asks the kernel whether `pid` (boosted, runnable) should preempt the
+    /// task on its CPU now ([`crate::nudge`]): its main thread's nice value
+    /// goes one step and back to its value at registration. Returns whether
+    /// both calls succeeded; a rank that ended or whose nice value changed since
+    /// registration is left alone.
+    pub fn nudge(&self, pid: u32) -> bool {
+        let Some(r) = self.ranks.get(&pid) else {
+            return false;
+        };
+        let Some(nice) = r.nice else {
+            return false;
+        };
+        if !procfs::alive(pid, r.start) || crate::nudge::nice_of(pid).ok() != Some(nice) {
+            return false;
+        }
+        crate::nudge::set_nice(pid, crate::nudge::step_of(nice)).is_ok()
+            && crate::nudge::set_nice(pid, nice).is_ok()
     }
 
     /// Sets `pid`'s weight to `factor` times the default (tests, benchmarks).
@@ -520,6 +550,7 @@ impl NodeMech {
                 }
                 s.record.stopped.retain(|&(p, _)| p != pid);
             }
+            s.record.nices.retain(|n| n.0 != pid);
             let moved = s
                 .record
                 .moved

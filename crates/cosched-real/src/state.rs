@@ -46,6 +46,11 @@ pub struct Record {
     pub moved: Vec<Moved>,
     /// (pid, start time) of processes stopped with SIGSTOP (no freezer).
     pub stopped: Vec<(u32, u64)>,
+    /// (pid, start time, nice) of the ranks whose main thread's nice value the
+    /// boost's reschedule check passes through another value (`nudge.rs`): the
+    /// value to put back if the agent died between its two calls.
+    #[serde(default)]
+    pub nices: Vec<(u32, u64, i32)>,
 }
 
 /// The live record of this agent: the lock and the file.
@@ -230,6 +235,11 @@ fn cleanup_base(
                 nix::sys::signal::Signal::SIGCONT,
             );
             out.processes_continued += 1;
+        }
+    }
+    for &(pid, start, nice) in &rec.nices {
+        if procfs::alive(pid, start) && crate::nudge::nice_of(pid).is_ok_and(|n| n != nice) {
+            let _ = crate::nudge::set_nice(pid, nice);
         }
     }
     let mut errors: Vec<String> = Vec::new();

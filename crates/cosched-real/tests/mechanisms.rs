@@ -31,6 +31,10 @@ impl Drop for Spinner {
     }
 }
 
+/// Held by the tests that pin their spinners to CPU 1 (they would skew each
+/// other's measurements).
+static CPU1: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 fn state_dir() -> std::path::PathBuf {
     cosched_real::state::default_dir()
 }
@@ -92,6 +96,7 @@ fn freeze_thaw_round_trip() {
 
 #[test]
 fn a_weight_changes_two_spinners_cpu_shares() {
+    let _cpu1 = CPU1.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     let (a, b) = (Spinner::start(), Spinner::start());
     // Both on one CPU: their shares are the ratio of their weights.
     let mut m =
@@ -208,4 +213,197 @@ fn a_ranks_child_goes_back_where_the_rank_came_from_not_to_the_root() {
     }
     let _ = std::fs::remove_dir_all(&dir);
     assert_eq!(got, want, "the child left its rank's original cgroup");
+}
+
+/// A Python busy loop that records, at every return to the CPU after an absence
+/// of more than 50 us, the CLOCK_MONOTONIC times of the absence's start and end
+/// (ns, little endian) in a ring of 64 in its file (bytes 16 + 16 k), the count
+/// of absences in bytes 0..8, and the time of its latest turn in bytes 8..16.
+struct StampSpinner {
+    child: Child,
+    file: std::path::PathBuf,
+}
+
+const STAMP_LOOP: &str = "import mmap,struct,sys,time
+f=open(sys.argv[1],'r+b'); m=mmap.mmap(f.fileno(),16+64*16)
+last=time.monotonic_ns(); n=0
+while True:
+    t=time.monotonic_ns()
+    if t-last>50000:
+        k=16+16*(n%64); m[k:k+16]=struct.pack('<QQ',last,t); n+=1; m[0:8]=struct.pack('<Q',n)
+    m[8:16]=struct.pack('<Q',t)
+    last=t
+";
+
+impl StampSpinner {
+    fn start(name: &str) -> StampSpinner {
+        let file = tempdir("stamps").join(name);
+        std::fs::write(&file, [0u8; 16 + 64 * 16]).unwrap();
+        let child = Command::new("python3")
+            .args(["-c", STAMP_LOOP])
+            .arg(&file)
+            .spawn()
+            .unwrap();
+        StampSpinner { child, file }
+    }
+    fn pid(&self) -> u32 {
+        self.child.id()
+    }
+    /// The recorded absences (start, end), ns, oldest first.
+    fn absences(&self) -> Vec<(u64, u64)> {
+        let b = std::fs::read(&self.file).unwrap();
+        let word = |k: usize| u64::from_le_bytes(b[k..k + 8].try_into().unwrap());
+        let n = word(0) as usize;
+        (n.saturating_sub(64)..n)
+            .map(|i| (word(16 + 16 * (i % 64)), word(24 + 16 * (i % 64))))
+            .collect()
+    }
+    /// The absence that contains `t`, if it has ended.
+    fn absence_over(&self, t: u64) -> Option<(u64, u64)> {
+        self.absences().into_iter().find(|&(gone, back)| gone < t && back >= t)
+    }
+    /// How long ago it last had a turn of its loop, ns (0 if just now).
+    fn idle_ns(&self) -> u64 {
+        let b = std::fs::read(&self.file).unwrap();
+        monotonic_ns().saturating_sub(u64::from_le_bytes(b[8..16].try_into().unwrap()))
+    }
+}
+
+impl Drop for StampSpinner {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_file(&self.file);
+        let _ = std::fs::remove_dir(self.file.parent().unwrap());
+    }
+}
+
+fn monotonic_ns() -> u64 {
+    let t = nix::time::clock_gettime(nix::time::ClockId::CLOCK_MONOTONIC).unwrap();
+    t.tv_sec() as u64 * 1_000_000_000 + t.tv_nsec() as u64
+}
+
+/// The calling thread to SCHED_FIFO 1 (reset on fork) or back to SCHED_OTHER.
+fn set_realtime(on: bool) {
+    let param = libc::sched_param {
+        sched_priority: i32::from(on),
+    };
+    let policy = if on {
+        libc::SCHED_FIFO | libc::SCHED_RESET_ON_FORK
+    } else {
+        libc::SCHED_OTHER
+    };
+    // SAFETY: sets the calling thread's policy from a valid sched_param.
+    let r = unsafe { libc::sched_setscheduler(0, policy, &param) };
+    assert_eq!(r, 0, "sched_setscheduler: {}", std::io::Error::last_os_error());
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum BoostHow {
+    /// Nothing: how long the waiting spinner waits anyway.
+    Nothing,
+    /// The cgroup weight only.
+    Weight,
+    /// The weight and a reschedule check, repeated until it runs at the agent's
+    /// boost-until-run checks: every 250 us for 4 ms, then at doubling intervals.
+    WeightAndChecks,
+}
+
+/// One sample: waits until `a` is off the CPU while `b` runs (both pinned to one
+/// CPU), applies `how` to `a`, and returns (the time from the boost to `a`'s
+/// return, the whole absence of `a`), ns; `None` when the moment did not come.
+fn boost_latency(
+    m: &mut NodeMech,
+    a: &StampSpinner,
+    b: &StampSpinner,
+    how: BoostHow,
+) -> Option<(u64, u64)> {
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_micros(200));
+        if a.idle_ns() < 300_000 || b.idle_ns() > 100_000 {
+            continue;
+        }
+        // Like the agent: at real-time priority, asleep between the checks.
+        set_realtime(true);
+        let t0 = monotonic_ns();
+        if how != BoostHow::Nothing {
+            m.set_boost(a.pid(), true).unwrap();
+        }
+        if how == BoostHow::WeightAndChecks {
+            m.nudge(a.pid());
+        }
+        let mut due = t0;
+        for checks in 0..40u32 {
+            due += 250_000 << (checks + 1).saturating_sub(16).min(6);
+            std::thread::sleep(Duration::from_nanos(due.saturating_sub(monotonic_ns())));
+            if a.absence_over(t0).is_some() {
+                break;
+            }
+            if how == BoostHow::WeightAndChecks {
+                m.nudge(a.pid());
+            }
+        }
+        set_realtime(false);
+        m.set_boost(a.pid(), false).unwrap();
+        return a.absence_over(t0).map(|(gone, back)| (back - t0, back - gone));
+    }
+    None
+}
+
+#[test]
+fn a_boost_with_reschedule_checks_gets_the_cpu_well_before_the_slice_ends() {
+    let _cpu1 = CPU1.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let (a, b) = (StampSpinner::start("a"), StampSpinner::start("b"));
+    let mut m =
+        NodeMech::new("test-nudge", 0, Some("1"), &state_dir(), 64.0).expect("cgroups as root");
+    m.add_rank(a.pid(), 1, 0).unwrap();
+    m.add_rank(b.pid(), 2, 0).unwrap();
+    // The node's own weight at the root, so that other load on the CPU does not
+    // decide who runs (the test measures the choice between the node's ranks).
+    std::fs::write(m.cpu_base().join("cpu.shares"), "262144").unwrap();
+    let nice = cosched_real::nudge::nice_of(a.pid()).unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    let hows = [BoostHow::Nothing, BoostHow::Weight, BoostHow::WeightAndChecks];
+    let mut rounds: Vec<[f64; 4]> = vec![];
+    for _ in 0..3 {
+        let mut got: [Vec<f64>; 3] = [vec![], vec![], vec![]];
+        let mut absences = vec![];
+        for k in 0..60 {
+            let i = k % 3;
+            std::thread::sleep(Duration::from_millis(5 + (k as u64 * 7) % 11));
+            if let Some((lat, whole)) = boost_latency(&mut m, &a, &b, hows[i]) {
+                got[i].push(lat as f64 / 1e3);
+                if hows[i] == BoostHow::Nothing {
+                    absences.push(whole as f64 / 1e3);
+                }
+            }
+        }
+        assert!(got.iter().all(|v| v.len() >= 10), "too few samples: {got:?}");
+        rounds.push([
+            median(absences),
+            median(got[0].clone()),
+            median(got[1].clone()),
+            median(got[2].clone()),
+        ]);
+    }
+    let col = |j: usize| median(rounds.iter().map(|r| r[j]).collect());
+    let (absence, nothing, weight, checked) = (col(0), col(1), col(2), col(3));
+    eprintln!(
+        "medians of 3 rounds, us: whole absence {absence:.0}; from the boost to the CPU: \
+         nothing {nothing:.0}, weight only {weight:.0}, weight and checks {checked:.0}; rounds {rounds:?}"
+    );
+    assert_eq!(
+        cosched_real::nudge::nice_of(a.pid()).unwrap(),
+        nice,
+        "the checks leave the nice value as it was"
+    );
+    // Without the checks the waiting spinner waits out the rest of the other's
+    // slice (the weight alone does not preempt): measured, about half an absence
+    // or more. With them it runs at the first check after it is owed CPU: at
+    // once, or once the running spinner has had its share.
+    assert!(
+        checked < 0.4 * absence,
+        "a boosted spinner waited {checked:.0} us (median) with checks; absences {absence:.0} us"
+    );
 }
