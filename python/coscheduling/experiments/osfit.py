@@ -74,6 +74,9 @@ GAP_US = 50.0
 #: ends one exactly when the sleeper wakes (a phase lock the simulator would show and the real tick-driven
 #: kernel does not); with two, the slice begins when either blocks, independent of the other's wake-up.
 SLEEP_US, BURST_US, BURST_K, SLEEPERS = 20_000.0, 5_000.0, 5, 2
+#: The simulated micro-benchmark's least length: compute of the slices runs, s, and rounds of each sleeper
+#: (simulated time is cheap: a model of 200 ms slices still gives dozens of them).
+SIM_SLICES_S, SIM_ROUNDS = 10.0, 100
 #: CPU time of one ``Emp`` quantum, s.
 QUANTUM_S = 0.5e-3
 #: Simulated timeline rows in which a process runs its own code.
@@ -194,8 +197,11 @@ def _config(platform: Mapping[str, Any], jobs: list[dict[str, Any]], procs: int)
 
 def simulate(platform: Mapping[str, Any], seconds: float, rounds: int, work: Path) -> dict[str, float]:
     """Step 2 for one preset: the micro-benchmark run by the simulator on one node of one CPU, and its
-    features. ``seconds`` of compute in all for the slices, ``rounds`` wake-ups of the sleeper."""
+    features. ``seconds`` of compute in all for the slices, ``rounds`` wake-ups of each sleeper, at least
+    ``SIM_SLICES_S`` and ``SIM_ROUNDS``."""
     from ..api import run
+
+    seconds, rounds = max(seconds, SIM_SLICES_S), max(rounds, SIM_ROUNDS)
 
     def timeline(name: str, jobs: list[dict[str, Any]], procs: int) -> Any:
         folder = work / name
@@ -211,7 +217,10 @@ def simulate(platform: Mapping[str, Any], seconds: float, rounds: int, work: Pat
         # `Emp` has at least 2 ranks: both on the node, and a background spinner for the third.
         emp = {"app": f"Emp[quanta={quanta}]", "procs": 2, "ranks_per_node": 2}
         tl = timeline(f"slices{n}", [emp] + [spinner] * (n - 2), n)
-        feats[f"slice{n}_p50_us"] = statistics.median(sim_slices(tl))
+        slices = sim_slices(tl)
+        if not slices:
+            raise RuntimeError(f"{platform['os']}: no complete slice of {n} spinners in {seconds:g} s simulated")
+        feats[f"slice{n}_p50_us"] = statistics.median(slices)
     sleepers = [{"app": f"io-bound[bursts={rounds}]", "procs": 1}] * SLEEPERS
     tl = timeline("wake", [*sleepers, spinner], SLEEPERS + 1)
     held = sim_held(tl, list(range(SLEEPERS)), SLEEPERS)
