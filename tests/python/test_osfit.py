@@ -117,7 +117,7 @@ def test_the_simulated_microbenchmark_follows_each_models_rule(tmp_path: Path) -
                                "linux24": l24})[0] == "eevdf-tick-4ms"
 
 
-def test_the_timeshare_tool_measures_slices_and_wakeups() -> None:
+def test_real_timeshare_tool_measures_slices_and_wakeups() -> None:
     """`cosched-timeshare` on node CPU 0, 3 short runs: the median slice of 2 and of 3 spinners within a
     factor 4 of one tick of the kernel (what EEVDF enforces a slice at without HRTICK; 4 ms at HZ = 250)
     or, when the kernel's HZ is not readable, between 0.5 and 50 ms; the spinners share the CPU about
@@ -192,7 +192,7 @@ def test_the_simulated_spin_share_of_a_yielding_run_is_a_share(tmp_path: Path) -
     assert share == pytest.approx(d[run.kind == "spin"].sum() / d.sum(), rel=1e-6, abs=1e-9)
 
 
-def test_real_slurm_takes_the_fitted_model_from_a_calibration(tmp_path: Path) -> None:
+def test_slurm_preset_takes_the_fitted_model_from_a_calibration(tmp_path: Path) -> None:
     """real-slurm's preset from a real-vs-sim calibration.json: the chosen candidate's label gives its
     parameters (EEVDF's tick slice as a cfs model) and the measured slice spread."""
     from coscheduling.experiments import realslurm
