@@ -554,26 +554,48 @@ mod tests {
         }
     }
 
-    /// Reserving, releasing and moving reservations give the same steps as the
-    /// plain breakpoint-by-breakpoint updates, keep the profile canonical, and
-    /// leave every step before the returned index unchanged.
-    #[test]
-    fn in_place_updates_match_the_plain_ones() {
+    impl Plain {
+        fn advance(&mut self, now: SimTime) {
+            let i = self.0.partition_point(|&(x, _)| x <= now).saturating_sub(1);
+            self.0.drain(..i);
+            if self.0[0].0 < now {
+                self.0[0].0 = now;
+            }
+        }
+    }
+
+    /// Replays `ops` on a profile of `total` processors and on the plain oracle.
+    /// Each op `(t, d, n, code, x)` is, by `code`: 0 release the latest reservation;
+    /// 1 move it to its earliest start from `max(now, x)` (fast search checked
+    /// against the plain scan); 3 let time pass (mostly `x / 15`, every tenth `x`
+    /// a jump of `x`; reservations that began are dropped); otherwise reserve `n`
+    /// processors for `d` at the earliest start from `max(now, t)`. After each op:
+    /// the same steps as the oracle, canonical, the steps before the returned
+    /// index unchanged, and the lazily extended running maximum (cut back to that
+    /// index) answering like the full one.
+    fn replay_against_plain(
+        total: u32,
+        ops: &[(i64, i64, u32, u8, i64)],
+    ) -> Result<(), proptest::test_runner::TestCaseError> {
         use proptest::prelude::*;
-        let ops =
-            proptest::collection::vec((0i64..60, 1i64..25, 1u32..=8, 0u8..3, 0i64..60), 0..40);
-        proptest!(ProptestConfig::with_cases(1000), |(ops in ops)| {
-            let mut p = Profile::new(s(0), 8);
-            let mut plain = Plain(vec![(s(0), 8)]);
-            let mut held: Vec<(SimTime, SimTime, u32)> = Vec::new();
-            for (t, d, n, op, earlier) in ops {
-                let prev = p.steps();
-                let changed = match (op, held.pop()) {
-                    (0, Some((a, b, c))) => {
-                        plain.adjust(a, b, c as i64);
-                        p.release(a, b, c)
-                    }
-                    (1, Some((a, b, c))) => match p.earlier_than(s(earlier), c, b, a) {
+        let mut p = Profile::new(s(0), total);
+        let mut plain = Plain(vec![(s(0), total)]);
+        let mut held: Vec<(SimTime, SimTime, u32)> = Vec::new();
+        let mut now = s(0);
+        let mut lazy = Vec::new();
+        for &(t, d, n, code, x) in ops {
+            let prev = p.steps();
+            let changed = match (code, held.pop()) {
+                (0, Some((a, b, c))) => {
+                    plain.adjust(a, b, c as i64);
+                    p.release(a, b, c)
+                }
+                (1, Some((a, b, c))) => {
+                    let from = now.max(s(x));
+                    let slow = p.earlier_than(from, c, b, a);
+                    let fast = p.earlier_before(p.step_index(from), from, c, b, a);
+                    prop_assert_eq!(slow, fast);
+                    match slow {
                         Some(to) => {
                             held.insert(0, (to, b, c));
                             plain.adjust(a, b, c as i64);
@@ -584,20 +606,64 @@ mod tests {
                             held.insert(0, (a, b, c));
                             prev.len()
                         }
-                    },
-                    (_, other) => {
-                        held.extend(other);
-                        let at = p.earliest(s(t), n, s(d));
-                        held.push((at, s(d), n));
-                        plain.adjust(at, s(d), -(n as i64));
-                        p.reserve(at, s(d), n)
                     }
-                };
-                prop_assert_eq!(&p.steps(), &plain.0);
-                prop_assert!(p.free.windows(2).all(|w| w[0] != w[1]), "{:?}", p.steps());
-                let keep = changed.min(prev.len());
-                prop_assert_eq!(&prev[..keep], &p.steps()[..keep]);
-            }
+                }
+                (3, other) => {
+                    held.extend(other);
+                    let step = if x % 10 == 0 { x } else { x / 15 };
+                    now = s(now.0 / 1_000_000_000 + step);
+                    held.retain(|&(a, _, _)| a >= now);
+                    p.advance(now);
+                    plain.advance(now);
+                    0
+                }
+                (_, other) => {
+                    held.extend(other);
+                    let at = p.earliest(now.max(s(t)), n, s(d));
+                    held.push((at, s(d), n));
+                    plain.adjust(at, s(d), -(n as i64));
+                    p.reserve(at, s(d), n)
+                }
+            };
+            prop_assert_eq!(&p.steps(), &plain.0);
+            prop_assert!(p.free.windows(2).all(|w| w[0] != w[1]), "{:?}", p.steps());
+            let keep = changed.min(prev.len());
+            prop_assert_eq!(&prev[..keep], &p.steps()[..keep]);
+            lazy.truncate(changed);
+            let mut full = Vec::new();
+            p.prefix_max(&mut full);
+            prop_assert_eq!(
+                p.first_fit_before_lazy(&mut lazy, n, s(t)),
+                p.first_fit_before(&full, n, s(t))
+            );
+        }
+        Ok(())
+    }
+
+    /// Reserving, releasing and moving reservations give the same steps as the
+    /// plain breakpoint-by-breakpoint updates, keep the profile canonical, and
+    /// leave every step before the returned index unchanged.
+    #[test]
+    fn in_place_updates_match_the_plain_ones() {
+        use proptest::prelude::*;
+        let ops =
+            proptest::collection::vec((0i64..60, 1i64..25, 1u32..=8, 0u8..3, 0i64..60), 0..40);
+        proptest!(ProptestConfig::with_cases(1000), |(ops in ops)| {
+            replay_against_plain(8, &ops)?;
+        });
+    }
+
+    /// The same on profiles of up to ~100 steps whose history is forgotten as
+    /// time passes (`advance` between the updates).
+    #[test]
+    fn long_profiles_match_the_plain_ones() {
+        use proptest::prelude::*;
+        let ops = proptest::collection::vec(
+            (0i64..20_000, 1i64..5_000, 1u32..=8, 0u8..8, 0i64..1_500),
+            0..600,
+        );
+        proptest!(ProptestConfig::with_cases(100), |(ops in ops)| {
+            replay_against_plain(64, &ops)?;
         });
     }
 }
