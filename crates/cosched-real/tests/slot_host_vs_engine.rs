@@ -286,56 +286,89 @@ fn lone_and_pair() -> Vec<ProcJob> {
     ]
 }
 
-#[test]
-fn with_alternate_the_idle_node_runs_the_other_rows_rank_in_the_engine_and_the_host() {
-    let b = run_both(
-        "gang[rows=2,quantum_ms=100,switch_us=1000,alternate=true]",
-        2,
-        &lone_and_pair(),
-    );
-    b.same_decisions();
-    let (sim, real) = b.picks_at_runs();
-    assert_eq!(sim, real);
-    // Row 0's first slot (at 0): node 0 runs lone (pid 0), node 1 pair's
-    // rank 1 (pid 2). Row 1 (after 100 ms + 1 ms of switch): pair on both.
-    assert!(sim.contains(&(0, 0, 0)) && sim.contains(&(0, 1, 2)), "{sim:?}");
-    assert!(sim.contains(&(101_000_000, 0, 1)) && sim.contains(&(101_000_000, 1, 2)), "{sim:?}");
-    // The host handed the mechanism slots in which pair ran on node 1 only.
-    let split = b.split_slots();
-    assert!(split.iter().any(|&(t, n, _)| t == 0 && n == 1), "{split:?}");
-    assert!(split.iter().all(|&(_, n, _)| n == 1), "{split:?}");
+/// What [`lone_and_pair`] shows under one gang policy.
+struct FragmentCase {
+    policy: &'static str,
+    /// In row 0's slots, node 1 (idle in that row) runs pair's rank 1 (pid 2).
+    fragment_to_pair: bool,
+    /// Checks of the case's own (the engine's picks and the run).
+    more: fn(&[Pick], &Both),
 }
 
+/// alternate gives node 1's fragment to pair; fill gives it only to a job
+/// declared of low gangedness: to pair when pair is, to nobody when only lone is.
+const FRAGMENT_CASES: [FragmentCase; 3] = [
+    FragmentCase {
+        policy: "gang[rows=2,quantum_ms=100,switch_us=1000,alternate=true]",
+        fragment_to_pair: true,
+        more: |sim, b| {
+            // Row 0's first slot (at 0): node 0 runs lone (pid 0), node 1 pair's
+            // rank 1 (pid 2). Row 1 (after 100 ms + 1 ms of switch): pair on both.
+            assert!(sim.contains(&(0, 0, 0)), "{sim:?}");
+            assert!(
+                sim.contains(&(101_000_000, 0, 1)) && sim.contains(&(101_000_000, 1, 2)),
+                "{sim:?}"
+            );
+            // The slots in which pair ran on one node only ran it on node 1.
+            let split = b.split_slots();
+            assert!(split.iter().all(|&(_, n, _)| n == 1), "{split:?}");
+        },
+    },
+    FragmentCase {
+        policy: "gang[rows=2,quantum_ms=100,switch_us=1000,alternate=true,fill=true,low=pair]",
+        fragment_to_pair: true,
+        more: |_, _| {},
+    },
+    FragmentCase {
+        policy: "gang[rows=2,quantum_ms=100,switch_us=1000,alternate=true,fill=true,low=lone]",
+        fragment_to_pair: false,
+        more: |sim, _| {
+            // Node 1 idles in every slot in which lone runs.
+            let lone_slots: Vec<i64> = sim
+                .iter()
+                .filter(|p| p.1 == 0 && p.2 == 0)
+                .map(|p| p.0)
+                .collect();
+            assert!(lone_slots.len() >= 2, "{sim:?}");
+            assert!(
+                !sim.iter()
+                    .any(|&(t, n, _)| n == 1 && lone_slots.contains(&t)),
+                "{sim:?}"
+            );
+        },
+    },
+];
+
 #[test]
-fn with_fill_a_fragment_goes_only_to_a_declared_low_gangedness_job() {
-    // pair declared of low gangedness: it gets node 1's fragment, as with
-    // alternate.
-    let low = run_both(
-        "gang[rows=2,quantum_ms=100,switch_us=1000,alternate=true,fill=true,low=pair]",
-        2,
-        &lone_and_pair(),
-    );
-    low.same_decisions();
-    let (sim, real) = low.picks_at_runs();
-    assert_eq!(sim, real);
-    assert!(sim.contains(&(0, 1, 2)), "{sim:?}");
-    assert!(!low.split_slots().is_empty());
-    // Only lone declared low: pair gets no fragment; node 1 idles in row 0.
-    let high = run_both(
-        "gang[rows=2,quantum_ms=100,switch_us=1000,alternate=true,fill=true,low=lone]",
-        2,
-        &lone_and_pair(),
-    );
-    high.same_decisions();
-    let (sim, real) = high.picks_at_runs();
-    assert_eq!(sim, real);
-    let lone_slots: Vec<i64> = sim.iter().filter(|p| p.1 == 0 && p.2 == 0).map(|p| p.0).collect();
-    assert!(lone_slots.len() >= 2, "{sim:?}");
-    assert!(
-        !sim.iter().any(|&(t, n, _)| n == 1 && lone_slots.contains(&t)),
-        "{sim:?}"
-    );
-    assert!(high.split_slots().is_empty(), "{:?}", high.split_slots());
+fn alternate_and_fill_give_the_idle_nodes_fragment_to_the_same_rank_in_the_engine_and_the_host() {
+    for case in &FRAGMENT_CASES {
+        let b = run_both(case.policy, 2, &lone_and_pair());
+        b.same_decisions();
+        let (sim, real) = b.picks_at_runs();
+        assert_eq!(sim, real, "{}", case.policy);
+        assert_eq!(
+            sim.contains(&(0, 1, 2)),
+            case.fragment_to_pair,
+            "{}: {sim:?}",
+            case.policy
+        );
+        // The host handed the mechanism slots in which pair ran on node 1
+        // only (the first at 0) exactly when it got the fragment.
+        let split = b.split_slots();
+        assert_eq!(
+            split.iter().any(|&(t, n, _)| t == 0 && n == 1),
+            case.fragment_to_pair,
+            "{}: {split:?}",
+            case.policy
+        );
+        assert_eq!(
+            !split.is_empty(),
+            case.fragment_to_pair,
+            "{}: {split:?}",
+            case.policy
+        );
+        (case.more)(&sim, &b);
+    }
 }
 
 #[test]
