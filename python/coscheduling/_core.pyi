@@ -13,6 +13,7 @@ __all__ = [
     "apps",
     "apps_dedicated",
     "apps_export",
+    "apps_fit_differences",
     "apps_validate",
     "apps_validate_seed002",
     "bench_process_level",
@@ -107,6 +108,15 @@ def apps_export(name: builtins.str, class_: builtins.str, procs: builtins.int, s
     every amount (compute, I/O, message bytes, memory) multiplied by `scale`;
     `collectives` is `library` (one line per collective, run by the MPI library) or
     `p2p` (the IR's point-to-point rounds).
+    """
+
+def apps_fit_differences(committed: builtins.str) -> builtins.list[builtins.str]:
+    r"""
+    Fits the application library afresh (the full fit of `cosched::calibrate`:
+    every application and class, the imbalances jointly with seed 002 Table 1;
+    minutes of CPU on two threads) and compares `committed`, a calibration table as
+    JSON text (the committed `calibration.json`), with it; returns one line per
+    difference, none when the table is what the fit produces now.
     """
 
 def apps_validate() -> builtins.str:

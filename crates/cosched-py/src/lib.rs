@@ -638,6 +638,22 @@ fn apps_validate_seed002(py: Python<'_>) -> PyResult<String> {
     json_text(&rows)
 }
 
+/// Fits the application library afresh (the full fit of `cosched::calibrate`:
+/// every application and class, the imbalances jointly with seed 002 Table 1;
+/// minutes of CPU on two threads) and compares `committed`, a calibration table as
+/// JSON text (the committed `calibration.json`), with it; returns one line per
+/// difference, none when the table is what the fit produces now.
+#[gen_stub_pyfunction]
+#[pyfunction]
+fn apps_fit_differences(py: Python<'_>, committed: &str) -> PyResult<Vec<String>> {
+    let committed: cosched::model::apps::Calibration = serde_json::from_str(committed)
+        .map_err(|e| value_error(format!("committed calibration table: {e}")))?;
+    let fresh = guarded(py, || {
+        cosched::calibrate::fit_all().map_err(|e| Error::Run(e.to_string()))
+    })?;
+    Ok(cosched::calibrate::differences(&fresh, &committed))
+}
+
 /// The process-level benchmark: 20 NAS jobs of the seed 000 mix on choi2004,
 /// MPL 3, NLS; returns jobs, events, wall seconds and simulated seconds as JSON text.
 #[gen_stub_pyfunction]
@@ -771,6 +787,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(apps_export::apps_export, m)?)?;
     m.add_function(wrap_pyfunction!(apps_export::apps_dedicated, m)?)?;
     m.add_function(wrap_pyfunction!(apps_validate_seed002, m)?)?;
+    m.add_function(wrap_pyfunction!(apps_fit_differences, m)?)?;
     m.add_function(wrap_pyfunction!(bench_process_level, m)?)?;
     m.add_function(wrap_pyfunction!(nas_mix, m)?)?;
     m.add_function(wrap_pyfunction!(run_timeshare_jobs, m)?)?;

@@ -216,12 +216,17 @@ struct Solved {
 /// Solves T(x) = target for an integer parameter x >= 0 with T non-decreasing and
 /// piecewise affine: T(0), a probe, the line through both, then secant steps and,
 /// where they stall, bisection ([`root::find_root`]).
+/// `t0_ns`: T(0) when already known (not run again).
 fn solve(
     target_ns: i64,
+    t0_ns: Option<i64>,
     probe: impl Fn(i64) -> i64,
     run: impl Fn(i64) -> Result<i64, CalibrateError>,
 ) -> Result<Solved, CalibrateError> {
-    let t0 = run(0)?;
+    let t0 = match t0_ns {
+        Some(t) => t,
+        None => run(0)?,
+    };
     if t0 >= target_ns {
         return Ok(Solved {
             x: 0,
@@ -252,6 +257,20 @@ const NAS_SOURCE: &str =
 
 /// Fits one NAS kernel with a Table 1 target at load imbalance `imbalance_ppm`.
 pub fn fit_nas(app: &str, class: char, imbalance_ppm: u32) -> Result<CalEntry, CalibrateError> {
+    fit_nas_from(app, class, imbalance_ppm, None).map(|(e, _)| e)
+}
+
+/// [`fit_nas`] from a known T(0) (`t0_ns`; run when None); also returns T(0).
+/// T(0) does not depend on the imbalance: at c = 0 every rank computes
+/// (1 ± δ) x 0 = 0, so the program is the same at every δ
+/// (`t0_program_does_not_depend_on_the_imbalance`), and the imbalance solve
+/// runs it once per application instead of once per trial δ.
+fn fit_nas_from(
+    app: &str,
+    class: char,
+    imbalance_ppm: u32,
+    t0_ns: Option<i64>,
+) -> Result<(CalEntry, i64), CalibrateError> {
     let target = fit_target_s(app, class).ok_or_else(|| AppError::Uncalibrated {
         app: app.to_string(),
         class,
@@ -260,6 +279,7 @@ pub fn fit_nas(app: &str, class: char, imbalance_ppm: u32) -> Result<CalEntry, C
     let n = apps::iterations(app, class) as i64;
     let s = solve(
         target_ns,
+        t0_ns,
         |gap| gap / n,
         |c| {
             Ok(run_with(
@@ -284,7 +304,7 @@ pub fn fit_nas(app: &str, class: char, imbalance_ppm: u32) -> Result<CalEntry, C
     if s.clamped {
         source.push_str("; CLAMPED at 0: communication alone exceeds the target");
     }
-    Ok(CalEntry {
+    let entry = CalEntry {
         clamped: s.clamped,
         t0_s: s.t0_ns as f64 / 1e9,
         compute_ns_per_iter: s.x,
@@ -293,7 +313,8 @@ pub fn fit_nas(app: &str, class: char, imbalance_ppm: u32) -> Result<CalEntry, C
         imbalance_ppm,
         source,
         target_s: apps::table1_target(app, class),
-    })
+    };
+    Ok((entry, s.t0_ns))
 }
 
 /// Result of the imbalance solve.
@@ -387,8 +408,10 @@ fn fit_imbalance_and_entry(
         return Ok((fit, None));
     };
     let entries = std::cell::RefCell::new(BTreeMap::new());
+    let t0 = std::cell::Cell::new(None);
     let fit = solve_imbalance(row.cpu_pct, |ppm| {
-        let e = fit_nas(app, S002_CLASS, ppm)?;
+        let (e, t0_ns) = fit_nas_from(app, S002_CLASS, ppm, t0.get())?;
+        t0.set(Some(t0_ns));
         let run = seed002_run(
             app,
             &AppParams {
@@ -426,7 +449,7 @@ pub fn fit_long(app: &str) -> Result<CalEntry, CalibrateError> {
     // spread over one exchange per iteration.
     let bw = platform()?.bandwidth_mb_s * 1e6 / 1e9; // bytes per ns
     let iters = long::iterations(app) as f64;
-    let s = solve(target_ns, |gap| (gap as f64 / iters * bw) as i64, run)?;
+    let s = solve(target_ns, None, |gap| (gap as f64 / iters * bw) as i64, run)?;
     Ok(CalEntry {
         clamped: s.clamped,
         t0_s: s.t0_ns as f64 / 1e9,
@@ -1071,7 +1094,8 @@ mod tests {
     #[test]
     fn committed_calibration_matches_a_fresh_fit_of_class_a() {
         // The full fit (every class, in release mode) is checked by the Python
-        // suite (tests/python/test_apps.py) through the `calibrate` example.
+        // suite (tests/python/test_apps.py) through the installed extension
+        // (`_core.apps_fit_differences`).
         // At the committed imbalances (their fit needs class B runs; the Python suite
         // checks it with the full fit).
         let committed = apps::calibration().unwrap();
@@ -1146,19 +1170,75 @@ mod tests {
     #[test]
     fn the_solver_finds_an_affine_target_and_clamps_an_unreachable_one() {
         // T(x) = 1000 + 7x, target 8000 -> x = 1000.
-        let s = solve(8000, |gap| gap / 10, |x| Ok(1000 + 7 * x)).unwrap();
+        let s = solve(8000, None, |gap| gap / 10, |x| Ok(1000 + 7 * x)).unwrap();
         assert_eq!((s.x, s.t_ns, s.clamped), (1000, 8000, false));
         // Piecewise: T = max(5000, 1000 + 7x) + x.
         let s = solve(
             20_000,
+            None,
             |gap| gap / 100,
             |x| Ok((5000i64).max(1000 + 7 * x) + x),
         )
         .unwrap();
         assert_eq!(s.t_ns, 20_000);
         // Unreachable: T(0) above the target.
-        let s = solve(500, |g| g, |x| Ok(1000 + x)).unwrap();
+        let s = solve(500, None, |g| g, |x| Ok(1000 + x)).unwrap();
         assert_eq!((s.x, s.t_ns, s.clamped), (0, 1000, true));
+        // A known T(0) is not run again: the same answer from the runs at x > 0 only.
+        let s = solve(
+            8000,
+            Some(1000),
+            |gap| gap / 10,
+            |x| {
+                assert!(x > 0, "T(0) run although given");
+                Ok(1000 + 7 * x)
+            },
+        )
+        .unwrap();
+        assert_eq!((s.x, s.t_ns, s.t0_ns), (1000, 8000, 1000));
+    }
+
+    #[test]
+    fn differences_name_a_changed_or_missing_entry() {
+        let committed = apps::calibration().unwrap();
+        assert!(differences(committed, committed).is_empty());
+        let mut changed = committed.clone();
+        let cg_b = changed.apps.get_mut("CG").unwrap().get_mut("B").unwrap();
+        cg_b.compute_ns_per_iter += 1;
+        let d = differences(&changed, committed);
+        assert_eq!(d.len(), 1, "{d:?}");
+        assert!(d[0].starts_with("CG B: fresh c = "), "{d:?}");
+        let mut missing = committed.clone();
+        missing.apps.get_mut("EP").unwrap().remove("A");
+        assert_eq!(
+            differences(committed, &missing),
+            ["EP A: missing from the committed table"]
+        );
+    }
+
+    #[test]
+    fn t0_program_does_not_depend_on_the_imbalance() {
+        // The imbalance solve reuses T(0) across its trials δ: at c = 0 the program
+        // (hence its dedicated run) is the same at every δ.
+        for app in NAS_APPS {
+            let at = |compute_ns_per_iter, imbalance_ppm| {
+                apps::build_with(
+                    app,
+                    S002_CLASS,
+                    PROCS,
+                    &AppParams {
+                        compute_ns_per_iter,
+                        halo_bytes: 0,
+                        imbalance_ppm,
+                    },
+                )
+                .unwrap()
+                .ranks
+            };
+            assert_eq!(at(0, 0), at(0, MAX_IMBALANCE_PPM), "{app}");
+            // A positive c does depend on it (the comparison can fail).
+            assert_ne!(at(1_000_000, 0), at(1_000_000, MAX_IMBALANCE_PPM), "{app}");
+        }
     }
 
     #[test]
