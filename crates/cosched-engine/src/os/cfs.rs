@@ -20,6 +20,20 @@
 //! recommendation or a boosted process is run first only if its virtual runtime
 //! is within `wakeup_granularity` of the smallest one.
 //!
+//! A boost's preemption (the rule of the real boost on Linux 6.x, docs/real.md
+//! "DCS: the boost's reschedule check"): a boosted process preempts the running
+//! one as soon as it is owed CPU, i.e. when its virtual runtime is not above the
+//! running process's (EEVDF's eligibility, lag >= 0, for two processes of a CPU),
+//! with no wake-up granularity: the real agent raises the rank's weight and asks
+//! the kernel for a reschedule check, which preempts exactly when the boosted rank
+//! is eligible. A boosted process that is not owed CPU at the boost waits for
+//! the next scheduling point of the CPU (the running slice's end, or a wake-up or
+//! block there), where the fairness rule above decides. Two differences stay: the
+//! real check is repeated every 250 us, so the real boost also takes effect when
+//! the rank *becomes* owed CPU during the running slice (the model waits for the
+//! slice's end), and the real weight (64x) makes the boosted rank's following
+//! slice longer (the model's boost is a flag, not a weight).
+//!
 //! Slice spread (optional): real CPUs do not end their slices at the same instants
 //! (timer ticks, interrupts and other tasks move each boundary), so two nodes that
 //! start alike drift out of step. With `slice_cv` > 0 each slice granted is
@@ -259,7 +273,13 @@ impl NativeScheduler for Cfs {
 
     fn should_preempt(&self, woken: Pid, running: Pid, ran: SimTime) -> bool {
         let r = self.procs[running as usize].vruntime + self.virtual_of(running, ran.as_ns());
-        r - self.procs[woken as usize].vruntime > self.wakeup_gran
+        let w = &self.procs[woken as usize];
+        if w.boosted {
+            // Owed CPU: the boost's reschedule check (module notes).
+            r >= w.vruntime
+        } else {
+            r - w.vruntime > self.wakeup_gran
+        }
     }
 
     fn boost(&mut self, p: Pid, _now: SimTime) {
@@ -422,6 +442,42 @@ mod tests {
         }
         let frac = got[0] as f64 / (got[0] + got[1]) as f64;
         assert!((frac - 0.5).abs() < 0.01, "{got:?}");
+    }
+
+    #[test]
+    fn a_boost_preempts_when_the_boosted_process_is_owed_cpu_else_waits_for_the_slice_end() {
+        // Two processes of one CPU, 6 ms latency: slices of 3 ms.
+        let mut s = Cfs::new(ms(6), SimTime::from_us(750), ms(1));
+        for p in 0..2 {
+            s.add(p, SimTime::ZERO);
+            s.enqueue(p, Wake::New, SimTime::ZERO);
+        }
+        // 0 runs its 3 ms slice (v0 = 3 ms), then 1 runs.
+        let a = s.pick(SimTime::ZERO, None).unwrap();
+        assert_eq!((a.pid, a.slice), (0, ms(3)));
+        s.stop(0, ms(3), Stop::Expired, ms(3));
+        s.enqueue(0, Wake::Expired, ms(3));
+        let b = s.pick(ms(3), None).unwrap();
+        assert_eq!(b.pid, 1);
+        // 1 has run 2 ms of its slice (v1 = 2 ms < v0 = 3 ms): 0 is not owed CPU,
+        // a boost of 0 does not preempt; 1 keeps the CPU to its slice's end.
+        s.boost(0, ms(5));
+        assert!(!s.should_preempt(0, 1, ms(2)));
+        // At 3 ms of its slice v1 = 3 ms = v0: 0 is owed CPU (lag 0) and preempts.
+        assert!(s.should_preempt(0, 1, ms(3)));
+        // Without the boost the wake-up rule needs a lead of more than the
+        // wake-up granularity (1 ms): not at 3 ms, nor at 4 ms, but past it.
+        s.unboost(0);
+        assert!(!s.should_preempt(0, 1, ms(3)));
+        assert!(!s.should_preempt(0, 1, ms(4)));
+        assert!(s.should_preempt(0, 1, SimTime::from_us(4_001)));
+        // The boost ends when the process is picked: 1 stops at its slice's end,
+        // 0 (boosted, v0 = v1 = 3 ms) is picked first and is no longer boosted.
+        s.boost(0, ms(6));
+        s.stop(1, ms(3), Stop::Expired, ms(6));
+        s.enqueue(1, Wake::Expired, ms(6));
+        assert_eq!(s.pick(ms(6), None).unwrap().pid, 0);
+        assert!(!s.procs[0].boosted);
     }
 
     #[test]

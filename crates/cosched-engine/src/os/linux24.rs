@@ -60,6 +60,20 @@
 //! is followed, and a boost (+1000 goodness) counts, only while the process still
 //! has counter in this epoch.
 //!
+//! When a boost takes effect: Linux 2.4 looks for a preemption only where it sets
+//! `need_resched`: a wake-up (`reschedule_idle`, sched.c, through
+//! `preemption_goodness`) and the tick that spends the running process's counter
+//! (`update_process_times`); a priority change alone sets nothing
+//! (`set_one_prio`, sys.c, above). The seeds' DCS boost comes with the NIC's
+//! interrupt for the process (seed 000 §4), handled in the kernel by the SchedAsst
+//! module; that it marks the running process `need_resched`, so that `schedule()`
+//! runs on the interrupt's return (`ret_from_intr`) and goodness, boost counted,
+//! decides at once, is assumption G-SCH-1 (docs/models/seed-parameters.md). So a
+//! boost here takes effect at once through [`NativeScheduler::should_preempt`]
+//! (goodness with the boost against the running process's); the CFS model's
+//! boost preempts only a process owed CPU (today's kernel with the real agent's
+//! reschedule check, cfs.rs).
+//!
 //! Parameters: `tick_ms` (10, HZ = 100), `base_ticks` (6: NICE_TO_TICKS(0) at HZ = 100).
 //! A process's nice value comes from its job ([`NativeScheduler::set_nice`]; default 0).
 
