@@ -443,6 +443,7 @@ def run(
             "agent_events": real["agent"]["events"],
             "agent_cpu_s": real["agent"]["cpu_ns"] / 1e9,
             "agent_boosts": real["agent"]["boosts"],
+            "agent_nudges": real["agent"]["nudges"],
             "agent_interrupts": real["agent"]["interrupts"],
             "gang_switches": len(switches),
             "gang_switch_ms_median": statistics.median(switches) / 1e6 if switches else None,

@@ -211,7 +211,9 @@ struct cosched_rank_shm {     /* 256 bytes, no padding */
     uint64_t wait_id;         /* number of the current (or last) wait, from 1 */
     uint64_t spin_changes;    /* waits whose spin a `spin_until` of the agent changed */
     uint64_t changed_spin_ns; /* time spun in those waits */
-    uint64_t reserved[3];     /* zero; room for later fields */
+    uint64_t spin_seen_ns;    /* CLOCK_MONOTONIC time of the latest test of a spinning wait: the agent
+                               * takes a rank SPINNING with an old one as waiting for a CPU, not on one */
+    uint64_t reserved[2];     /* zero; room for later fields */
 };
 
 #endif /* COSCHED_PROTO_H */

@@ -709,13 +709,14 @@ int cs_wait(int kind, cs_test_fn test, void *ctx) {
         for (;;) {
             rc = test(ctx, &flag);
             if (rc != MPI_SUCCESS || flag) break;
+            ST(&s->spin_seen_ns, now_ns()); /* on a CPU now (the agent's test, see cosched_proto.h) */
             uint64_t u = LD(&s->spin_until);
             if (u && u >> COSCHED_SPIN_UNTIL_SHIFT == tag) {
                 budget = u & end_mask;
                 changed = 1;
             }
             if (mode == COSCHED_MODE_YIELD) sched_yield();
-            if (budget == UINT64_MAX) continue; /* SPIN or YIELD, unchanged: no clock read */
+            if (budget == UINT64_MAX) continue; /* SPIN or YIELD, unchanged */
             if (now_ns() - t0 >= budget) break;
         }
         spun = now_ns() - t0;
@@ -818,15 +819,32 @@ static int coll_forward_budget(MPI_Comm comm) {
     return 1 + rounds;
 }
 
+/* The message a member sends first in a collective, as a MESSAGE event for the agents (the policies'
+ * on_message: the seeds' NIC saw the library's collective messages arrive like any other): to member
+ * (rank + 1) mod size of `comm`, the first round of the dissemination barrier and, for 2 members, the
+ * only partner of every algorithm; later rounds, sent by the library after receiving, are not seen. */
+static void coll_first_message(MPI_Comm comm) {
+    int me = -1, size = 0;
+    PMPI_Comm_rank(comm, &me);
+    PMPI_Comm_size(comm, &size);
+    if (me < 0 || size < 2) return;
+    pthread_mutex_lock(&g_lock);
+    int w = world_rank(comm, (me + 1) % size);
+    pthread_mutex_unlock(&g_lock);
+    if (w < 0 || w == g.rank) return;
+    send_event(COSCHED_MSG_MESSAGE, w, g.rank, 0, peer(w) ? 1 : 0);
+}
+
 /* Entering wakes nobody: the library has sent none of the collective's messages yet (a member woken
  * now finds nothing and sleeps again). The wait (cs_wait) passes the wake-up on once its own calls have
- * had the chance to send them. */
+ * had the chance to send them. The agents are told of the member's first message (coll_first_message). */
 void cs_coll_enter(MPI_Comm comm, int coll) {
     if (!cs_ready) return;
     RADD(&g.me->collectives, 1);
     ADD(&g.me->coll_depth, 1u);
     if (coll_nesting++ == 0) coll_comm = comm;
     send_event(COSCHED_MSG_COLL_ENTER, g.rank, coll, 0, 0);
+    coll_first_message(comm);
 }
 
 void cs_coll_exit(MPI_Comm comm, int coll) {

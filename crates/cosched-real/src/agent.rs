@@ -410,7 +410,7 @@ impl NodeView for View<'_> {
         self.procs
     }
     fn is_running(&self, p: u32) -> bool {
-        procfs::running(p)
+        rank_on_cpu(self.ranks, p)
     }
     fn unconsumed(&self, p: u32) -> usize {
         self.ranks
@@ -432,6 +432,21 @@ impl NodeView for View<'_> {
 /// waited yet, or whose wait began by then, takes the event.
 fn stale(last_wait_start: Option<u64>, as_of_ns: u64) -> bool {
     last_wait_start.is_some_and(|start| start > as_of_ns)
+}
+
+/// A spinning rank that has not tested its wait for longer than this is
+/// taken as waiting for a CPU (a spin loop's test takes a few microseconds).
+const ON_CPU_FRESH_NS: u64 = 100_000;
+
+/// Whether rank `p` is on a CPU now: from its segment while it waits (a
+/// spinning rank that tests its wait, [`RankShm::on_cpu`]; /proc cannot tell a
+/// preempted spinner from a running one, both are `R`), else from /proc.
+fn rank_on_cpu(ranks: &HashMap<u32, Rank>, p: u32) -> bool {
+    ranks
+        .get(&p)
+        .and_then(|r| r.shm.as_ref())
+        .and_then(|s| s.get().on_cpu(mono_ns(), ON_CPU_FRESH_NS))
+        .unwrap_or_else(|| procfs::running(p))
 }
 
 /// CLOCK_MONOTONIC now, ns (the clock of the shim's time stamps).
@@ -865,7 +880,7 @@ impl Agent {
                 }
                 let key = (self.ranks[&from].run.clone(), m.job, m.rank);
                 if let Some(&dest) = self.by_job_rank.get(&key) {
-                    let running = procfs::running(dest);
+                    let running = rank_on_cpu(&self.ranks, dest);
                     self.dispatch_as_of(dest, m.t_ns, |p, v, out| {
                         p.on_message(v, dest, running, out)
                     });
@@ -944,7 +959,7 @@ impl Agent {
                 continue;
             }
             self.stats.forwarded_in += count;
-            let running = procfs::running(dest);
+            let running = rank_on_cpu(&self.ranks, dest);
             let boosts = self.stats.boosts;
             self.dispatch_as_of(dest, as_of, |p, v, out| p.on_message(v, dest, running, out));
             self.stats.forwarded_boosts += self.stats.boosts - boosts;
@@ -1348,7 +1363,7 @@ impl Agent {
                 ranks: &self.ranks,
             };
             if let Some(p) = h.policy.recommend(&view) {
-                if !procfs::running(p) {
+                if !rank_on_cpu(&self.ranks, p) {
                     out.push(NodeAction::BoostUntilRun(p));
                 }
             }

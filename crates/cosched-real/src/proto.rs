@@ -139,7 +139,9 @@ pub struct RankShm {
     pub spin_changes: AtomicU64,
     /// Time spun in those waits, ns.
     pub changed_spin_ns: AtomicU64,
-    pub reserved: [AtomicU64; 3],
+    /// CLOCK_MONOTONIC time of the latest test of a spinning wait.
+    pub spin_seen_ns: AtomicU64,
+    pub reserved: [AtomicU64; 2],
 }
 
 /// Byte view of a plain `#[repr(C)]` packet.
@@ -259,6 +261,22 @@ impl RankShm {
     /// after `wait_start_ns` differ). Read between the shim's stores of a new
     /// wait's `wait_id` and `wait_start_ns`, it is the previous wait's start
     /// (earlier, never later).
+    /// Whether the rank is on a CPU as far as its segment tells: `Some(true)`
+    /// when it spins in a wait and tested it within `fresh_ns` of `now_ns`
+    /// (CLOCK_MONOTONIC), `Some(false)` when it spins but has not tested for
+    /// longer (it waits for a CPU: /proc shows such a task running, `R`, too)
+    /// or is blocked; `None` when it computes (the segment cannot tell).
+    pub fn on_cpu(&self, now_ns: u64, fresh_ns: u64) -> Option<bool> {
+        match self.state.load(Ordering::SeqCst) {
+            state::SPINNING => {
+                let seen = self.spin_seen_ns.load(Ordering::SeqCst);
+                Some(now_ns.saturating_sub(seen) <= fresh_ns)
+            }
+            state::BLOCKED => Some(false),
+            _ => None,
+        }
+    }
+
     pub fn last_wait_start(&self) -> Option<u64> {
         let id = self.wait_id.load(Ordering::SeqCst);
         let start_ns = self.wait_start_ns.load(Ordering::SeqCst);
@@ -337,6 +355,7 @@ pub fn layout() -> Vec<(&'static str, usize, usize)> {
         f!(r, RankShm, "wait_id", wait_id),
         f!(r, RankShm, "spin_changes", spin_changes),
         f!(r, RankShm, "changed_spin_ns", changed_spin_ns),
+        f!(r, RankShm, "spin_seen_ns", spin_seen_ns),
         f!(r, RankShm, "reserved", reserved),
     ]
 }
@@ -395,6 +414,23 @@ mod tests {
         assert_eq!(r.current_wait(), None, "not waiting");
         // The last wait's start stays readable after it ended.
         assert_eq!(r.last_wait_start(), Some(9_000));
+    }
+
+    #[test]
+    fn a_spinning_rank_is_on_a_cpu_only_while_it_tests_its_wait() {
+        // SAFETY: an all-zero RankShm is valid (atomics of zero).
+        let r: RankShm = unsafe { std::mem::zeroed() };
+        assert_eq!(r.on_cpu(1_000_000, 100_000), None, "computing: the segment cannot tell");
+        r.state.store(state::SPINNING, Ordering::SeqCst);
+        r.spin_seen_ns.store(950_000, Ordering::SeqCst);
+        // Tested 50 us ago: on a CPU; 100 us ago: still; 100 us + 1 ns ago: waiting for one.
+        assert_eq!(r.on_cpu(1_000_000, 100_000), Some(true));
+        assert_eq!(r.on_cpu(1_050_000, 100_000), Some(true));
+        assert_eq!(r.on_cpu(1_050_001, 100_000), Some(false));
+        // A test stamped after the agent's clock read counts as now.
+        assert_eq!(r.on_cpu(900_000, 100_000), Some(true));
+        r.state.store(state::BLOCKED, Ordering::SeqCst);
+        assert_eq!(r.on_cpu(950_000, 100_000), Some(false), "blocked: asleep");
     }
 
     #[test]

@@ -96,7 +96,7 @@ fn mirror_matches_the_shims_proto_layout_tool() {
             fields += 1;
         }
     }
-    assert_eq!(fields, 47);
+    assert_eq!(fields, 48);
 }
 
 #[test]
