@@ -138,3 +138,22 @@ fn an_interruption_ends_the_running_jobs_and_restores() {
     }
     let _ = std::fs::remove_dir_all(&s.work_dir);
 }
+
+#[test]
+fn collectives_reach_a_message_policy_as_their_first_message() {
+    // One job of 2 ranks running the probe's `calls`: point-to-point sends
+    // (rank 0: Send, Ssend, Isend, Isend, Sendrecv; rank 1: Send, Isend, Isend,
+    // Sendrecv: 9 messages) then six collectives (Barrier, Bcast, Reduce,
+    // Allreduce, Alltoall, Allgather), each posting one MESSAGE event per member
+    // for its first message (12). NLS subscribes to no event, DCS to MESSAGE:
+    // the difference in the agent's events is the 21 MESSAGE events.
+    let events = |policy: &str| {
+        let s = spec(&format!("ctl-coll-{policy}"), Scheme::Fcfs, policy, &["calls"], 1);
+        let out = run(&s, |_| true).unwrap();
+        assert!(out.jobs[0].ok, "{policy}: {:?}", out.jobs[0].error);
+        let _ = std::fs::remove_dir_all(&s.work_dir);
+        out.agent.events
+    };
+    let (nls, dcs) = (events("nls"), events("dcs"));
+    assert_eq!(dcs - nls, 9 + 12, "events: nls {nls}, dcs {dcs}");
+}
