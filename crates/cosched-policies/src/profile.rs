@@ -196,124 +196,113 @@ impl Profile {
     }
 
     /// Adds `parts[i].2` (signed, non-zero) free processors on
-    /// `[parts[i].0, parts[i].1)` for each part (at most two; sorted, disjoint,
-    /// non-empty, starting at or after the first breakpoint), and keeps the
-    /// profile canonical. Only the parts' bounds can gain or lose a breakpoint,
-    /// and whether one does is known before anything moves: the step starting at
-    /// a bound ends up equal to its left neighbour exactly when their old values
-    /// plus their deltas are equal. So the update is one edit pass (each run of
-    /// steps between two edited bounds is moved once, by the number of breakpoints
-    /// inserted minus removed before it; the steps after the last bound move only
-    /// when that net count is not zero), then a plain addition over each part's
-    /// steps. Returns the index of the first step that may have changed: steps
-    /// before it keep their index and value.
+    /// `[parts[i].0, parts[i].1)` for each part (sorted, disjoint, non-empty,
+    /// starting at or after the first breakpoint), and keeps the profile
+    /// canonical. The parts are applied one by one from the last, so that an
+    /// earlier part's steps keep their index until it is applied (a canonical
+    /// profile is unique, so the order does not change the result). Returns the
+    /// index of the first step that may have changed: steps before it keep their
+    /// index and value.
     fn apply(&mut self, parts: &[(SimTime, SimTime, i64)]) -> usize {
-        debug_assert!(parts.len() <= 2 && parts[0].0 >= self.times[0]);
-        // The distinct bounds, each with the delta on the step it starts.
-        let mut bounds = [(SimTime::ZERO, 0i64); 4];
-        let mut nb = 0;
-        for &(s, e, d) in parts {
-            debug_assert!(s < e && d != 0);
-            if nb > 0 && bounds[nb - 1].0 == s {
-                bounds[nb - 1].1 = d;
-            } else {
-                bounds[nb] = (s, d);
-                nb += 1;
-            }
-            bounds[nb] = (e, 0);
-            nb += 1;
-        }
-        let bounds = &bounds[..nb];
-        // 1. The edits, in order: (old index, inserted (time, value) or None for a removal).
-        let mut edits = [(0usize, None::<(SimTime, u32)>); 4];
-        let mut ne = 0;
-        // Final index of each bound's step (or of the step after it, when it merges left).
-        let mut at = [0usize; 4];
-        let mut offset = 0isize;
-        let mut from = 0;
-        let mut left_delta = 0i64;
-        for (i, &(x, d)) in bounds.iter().enumerate() {
-            let p = from + self.times[from..].partition_point(|&s| s < x);
-            at[i] = (p as isize + offset) as usize;
-            let exists = self.times.get(p) == Some(&x);
-            if exists {
-                if p > 0 && self.free[p] as i64 + d == self.free[p - 1] as i64 + left_delta {
-                    edits[ne] = (p, None);
-                    ne += 1;
-                    offset -= 1;
-                }
-            } else if d != left_delta {
-                edits[ne] = (p, Some((x, self.free[p - 1])));
-                ne += 1;
-                offset += 1;
-            }
-            left_delta = d;
-            from = p;
-        }
-        let first = at[0];
-        // 2. Move each run of old steps between edits to its final place: runs moving
-        // left from the left, then runs moving right from the right (the final places
-        // are disjoint and in order, so no run overwrites one not yet moved).
-        if ne > 0 {
-            let n = self.times.len();
-            let new_len = (n as isize + offset) as usize;
-            if new_len > n {
-                self.times.resize(new_len, SimTime::ZERO);
-                self.free.resize(new_len, 0);
-            }
-            // Runs: (start, end, shift) in old indices.
-            let mut runs = [(0usize, 0usize, 0isize); 4];
-            let mut shift = 0isize;
-            for j in 0..ne {
-                let (p, ins) = edits[j];
-                shift += if ins.is_some() { 1 } else { -1 };
-                let start = if ins.is_some() { p } else { p + 1 };
-                let end = if j + 1 < ne { edits[j + 1].0 } else { n };
-                runs[j] = (start, end.max(start), shift);
-            }
-            let runs = &runs[..ne];
-            for &(s, e, sh) in runs.iter().filter(|r| r.2 < 0) {
-                let to = (s as isize + sh) as usize;
-                self.times.copy_within(s..e, to);
-                self.free.copy_within(s..e, to);
-            }
-            for &(s, e, sh) in runs.iter().rev().filter(|r| r.2 > 0) {
-                let to = (s as isize + sh) as usize;
-                self.times.copy_within(s..e, to);
-                self.free.copy_within(s..e, to);
-            }
-            let mut shift = 0isize;
-            for &(p, ins) in &edits[..ne] {
-                match ins {
-                    Some((x, v)) => {
-                        let k = (p as isize + shift) as usize;
-                        self.times[k] = x;
-                        self.free[k] = v;
-                        shift += 1;
-                    }
-                    None => shift -= 1,
-                }
-            }
-            self.times.truncate(new_len);
-            self.free.truncate(new_len);
-        }
-        // 3. The deltas.
-        for (i, &(_, d)) in bounds.iter().enumerate() {
-            if d == 0 {
-                continue;
-            }
-            let steps = &mut self.free[at[i]..at[i + 1]];
-            debug_assert!(
-                steps.iter().all(|&f| f as i64 + d >= 0),
-                "profile went negative"
-            );
-            // Two's complement: adding `d as u32` adds the signed delta.
-            let d = d as u32;
-            for f in steps {
-                *f = f.wrapping_add(d);
-            }
+        let mut first = self.times.len();
+        for &(s, e, d) in parts.iter().rev() {
+            first = self.apply_one(s, e, d);
         }
         first
+    }
+
+    /// Adds `d` (signed, non-zero) free processors on `[s, e)` (`s` at or after
+    /// the first breakpoint). Only the two bounds can gain or lose a breakpoint,
+    /// and whether one does is known before anything moves: at `s`, an existing
+    /// breakpoint goes when its value plus `d` equals its left neighbour's, a
+    /// missing one is inserted (its value differs by `d` from its left
+    /// neighbour's); at `e`, an existing breakpoint goes when its value equals
+    /// the value before it plus `d`, a missing one is inserted with the old value
+    /// there. So the update is an addition over the old steps in `[s, e)`, then
+    /// one move of those steps (by the edit at `s`) and one of the steps after
+    /// `e` (by both edits; none when they cancel). Returns the index of the step
+    /// starting at `s`.
+    fn apply_one(&mut self, s: SimTime, e: SimTime, d: i64) -> usize {
+        debug_assert!(s < e && d != 0 && s >= self.times[0]);
+        let n = self.times.len();
+        let a = self.times.partition_point(|&x| x < s);
+        let b = a + self.times[a..].partition_point(|&x| x < e);
+        // The edit at each bound: 1 insert, -1 remove, 0 none.
+        let left: isize = if a < n && self.times[a] == s {
+            if a > 0 && i64::from(self.free[a]) + d == i64::from(self.free[a - 1]) {
+                -1
+            } else {
+                0
+            }
+        } else {
+            1
+        };
+        // `b >= 1`: `e` is after `s`, which is at or after the first breakpoint.
+        let before_e = self.free[b - 1];
+        let right: isize = if b < n && self.times[b] == e {
+            if i64::from(self.free[b]) == i64::from(before_e) + d {
+                -1
+            } else {
+                0
+            }
+        } else {
+            1
+        };
+        let inserted = if left == 1 {
+            (i64::from(self.free[a - 1]) + d) as u32
+        } else {
+            0
+        };
+        debug_assert!(
+            self.free[a..b].iter().all(|&f| i64::from(f) + d >= 0),
+            "profile went negative"
+        );
+        // Two's complement: adding `d as u32` adds the signed delta.
+        let du = d as u32;
+        for f in &mut self.free[a..b] {
+            *f = f.wrapping_add(du);
+        }
+        // The steps in [s, e) after a removed one move by `left`, the steps after
+        // `e` (after a removed one) by `left + right`: runs moving left first,
+        // from the left, then runs moving right, from the right.
+        let mid = if left < 0 { a + 1 } else { a };
+        let tail = if right < 0 { b + 1 } else { b };
+        let shift = left + right;
+        let new_len = n.checked_add_signed(shift).expect("profile length");
+        if new_len > n {
+            self.times.resize(new_len, SimTime::ZERO);
+            self.free.resize(new_len, 0);
+        }
+        if left < 0 {
+            self.shift_run(mid, b, left);
+        }
+        if shift != 0 {
+            self.shift_run(tail, n, shift);
+        }
+        if left > 0 {
+            self.shift_run(mid, b, left);
+        }
+        if left == 1 {
+            self.times[a] = s;
+            self.free[a] = inserted;
+        }
+        if right == 1 {
+            let k = b.checked_add_signed(left).expect("index");
+            self.times[k] = e;
+            self.free[k] = before_e;
+        }
+        self.times.truncate(new_len);
+        self.free.truncate(new_len);
+        a
+    }
+
+    /// Moves the steps `[from, to)` by `by` places.
+    fn shift_run(&mut self, from: usize, to: usize, by: isize) {
+        if from < to {
+            let dest = from.checked_add_signed(by).expect("index");
+            self.times.copy_within(from..to, dest);
+            self.free.copy_within(from..to, dest);
+        }
     }
 
     /// Adds `delta` (signed) free processors on `[t, t + dur)`; see [`Profile::apply`].
@@ -489,9 +478,9 @@ mod tests {
 
     /// A move that inserts two breakpoints and removes two: the steps between the
     /// edits shift by the net count before them, and the steps after the last edit
-    /// stay where they are.
+    /// end where they were.
     #[test]
-    fn a_move_edits_its_bounds_in_one_pass() {
+    fn a_move_inserts_and_merges_its_bounds() {
         let mut p = Profile::new(s(0), 10);
         p.reserve(s(20), s(10), 4);
         p.reserve(s(24), s(2), 2);
