@@ -1,27 +1,28 @@
-"""Shared fixtures: the shared traces folder, small trace slices, a CLI runner, `wait_for` (polling with a
-deadline, for the tests that watch real processes), and the marker ``real`` of the real-execution tests."""
+"""Shared fixtures: the shared traces folder, small trace slices, a CLI runner, `wait_for` (re-exported from
+`coscheduling.waiting`: polling with a deadline, for the tests that watch real processes), and the marker
+``real`` of the real-execution tests."""
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import shutil
 import subprocess
 import sys
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
 
 import pytest
 from typer.testing import CliRunner
 
 from coscheduling import slice_trace
 from coscheduling.cli import app
+from coscheduling.waiting import WaitTimeout as WaitTimeout  # re-exported for the tests
+from coscheduling.waiting import wait_for as wait_for
 
 REPO = Path(__file__).resolve().parents[2]
-
-T = TypeVar("T")
 
 #: Tests that execute on this machine for real (MPI ranks, node agents, cgroups, Slurm) and compare what they
 #: measure: every test of these files and every test named ``test_real_*`` elsewhere gets the marker ``real``.
@@ -68,6 +69,59 @@ def slices(traces_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[s
         slice_trace(traces_dir / f"{name}.swf.gz", dst, SLICE_RECORDS)
         paths[name] = dst
     return paths
+
+
+#: The real-execution C parts (``make real``).
+REAL_BUILD = REPO / "build" / "real"
+
+
+#: The node agent of the real-execution tests (debug profile, see ``node_agent``).
+NODE_AGENT = REPO / "target" / "debug" / "cosched-agent"
+
+
+@pytest.fixture(scope="session")
+def node_agent() -> Path:
+    """The node agent ``cosched-agent``, built once per session for every test that runs it (alone, under
+    ``cosched run`` or beside Slurm's daemons): the debug profile, which ``cargo test`` builds too, so the
+    suite makes no second, optimized build of it (and integer overflow panics in it)."""
+    b = subprocess.run(["cargo", "build", "-q", "-p", "cosched-real", "--bin", "cosched-agent"], cwd=REPO,
+                       capture_output=True, text=True, timeout=1800, check=False)
+    assert b.returncode == 0, f"cannot build the node agent:\n{b.stderr}"
+    assert NODE_AGENT.is_file(), NODE_AGENT
+    return NODE_AGENT
+
+
+def real_config(tmp: Path, jobs: list[tuple[str, int]], programs: dict[str, list[str]], *, policy: str = "fcfs",
+                node_policy: str = "nls", mpl: int | None = None, time_limit_s: int = 300, extra: str = "") -> Path:
+    """Writes a real-execution configuration into `tmp` and returns its path: `jobs` as (application, ranks), all
+    submitted at 0, on 2 nodes of 1 CPU (MPICH, the ``choi2004`` preset for the simulated side), each application
+    run as the command `programs` gives it, under `policy` and `node_policy` (at `mpl` when given); `extra` is
+    appended to the ``[real]`` table as TOML."""
+    job_list = ", ".join(f'{{ app = "{app}", procs = {n}, submit_s = 0 }}' for app, n in jobs)
+    progs = ", ".join(f"{json.dumps(app)} = {json.dumps([str(a) for a in argv])}" for app, argv in programs.items())
+    text = f"""
+fidelity = "process"
+seed = 1
+[node_platform]
+preset = "choi2004"
+[workload]
+jobs = [{job_list}]
+[scheduler]
+policy = "{policy}"
+node_policy = "{node_policy}"
+{f"mpl = {mpl}" if mpl is not None else ""}
+[real]
+mpi = "mpich"
+nodes = 2
+cpus_per_node = 1
+time_limit_s = {time_limit_s}
+build_dir = "{REAL_BUILD}"
+programs = {{ {progs} }}
+{extra}
+"""
+    p = tmp / f"real-{hashlib.sha256(text.encode()).hexdigest()[:16]}.toml"
+    p.write_text(text)
+    return p
 
 
 @dataclass
@@ -129,23 +183,3 @@ def quick_reproduction(tmp_path_factory: pytest.TempPathFactory) -> Callable[[st
         return done[exp_id]
 
     return get
-
-
-def wait_for(pred: Callable[[], T], timeout: float, what: str | Callable[[], str], interval: float = 0.05) -> T:
-    """Polls ``pred`` every ``interval`` seconds until it returns a true value, and returns that value.
-
-    The deadline is ``timeout`` seconds (``time.monotonic``) from the call, and the last call of ``pred``
-    starts after it: a loaded machine that keeps this process off the CPU past the deadline does not fail
-    a condition that holds by then. Otherwise raises ``AssertionError("timed out after TIMEOUT s waiting
-    for WHAT ...")`` with the last value; ``what`` may be a function, called only then, to describe the
-    state (e.g. the records read so far). A predicate that should stop the wait early (the watched process
-    exited) returns a true value for that case too, and the caller tells the two apart."""
-    deadline = time.monotonic() + timeout
-    while True:
-        expired = time.monotonic() >= deadline
-        if value := pred():
-            return value
-        if expired:
-            detail = what() if callable(what) else what
-            raise AssertionError(f"timed out after {timeout:g} s waiting for {detail} (last value: {value!r:.2000})")
-        time.sleep(interval)

@@ -21,6 +21,8 @@ import pytest
 
 from coscheduling import real
 
+from conftest import real_config, wait_for
+
 ROOT = Path(__file__).resolve().parents[2]
 BUILD = ROOT / "build" / "real"
 FINEGRAIN_C = Path(__file__).parent / "data" / "real_finegrain.c"
@@ -64,32 +66,14 @@ def finegrain(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return exe
 
 
+RING = "Msg[pattern=ring]"
+
+
 def config(tmp: Path, argv: list[str], policy: str = "fcfs", node_policy: str = "nls", jobs: int = 2,
            extra: str = "", procs: int = 2) -> Path:
-    job = f'{{ app = "Msg[pattern=ring]", procs = {procs}, submit_s = 0 }}'
-    text = f"""
-fidelity = "process"
-seed = 1
-[node_platform]
-preset = "choi2004"
-[workload]
-jobs = [{", ".join([job] * jobs)}]
-[scheduler]
-policy = "{policy}"
-node_policy = "{node_policy}"
-mpl = 2
-[real]
-mpi = "mpich"
-nodes = 2
-cpus_per_node = 1
-time_limit_s = 300
-build_dir = "{BUILD}"
-programs = {{ "Msg[pattern=ring]" = {json.dumps(argv)} }}
-{extra}
-"""
-    p = tmp / f"real-{abs(hash((policy, node_policy, tuple(argv), extra)))}.toml"
-    p.write_text(text)
-    return p
+    """`jobs` ring jobs of `procs` ranks, each running `argv`, at MPL 2 (``conftest.real_config``)."""
+    return real_config(tmp, [(RING, procs)] * jobs, {RING: argv}, policy=policy, node_policy=node_policy, mpl=2,
+                       extra=extra)
 
 
 def makespan(tmp: Path, cfg: Path) -> float:
@@ -183,14 +167,21 @@ def test_controller_sigkill_is_restored_at_the_next_start(tmp_path: Path, finegr
     cfg = config(tmp_path, [str(finegrain), "100000", "200"], policy="gang[quantum_ms=200,rows=2]")
     proc = subprocess.Popen([sys.executable, "-m", "coscheduling", "run", str(cfg), "-o", str(tmp_path / "o")],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    frozen_pids: list[int] = []
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and not frozen_pids:
-        time.sleep(0.2)
+
+    def frozen() -> list[int]:
+        """The processes of a frozen job of this run, if any."""
         for d in Path("/sys/fs/cgroup/freezer").glob("cosched.r*/j*"):
             if d.parent not in _FOREIGN and (d / "freezer.state").read_text().strip() == "FROZEN":
-                frozen_pids = [int(x) for x in (d / "cgroup.procs").read_text().split()]
-    assert frozen_pids, "a gang job was frozen"
+                if pids := [int(x) for x in (d / "cgroup.procs").read_text().split()]:
+                    return pids
+        return []
+
+    try:
+        frozen_pids = wait_for(frozen, 60, "a gang job to be frozen", interval=0.2)
+    except BaseException:
+        proc.kill()
+        proc.wait()
+        raise
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     assert leftovers(), "a SIGKILLed controller leaves its cgroups until the next start"

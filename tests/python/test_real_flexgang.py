@@ -19,9 +19,11 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-from test_real_agent import BUILD, _foreign_runs, finegrain, leftovers  # noqa: F401 (fixtures)
+from test_real_agent import RING, _foreign_runs, finegrain, leftovers  # noqa: F401 (fixtures)
 
 from coscheduling import real
+
+from conftest import real_config
 
 FREEZER = Path("/sys/fs/cgroup/freezer")
 PLAIN = "gang[quantum_ms=100,rows=2]"
@@ -29,28 +31,10 @@ ALTERNATE = "gang[quantum_ms=100,rows=2,alternate=true]"
 
 
 def config(tmp: Path, exe: Path, policy: str) -> Path:
-    text = f"""
-fidelity = "process"
-seed = 1
-[node_platform]
-preset = "choi2004"
-[workload]
-jobs = [{{ app = "io-bound", procs = 1, submit_s = 0 }}, {{ app = "Msg[pattern=ring]", procs = 2, submit_s = 0 }}]
-[scheduler]
-policy = "{policy}"
-node_policy = "nls"
-[real]
-mpi = "mpich"
-nodes = 2
-cpus_per_node = 1
-time_limit_s = 600
-sample_ms = 20
-build_dir = "{BUILD}"
-programs = {{ "io-bound" = ["{exe}", "5000", "200"], "Msg[pattern=ring]" = ["{exe}", "1500", "200"] }}
-"""
-    p = tmp / f"flex-{abs(hash(policy))}.toml"
-    p.write_text(text)
-    return p
+    """An I/O-bound 1-rank job and a 2-rank ring, both running `exe` (``conftest.real_config``)."""
+    programs = {"io-bound": [exe, "5000", "200"], RING: [exe, "1500", "200"]}
+    return real_config(tmp, [("io-bound", 1), (RING, 2)], programs, policy=policy, time_limit_s=600,
+                       extra="sample_ms = 20")
 
 
 class SplitWatch:

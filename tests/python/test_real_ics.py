@@ -15,11 +15,12 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import time
 import uuid
 from pathlib import Path
 
 import pytest
+
+from conftest import wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 BUILD = ROOT / "build" / "real"
@@ -58,16 +59,12 @@ end
 
 
 @pytest.fixture(scope="module")
-def built() -> Path:
+def built(node_agent: Path) -> Path:
     r = subprocess.run(["make", "-s", "real"], cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, f"make real failed:\n{r.stdout}\n{r.stderr}"
-    exe = ROOT / "target" / "debug" / "cosched-agent"
-    b = subprocess.run(["cargo", "build", "-q", "-p", "cosched-real", "--bin", "cosched-agent"], cwd=ROOT,
-                       capture_output=True, text=True, timeout=1800)
-    assert b.returncode == 0, f"cannot build the node agent:\n{b.stderr}"
-    for f in (BUILD / "libcosched-mpich.so", BUILD / "cosched-ir-run-mpich", exe):
+    for f in (BUILD / "libcosched-mpich.so", BUILD / "cosched-ir-run-mpich"):
         assert f.exists(), f"{f} not built: install the Debian packages mpich libmpich-dev"
-    return exe
+    return node_agent
 
 
 def run_once(exe: Path, tmp: Path, policy: str, i: int) -> list[dict]:
@@ -81,9 +78,8 @@ def run_once(exe: Path, tmp: Path, policy: str, i: int) -> list[dict]:
                               "--state-dir", str(tmp / "state")],
                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
-        deadline = time.monotonic() + 60
-        while not sock.exists() and agent.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.05)
+        # True also once the agent has exited (then the socket is missing: checked below).
+        wait_for(lambda: sock.exists() or agent.poll() is not None, 60, f"the agent to create {sock}")
         assert sock.exists(), f"the agent did not start: {agent.stdout.read() if agent.poll() is not None else ''}"
         env = {k: v for k, v in os.environ.items() if not k.startswith("COSCHED_")}
         env.update(COSCHED_AGENT=str(sock), COSCHED_REQUIRED="1", COSCHED_RUN=run, COSCHED_JOB="1",

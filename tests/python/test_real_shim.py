@@ -401,15 +401,11 @@ def test_shim_registers_with_an_agent_and_sends_the_events_asked_for(real_build:
     assert all(d["spin_ns"] == 0 and d["blocks"] == d["waits"] for d in ranks), ranks
 
 
-def test_shim_under_the_real_node_agent(real_build: Path, tmp_path: Path) -> None:
-    """The shim and the node agent (`cosched-agent`, built by cargo in target/debug) together: the agent
+def test_shim_under_the_real_node_agent(real_build: Path, node_agent: Path, tmp_path: Path) -> None:
+    """The shim and the node agent (`cosched-agent`, conftest's `node_agent`) together: the agent
     hosts SB for an undeclared job, so a rank waiting ~1 s for a sleeping peer spins then blocks (little
     CPU), and the agent unlinks the segments when the ranks unregister."""
-    exe = ROOT / "target" / "debug" / "cosched-agent"
-    if not exe.exists():
-        b = subprocess.run(["cargo", "build", "-q", "-p", "cosched-real", "--bin", "cosched-agent"], cwd=ROOT,
-                           capture_output=True, text=True, timeout=1200)
-        assert b.returncode == 0, f"cannot build the node agent:\n{b.stderr}"
+    exe = node_agent
     run = "t" + uuid.uuid4().hex[:12]
     sock = tmp_path / "agent.sock"
     log = tmp_path / "shim.log"

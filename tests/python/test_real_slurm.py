@@ -27,13 +27,13 @@ def run(cmd, env=None, timeout=120, **kw) -> subprocess.CompletedProcess:
 
 
 @pytest.fixture(scope="module")
-def built():
-    r = run(
-        ["cargo", "build", "--release", "-q", "-p", "cosched-real", "--bin", "cosched-agent"], cwd=ROOT, timeout=1200
-    )
-    assert r.returncode == 0, r.stderr
+def built(node_agent):
+    """The C parts and the SPANK plugin; the agent is conftest's `node_agent` (the experiment is told its path)."""
     r = run(["make", "-s", "-C", str(ROOT), "real", "spank"], timeout=600)
     assert r.returncode == 0, r.stdout + r.stderr
+    with pytest.MonkeyPatch.context() as m:
+        m.setenv("COSCHED_AGENT_BIN", str(node_agent))
+        yield
 
 
 def _testbed_processes(marker: str) -> list[str]:
@@ -290,3 +290,51 @@ def test_the_launch_calibration_gives_each_configuration_its_median_start_and_en
     assert late.sim_mean_wait_s == pytest.approx(base.sim_mean_wait_s + 0.5, abs=0.01)
     # Only the ICS configuration forwards message events across nodes (its policy acts on arrivals).
     assert [c.id for c in realslurm.CONFIGS if "--cosched-forward" in c.srun_options()] == ["ics"]
+
+
+_FAKE_AGENT = """
+import json, signal, sys, time
+log, n = sys.argv[1], int(sys.argv[2])
+def stats(*_):
+    with open(log, "a") as f:
+        f.write("cosched-agent: stats " + json.dumps({"forwarded_out": n, "spin_changes": 2 * n, "other": 1}) + "\\n")
+signal.signal(signal.SIGUSR1, stats)
+with open(log, "a") as f:
+    f.write("cosched-agent: stats {\\"forwarded_out\\": 999}\\nready\\n")  # printed before the request: not read
+time.sleep(60)
+"""
+
+
+def test_agent_counters_ask_every_agent_and_sum_only_what_they_print_after_the_request(tmp_path):
+    """``realslurm.agent_stats`` / ``agent_counters`` on a folder laid out as a test cluster's, with two stand-in
+    agents (Python processes that print a stats line on SIGUSR1); no Slurm needed."""
+    import json
+    import signal
+    import sys
+
+    from conftest import wait_for
+
+    procs, daemons = [], []
+    try:
+        for k, node in enumerate(("cn0", "cn1")):
+            log = tmp_path / f"agent.{node}.out"
+            p = subprocess.Popen([sys.executable, "-c", _FAKE_AGENT, str(log), str(k + 1)])
+            procs.append(p)
+            daemons.append({"name": f"agent {node}", "pid": p.pid})
+            wait_for(lambda log=log: log.exists() and "ready" in log.read_text(), 60, f"{log} to be ready")
+        daemons.append({"name": "slurmctld", "pid": 1})  # not an agent: never signalled
+        (tmp_path / "testbed.json").write_text(json.dumps({"daemons": daemons}))
+        per_node = realslurm.agent_stats(tmp_path, timeout_s=60)
+        assert per_node == {"cn0": {"forwarded_out": 1, "spin_changes": 2, "other": 1},
+                            "cn1": {"forwarded_out": 2, "spin_changes": 4, "other": 1}}
+        summed = realslurm.agent_counters(tmp_path, timeout_s=60)
+        assert summed == {k: 0 for k in realslurm.AGENT_COUNTERS} | {"forwarded_out": 3, "spin_changes": 6}
+        # An agent that does not answer: the wait fails naming it.
+        procs[1].send_signal(signal.SIGSTOP)  # alive, but it cannot print (SIGUSR1 stays pending)
+        with pytest.raises(RuntimeError, match=r"agents \['cn1'\] to print their counters"):
+            realslurm.agent_stats(tmp_path, timeout_s=0.5)
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()
+

@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from coscheduling.experiments.realslurm import agent_stats
+
 from conftest import wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -30,10 +32,7 @@ def run(cmd, env=None, timeout=120, **kw) -> subprocess.CompletedProcess:
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
-    r = run(["cargo", "build", "--release", "-q", "-p", "cosched-real", "--bin", "cosched-agent"], cwd=ROOT,
-            timeout=1200)
-    assert r.returncode == 0, r.stderr
+def cluster(tmp_path_factory, node_agent):
     r = run(["make", "-s", "-C", str(ROOT), "real", "spank"], timeout=600)
     assert r.returncode == 0, r.stdout + r.stderr
     d = tmp_path_factory.mktemp("slurm-cosched") / "testbed"
@@ -42,7 +41,7 @@ def cluster(tmp_path_factory):
     # `up` waits up to about 170 s in all on a loaded machine; a failed or timed-out `up` is taken down.
     try:
         r = run([str(TESTBED), "up", "--nodes", "2", "--dir", str(d), "--coord", "--coord-standby",
-                 "--oversubscribe", "2", "--agent-bin", str(ROOT / "target" / "release" / "cosched-agent"),
+                 "--oversubscribe", "2", "--agent-bin", str(node_agent),
                  "--plugin", str(BUILD / "cosched_spank.so"), "--shim", str(BUILD / "libcosched-mpich.so")],
                 timeout=300)
         assert r.returncode == 0, r.stdout + r.stderr
@@ -336,29 +335,6 @@ def test_a_standby_coordinator_takes_over_when_the_primary_dies(cluster, tmp_pat
     for rc, err in results:
         assert rc == 0, err
     step_runs.extend({x["run"] for x in shim_lines(log)})
-
-
-def agent_stats(d: Path) -> dict[str, dict]:
-    """Each agent's counters: SIGUSR1 makes it print them as a `cosched-agent: stats {...}` line in its log."""
-    testbed = json.loads((d / "testbed.json").read_text())
-    agents = {x["name"].split()[1]: x for x in testbed["daemons"] if x["name"].startswith("agent ")}
-    logs = {node: d / f"agent.{node}.out" for node in agents}
-    before = {node: len(f.read_text().splitlines()) for node, f in logs.items()}
-    for a in agents.values():
-        os.kill(a["pid"], signal.SIGUSR1)
-    out: dict[str, dict] = {}
-
-    def printed() -> bool:
-        for node, f in logs.items():
-            # Only whole lines: the agent may be writing the last one.
-            whole = f.read_text().split("\n")[:-1]
-            new = [x for x in whole[before[node]:] if x.startswith("cosched-agent: stats ")]
-            if new:
-                out[node] = json.loads(new[-1].split("stats ", 1)[1])
-        return len(out) == len(agents)
-
-    wait_for(printed, 10, lambda: f"every agent to print its counters (printed: {sorted(out)})")
-    return out
 
 
 def delta(after: dict[str, dict], before: dict[str, dict], key: str) -> dict[str, int]:

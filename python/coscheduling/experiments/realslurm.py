@@ -79,6 +79,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from ..waiting import wait_for
 from . import Experiment, Outcome, Settings, csv_writer, register
 from .report import md_table
 from .runner import Gathered
@@ -334,15 +335,14 @@ def measure_launch(c: Config, tools: dict[str, Path], tmp: Path, n: int = LAUNCH
             if r.returncode != 0:
                 raise RuntimeError(f"{c.id}: sbatch of launch job {k} failed: {r.stderr.strip()}")
             job = r.stdout.strip().split(";")[0]
-            deadline = time.monotonic() + 120
-            while True:
-                t_poll = time.time()
+
+            def gone(job: str = job) -> float | None:
+                """The time of a ``squeue`` poll that no longer lists the job."""
+                t = time.time()
                 q = _run(["squeue", "-h", "-o", "%i"], env=env, timeout=30)
-                if q.returncode == 0 and job not in q.stdout.split():
-                    break
-                if time.monotonic() > deadline:
-                    raise RuntimeError(f"{c.id}: launch job {k} still queued or running after 120 s")
-                time.sleep(LAUNCH_POLL_S)
+                return t if q.returncode == 0 and job not in q.stdout.split() else None
+
+            t_poll = wait_for(gone, 120, f"{c.id}: launch job {k} to leave the queue", interval=LAUNCH_POLL_S)
             t0, t1 = _stamp(s0), _stamp(s1)
             rows.append({"config": c.id, "job": k, "submit_to_script_s": t0 - t_submit, "step_s": t1 - t0,
                          "script_end_to_gone_s": t_poll - t1})
@@ -385,27 +385,27 @@ def run_config(c: Config, jobs: list[Job], tools: dict[str, Path], tmp: Path, ti
             if r.returncode != 0:
                 raise RuntimeError(f"{c.id}: sbatch of job {k} failed: {r.stderr.strip()}")
             time.sleep(SUBMIT_GAP_S)
-        deadline = time.monotonic() + timeout_s
-        while True:
+        states: dict[str, str] = {}
+
+        def sample_until_empty() -> bool:
+            """One ``squeue`` sample of the jobs' states (kept); true once no job is left."""
             r = _run(["squeue", "-h", "-o", "%j %t"], env=env, timeout=30)
             now = time.time() - t0
-            states = dict(line.split() for line in r.stdout.splitlines() if len(line.split()) == 2)
+            states.clear()
+            states.update(line.split() for line in r.stdout.splitlines() if len(line.split()) == 2)
             for name, st in states.items():
                 samples.append({"config": c.id, "rep": rep, "t_s": round(now, 3), "job": int(name[2:]), "state": st})
-            if r.returncode == 0 and not states:
-                break
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"{c.id}: jobs still queued or running after {timeout_s:.0f} s: {states}")
-            time.sleep(SAMPLE_S)
+            return r.returncode == 0 and not states
+
+        wait_for(sample_until_empty, timeout_s, lambda: f"{c.id}: the jobs to end (still listed: {states})",
+                 interval=SAMPLE_S)
         comp = d / "jobcomp.txt"
-        end = time.monotonic() + 30
-        while time.monotonic() < end:
+
+        def completions() -> tuple[pd.DataFrame] | None:
             jc = parse_jobcomp(comp.read_text() if comp.exists() else "")
-            if len(jc) >= len(jobs):
-                break
-            time.sleep(0.5)
-        else:
-            raise RuntimeError(f"{c.id}: {comp} lists {len(jc)} of {len(jobs)} jobs")
+            return (jc,) if len(jc) >= len(jobs) else None  # a tuple: a frame has no truth value
+
+        (jc,) = wait_for(completions, 30, f"{c.id}: {comp} to list all {len(jobs)} jobs", interval=0.5)
         gang = []
         for f in sorted((d / "agents").glob("gang-*.jsonl")):
             gang += [dict(json.loads(x), node=f.stem[5:], rep=rep) for x in f.read_text().splitlines() if x.strip()]
@@ -425,9 +425,9 @@ AGENT_COUNTERS = ["spin_changes", "spins_refused", "forwarded_out", "forwarded_i
                   "remote_dropped"]
 
 
-def agent_counters(d: Path, timeout_s: float = 10.0) -> dict[str, int]:
-    """The test cluster's agents' counters summed over its nodes: SIGUSR1 makes each agent (started by the test
-    cluster, its PID in ``testbed.json``) print them as a ``cosched-agent: stats {...}`` line in its log."""
+def agent_stats(d: Path, timeout_s: float = 10.0) -> dict[str, dict]:
+    """Each of the test cluster's agents' counters, by node: SIGUSR1 makes each agent (started by the test cluster,
+    its PID in ``testbed.json``) print them as a ``cosched-agent: stats {...}`` line in its log."""
     import signal
 
     testbed = json.loads((d / "testbed.json").read_text())
@@ -437,16 +437,22 @@ def agent_counters(d: Path, timeout_s: float = 10.0) -> dict[str, int]:
     for pid in agents.values():
         os.kill(pid, signal.SIGUSR1)
     got: dict[str, dict] = {}
-    deadline = time.monotonic() + timeout_s
-    while len(got) < len(agents):
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"{d}: agents {sorted(set(agents) - set(got))} did not print their counters")
-        time.sleep(0.05)
+
+    def all_printed() -> bool:
         for node, f in logs.items():
             whole = f.read_text().split("\n")[:-1]  # whole lines only: the agent may be writing the last one
             new = [x for x in whole[before[node]:] if x.startswith("cosched-agent: stats ")]
             if new:
                 got[node] = json.loads(new[-1].split("stats ", 1)[1])
+        return len(got) == len(agents)
+
+    wait_for(all_printed, timeout_s, lambda: f"{d}: agents {sorted(set(agents) - set(got))} to print their counters")
+    return got
+
+
+def agent_counters(d: Path, timeout_s: float = 10.0) -> dict[str, int]:
+    """The test cluster's agents' counters ``AGENT_COUNTERS`` summed over its nodes (``agent_stats``)."""
+    got = agent_stats(d, timeout_s)
     return {k: int(sum(v.get(k, 0) for v in got.values())) for k in AGENT_COUNTERS}
 
 
