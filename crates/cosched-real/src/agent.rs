@@ -236,9 +236,21 @@ struct Rank {
     spec: String,
     conn: RawFd,
     shm: Option<Shm>,
-    /// A pending "boost until run": the cgroup CPU time when it was given, the
-    /// checks made so far and when the next is due.
-    boost_until_run: Option<(u64, u32, Instant)>,
+    /// A pending "boost until run": how to tell it has run since, the checks
+    /// made so far and when the next is due.
+    boost_until_run: Option<(RunMark, u32, Instant)>,
+}
+
+/// How a boost-until-run check tells that the rank has run since its boost.
+#[derive(Clone, Copy, Debug)]
+enum RunMark {
+    /// It was spinning in a wait at the boost (CLOCK_MONOTONIC then, ns): it
+    /// has run once its segment shows a test of a spinning wait after that, or
+    /// once it is no longer spinning (leaving a spin takes a CPU). A memory read,
+    /// where the cgroup's CPU time costs a file read (about 25 us here).
+    Spinning(u64),
+    /// Otherwise: its cgroup CPU time at the boost, ns.
+    Used(u64),
 }
 
 struct Hosted {
@@ -1380,9 +1392,18 @@ impl Agent {
                 }
                 NodeAction::BoostUntilRun(p) => {
                     self.stats.boosts += 1;
-                    let used = self.nodes[node].mech.usage_ns(p).unwrap_or(0);
+                    let spinning = self
+                        .ranks
+                        .get(&p)
+                        .and_then(|r| r.shm.as_ref())
+                        .is_some_and(|s| s.get().is_spinning());
+                    let mark = if spinning {
+                        RunMark::Spinning(mono_ns())
+                    } else {
+                        RunMark::Used(self.nodes[node].mech.usage_ns(p).unwrap_or(0))
+                    };
                     if let Some(r) = self.ranks.get_mut(&p) {
-                        r.boost_until_run = Some((used, 0, Instant::now() + BOOST_CHECK));
+                        r.boost_until_run = Some((mark, 0, Instant::now() + BOOST_CHECK));
                     }
                     self.boost(node, p)
                 }
@@ -1434,20 +1455,26 @@ impl Agent {
         }
         // Boosts until run: a process whose CPU time grew has run; one that did
         // not run within its checks loses the boost; a frozen one is not checked.
-        let pending: Vec<(u32, usize, (u64, u32, Instant))> = self
+        let pending: Vec<(u32, usize, (RunMark, u32, Instant))> = self
             .ranks
             .iter()
             .filter(|(_, r)| !self.nodes[r.node].mech.is_job_frozen(r.job))
             .filter_map(|(&p, r)| r.boost_until_run.map(|u| (p, r.node, u)))
             .filter(|(_, _, (_, _, due))| *due <= now)
             .collect();
-        for (p, node, (used, checks, _)) in pending {
-            let now_used = self.nodes[node].mech.usage_ns(p).unwrap_or(u64::MAX);
+        for (p, node, (mark, checks, _)) in pending {
+            let ran = match mark {
+                RunMark::Spinning(t) => self.ranks[&p]
+                    .shm
+                    .as_ref()
+                    .is_none_or(|s| s.get().spun_since(t)),
+                RunMark::Used(used) => self.nodes[node].mech.usage_ns(p).unwrap_or(u64::MAX) > used,
+            };
             let next = boost_check_delay(checks + 1);
             let r = self.ranks.get_mut(&p).unwrap();
             match next {
-                Some(d) if now_used <= used => {
-                    r.boost_until_run = Some((used, checks + 1, now + d));
+                Some(d) if !ran => {
+                    r.boost_until_run = Some((mark, checks + 1, now + d));
                     // It may have become eligible since: ask again.
                     if self.nodes[node].mech.nudge(p) {
                         self.stats.nudges += 1;
@@ -1455,7 +1482,7 @@ impl Agent {
                 }
                 _ => {
                     r.boost_until_run = None;
-                    if now_used <= used {
+                    if !ran {
                         self.stats.boosts_expired += 1;
                     }
                     let _ = self.nodes[node].mech.set_boost(p, false);

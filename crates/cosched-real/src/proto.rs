@@ -277,6 +277,18 @@ impl RankShm {
         }
     }
 
+    /// Whether the rank spins in a wait now.
+    pub fn is_spinning(&self) -> bool {
+        self.state.load(Ordering::SeqCst) == state::SPINNING
+    }
+
+    /// Whether the rank, spinning in a wait at `t_ns` (CLOCK_MONOTONIC), has
+    /// run since: it tested a spinning wait after `t_ns`, or it is no longer
+    /// spinning (leaving a spin loop takes a CPU).
+    pub fn spun_since(&self, t_ns: u64) -> bool {
+        !self.is_spinning() || self.spin_seen_ns.load(Ordering::SeqCst) > t_ns
+    }
+
     pub fn last_wait_start(&self) -> Option<u64> {
         let id = self.wait_id.load(Ordering::SeqCst);
         let start_ns = self.wait_start_ns.load(Ordering::SeqCst);
@@ -429,7 +441,14 @@ mod tests {
         assert_eq!(r.on_cpu(1_050_001, 100_000), Some(false));
         // A test stamped after the agent's clock read counts as now.
         assert_eq!(r.on_cpu(900_000, 100_000), Some(true));
+        // Spinning at 1 ms, last test at 0.95 ms: it has not run since; a test at
+        // 1 ms + 1 ns, or leaving the spin, says it has.
+        assert!(!r.spun_since(1_000_000));
+        r.spin_seen_ns.store(1_000_001, Ordering::SeqCst);
+        assert!(r.spun_since(1_000_000));
+        r.spin_seen_ns.store(950_000, Ordering::SeqCst);
         r.state.store(state::BLOCKED, Ordering::SeqCst);
+        assert!(r.spun_since(1_000_000), "it left the spin");
         assert_eq!(r.on_cpu(950_000, 100_000), Some(false), "blocked: asleep");
     }
 
