@@ -13,6 +13,9 @@
 #   make real    build the real-execution C parts into build/real/ (the MPI shim and
 #                programs, once per MPI present: Debian mpich libmpich-dev and/or
 #                openmpi-bin libopenmpi-dev; gfortran for the Fortran probe)
+#   make explore the property tests (proptest, hypothesis) on newly drawn cases:
+#                EXPLORE_SEED (default: drawn from /dev/urandom, printed); `make test`
+#                draws the same cases on every run (TEST_SEED)
 #   make fuzz    a long fuzzing campaign: FUZZ_CASES (default 20000) cases per Rust
 #                target (SWF reader, configuration loader, policy strings, registered
 #                policies run with random parameters) and FUZZ_EXAMPLES (default 2000)
@@ -39,10 +42,19 @@ export PATH := $(abspath $(VENV))/bin:$(PATH)
 PY_LIBDIR = $(shell $(PY) -c 'import sysconfig; print(sysconfig.get_config_var("LIBDIR") or "")')
 RUN = env LD_LIBRARY_PATH="$(PY_LIBDIR)$${LD_LIBRARY_PATH:+:$$LD_LIBRARY_PATH}"
 
-.PHONY: help venv install install-test demo test lint rust-test clippy stubs check-stubs pytest bench real fuzz clean
+.PHONY: help venv install install-test demo test lint rust-test clippy stubs check-stubs pytest bench real fuzz explore clean
+
+# Property tests draw their cases from this seed in `make test` (proptest's
+# PROPTEST_RNG_SEED, hypothesis's --hypothesis-seed), so that a result of the suite does
+# not depend on the draw; `make explore` draws new cases, and a failing case found there
+# is kept in the test's regression file (proptest) or as an explicit example.
+TEST_SEED ?= 1
+ifeq ($(origin EXPLORE_SEED),undefined)
+EXPLORE_SEED := $(shell od -An -N4 -tu4 /dev/urandom | tr -d ' ')
+endif
 
 help:
-	@sed -n '2,19p' Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '2,22p' Makefile | sed 's/^# \{0,1\}//'
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -70,7 +82,7 @@ lint: install-test
 	$(VENV)/bin/ruff check python tests scripts
 
 rust-test: $(PY)
-	$(RUN) $(CARGO) test --workspace
+	PROPTEST_RNG_SEED=$(TEST_SEED) $(RUN) $(CARGO) test --workspace
 
 clippy: $(PY)
 	$(RUN) $(CARGO) clippy --workspace --all-targets -- -D warnings
@@ -82,7 +94,7 @@ check-stubs: $(PY)
 	$(RUN) bash scripts/check_stubs.sh
 
 pytest: install-test
-	$(RUN) $(PY) -m pytest tests/python -q -m "slow or not slow" --durations=25
+	$(RUN) $(PY) -m pytest tests/python -q -m "slow or not slow" --durations=25 --hypothesis-seed=$(TEST_SEED)
 
 real:
 	$(MAKE) -C real OUT=$(abspath build/real)
@@ -107,6 +119,12 @@ fuzz: install-test
 	PROPTEST_CASES=$(FUZZ_CASES) $(RUN) $(CARGO) test -p cosched --test fuzz -- --nocapture
 	COSCHED_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(RUN) $(PY) -m pytest tests/python/test_reliability.py -q -k "api_extreme or cli_extreme"
 	COSCHED_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(RUN) $(PY) -m pytest tests/python/test_fuzz_program.py -q
+
+explore: install-test
+	@echo "make explore: EXPLORE_SEED=$(EXPLORE_SEED) (rerun with it to draw the same cases)"
+	PROPTEST_RNG_SEED=$(EXPLORE_SEED) $(RUN) $(CARGO) test --workspace
+	$(RUN) $(PY) -m pytest -q -m "not real" --hypothesis-seed=$(EXPLORE_SEED) tests/python/test_properties.py \
+		tests/python/test_pypolicy.py tests/python/test_reliability.py tests/python/test_fuzz_program.py
 
 clean:
 	rm -rf $(VENV) target python/coscheduling/_core*.so .pytest_cache .ruff_cache .hypothesis cosched-demo build
