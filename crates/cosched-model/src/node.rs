@@ -164,9 +164,13 @@ pub struct NodePlatform {
     pub idle_watts: f64,
     /// Power of a node whose CPUs are all busy, watts.
     pub busy_watts: f64,
-    /// Page-in bandwidth of a node's disk, MB/s (paging when memory is overcommitted).
+    /// Transfer rate of a node's disk, MB/s: paging reads and writes move their
+    /// bytes at this rate after the access cost of [`SwapDisk::access_ms`].
     #[serde(default = "default_disk_mb_s")]
     pub disk_mb_s: f64,
+    /// Paging: the access cost of each disk request and the swap read-ahead cluster.
+    #[serde(default)]
+    pub swap: SwapDisk,
     /// Speed of a CPU relative to the reference CPU on which application compute is
     /// expressed (seed 000's Athlon 1.76 GHz, where the NAS presets are calibrated):
     /// every compute burst of a program takes its duration divided by this
@@ -232,9 +236,37 @@ pub fn choi_gm_host_us() -> f64 {
     GM_HOST_US.0 * GM_HOST_US.1 / CHOI_CLOCK_GHZ / 2.0
 }
 
-/// Assumption G-MEM-1: a 7200-rpm IDE disk of 2003 reading clustered pages at about 20 MB/s.
+/// G-MEM-1: the average sustained transfer rate of a 7200-rpm desktop disk of
+/// seed 000's time, MB/s: Seagate Barracuda 7200.7, "Average sustained transfer
+/// rate 58MB/sec" (The Tech Report, "Seagate's Barracuda 7200.8 hard drive",
+/// specification table of the 7200.7; seed 000 names no disk).
 pub fn default_disk_mb_s() -> f64 {
-    20.0
+    58.0
+}
+
+/// Paging parameters of a node's swap disk (G-MEM-1, docs/models/seed-parameters.md).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SwapDisk {
+    /// Positioning cost of each disk request (a page-fault read or a write-out),
+    /// ms: average seek plus average rotational latency. Default 8.5 + 4.16 =
+    /// 12.66 ms, the Seagate Barracuda 7200.7's "Average seek time 8.5ms" and
+    /// "Average rotational latency 4.16ms" (same source as [`default_disk_mb_s`]).
+    pub access_ms: f64,
+    /// Pages read by one page fault, KB: Linux 2.4's swap read-ahead reads an
+    /// aligned block of `1 << page_cluster` swap entries (`swapin_readahead`,
+    /// mm/memory.c) and `swap_setup` (mm/swap.c, 2.4.0) sets `page_cluster = 4` on a
+    /// machine of 32 MB or more: 16 pages of 4 KB (i386) = 64 KB.
+    pub readahead_kb: u32,
+}
+
+impl Default for SwapDisk {
+    fn default() -> Self {
+        SwapDisk {
+            access_ms: 8.5 + 4.16,
+            readahead_kb: 16 * 4,
+        }
+    }
 }
 
 /// The plausible range of `cpu_speed` (relative to the reference CPU): a CPU a
@@ -289,6 +321,14 @@ impl NodePlatform {
             return Err(format!(
                 "disk_mb_s: must be a finite number > 0, got {}",
                 self.disk_mb_s
+            ));
+        }
+        // Up to a second per disk request.
+        plausible("swap.access_ms", self.swap.access_ms, 0.0, 1e3)?;
+        if !(1..=1 << 20).contains(&self.swap.readahead_kb) {
+            return Err(format!(
+                "swap.readahead_kb: must be between 1 and 1048576 KB, got {}",
+                self.swap.readahead_kb
             ));
         }
         plausible("cpu_speed", self.cpu_speed, CPU_SPEED_RANGE.0, CPU_SPEED_RANGE.1)?;
@@ -352,7 +392,8 @@ impl NodePlatform {
                 eager_limit_bytes: Some(16_288),
                 idle_watts: 219.10, // S000 §5.4 "B ... 219.10 watts"
                 busy_watts: 219.10 + 18.968, // S000 §5.4 "X ... 18.968 watts"
-                disk_mb_s: default_disk_mb_s(), // assumption G-MEM-1
+                disk_mb_s: default_disk_mb_s(), // G-MEM-1: a 7200-rpm desktop disk of the time
+                swap: SwapDisk::default(),       // G-MEM-1: its access cost; Linux 2.4's 64 KB read-ahead
                 cpu_speed: 1.0, // the reference CPU: the NAS presets are calibrated on this platform
                 os: linux(6), // 60 ms slice: NICE_TO_TICKS(0) = 6 ticks at HZ=100 (Linux 2.4 kernel/sched.c; G-OS-1); 10 ms tick
                 os_noise_tick_us: LINUX_TICK_NOISE_US, // Linux on IA32: Tsafrir, ExpCS 2007 (see the constant)
@@ -371,7 +412,8 @@ impl NodePlatform {
                 eager_limit_bytes: None, // S002 does not name its MPI over Ethernet: no rendezvous (assumption G-NET-4)
                 idle_watts: 219.10,   // not stated in S002 (no energy results): seed 000's values
                 busy_watts: 219.10 + 18.968,
-                disk_mb_s: default_disk_mb_s(), // assumption G-MEM-1
+                disk_mb_s: default_disk_mb_s(), // G-MEM-1: a 7200-rpm desktop disk of the time
+                swap: SwapDisk::default(),       // G-MEM-1: its access cost; Linux 2.4's 64 KB read-ahead
                 // Calibrated on a dedicated run (`cosched::calibrate::fit_cpu_speed`): EP class B,
                 // 4 processes, alone on 4 nodes takes S002 Table 1's 228.6 s. EP is pure compute,
                 // so this is the Xeon/g77 speed relative to seed 000's Athlon on NAS code.
@@ -398,6 +440,7 @@ impl NodePlatform {
                 idle_watts: 0.0,       // no power model in S003
                 busy_watts: 0.0,
                 disk_mb_s: default_disk_mb_s(), // memory is not a factor in S003
+                swap: SwapDisk::default(),
                 cpu_speed: 1.0, // programs are written in Fugu instructions (1 ns each)
                 os: OsConfig::Rr { quantum_ms: 0.5 }, // S003 §4 "Quantum size is fixed at 500,000 instructions"
                 os_noise_tick_us: 0.0, // Fugu is simulated, not measured: no OS noise in S003's runs
@@ -417,6 +460,7 @@ impl NodePlatform {
                 idle_watts: 0.0,
                 busy_watts: 0.0,
                 disk_mb_s: default_disk_mb_s(), // memory is not a factor in S003
+                swap: SwapDisk::default(),
                 cpu_speed: 1.0, // programs are written in Fugu instructions (1 ns each)
                 os: OsConfig::Rr { quantum_ms: 10.0 }, // S003 §3.2 quanta varied 1-40 ms; 10 ms as the default
                 os_noise_tick_us: 0.0,                 // a simulated machine in S003: no OS noise

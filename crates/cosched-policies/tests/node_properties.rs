@@ -62,6 +62,7 @@ fn platform(os: OsConfig, cpus: u32) -> NodePlatform {
         cpus_per_node: cpus,
         job_memory_mb: 500.0,
         disk_mb_s: 50.0,
+        swap: Default::default(),
         os_noise_tick_us: 0.0,
         os,
         ..NodePlatform::preset("choi2004").unwrap()

@@ -29,6 +29,7 @@ fn platform(nodes: u32) -> NodePlatform {
         idle_watts: 219.10,
         busy_watts: 238.068,
         disk_mb_s: 20.0,
+        swap: Default::default(),
         os_noise_tick_us: 0.0,
         cpu_speed: 1.0,
         os: OsConfig::Linux24 {

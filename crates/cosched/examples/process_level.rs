@@ -26,6 +26,7 @@ fn main() {
         idle_watts: 219.10,
         busy_watts: 238.068,
         disk_mb_s: 20.0,
+        swap: Default::default(),
         os_noise_tick_us: 0.0,
         cpu_speed: 1.0,
         os: OsConfig::default(),

@@ -1552,14 +1552,15 @@ def _table2_jobs(n: int, cls: str, seed: int) -> list[dict[str, Any]]:
     return jobs
 
 
-#: Why fig7's speed-up ranking is not evidence: the paging model is coarser than seed 000's argument.
+#: How fig7's runs without memory-aware allocation page (the mechanism behind the speed-up ratios).
 FIG7_PAGING_CAVEAT = (
-    "**The speed-up ranking is not evidence.** The model pages per process, not per page: a process picked "
-    "with part of its footprint not resident blocks while the pages it takes from others are written to swap "
-    "and its whole missing part is read back at the disk's speed, and no page faults happen within a slice "
-    "(`crates/cosched-engine/src/process/memory.rs`). Seed 000 §5.3 explains the ranking by swapping as a "
-    "process uses up its quantum, page by page; that mechanism is not modelled, so the execution "
-    "speed-up ratios below and the finding on their ranking neither confirm nor refute it.")
+    "**Paging is page-granular.** A computing process touches its footprint once per main-loop iteration "
+    "and faults when it reaches a page that is not resident; each fault blocks it for one read of Linux "
+    "2.4's 64 KB swap read-ahead cluster, after the dirty frames it takes from the least recently run "
+    "process are written, each disk request costing a 7200-rpm disk's seek and rotation plus its transfer "
+    "(`crates/cosched-engine/src/process/paging.rs`, docs/models/seed-parameters.md G-MEM-1). This is the "
+    "mechanism of seed 000 §5.3 (swapping as a process uses its quantum); the speed-up ratios below come "
+    "from it. Runs that did not finish are explained in docs/models/fig7-thrashing.md.")
 
 
 #: Simulated-time limit of every fig7 run: 10 x the longest total running time in seed 000 Table 4 (NLS
@@ -1912,8 +1913,8 @@ def _fig7(g: Gathered, st: Settings) -> Outcome:
               "![fig7](fig7.png)", "", md_table(table, 0), ""]
     if len(stopped):
         report += [f"**Did not finish:** {stopped_text(stopped)}. Without memory-aware allocation the modelled "
-                   "cluster thrashes (whole footprints paged at nearly every switch; events, paging volume and "
-                   "disk occupancy measured in docs/models/fig7-thrashing.md).", ""]
+                   "cluster thrashes (its disks serve page faults 64 KB at a time; paging volume and disk "
+                   "occupancy measured in docs/models/fig7-thrashing.md).", ""]
     report += ["Speed-up ratio (no memory-aware / memory-aware):",
                "", md_table(speed, 2), "", FIG7_PAGING_CAVEAT, "", starving_note(g), "", "## Findings", "",
                findings_md(f)]

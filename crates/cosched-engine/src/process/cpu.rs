@@ -1,6 +1,6 @@
 //! CPUs of the process-level engine: filling a node's idle CPUs from its native
-//! scheduler (a pick whose footprint is not resident is paged in instead),
-//! charging a CPU's time to its running process, taking a process off its CPU,
+//! scheduler, charging a CPU's time to its running process (and the pages it
+//! touched, [`super::paging`]), taking a process off its CPU,
 //! giving a CPU to the process the native scheduler picked (context switch, the
 //! policy's `running` op, the re-check of a wait), planning the running process's
 //! next segment end (its CPU work, spin deadline or slice), the segment end
@@ -15,6 +15,10 @@ use cosched_des::SimTime;
 impl Sim<'_> {
     /// Fills the node's idle CPUs from its native scheduler.
     pub(super) fn schedule(&mut self, node: u32, now: SimTime) {
+        if !self.nodes[node as usize].page_queue.is_empty() {
+            // A process taken off a CPU may now give pages to a waiting fault.
+            self.pump_paging(node, now);
+        }
         let mut cpu = 0;
         while cpu < self.plat.cpus_per_node {
             if let Some(r) = self.nodes[node as usize].cpus[cpu as usize].cur {
@@ -34,23 +38,6 @@ impl Sim<'_> {
                 }
                 return;
             };
-            let p = &self.procs[pick.pid as usize];
-            let missing = p.mem_kb - p.resident_kb;
-            let n = &self.nodes[node as usize];
-            if missing > 0
-                && missing == p.fresh_kb
-                && missing <= n.free_kb
-                && n.page_queue.is_empty()
-            {
-                // Only fresh pages missing, and free memory for them: zero-filled at once.
-                self.nodes[node as usize].free_kb -= missing;
-                let p = &mut self.procs[pick.pid as usize];
-                (p.resident_kb, p.fresh_kb) = (p.mem_kb, 0);
-                self.debug_check_memory(node);
-            } else if missing > 0 {
-                self.page_in(node, pick.pid, now);
-                continue;
-            }
             self.dispatch(node, cpu, pick, now);
             cpu += 1;
         }
@@ -69,6 +56,8 @@ impl Sim<'_> {
         p.cpu_ns += elapsed;
         let used = elapsed.min(p.cpu_left.max(0));
         p.cpu_left -= used;
+        self.touch(pid, used);
+        let p = &mut self.procs[pid as usize];
         self.counters.useful_ns += used;
         let spun = elapsed - used;
         p.spin_ns += spun;
@@ -173,6 +162,9 @@ impl Sim<'_> {
         let mut end = c.slice_end;
         if p.cpu_left > 0 {
             end = end.min(c.since + SimTime(p.cpu_left));
+            if let Some(f) = self.ns_to_fault(pid) {
+                end = end.min(c.since + SimTime(f));
+            }
         } else if let Some(Waiting {
             mode: WaitMode::SpinBlock(spin),
             since,
@@ -201,6 +193,10 @@ impl Sim<'_> {
         self.account(node, cpu, now);
         let c = self.nodes[node as usize].cpus[cpu as usize];
         let pid = c.cur.expect("segment of a running process");
+        if self.at_fault(pid) {
+            self.fault(node, cpu, pid, now);
+            return;
+        }
         let (cpu_left, wait) = (
             self.procs[pid as usize].cpu_left,
             self.procs[pid as usize].wait,
@@ -284,12 +280,8 @@ impl Sim<'_> {
             cpus.iter()
                 .any(|c| c.cur.is_some_and(|q| procs[q as usize].job != j))
         };
-        self.inversion.settle(
-            node,
-            now,
-            &mut self.counters.priority_inversion_ns,
-            inverted,
-        );
+        self.inversion
+            .settle(node, now, &mut self.counters.priority_inversion_ns, inverted);
     }
 
     /// A disk completion is about to wake `pid`: it waits from now until it runs.

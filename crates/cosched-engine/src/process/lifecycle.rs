@@ -47,6 +47,7 @@ impl Sim<'_> {
                 mem_kb: kb(self.jobs[j].program.memory_mb),
                 resident_kb: 0,
                 fresh_kb: 0,
+                pages: Default::default(),
                 paging: false,
                 reading: false,
                 pinned: false,
@@ -63,12 +64,14 @@ impl Sim<'_> {
                 state_since: now,
             });
             // Fresh pages: as much of the footprint as free memory holds; the rest
-            // is made room for (swapping other processes' pages out) when the
-            // process is first picked, and costs no read.
+            // is made room for (taking other processes' pages) when the process
+            // first touches it, and costs no read.
             let need = self.procs[pid as usize].mem_kb;
             let got = need.min(self.nodes[node as usize].free_kb);
-            self.procs[pid as usize].resident_kb = got;
-            self.procs[pid as usize].fresh_kb = need - got;
+            let p = &mut self.procs[pid as usize];
+            p.resident_kb = got;
+            p.fresh_kb = need - got;
+            p.pages = super::paging::Pages::new(p.ops, need, got);
             self.nodes[node as usize].free_kb -= got;
             self.nodes[node as usize].committed_kb += need;
             let n = &mut self.nodes[node as usize];
@@ -155,6 +158,8 @@ impl Sim<'_> {
         );
         self.procs[pid as usize].resident_kb = 0;
         self.procs[pid as usize].fresh_kb = 0;
+        self.procs[pid as usize].pages.ahead_kb = 0;
+        self.procs[pid as usize].pages.clean_kb = 0;
         let n = &mut self.nodes[node as usize];
         n.free_kb += resident;
         n.committed_kb -= mem;

@@ -25,19 +25,18 @@
 //!
 //! Memory: each process has the footprint of its program and a resident part.
 //! A new process gets as much of its footprint as is free at start; the rest is
-//! fresh (never touched: zero-filled, it costs no read). When a node's job memory
-//! is short, pages are taken from the other processes of the node, least recently
-//! run first (running processes last), a process waiting in the page-in queue
-//! included; only a process whose read is under way or that was paged in and has
-//! not run since keeps its pages. Pages taken are swapped out: written to the
-//! node's disk at `disk_mb_s` before their frames serve the process that took them.
-//! A process picked by the native scheduler with part of its footprint not
-//! resident does not run: it blocks while the frames it takes are written out and
-//! its swapped-out part is read back (the disk serves writes, reads and I/O bursts
-//! first come first served), and the scheduler picks another process meanwhile;
-//! the page-in completion wakes it like an interrupt. Paging is per process, not
-//! per page: a process runs only with its whole footprint resident (the NAS codes
-//! sweep all their data every iteration), and it does not fault mid-slice. With `memory_aware` admission a job is placed only on nodes
+//! fresh (never touched: zero-filled, it costs no read). Paging is page-granular
+//! ([`paging`]): a process touches its pages as it computes (one sweep of its
+//! footprint per main-loop iteration) and faults when it reaches a non-resident
+//! page; the fault blocks it for one read of the platform's read-ahead cluster
+//! while the native scheduler runs another process, and the read's completion wakes
+//! it like an interrupt. Frames are taken from the node's other processes, least
+//! recently run first (running processes last), their oldest pages first, a process
+//! waiting in the fault queue included; the pages being read and a cluster not run
+//! since are kept. Dirty pages are written to the node's disk before their frames
+//! are reused ([`memory`]: each request costs the disk's access time plus its
+//! transfer at `disk_mb_s`; the disk serves writes, reads and I/O bursts first come
+//! first served). With `memory_aware` admission a job is placed only on nodes
 //! whose processes' footprints leave room for it, so no paging happens.
 //!
 //! Background jobs ([`ProcJob::background`], e.g. seed 002's competing loads) run
@@ -80,6 +79,7 @@ mod memory;
 mod net;
 mod osnoise;
 mod output;
+mod paging;
 pub mod perturb;
 pub mod place;
 mod setup;
@@ -238,6 +238,9 @@ struct Sim<'a> {
     rndv: net::Rndvs,
     /// The nodes' receiving NICs ([`net`]).
     links: net::Links,
+    /// Positioning cost of a paging disk request, and the pages one fault reads (KB).
+    disk_access: SimTime,
+    readahead_kb: i64,
     /// A job found deadlocked ([`deadlock`]): ends the run after the current event.
     fatal: Option<ProcError>,
 }
@@ -314,6 +317,8 @@ pub fn simulate_processes(
         eager_limit: plat.eager_limit_bytes.unwrap_or(u64::MAX),
         rndv: Default::default(),
         links: net::Links::new(plat.nodes as usize),
+        disk_access: SimTime::from_secs_f64(plat.swap.access_ms / 1000.0),
+        readahead_kb: i64::from(plat.swap.readahead_kb),
         fatal: None,
     };
     for (j, job) in jobs.iter().enumerate() {

@@ -88,10 +88,11 @@ pub struct ProcCounters {
     pub consumed: u64,
     /// Compute time the programs asked for (after noise), all processes.
     pub compute_ns: i64,
-    /// Page-ins (a process made resident before running: its pages read back, and
-    /// the frames for them or for its fresh pages written out first).
+    /// Page faults that blocked their process: each reads one read-ahead cluster
+    /// (or what is missing, if less) after the write-out of the dirty frames it
+    /// takes, or, for never-touched pages, only waits for that write-out.
     pub page_ins: u64,
-    /// Memory read back from disk by page-ins, KB.
+    /// Memory read back from disk by page faults, KB.
     pub paged_in_kb: i64,
     /// Memory written to swap when its pages were taken from a process, KB.
     pub paged_out_kb: i64,

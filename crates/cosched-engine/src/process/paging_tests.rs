@@ -1,7 +1,7 @@
-//! Paging on an overcommitted node: the page-in queue's victim rule.
+//! Page-granular paging on an overcommitted node ([`super::paging`]): when a
+//! process faults, what a fault costs, which pages are taken and written.
 
 use super::tests::{platform, Block, Spin};
-use super::wait::tests::Yielding;
 use super::*;
 use crate::process::testkit::os_model;
 use cosched_model::node::OsConfig;
@@ -25,21 +25,6 @@ fn disk(out: &ProcOutput) -> Vec<(SegmentKind, Pid, i64, i64)> {
         .collect()
 }
 
-/// Runs `jobs` on `plat` under `make`'s policy at MPL `mpl`, the timeline recorded.
-fn traced(
-    plat: &NodePlatform,
-    jobs: &[ProcJob],
-    make: &dyn Fn() -> Box<dyn NodePolicy>,
-    mpl: u32,
-) -> ProcOutput {
-    let opts = ProcOptions {
-        mpl,
-        record_timeline: true,
-        ..Default::default()
-    };
-    simulate_processes(plat, jobs, make, &opts).expect("the run ends")
-}
-
 fn one_rank(mb: f64, submit_ms: i64, reps: u32, op: Op) -> ProcJob {
     let mut b = Builder::new(1);
     b.repeat(reps, |b| {
@@ -48,90 +33,133 @@ fn one_rank(mb: f64, submit_ms: i64, reps: u32, op: Op) -> ProcJob {
     ProcJob::new(b.build("p", mb), SimTime::from_ms(submit_ms))
 }
 
-/// One 900 MB node with two CPUs (CFS, spin waits, 5 us switches): pid 0 (353 MB,
-/// three 0.33 ms disk bursts) and pid 1 (549 MB, two 3 ms bursts) start at 15 ms,
-/// pid 2 (353 MB, 1 ns) at 17 ms, pid 3 (549 MB, 1 ns) at 23 ms. Disk: 20 MB/s
-/// (2 MB: 0.1 s; 194: 9.7 s; 198: 9.9 s; 351: 17.55 s; 353: 17.65 s; 549: 27.45 s).
-///
-/// By hand: at 15 ms pid 0 gets 353 MB and pid 1 the 547 free MB (2 MB fresh);
-/// pid 1 is picked and takes 2 MB from pid 0, written out after pid 0's first burst
-/// (15.33 to 115.33 ms). pid 0 queues at 15.33 ms for its 2 MB, then pid 2 (17 ms)
-/// and pid 3 (23 ms), started with nothing free (all fresh): queue [0, 2, 3]. At
-/// 115.33 ms pid 1 runs and the queue takes its pages: pid 0 2 MB (written until
-/// 215.33 ms, then read until 315.33 ms), pid 2 353 MB (written until 17.96533 s; no
-/// read), and the head pid 3 the last 194 MB (written until 27.66533 s), still 355
-/// MB short. pid 1, emptied, queues behind pid 3 after its slice. At 315.33 ms pid 0
-/// runs and pid 3, still at the head, takes its 353 MB (written until 45.31533 s):
-/// pid 0's next burst waits for the disk (until 45.31566 s) and pid 0 queues again.
-/// At 17.96533 s pid 2 runs: pid 3 takes the 2 MB it lacks (written until 45.41566
-/// s), the new head pid 1 takes 351 MB (written until 62.96566 s) and waits. At
-/// 45.41566 s pid 3 runs: pid 1 takes its 198 MB (written until 72.86566 s) and
-/// reads its 549 MB (until 100.31566 s); pid 0 takes pid 3's other 351 MB (written
-/// until 117.86566 s). At 100.31566 s pid 1 runs: pid 0 takes its last 2 MB
-/// (written until 117.96566 s), reads its 353 MB (until 135.61566 s) and ends with
-/// its last burst.
-///
-/// Before queued processes were victims, the head could not take pages from the
-/// processes queued behind it, and every process ended up waiting in the queue with
-/// nothing running.
-#[test]
-fn the_page_in_queue_head_takes_pages_from_processes_queued_behind_it() {
-    let mut plat = platform(
-        1,
-        OsConfig::Cfs {
-            latency_ms: 6.0,
-            min_granularity_ms: 0.75,
-            wakeup_granularity_ms: 1.0,
-            slice_cv: 0.0,
-        },
-    );
-    plat.cpus_per_node = 2;
-    plat.context_switch_us = 5.0;
-    let jobs = [
-        one_rank(353.0, 15, 3, Op::Io { ns: 330_000 }),
-        one_rank(549.0, 15, 2, Op::Compute { ns: 3_000_001 }),
-        one_rank(353.0, 17, 1, Op::Compute { ns: 1 }),
-        one_rank(549.0, 23, 1, Op::Compute { ns: 1 }),
-    ];
+/// A 900 KB node with one CPU (round robin, 100 ms quanta, no switch cost, 5 us
+/// interrupts), a disk of 20 MB/s with 10 ms per request, 64 KB read per fault:
+/// a paging request of 64 KB takes 10 + 3.2 = 13.2 ms.
+fn small_node() -> NodePlatform {
+    let mut plat = platform(1, OsConfig::Rr { quantum_ms: 100.0 });
+    plat.job_memory_mb = 0.9;
+    plat.disk_mb_s = 20.0;
+    plat.swap.access_ms = 10.0;
+    plat.swap.readahead_kb = 64;
+    plat
+}
+
+fn run_small(jobs: &[ProcJob]) -> ProcOutput {
     let make: &dyn Fn() -> Box<dyn NodePolicy> = &|| Box::new(Spin);
-    let out = traced(&plat, &jobs, make, 4);
-    use SegmentKind::{PageIn, SwapOut};
-    let reads = disk(&out);
-    // (kind, pid whose pages are read or written, start, end) in units of 10 us.
+    let opts = ProcOptions {
+        mpl: 4,
+        record_timeline: true,
+        ..Default::default()
+    };
+    simulate_processes(&small_node(), jobs, make, &opts).expect("runs")
+}
+
+/// The first blocked interval of `pid` on the timeline, in units of 10 us.
+fn first_blocked(out: &ProcOutput, pid: Pid) -> (i64, i64) {
+    let s = out
+        .timeline
+        .iter()
+        .find(|s| s.pid == pid && s.kind == SegmentKind::Blocked)
+        .expect("it blocked");
+    (s.start.as_ns() / 10_000, s.end.as_ns() / 10_000)
+}
+
+/// Two processes of 400 and 500 KB fill the 900 KB node exactly and compute three
+/// 100 ms iterations each, taking turns: neither ever faults. P0 runs 0-100,
+/// 200-300 and 400-500 ms, P1 the quanta between and 500-600 ms.
+#[test]
+fn a_process_with_its_footprint_resident_never_faults() {
+    let out = run_small(&[
+        one_rank(0.4, 0, 3, Op::Compute { ns: 100_000_000 }),
+        one_rank(0.5, 0, 3, Op::Compute { ns: 100_000_000 }),
+    ]);
+    assert!(disk(&out).is_empty());
     assert_eq!(
-        reads,
+        (out.counters.page_ins, out.counters.paged_in_kb, out.counters.paged_out_kb),
+        (0, 0, 0)
+    );
+    assert_eq!(out.jobs[0].end, SimTime::from_ms(500));
+    assert_eq!(out.jobs[1].end, SimTime::from_ms(600));
+}
+
+/// P0 (600 KB, one 1 s iteration) starts alone at 0 with its footprint resident;
+/// P1 (600 KB, two 100 ms iterations: it touches 6 KB per ms of CPU) starts at 1
+/// ms with the 300 free KB, the rest fresh. By hand:
+/// - P1 runs from 100 ms, touches its 300 resident KB in 50 ms of CPU and faults
+///   at 150 ms on a fresh page: no free frame, so 64 KB are taken from P0 (the
+///   oldest pages, at P0's position), dirty: written 150 to 163.2 ms; fresh pages
+///   need no read, so P1 sleeps until the write is done.
+/// - P0 runs at 150 ms and faults at once on the 64 KB it lost: it takes 64 KB of
+///   P1's touched pages (P1's new cluster is spared while being made resident),
+///   written 163.2 to 176.4 ms, and only then reads its own 64 KB, 176.4 to 189.6
+///   ms (10 ms access + 3.2 ms transfer); it is blocked from 150 to 189.6 ms.
+#[test]
+fn a_half_resident_process_faults_after_touching_its_resident_half_and_dirty_frames_are_written_before_reuse(
+) {
+    let out = run_small(&[
+        one_rank(0.6, 0, 1, Op::Compute { ns: 1_000_000_000 }),
+        one_rank(0.6, 1, 2, Op::Compute { ns: 100_000_000 }),
+    ]);
+    use SegmentKind::{PageIn, SwapOut};
+    assert_eq!(
+        disk(&out)[..3],
         [
-            (SwapOut, 0, 1_533, 11_533),
-            (SwapOut, 1, 11_533, 21_533),
-            (PageIn, 0, 21_533, 31_533),
-            (SwapOut, 1, 31_533, 1_796_533),
-            (SwapOut, 1, 1_796_533, 2_766_533),
-            (SwapOut, 0, 2_766_533, 4_531_533),
-            (SwapOut, 2, 4_531_566, 4_541_566),
-            (SwapOut, 2, 4_541_566, 6_296_566),
-            (SwapOut, 3, 6_296_566, 7_286_566),
-            (PageIn, 1, 7_286_566, 10_031_566),
-            (SwapOut, 3, 10_031_566, 11_786_566),
-            (SwapOut, 1, 11_786_566, 11_796_566),
-            (PageIn, 0, 11_796_566, 13_561_566),
+            (SwapOut, 0, 15_000, 16_320),
+            (SwapOut, 1, 16_320, 17_640),
+            (PageIn, 0, 17_640, 18_960),
         ]
     );
-    assert_eq!(
-        (out.counters.paged_in_kb, out.counters.paged_out_kb),
-        (
-            2_000 + 549_000 + 353_000,
-            2 * 2_000 + 353_000 + 194_000 + 353_000 + 2_000 + 351_000 + 198_000 + 351_000 + 2_000
-        )
-    );
-    assert!(out.jobs[0].end > SimTime::from_ns(135_615_660_000));
+    assert_eq!(first_blocked(&out, 1), (15_000, 16_320));
+    assert_eq!(first_blocked(&out, 0), (15_000, 18_960));
+}
+
+/// A fault read blocks for the access cost plus the cluster's transfer: every
+/// page-in of the run above takes 13.2 ms (64 KB) or less (the last cluster of a
+/// run can be shorter: 10 ms + its KB at 20 MB/s).
+#[test]
+fn a_fault_blocks_for_the_access_and_the_cluster_transfer() {
+    let out = run_small(&[
+        one_rank(0.6, 0, 1, Op::Compute { ns: 1_000_000_000 }),
+        one_rank(0.6, 1, 2, Op::Compute { ns: 100_000_000 }),
+    ]);
+    let reads: Vec<_> = out
+        .timeline
+        .iter()
+        .filter(|s| s.kind == SegmentKind::PageIn)
+        .collect();
+    assert!(!reads.is_empty());
+    // Faults for fresh pages block without a read.
+    assert!(out.counters.page_ins as usize > reads.len());
+    let total: i64 = reads.iter().map(|s| (s.end - s.start).as_ns()).sum();
+    // 10 ms per request plus 50 ns per KB (20 MB/s).
+    assert_eq!(total, reads.len() as i64 * 10_000_000 + out.counters.paged_in_kb * 50_000);
+    assert!(reads.iter().all(|s| (s.end - s.start).as_ns() <= 13_200_000));
+}
+
+/// Three 300 KB processes fill the node; P3 (300 KB, all fresh) arrives at 150 ms.
+/// Round robin runs P0 0-100, P1 100-200, P2 200-300, P0 300-400 ms; P3 runs at
+/// 400 ms and faults at once. The least recently run is P1 (200 ms; P2 300, P0
+/// 400): its 64 KB are taken and written, 400 to 413.2 ms, not the lowest pid's.
+#[test]
+fn the_pages_taken_are_the_least_recently_run_processs() {
+    let out = run_small(&[
+        one_rank(0.3, 0, 1, Op::Compute { ns: 1_000_000_000 }),
+        one_rank(0.3, 0, 1, Op::Compute { ns: 1_000_000_000 }),
+        one_rank(0.3, 0, 1, Op::Compute { ns: 1_000_000_000 }),
+        one_rank(0.3, 150, 1, Op::Compute { ns: 100_000_000 }),
+    ]);
+    assert_eq!(disk(&out)[0], (SegmentKind::SwapOut, 1, 40_000, 41_320));
+    assert_eq!(first_blocked(&out, 3).0, 40_000);
 }
 
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(64))]
 
-    /// One 900 MB node, two to four single-process jobs of 353 or 549 MB (any two of
-    /// which overcommit it) computing and doing disk bursts, under every OS model,
-    /// spin or blocking waits, one or two CPUs: paging never deadlocks.
+    /// One 900 KB node, two to four single-process jobs of 353 or 549 KB (any two of
+    /// which overcommit it; 6 to 9 fault clusters each) computing and doing disk
+    /// bursts, under every OS model, spin or blocking waits, one or two CPUs: paging
+    /// never deadlocks.
     #[test]
     fn paging_never_deadlocks_one_node(
         jobs in proptest::collection::vec((prop_oneof![Just(353u32), Just(549u32)], 0i64..30, 1u32..4, any::<bool>(), 1i64..10_000_000), 2..5),
@@ -140,10 +168,11 @@ proptest! {
         cpus in 1u32..=2,
     ) {
         let mut plat = platform(1, os_model(os));
+        plat.job_memory_mb = 0.9;
         plat.cpus_per_node = cpus;
         plat.context_switch_us = 5.0;
         let mut pj: Vec<ProcJob> = jobs.iter().map(|&(mb, at, reps, io, ns)| {
-            one_rank(f64::from(mb), at, reps, if io { Op::Io { ns } } else { Op::Compute { ns } })
+            one_rank(f64::from(mb) / 1000.0, at, reps, if io { Op::Io { ns } } else { Op::Compute { ns } })
         }).collect();
         pj.sort_by_key(|j| j.submit);
         let make: Box<dyn Fn() -> Box<dyn NodePolicy>> = if block {
@@ -157,114 +186,3 @@ proptest! {
     }
 }
 
-/// Swap-out and fresh pages, one 900 MB node, one CPU (round robin, 50 ms), disk
-/// 20 MB/s. pid 0 (600 MB, 100 ms of compute) starts at 0 with 600 MB; pid 1 (600
-/// MB, 10 ms) at 1 ms gets the 300 free MB, its other 300 MB fresh (never touched).
-/// By hand: at 50 ms pid 0's quantum ends and pid 1 is picked with 300 MB missing:
-/// it takes 300 MB from pid 0, which are written to swap first (15 s, 50 ms to
-/// 15.05 s); its fresh pages need no read. Meanwhile pid 0 is picked with 300 MB
-/// missing and waits (pid 1's page-in is under way). At 15.05 s pid 1 runs (woken:
-/// 5 us interrupt): pid 0 takes 300 MB from it, written out from 15.05 to 30.05 s,
-/// then reads its own 300 MB back (30.05 to 45.05 s). pid 1 ends at 15.060005 s;
-/// pid 0 runs its last 50 ms from 45.05 s and ends at 45.100005 s.
-#[test]
-fn taken_pages_are_written_to_swap_before_the_read_and_fresh_pages_are_not_read() {
-    let plat = platform(1, OsConfig::Rr { quantum_ms: 50.0 });
-    let jobs = [
-        one_rank(600.0, 0, 1, Op::Compute { ns: 100_000_000 }),
-        one_rank(600.0, 1, 1, Op::Compute { ns: 10_000_000 }),
-    ];
-    let make: &dyn Fn() -> Box<dyn NodePolicy> = &|| Box::new(Spin);
-    let out = traced(&plat, &jobs, make, 2);
-    assert_eq!(
-        disk(&out),
-        [
-            (SegmentKind::SwapOut, 0, 5_000, 1_505_000),
-            (SegmentKind::SwapOut, 1, 1_505_000, 3_005_000),
-            (SegmentKind::PageIn, 0, 3_005_000, 4_505_000),
-        ]
-    );
-    assert_eq!(out.jobs[1].end, SimTime::from_ns(15_060_005_000));
-    assert_eq!(out.jobs[0].end, SimTime::from_ns(45_100_005_000));
-    assert_eq!(
-        (
-            out.counters.page_ins,
-            out.counters.paged_in_kb,
-            out.counters.paged_out_kb
-        ),
-        (2, 300_000, 600_000)
-    );
-}
-
-/// A yielder whose wait ends while it waits for a page-in stays in the page-in
-/// queue. Two 900 MB nodes of one CPU (round robin, 50 ms), disk 20 MB/s (300 MB:
-/// 15 s), 5 us wake-up interrupt, 1.5 us receive overhead. Job 0 (two 600 MB ranks,
-/// at 0): rank 0 (pid 0, node 0) receives from rank 1 (pid 1, node 1), which
-/// computes 1 s and sends 8 bytes. Job 1 (pid 2, one 600 MB rank, 10 ms of compute)
-/// comes at 1 ms to node 0 (PACKING: both nodes hold one process) with 300 MB free.
-///
-/// By hand: pid 0 spins until 1 ms, then parks (pid 2 is runnable). pid 2 gets 300
-/// MB, is picked with 300 fresh MB missing and takes pid 0's 300 MB (written 1 ms to
-/// 15.001 s; no read). The CPU is idle: pid 0 is unparked, picked with 300 MB
-/// missing and queues (no victim: pid 2's page-in is under way). At about 1.000008 s
-/// the message arrives: pid 0's wait ends, but it stays blocked in the queue (before
-/// the fix it was unparked as a yielder, picked again and queued twice: three
-/// page-ins). At 15.001 s pid 2 wakes (5 us) and runs 10 ms to 15.011005 s; at its
-/// dispatch pid 0 takes its 300 MB (written until 30.001 s) and reads its own 300 MB
-/// (until 45.001 s), then wakes and receives: 45.0010065 s.
-#[test]
-fn a_yielder_waiting_for_its_page_in_stays_queued_when_its_message_arrives() {
-    let plat = platform(2, OsConfig::Rr { quantum_ms: 50.0 });
-    let mut a = Builder::new(2);
-    a.each(|r| {
-        if r == 0 {
-            vec![Op::Recv {
-                from: Some(1),
-                tag: 0,
-            }]
-        } else {
-            vec![
-                Op::Compute { ns: 1_000_000_000 },
-                Op::Send {
-                    to: 0,
-                    bytes: 8,
-                    tag: 0,
-                },
-            ]
-        }
-    });
-    let jobs = [
-        ProcJob::new(a.build("a", 600.0), SimTime::ZERO),
-        one_rank(600.0, 1, 1, Op::Compute { ns: 10_000_000 }),
-    ];
-    let make: &dyn Fn() -> Box<dyn NodePolicy> = &|| Box::new(Yielding);
-    let out = traced(&plat, &jobs, make, 2);
-    assert_eq!(
-        disk(&out),
-        [
-            (SegmentKind::SwapOut, 0, 100, 1_500_100),
-            (SegmentKind::SwapOut, 2, 1_500_100, 3_000_100),
-            (SegmentKind::PageIn, 0, 3_000_100, 4_500_100),
-        ]
-    );
-    assert_eq!(
-        out.counters.page_ins, 2,
-        "one page-in each for pid 0 and pid 2"
-    );
-    let pid0: Vec<(SegmentKind, i64, i64)> = out
-        .timeline
-        .iter()
-        .filter(|s| s.pid == 0 && !matches!(s.kind, SegmentKind::PageIn | SegmentKind::SwapOut))
-        .map(|s| (s.kind, s.start.as_ns(), s.end.as_ns()))
-        .collect();
-    assert_eq!(
-        pid0,
-        [
-            (SegmentKind::Spin, 0, 1_000_000),
-            (SegmentKind::Blocked, 1_000_000, 45_001_000_000),
-            (SegmentKind::Useful, 45_001_000_000, 45_001_006_500),
-        ]
-    );
-    assert_eq!(out.jobs[1].end, SimTime::from_ns(15_011_005_000));
-    assert_eq!(out.jobs[0].end, SimTime::from_ns(45_001_006_500));
-}

@@ -100,9 +100,11 @@ pub(super) struct Proc<'a> {
     /// Part of the footprint never touched yet (neither resident nor in swap): it
     /// costs no read when it is made resident (zero-filled pages).
     pub(super) fresh_kb: i64,
-    /// Waiting for memory or for its page-in: blocked until the read completes.
+    /// Where its missing pages are and how fast it touches its pages ([`super::paging`]).
+    pub(super) pages: super::paging::Pages,
+    /// Waiting for memory or for its fault read: blocked until the read completes.
     pub(super) paging: bool,
-    /// Its page-in read is under way (it left the page-in queue): the pages being
+    /// Its fault read is under way (it left the fault queue): the pages being
     /// read are not taken.
     pub(super) reading: bool,
     /// Paged in but not run since: its pages are not taken (no livelock).

@@ -12,12 +12,11 @@
 //!   periodically scanned the entire data space" (S002 §3.4). The same computing
 //!   process with a footprint of `mb` MB (default 500, half of the nominal 1 GB of a
 //!   `ghanesh` node, S002 §3.4 "nominally 1 Gigabyte"; the sizes of Fig. 3 are not
-//!   stated). The scan is the memory model itself: the engine runs a process only
-//!   when its whole footprint is resident (gap G-MEM-1: working set = footprint), so
-//!   a load that keeps scanning its data needs all of it every time it runs, which is
-//!   assumption G-S002-2 (continuous scan). When the load and the applications do
-//!   not fit in a node's memory together, they take pages from each other and pay
-//!   page-ins.
+//!   stated). The scan is the engine's touch rate (gap G-MEM-1): a process sweeps
+//!   its footprint once per iteration of its loop, here once per 1 s burst, which
+//!   is assumption G-S002-2 (continuous scan). When the load and the applications
+//!   do not fit in a node's memory together, they take pages from each other and
+//!   fault them back in.
 
 use super::{AppError, AppInfo, SINGLE_CLASS};
 use crate::program::{Op, Program};
@@ -41,7 +40,7 @@ pub fn catalog() -> Vec<AppInfo> {
             let (mb, description) = if app == "cpu-load" {
                 (CPU_LOAD_MB, "Seed 002 CPU-hungry competing load: one process computing forever with little memory (1 MB); run it as a background job, it stops when the foreground jobs have finished. No parameters.")
             } else {
-                (MEM_LOAD_DEFAULT_MB, "Seed 002 memory-scanning competing load: one process computing forever over a footprint of `mb` MB that must be resident whenever it runs; run it as a background job. Parameter mb=500.")
+                (MEM_LOAD_DEFAULT_MB, "Seed 002 memory-scanning competing load: one process computing forever sweeping a footprint of `mb` MB once per second of CPU; run it as a background job. Parameter mb=500.")
             };
             AppInfo {
                 name: app.to_string(),
