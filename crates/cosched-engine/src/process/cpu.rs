@@ -55,9 +55,9 @@ impl Sim<'_> {
         let p = &mut self.procs[pid as usize];
         p.cpu_ns += elapsed;
         let used = elapsed.min(p.cpu_left.max(0));
-        p.cpu_left -= used;
         self.touch(pid, used);
         let p = &mut self.procs[pid as usize];
+        p.cpu_left -= used;
         self.counters.useful_ns += used;
         let spun = elapsed - used;
         p.spin_ns += spun;
@@ -118,7 +118,6 @@ impl Sim<'_> {
         }
         c.cur = Some(pid);
         c.last = Some(pid);
-        let unpinned = std::mem::take(&mut self.procs[pid as usize].pinned);
         c.dispatched_at = now;
         c.acct_at = now;
         c.since = now + SimTime(switch);
@@ -138,9 +137,6 @@ impl Sim<'_> {
             } else if w.cond != Cond::Io {
                 self.answer_rts(pid, w.cond, now);
             }
-        }
-        if unpinned {
-            self.pump_paging(node, now);
         }
         self.plan(node, cpu, now);
     }
@@ -280,8 +276,12 @@ impl Sim<'_> {
             cpus.iter()
                 .any(|c| c.cur.is_some_and(|q| procs[q as usize].job != j))
         };
-        self.inversion
-            .settle(node, now, &mut self.counters.priority_inversion_ns, inverted);
+        self.inversion.settle(
+            node,
+            now,
+            &mut self.counters.priority_inversion_ns,
+            inverted,
+        );
     }
 
     /// A disk completion is about to wake `pid`: it waits from now until it runs.

@@ -129,11 +129,14 @@ impl Sim<'_> {
             Some((rng, sigma)) => noisy(ns, *sigma, rng),
             None => ns.max(0),
         };
+        let touching = ns;
         let ns = ns + self.os_noise_extra(pid, ns, now);
         self.counters.compute_ns += ns;
         self.procs[pid as usize].compute_ns += ns;
         if ns > 0 {
+            // The OS noise is kernel work: it touches none of the program's pages.
             self.procs[pid as usize].cpu_left = ns;
+            self.procs[pid as usize].pages.compute_ns = touching;
             return false;
         }
         true
@@ -153,6 +156,7 @@ impl Sim<'_> {
         p.compute_ns += ns;
         if ns > 0 {
             p.cpu_left = ns;
+            p.pages.compute_ns = ns;
             return false;
         }
         true

@@ -131,6 +131,7 @@ impl Sim<'_> {
             let p = &mut self.procs[pid as usize];
             self.abandoned_ns += p.cpu_left;
             p.cpu_left = 0;
+            p.pages.compute_ns = 0;
             if matches!(p.after, After::Depart { .. }) {
                 self.unsent_ns += send_ns;
             }

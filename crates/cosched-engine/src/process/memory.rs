@@ -187,8 +187,8 @@ impl Sim<'_> {
         );
     }
 
-    /// The fault read of `to` completed: its new cluster is kept until it runs, and
-    /// it wakes.
+    /// The fault read of `to` completed: its new cluster is kept until it has
+    /// computed on it ([`super::paging`]), and it wakes.
     pub(super) fn page_done(&mut self, to: Pid, now: SimTime) {
         let p = &mut self.procs[to as usize];
         (p.paging, p.reading, p.pinned) = (false, false, true);

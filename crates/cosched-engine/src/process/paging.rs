@@ -20,11 +20,24 @@
 //! touched: zero-filled, no read) is a count inside the run, used by the first
 //! faults.
 //!
+//! **What touches pages.** Only the program's computation ([`Op::Compute`] and
+//! bursts, `Pages::compute_ns`). The rest of a process's CPU work is the kernel's
+//! or the MPI library's on its behalf: the wake-up interrupt (also the one that ends
+//! a fault), the policy's interrupts, send and receive overheads. It touches none of
+//! the program's pages, runs before the rest of the computation, and never faults.
+//! Were the wake-up interrupt of a fault counted as computation, it would touch the
+//! cluster just read faster than the cluster lasts and fault again inside the same
+//! interrupt, owing a new interrupt each time: the interrupt work would grow without
+//! end and the process would never get back to its program.
+//!
 //! **Fault.** A computing process faults when it has touched all `ahead_kb` and
 //! pages are missing: the engine plans the segment end there (the time is `ahead_kb`
-//! / `kb_per_ns`, rounded up), so there is no event per page. The fault reads
-//! `swap.readahead_kb` (Linux 2.4's `1 << page_cluster` pages) or what is missing if
-//! less; the process blocks until the read is done.
+//! / `kb_per_ns`, rounded up, after the kernel work owed), so there is no event per
+//! page. The fault reads `swap.readahead_kb` (Linux 2.4's `1 << page_cluster` pages)
+//! or what is missing if less; the process blocks until the read is done. The
+//! cluster read is kept (not taken by another fault) until the process has computed
+//! on it: a process woken from its fault and preempted before it ran (a run of no
+//! time, or only its interrupt) still finds its cluster when it runs again.
 //!
 //! **Dirty pages.** Every page a process touched is dirty (the NAS codes write the
 //! arrays they sweep). Pages read by a fault and not touched yet are clean: taken,
@@ -48,6 +61,10 @@ pub(super) struct Pages {
     /// Touched and not counted yet, in KB x `sweep_ns` (below `sweep_ns`: less
     /// than a KB), so that the touch arithmetic is exact.
     pub(super) carry: i64,
+    /// Of the process's CPU work left (`cpu_left`), the program's computation, ns:
+    /// the only part that touches pages. The rest is kernel and library work, done
+    /// first.
+    pub(super) compute_ns: i64,
 }
 
 /// The compute of one sweep of a rank's footprint, ns: one iteration of the
@@ -86,17 +103,29 @@ impl Pages {
             clean_kb: 0,
             sweep_ns: sweep_ns(ops).max(0),
             carry: 0,
+            compute_ns: 0,
         }
     }
 }
 
 impl Sim<'_> {
-    /// `pid` did `used_ns` of useful CPU work: it touched its pages ahead (never
-    /// past its missing run; a fully resident process keeps cycling).
+    /// `pid` is to do `used_ns` of its CPU work left (`cpu_left`, not yet
+    /// charged): the kernel work owed goes first, the rest is computation, which
+    /// touches its pages ahead (never past its missing run; a fully resident process
+    /// keeps cycling). Having computed, it no longer keeps the cluster its last fault
+    /// read.
     pub(super) fn touch(&mut self, pid: Pid, used_ns: i64) {
         let p = &mut self.procs[pid as usize];
+        let kernel = (p.cpu_left - p.pages.compute_ns).max(0);
+        let computed = (used_ns - kernel).clamp(0, p.pages.compute_ns);
+        if computed == 0 {
+            return;
+        }
+        p.pages.compute_ns -= computed;
+        p.pinned = false;
+        let used_ns = computed;
         let sweep = i128::from(p.pages.sweep_ns);
-        if used_ns <= 0 || sweep == 0 || p.pages.ahead_kb == 0 {
+        if sweep == 0 || p.pages.ahead_kb == 0 {
             return;
         }
         let units = i128::from(used_ns) * i128::from(p.mem_kb) + i128::from(p.pages.carry);
@@ -110,24 +139,35 @@ impl Sim<'_> {
         p.pages.clean_kb = p.pages.clean_kb.min(p.pages.ahead_kb);
     }
 
-    /// CPU time until `pid`, computing, touches a missing page, ns; `None` if it
-    /// never does (nothing missing, or it touches nothing).
+    /// CPU time until `pid` touches a missing page (its kernel work owed, then
+    /// computation up to the page), ns; `None` if it does not (nothing missing,
+    /// no computation left, or it touches nothing).
     pub(super) fn ns_to_fault(&self, pid: Pid) -> Option<i64> {
         let p = &self.procs[pid as usize];
-        if p.resident_kb == p.mem_kb || p.pages.sweep_ns == 0 || p.mem_kb == 0 {
+        if p.resident_kb == p.mem_kb
+            || p.pages.sweep_ns == 0
+            || p.mem_kb == 0
+            || p.pages.compute_ns == 0
+        {
             return None;
         }
+        let kernel = (p.cpu_left - p.pages.compute_ns).max(0);
         let units = (i128::from(p.pages.ahead_kb) * i128::from(p.pages.sweep_ns)
             - i128::from(p.pages.carry))
         .max(0);
         let mem = i128::from(p.mem_kb);
-        Some(((units + mem - 1) / mem).min(i128::from(i64::MAX / 4)) as i64)
+        Some(kernel + ((units + mem - 1) / mem).min(i128::from(i64::MAX / 4)) as i64)
     }
 
-    /// Whether the running `pid` has reached a missing page with CPU work left.
+    /// Whether the running `pid` has reached a missing page with computation left
+    /// (its kernel work owed done).
     pub(super) fn at_fault(&self, pid: Pid) -> bool {
         let p = &self.procs[pid as usize];
-        p.cpu_left > 0 && p.resident_kb < p.mem_kb && p.pages.ahead_kb == 0 && p.pages.sweep_ns > 0
+        p.pages.compute_ns > 0
+            && p.cpu_left <= p.pages.compute_ns
+            && p.resident_kb < p.mem_kb
+            && p.pages.ahead_kb == 0
+            && p.pages.sweep_ns > 0
     }
 
     /// How many KB the pages of `q` can give now: those behind it (touched),

@@ -1,7 +1,8 @@
 //! Page-granular paging on an overcommitted node ([`super::paging`]): when a
 //! process faults, what a fault costs, which pages are taken and written.
 
-use super::tests::{platform, Block, Spin};
+use super::tests::{bounded, platform, Block, Spin};
+use super::wait::tests::Yielding;
 use super::*;
 use crate::process::testkit::os_model;
 use cosched_model::node::OsConfig;
@@ -76,7 +77,11 @@ fn a_process_with_its_footprint_resident_never_faults() {
     ]);
     assert!(disk(&out).is_empty());
     assert_eq!(
-        (out.counters.page_ins, out.counters.paged_in_kb, out.counters.paged_out_kb),
+        (
+            out.counters.page_ins,
+            out.counters.paged_in_kb,
+            out.counters.paged_out_kb
+        ),
         (0, 0, 0)
     );
     assert_eq!(out.jobs[0].end, SimTime::from_ms(500));
@@ -133,8 +138,13 @@ fn a_fault_blocks_for_the_access_and_the_cluster_transfer() {
     assert!(out.counters.page_ins as usize > reads.len());
     let total: i64 = reads.iter().map(|s| (s.end - s.start).as_ns()).sum();
     // 10 ms per request plus 50 ns per KB (20 MB/s).
-    assert_eq!(total, reads.len() as i64 * 10_000_000 + out.counters.paged_in_kb * 50_000);
-    assert!(reads.iter().all(|s| (s.end - s.start).as_ns() <= 13_200_000));
+    assert_eq!(
+        total,
+        reads.len() as i64 * 10_000_000 + out.counters.paged_in_kb * 50_000
+    );
+    assert!(reads
+        .iter()
+        .all(|s| (s.end - s.start).as_ns() <= 13_200_000));
 }
 
 /// Three 300 KB processes fill the node; P3 (300 KB, all fresh) arrives at 150 ms.
@@ -151,6 +161,42 @@ fn the_pages_taken_are_the_least_recently_run_processs() {
     ]);
     assert_eq!(disk(&out)[0], (SegmentKind::SwapOut, 1, 40_000, 41_320));
     assert_eq!(first_blocked(&out, 3).0, 40_000);
+}
+
+/// The wake-up interrupt that ends a fault touches no pages. P0 (600 KB, one 1 s
+/// iteration) starts at 0 with its footprint resident; P1 (364 KB, one 364 us
+/// iteration: it touches 1 KB per us of computation) comes at 1 ms with the 300 free
+/// KB, 64 KB fresh. By hand (13.2 ms per 64 KB request, 5 us interrupt):
+/// - P1 runs from 100 ms, touches its 300 resident KB and faults at 100.3 ms on its
+///   fresh pages: 64 KB of P0's are taken and written, 100.3 to 113.5 ms.
+/// - P0 runs at 100.3 ms and faults at once on the 64 KB it lost: it takes 64 KB of
+///   P1's touched pages (written 113.5 to 126.7 ms) and reads its own (126.7 to
+///   139.9 ms).
+/// - At 113.5 ms P1 wakes and runs: 5 us of interrupt, then 64 us of computation on
+///   its new cluster, the last of its work: it ends at 113.569 ms without faulting
+///   again, although the 64 KB taken from it are missing. (Had the interrupt been
+///   computation, P1 would have touched its cluster with 5 us of work left and
+///   faulted again.)
+/// - At 139.9 ms P0 wakes, fully resident, and computes its last 900 ms:
+///   1039.905 ms.
+#[test]
+fn the_interrupt_that_ends_a_fault_touches_no_pages() {
+    let out = run_small(&[
+        one_rank(0.6, 0, 1, Op::Compute { ns: 1_000_000_000 }),
+        one_rank(0.364, 1, 1, Op::Compute { ns: 364_000 }),
+    ]);
+    use SegmentKind::{PageIn, SwapOut};
+    assert_eq!(
+        disk(&out),
+        [
+            (SwapOut, 0, 10_030, 11_350),
+            (SwapOut, 1, 11_350, 12_670),
+            (PageIn, 0, 12_670, 13_990),
+        ]
+    );
+    assert_eq!(out.counters.page_ins, 2, "one fault each");
+    assert_eq!(out.jobs[1].end, SimTime::from_us(113_569));
+    assert_eq!(out.jobs[0].end, SimTime::from_us(1_039_905));
 }
 
 proptest! {
@@ -180,9 +226,63 @@ proptest! {
         } else {
             Box::new(|| Box::new(Spin) as Box<dyn NodePolicy>)
         };
-        let opts = ProcOptions { mpl: 4, ..Default::default() };
+        let opts = ProcOptions { mpl: 4, ..bounded() };
         let out = simulate_processes(&plat, &pj, make.as_ref(), &opts);
         prop_assert!(out.is_ok(), "{:?}", out.err());
     }
 }
 
+/// A process in a wait touches no pages, so it never faults: its pages may be
+/// taken while it waits, and it receives without reading them back. Two 900 KB
+/// nodes of one CPU (round robin, 50 ms), 64 KB per fault, 10 ms per request at 20
+/// MB/s, yielding waits. Job 0 (two 600 KB ranks, at 0): rank 0 (pid 0, node 0)
+/// receives from rank 1 (pid 1, node 1), which computes 1 s and sends 8 bytes. Job 1
+/// (pid 2, one 600 KB rank, 10 ms of compute) comes at 1 ms to node 0 with 300 KB
+/// free: its 300 fresh KB take pid 0's pages in five faults (64 KB x 4 + 44 KB), all
+/// five write-outs pid 0's. By hand, pid 0's message arrives at 1.000001 s (1 us send
+/// overhead) + 7.04 us; pid 0, spinning again once pid 2 has ended, receives it (1.5
+/// us): 1.00000954 s, with no fault of its own.
+#[test]
+fn a_process_in_a_wait_never_faults_and_receives_without_its_pages() {
+    let mut plat = platform(2, OsConfig::Rr { quantum_ms: 50.0 });
+    plat.job_memory_mb = 0.9;
+    plat.swap.access_ms = 10.0;
+    plat.swap.readahead_kb = 64;
+    let mut a = Builder::new(2);
+    a.each(|r| {
+        if r == 0 {
+            vec![Op::Recv {
+                from: Some(1),
+                tag: 0,
+            }]
+        } else {
+            vec![
+                Op::Compute { ns: 1_000_000_000 },
+                Op::Send {
+                    to: 0,
+                    bytes: 8,
+                    tag: 0,
+                },
+            ]
+        }
+    });
+    let jobs = [
+        ProcJob::new(a.build("a", 0.6), SimTime::ZERO),
+        one_rank(0.6, 1, 1, Op::Compute { ns: 10_000_000 }),
+    ];
+    let make: &dyn Fn() -> Box<dyn NodePolicy> = &|| Box::new(Yielding);
+    let opts = ProcOptions {
+        mpl: 2,
+        record_timeline: true,
+        ..bounded()
+    };
+    let out = simulate_processes(&plat, &jobs, make, &opts).expect("the run ends");
+    let d = disk(&out);
+    assert_eq!(d.len(), 5);
+    assert!(d
+        .iter()
+        .all(|&(k, pid, _, _)| k == SegmentKind::SwapOut && pid == 0));
+    assert_eq!(out.counters.page_ins, 5, "pid 2's five faults");
+    assert_eq!(out.counters.paged_out_kb, 300);
+    assert_eq!(out.jobs[0].end, SimTime::from_ns(1_000_009_540));
+}

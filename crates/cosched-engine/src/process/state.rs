@@ -107,7 +107,8 @@ pub(super) struct Proc<'a> {
     /// Its fault read is under way (it left the fault queue): the pages being
     /// read are not taken.
     pub(super) reading: bool,
-    /// Paged in but not run since: its pages are not taken (no livelock).
+    /// Its last fault read is done and it has not computed since: the cluster read
+    /// is not taken (each read serves at least some computation).
     pub(super) pinned: bool,
     /// Last time the process was taken off a CPU or placed (LRU order).
     pub(super) last_ran: SimTime,

@@ -140,6 +140,17 @@ pub(super) fn platform(nodes: u32, os: OsConfig) -> NodePlatform {
     }
 }
 
+/// Options for a property-test run: the run fails with a clear error instead of
+/// looping once it passes a bound far above what any generated case needs (a few
+/// seconds of simulated work, some thousands of events).
+pub(super) fn bounded() -> ProcOptions {
+    ProcOptions {
+        time_limit: SimTime::from_secs(600),
+        event_limit: 1_000_000,
+        ..Default::default()
+    }
+}
+
 pub(super) fn linux() -> OsConfig {
     OsConfig::default()
 }
@@ -714,7 +725,7 @@ mod properties {
                 2 => Box::new(|| Box::new(SpinBlock(SimTime::from_us(300))) as Box<dyn NodePolicy>),
                 _ => Box::new(|| Box::new(Booster::default()) as Box<dyn NodePolicy>),
             };
-            let opts = ProcOptions { mpl, memory_aware, record_timeline: true, ..Default::default() };
+            let opts = ProcOptions { mpl, memory_aware, record_timeline: true, ..bounded() };
             let out = simulate_processes(&plat, &pj, make.as_ref(), &opts).expect("completes with valid invariants");
             check_work(&plat, &pj, &out);
             check_timeline(&out);
@@ -724,7 +735,7 @@ mod properties {
                 distinct.sort_unstable();
                 distinct.dedup();
                 prop_assert_eq!(distinct.len(), r.nodes.len(), "ranks of a job on distinct nodes");
-                let alone = simulate_processes(&plat, &[ProcJob::new(j.program.clone(), SimTime::ZERO)], make.as_ref(), &ProcOptions::default()).unwrap();
+                let alone = simulate_processes(&plat, &[ProcJob::new(j.program.clone(), SimTime::ZERO)], make.as_ref(), &bounded()).unwrap();
                 // Sharing only delays a job, except that a process that reaches a wait
                 // late may find its message there and skip a block and its wake-up
                 // interrupt: the bound allows for every interrupt of the dedicated run.
@@ -781,7 +792,7 @@ mod properties {
             };
             // Every job is admitted at once (an endless background job holding the
             // last slot would keep a foreground job out until the time limit).
-            let opts = ProcOptions { mpl: 2 * pj.len() as u32, record_timeline: true, ..Default::default() };
+            let opts = ProcOptions { mpl: 2 * pj.len() as u32, record_timeline: true, ..bounded() };
             let out = simulate_processes(&plat, &pj, make.as_ref(), &opts).expect("completes with valid invariants");
             check_timeline(&out);
             let last = pj.iter().zip(&out.jobs).filter(|(j, _)| !j.background).map(|(_, r)| r.end).max().unwrap();
