@@ -1560,7 +1560,14 @@ FIG7_PAGING_CAVEAT = (
     "process are written, each disk request costing a 7200-rpm disk's seek and rotation plus its transfer "
     "(`crates/cosched-engine/src/process/paging.rs`, docs/models/seed-parameters.md G-MEM-1). This is the "
     "mechanism of seed 000 §5.3 (swapping as a process uses its quantum); the speed-up ratios below come "
-    "from it. Runs that did not finish are explained in docs/models/fig7-thrashing.md.")
+    "from it. **What the speed-up ranking is evidence of:** the order in which the schemes' ways of waiting "
+    "(spinning, blocking, coscheduling) cope with page faults under this mechanism, i.e. whether a scheme "
+    "lets a process whose pages are resident use the CPU while its partners fault. It is not evidence of "
+    "the paper's magnitudes: the model re-reads every missing page in 64 KB requests each iteration, with "
+    "no merged swap I/O, no kswapd writing ahead and the whole footprint as the working set (each "
+    "unsourced, none modelled), so its runs without memory-aware allocation take several times Table 4's "
+    "running times and every ratio to them is larger than the paper's. Runs that did not finish are "
+    "explained in docs/models/fig7-thrashing.md.")
 
 
 #: Simulated-time limit of every fig7 run: 10 x the longest total running time in seed 000 Table 4 (NLS
