@@ -189,7 +189,8 @@ def test_proto_layout_matches_the_documented_sizes(real_build: Path) -> None:
     assert out["cosched_msg"]["size"] == 48 and out["cosched_rank_shm"]["size"] == 256
     assert out["cosched_job_msg"]["size"] == 140
     offs = out["cosched_rank_shm"]["offsets"]
-    assert offs["wake_seq"] % 4 == 0 and offs["reserved"] + 3 * 8 == 256
+    assert offs["wake_seq"] % 4 == 0 and offs["spin_seen_ns"] + 8 == offs["reserved"]
+    assert offs["reserved"] + 2 * 8 == 256
 
 
 # ---------------------------------------------------------------------------------------------
@@ -389,11 +390,15 @@ def test_shim_registers_with_an_agent_and_sends_the_events_asked_for(real_build:
     assert {m[5] for m in by_type[COLL_ENTER]} == {0, 1, 2, 3, 4, 5}
     # Every send: MESSAGE to the destination's world rank (field rank), source rank in arg, bytes in a.
     # Ranks 0-1 and 2-3 exchange on MPI_COMM_WORLD; 2 -> 0 and 3 -> 1 are sends on a sub-communicator
-    # (rank 1 to rank 0 of it), translated to world ranks.
-    pairs = [(m[5], m[3]) for m in by_type[MESSAGE]]
-    assert all(m[7] == 4 for m in by_type[MESSAGE]), by_type[MESSAGE]
+    # (rank 1 to rank 0 of it), translated to world ranks. Each collective entered also posts one
+    # MESSAGE of 0 bytes for the member's first message, to member (rank + 1) mod 4 of MPI_COMM_WORLD.
+    sends = [m for m in by_type[MESSAGE] if m[7] != 0]
+    firsts = [(m[5], m[3]) for m in by_type[MESSAGE] if m[7] == 0]
+    pairs = [(m[5], m[3]) for m in sends]
+    assert all(m[7] == 4 for m in sends), sends
     assert set(pairs) == {(0, 1), (1, 0), (2, 3), (3, 2), (2, 0), (3, 1)}, pairs
     assert pairs.count((2, 0)) == pairs.count((3, 1)) == 1
+    assert sorted(firsts) == sorted([(r, (r + 1) % 4) for r in range(4)] * 6), firsts
     assert len(by_type[WAIT_BEGIN]) == len(by_type[WAIT_END]) >= 1
     ranks = log_lines(log)
     assert all(d["agent"] is True for d in ranks)
