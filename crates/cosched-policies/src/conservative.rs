@@ -172,7 +172,7 @@ impl ClusterPolicy for Conservative {
                 };
                 // The profile starts at `now`, so only a bound can start the search later.
                 let (from, first) = match bound {
-                    Some(b) if b > now => (b, first.max(profile.step_index(b))),
+                    Some(b) if b > now => (b, profile.step_index_from(first, b)),
                     _ => (now, first),
                 };
                 match profile.earlier_before(first, from, need, dur, old) {

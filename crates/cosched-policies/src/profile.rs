@@ -39,6 +39,14 @@ impl Profile {
         self.seg(t)
     }
 
+    /// The later of step `first` and the step containing `t`.
+    pub fn step_index_from(&self, first: usize, t: SimTime) -> usize {
+        first
+            + self.times[first..]
+                .partition_point(|&s| s <= t)
+                .saturating_sub(1)
+    }
+
     /// Index of the step containing `t` (t must not precede the first breakpoint).
     fn seg(&self, t: SimTime) -> usize {
         self.times.partition_point(|&s| s <= t).saturating_sub(1)
@@ -226,7 +234,9 @@ impl Profile {
         debug_assert!(s < e && d != 0 && s >= self.times[0]);
         let n = self.times.len();
         let a = self.times.partition_point(|&x| x < s);
-        let b = a + self.times[a..].partition_point(|&x| x < e);
+        // A part usually spans a few steps: look at the next ones before searching.
+        let near = self.times[a..].iter().take(8).position(|&x| x >= e);
+        let b = a + near.unwrap_or_else(|| self.times[a..].partition_point(|&x| x < e));
         // The edit at each bound: 1 insert, -1 remove, 0 none.
         let left: isize = if a < n && self.times[a] == s {
             if a > 0 && i64::from(self.free[a]) + d == i64::from(self.free[a - 1]) {
@@ -388,6 +398,12 @@ mod tests {
             let plain = p.earlier_than(s(from), need, s(dur), old);
             let mut prefix = Vec::new();
             p.prefix_max(&mut prefix);
+            for first in 0..p.steps().len() {
+                prop_assert_eq!(
+                    p.step_index_from(first, s(from)),
+                    first.max(p.step_index(s(from)))
+                );
+            }
             let fast = p.first_fit_before(&prefix, need, old).and_then(|first| {
                 let first = first.max(p.step_index(s(from)));
                 p.earlier_before(first, s(from), need, s(dur), old)
