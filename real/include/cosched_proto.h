@@ -73,7 +73,7 @@
 
 #include <stdint.h>
 
-#define COSCHED_PROTO_VERSION 1u
+#define COSCHED_PROTO_VERSION 2u /* 2: spin_seen_ns and the collective's first-message event */
 #define COSCHED_SHM_MAGIC 0x4d485343u /* "CSHM" little-endian */
 #define COSCHED_SPIN_UNTIL_SHIFT 40    /* spin_until: tag << 40 | end in ns from wait_start_ns */
 

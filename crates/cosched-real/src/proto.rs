@@ -6,7 +6,9 @@
 
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
-pub const PROTO_VERSION: u32 = 1;
+/// 2: the segment's `spin_seen_ns` (a spinning rank stamps its tests) and the
+/// MESSAGE event for a collective member's first message.
+pub const PROTO_VERSION: u32 = 2;
 pub const SHM_MAGIC: u32 = 0x4d48_5343;
 /// `spin_until` holds a wait's tag above this bit and the spin's end below it.
 pub const SPIN_UNTIL_SHIFT: u32 = 40;
