@@ -10,7 +10,7 @@
 
 use cosched_des::SimTime;
 use cosched_engine::process::check::check_timeline;
-use cosched_engine::process::testkit::{os_model, spmd, Phase};
+use cosched_engine::process::testkit::{incast_slack, os_model, spmd, Phase};
 use cosched_engine::process::{simulate_processes, ProcError, ProcJob, ProcOptions};
 use cosched_model::node::{NodePlatform, OsConfig};
 use cosched_policies::{build_node, node_catalog};
@@ -71,29 +71,6 @@ fn platform(os: OsConfig, cpus: u32) -> NodePlatform {
 
 /// (processes, phases, repetitions, submit ms, memory MB, nice)
 type JobDraw = (u32, Vec<Phase>, u32, i64, u32, i32);
-
-/// What taking simultaneous messages into one receiving NIC in another order can
-/// save a job of `procs` processes (process/net.rs: the NIC takes them in one after
-/// the other, in the engine's order of requests): in each communicating phase of
-/// each repetition, the transfers of the other processes' messages (a nanosecond
-/// more each for the rounding of a transfer time).
-fn incast_slack(plat: &NodePlatform, procs: u32, phases: &[Phase], reps: u32) -> SimTime {
-    let ns_per_byte = 1000.0 / plat.bandwidth_mb_s;
-    let per_rep: i64 = phases
-        .iter()
-        .map(|ph| match ph {
-            Phase::Allreduce(b)
-            | Phase::Alltoall(b)
-            | Phase::Bcast(b)
-            | Phase::Shift(b)
-            | Phase::Ring(b) => {
-                i64::from(procs.saturating_sub(1)) * ((*b as f64 * ns_per_byte).round() as i64 + 1)
-            }
-            Phase::Compute(_) | Phase::Barrier | Phase::Io(_) => 0,
-        })
-        .sum();
-    SimTime(per_rep * i64::from(reps))
-}
 
 /// Events one property run may take (the passing runs take far fewer).
 const PROPERTY_EVENT_LIMIT: u64 = 3_000_000;

@@ -2,7 +2,8 @@
 //! a program is a sequence of [`Phase`]s, each matched across all ranks, so every
 //! message sent is received and no run can deadlock by construction.
 
-use cosched_model::node::OsConfig;
+use cosched_des::SimTime;
+use cosched_model::node::{NodePlatform, OsConfig};
 use cosched_model::program::{Builder, Op, Program};
 
 /// One phase of a random SPMD program.
@@ -125,4 +126,27 @@ pub fn gang_options(params: super::gang::GangParams) -> super::ProcOptions {
         slots: Some(cosched_policies::process::gang::factory(params)),
         ..Default::default()
     }
+}
+
+/// What taking simultaneous messages into one receiving NIC in another order can
+/// save a job of `procs` processes (process/net.rs: the NIC takes them in one after
+/// the other, in the engine's order of requests): in each communicating phase of
+/// each repetition, the transfers of the other processes' messages (a nanosecond
+/// more each for the rounding of a transfer time).
+pub fn incast_slack(plat: &NodePlatform, procs: u32, phases: &[Phase], reps: u32) -> SimTime {
+    let ns_per_byte = 1000.0 / plat.bandwidth_mb_s;
+    let per_rep: i64 = phases
+        .iter()
+        .map(|ph| match ph {
+            Phase::Allreduce(b)
+            | Phase::Alltoall(b)
+            | Phase::Bcast(b)
+            | Phase::Shift(b)
+            | Phase::Ring(b) => {
+                i64::from(procs.saturating_sub(1)) * ((*b as f64 * ns_per_byte).round() as i64 + 1)
+            }
+            Phase::Compute(_) | Phase::Barrier | Phase::Io(_) => 0,
+        })
+        .sum();
+    SimTime(per_rep * i64::from(reps))
 }
