@@ -15,6 +15,13 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+/// How long a freeze or thaw may take to settle before it is an error. It settles
+/// in 0.3-3 ms on an idle machine, but a freezer whose tasks are slow to reach the
+/// refrigerator on a loaded machine (load average 14-16 on two CPUs) was seen
+/// still FREEZING after 2 s; the wait sleeps between checks, so a long bound costs
+/// nothing when the state is reached early.
+pub const FREEZE_SETTLE: Duration = Duration::from_secs(10);
+
 /// Which cgroup interface serves a role.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Version {
@@ -344,7 +351,7 @@ impl Hierarchy {
             Version::V2 => "cgroup.freeze",
         };
         if dir.join(freeze_file).exists() {
-            self.set_frozen(dir, false, Duration::from_secs(2))?;
+            self.set_frozen(dir, false, FREEZE_SETTLE)?;
         }
         let left = self.procs(dir);
         if !left.is_empty() {

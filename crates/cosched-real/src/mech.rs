@@ -18,14 +18,13 @@
 //! Every change is recorded in the [`State`] file before it is made, and
 //! [`NodeMech::restore`] (also run from `Drop`) undoes all of it.
 
-use crate::cgroup::{CgError, Cgroups, Hierarchy, Version};
+use crate::cgroup::{CgError, Cgroups, Hierarchy, Version, FREEZE_SETTLE};
 use crate::procfs;
 use crate::state::{Moved, State};
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid as NixPid;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 /// Errors of the mechanisms, with the cgroup file or process they concern.
 #[derive(Debug, thiserror::Error)]
@@ -94,7 +93,7 @@ impl JobNodeFreezer {
             what: "cannot create cgroup".into(),
             err: e,
         })?;
-        Ok(self.h.set_frozen(&d, frozen, Duration::from_secs(2))?)
+        Ok(self.h.set_frozen(&d, frozen, FREEZE_SETTLE)?)
     }
 
     /// Whether job `job` is frozen on node `node`.
@@ -322,7 +321,7 @@ impl NodeMech {
                     .find(|(x, _)| *x == h)
                     .cloned();
                 if let Some((_, d)) = leaf {
-                    h.set_frozen(&d, true, Duration::from_secs(2))?;
+                    h.set_frozen(&d, true, FREEZE_SETTLE)?;
                 }
             }
         }
@@ -512,7 +511,7 @@ impl NodeMech {
             }
             FreezeBy::Freezer => {
                 let h = self.cg.freezer.clone().unwrap();
-                let timeout = Duration::from_secs(2);
+                let timeout = FREEZE_SETTLE;
                 if leaf_roles(&self.cg).contains(&h) {
                     for pid in self.job_pids(job) {
                         let r = &self.ranks[&pid];

@@ -289,7 +289,7 @@ fn thaw_tree(h: &Hierarchy, dir: &Path) {
         crate::cgroup::Version::V2 => "cgroup.freeze",
     };
     if dir.join(f).exists() {
-        let _ = h.set_frozen(dir, false, std::time::Duration::from_secs(2));
+        let _ = h.set_frozen(dir, false, crate::cgroup::FREEZE_SETTLE);
     }
 }
 
