@@ -183,9 +183,14 @@ def test_normal_run_leaves_no_segment(real_build: Path, mpi: str) -> None:
     assert segments(run) == []
 
 
+def proto_layout(real_build: Path) -> dict:
+    """What a C compiler makes of cosched_proto.h: the protocol version, sizes and offsets."""
+    return json.loads(subprocess.run([str(real_build / "cosched-proto-layout")], capture_output=True, text=True,
+                                     check=True).stdout)
+
+
 def test_proto_layout_matches_the_documented_sizes(real_build: Path) -> None:
-    out = json.loads(subprocess.run([str(real_build / "cosched-proto-layout")], capture_output=True, text=True,
-                                    check=True).stdout)
+    out = proto_layout(real_build)
     assert out["cosched_msg"]["size"] == 48 and out["cosched_rank_shm"]["size"] == 256
     assert out["cosched_job_msg"]["size"] == 140
     offs = out["cosched_rank_shm"]["offsets"]
@@ -380,10 +385,11 @@ def test_shim_registers_with_an_agent_and_sends_the_events_asked_for(real_build:
     assert not any(t.is_alive() for t in agent.threads[1:]), "a rank's connection was not closed"
     with agent.lock:
         msgs = list(agent.msgs)
+    version = proto_layout(real_build)["version"]
     for rank in range(4):
         mine = [m for m in msgs if m[3] == rank and m[0] in (REGISTER, UNREGISTER)]
         assert [m[0] for m in mine] == [REGISTER, UNREGISTER], mine
-        assert mine[0][1] == 1 and mine[0][2] == 7 and mine[0][5] == 4  # version, job, arg = world size
+        assert mine[0][1] == version and mine[0][2] == 7 and mine[0][5] == 4  # version, job, arg = world size
     by_type = {t: [m for m in msgs if m[0] == t] for t in (WAIT_BEGIN, WAIT_END, COLL_ENTER, COLL_EXIT, MESSAGE)}
     # 6 collectives per rank (barrier, bcast, reduce, allreduce, alltoall, allgather), entered and left.
     assert len(by_type[COLL_ENTER]) == len(by_type[COLL_EXIT]) == 24
