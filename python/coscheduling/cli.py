@@ -81,11 +81,14 @@ class EventOrderChoice(StrEnum):
 
 
 def warn(msg: str) -> None:
-    console(True).print(f"[yellow]warning:[/] {escape(msg)}")
+    """A warning on stderr, never wrapped (see `fail`)."""
+    console(True).print(f"[yellow]warning:[/] {escape(msg)}", soft_wrap=True)
 
 
 def fail(msg: str, code: int) -> typer.Exit:
-    console(True).print(f"[bold red]error:[/] [red]{escape(msg)}[/]")
+    """Prints the error on stderr and returns the exit to raise. The message is never wrapped at the
+    console's width: a long `FILE:LINE:` must stay whole on one line for whoever searches or copies it."""
+    console(True).print(f"[bold red]error:[/] [red]{escape(msg)}[/]", soft_wrap=True)
     return typer.Exit(code)
 
 
@@ -112,6 +115,13 @@ def fmt(v: Any, digits: int = 2) -> str:
     if isinstance(v, int):
         return f"{v:,}"
     return str(v)
+
+
+def name_column(t: Table, header: str, names: list[str]) -> None:
+    """Adds the column of the rows' names to `t`, as wide as the longest name and never wrapped: on a
+    narrow console the other columns (added with ``overflow="fold"``, which never drops a character)
+    give up their width, and a name never ends as ``Blo…``."""
+    t.add_column(header, no_wrap=True, min_width=max((len(n) for n in names), default=len(header)))
 
 
 def summary_table(summary: dict[str, Any], title: str) -> Table:
@@ -996,8 +1006,9 @@ def apps_list(
         console().print_json(json.dumps(catalog))
         return
     t = Table(title="application presets", show_header=True, header_style="bold", show_lines=True)
-    for col in ("name", "classes", "processes", "MB per process at 16", "Table 1 intensity", "description"):
-        t.add_column(col)
+    name_column(t, "name", [a["name"] for a in catalog])
+    for col in ("classes", "processes", "MB per process at 16", "Table 1 intensity", "description"):
+        t.add_column(col, overflow="fold")
     for a in catalog:
         mem = ", ".join(f"{c}: {fmt(m, 1)}" for c, m in a["memory_mb_at_16"].items())
         t.add_row(
@@ -1066,8 +1077,9 @@ def apps_validate(
 
 def _print_validation000(rows: list[dict]) -> None:
     t = Table(title="dedicated runs vs seed 000 Table 1 (16 processes, choi2004)", header_style="bold")
-    for h in ("app", "class", "procs", "measured s", "Table 1 s", "error %", "comm %", "Table 1 intensity"):
-        t.add_column(h, justify="left" if h in ("app", "class", "Table 1 intensity") else "right")
+    name_column(t, "app", [r["app"] for r in rows])
+    for h in ("class", "procs", "measured s", "Table 1 s", "error %", "comm %", "Table 1 intensity"):
+        t.add_column(h, justify="left" if h in ("class", "Table 1 intensity") else "right", overflow="fold")
     for r in rows:
         style = "red" if abs(r["error"]) > VALIDATE_TOLERANCE else None
         t.add_row(
@@ -1086,11 +1098,11 @@ def _print_validation002(rows: list[dict]) -> None:
     )
     cols = (("exec_s", "exec s", 1), ("msgs_per_s", "msgs/s per node", 1), ("kb_per_s", "KB/s per node", 0),
             ("cpu_pct", "% CPU", 1), ("msgs_per_node", "msgs per node", 0), ("kb_per_node", "KB per node", 0))
-    t.add_column("app")
+    name_column(t, "app", [r["app"] for r in rows])
     for _, h, _ in cols:
-        t.add_column(h, justify="right")
-    t.add_column("imbalance", justify="right")
-    t.add_column("off the tolerance")
+        t.add_column(h, justify="right", overflow="fold")
+    t.add_column("imbalance", justify="right", overflow="fold")
+    t.add_column("off the tolerance", overflow="fold")
     for r in rows:
         cells = []
         for key, _, nd in cols:

@@ -73,6 +73,35 @@ def test_validate_table_and_exit_code(validation, monkeypatch):
     assert "more than 5%" in r.stderr and f"{rows[0]['app']} {rows[0]['class']}" in r.stderr
 
 
+@pytest.mark.parametrize("columns", ["80", "40"])
+def test_apps_table_keeps_every_name_whole_on_a_narrow_console(columns, monkeypatch):
+    # The name column is as wide as the longest name ("BlockSolve95", 12) and never wrapped; the other
+    # columns fold instead of cutting a cell to "..." (rich's ellipsis), so no cell loses a character.
+    monkeypatch.setenv("COLUMNS", columns)
+    r = run_cli(["apps"])
+    assert r.exit_code == 0, r.stderr
+    names = [a["name"] for a in json.loads(_core.apps())]
+    assert "BlockSolve95" in names
+    for name in names:
+        assert any(f"\u2502 {name} " in line for line in r.stdout.splitlines()), (name, r.stdout)
+    assert "\u2026" not in r.stdout and "..." not in r.stdout
+
+
+def test_validate_table_keeps_every_app_name_whole_on_a_narrow_console(monkeypatch):
+    # Two made-up rows (the table's layout only): at 40 columns the app column still holds "BlockSolve95".
+    rows = [
+        {"app": app, "class": c, "procs": 16, "measured_s": 100.0, "target_s": 100.0, "error": 0.0,
+         "comm_fraction": 0.25, "intensity": "Medium"}
+        for app, c in (("CG", "A"), ("BlockSolve95", "-"))
+    ]
+    monkeypatch.setattr(cli, "_core", types.SimpleNamespace(apps_validate=lambda: json.dumps(rows)))
+    monkeypatch.setenv("COLUMNS", "40")
+    r = run_cli(["apps", "validate", "--target", "seed000"])
+    assert r.exit_code == 0, r.stderr
+    assert any("\u2502 BlockSolve95 " in line for line in r.stdout.splitlines()), r.stdout
+    assert "\u2026" not in r.stdout
+
+
 @pytest.fixture(scope="module")
 def validation002() -> list[dict]:
     r = run_cli(["apps", "validate", "--target", "seed002", "--json"])

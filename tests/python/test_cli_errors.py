@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import run_cli
+from conftest import run_cli, run_cli_process
 
 HEADER = "; MaxProcs: 8\n; MaxNodes: 8\n"
 GOOD = "1 0 0 10 2 -1 -1 2 20 -1 1 1 1 -1 -1 -1 -1 -1\n"
@@ -123,3 +123,39 @@ def test_trace_info_of_a_bad_file(tmp_path):
 def test_bench_without_traces_is_a_clear_error(tmp_path, monkeypatch):
     monkeypatch.setenv("COSCHED_TRACES", str(tmp_path / "none"))
     check_failed(run_cli(["bench"]), 2, "COSCHED_TRACES")
+
+
+def long_bad_trace(tmp_path: Path) -> Path:
+    """A malformed trace (record 2 has 17 fields, file line 4) at a path of more than 200 characters."""
+    folder = tmp_path / ("d" * 100) / ("e" * 100)
+    folder.mkdir(parents=True)
+    trace = folder / "bad.swf"
+    trace.write_text(HEADER + GOOD + "2 5 0 10 2 -1 -1 2 20 -1 1 1 1 -1 -1 -1 -1\n")
+    assert len(str(trace)) > 200
+    return trace
+
+
+@pytest.mark.parametrize("columns", [None, "40"], ids=["default-width", "COLUMNS=40"])
+def test_a_long_path_stays_whole_on_the_error_line(tmp_path, monkeypatch, columns):
+    # The console is 160 columns wide off a terminal, COLUMNS wide when set: an error message is wider than
+    # both here and must not be wrapped, so the one line with "error:" holds the whole "FILE:4:".
+    if columns is None:
+        monkeypatch.delenv("COLUMNS", raising=False)
+    else:
+        monkeypatch.setenv("COLUMNS", columns)
+    trace = long_bad_trace(tmp_path)
+    r = run_cli(["simulate", "--trace", trace, "--out", tmp_path / "o"])
+    check_failed(r, 2)
+    (line,) = [x for x in r.stderr.splitlines() if "error:" in x]
+    assert f"{trace}:4:" in line and "expected 18 fields, found 17" in line, r.stderr
+
+
+def test_a_long_path_stays_whole_on_the_error_line_of_the_command(tmp_path, monkeypatch):
+    # The installed command (its own entry point, a new process) at COLUMNS=40.
+    monkeypatch.setenv("COLUMNS", "40")
+    trace = long_bad_trace(tmp_path)
+    r = run_cli_process(["simulate", "--trace", trace, "--out", tmp_path / "o"], tmp_path)
+    assert r.returncode == 2, r.stderr
+    (line,) = [x for x in r.stderr.splitlines() if "error:" in x]
+    assert line.startswith("error: ") and f"{trace}:4:" in line, r.stderr
+    assert not (tmp_path / "o").exists()
