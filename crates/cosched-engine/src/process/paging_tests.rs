@@ -286,3 +286,52 @@ fn a_process_in_a_wait_never_faults_and_receives_without_its_pages() {
     assert_eq!(out.counters.paged_out_kb, 300);
     assert_eq!(out.jobs[0].end, SimTime::from_ns(1_000_009_540));
 }
+
+/// A fault's cluster is kept until its process has computed on it, not only until
+/// its dispatch. The node of [`small_node`] with a 150 ms wake-up interrupt, longer
+/// than the 100 ms quantum, so that the first run after a fault can be interrupt
+/// only. W (pid 0, 900 KB, 900 ms of compute) fills the node at 0; X (pid 1, 64 KB
+/// all fresh, 32 ms) comes at 1 ms; Z (pid 2, no memory, 300 ms) at 2 ms. By hand
+/// (13.2 ms per 64 KB request):
+/// - W runs 0-100 ms. X runs at 100 ms and faults on its fresh pages: 64 KB of W's
+///   are taken and written, 100 to 113.2 ms (no read for fresh pages); Z runs
+///   100-200 ms; X wakes at 113.2 ms with its cluster and 150 ms of interrupt owed.
+/// - W runs at 200 ms and faults at once on the 64 KB it lost. X's only pages are
+///   its new cluster, which it has not computed on: nothing can be taken and W waits.
+///   X runs its interrupt 200-300 ms, Z 300-400 ms, X the rest of its interrupt
+///   400-450 ms, then computes 32 ms and ends at 482 ms, its 64 KB freed.
+/// - W's read has free frames: 482 to 495.2 ms, no write. Z ends its last 100 ms at
+///   582 ms; W runs 150 ms of interrupt and its last 800 ms: 1532 ms.
+///
+/// Kept only until dispatch, X's cluster is taken when its interrupt-only run is
+/// preempted at 300 ms (written 300 to 313.2 ms; W's read 313.2 to 326.4 ms); X
+/// faults again at 450 ms, takes 64 KB of W's (written 450 to 463.2 ms) and reads
+/// its own back (463.2 to 476.4 ms), and W faults once more later: six disk
+/// requests instead of two (checked by moving the release to the dispatch).
+#[test]
+fn a_fault_cluster_is_kept_until_its_process_has_computed_on_it() {
+    let mut plat = small_node();
+    plat.interrupt_us = 150_000.0;
+    let make: &dyn Fn() -> Box<dyn NodePolicy> = &|| Box::new(Spin);
+    let opts = ProcOptions {
+        mpl: 4,
+        record_timeline: true,
+        ..bounded()
+    };
+    let jobs = [
+        one_rank(0.9, 0, 1, Op::Compute { ns: 900_000_000 }),
+        one_rank(0.064, 1, 1, Op::Compute { ns: 32_000_000 }),
+        one_rank(0.0, 2, 1, Op::Compute { ns: 300_000_000 }),
+    ];
+    let out = simulate_processes(&plat, &jobs, make, &opts).expect("runs");
+    use SegmentKind::{PageIn, SwapOut};
+    assert_eq!(
+        disk(&out),
+        [(SwapOut, 0, 10_000, 11_320), (PageIn, 0, 48_200, 49_520)]
+    );
+    assert_eq!(out.counters.page_ins, 2, "X's fresh fault and W's");
+    assert_eq!(first_blocked(&out, 0), (20_000, 49_520));
+    assert_eq!(out.jobs[1].end, SimTime::from_ms(482));
+    assert_eq!(out.jobs[2].end, SimTime::from_ms(582));
+    assert_eq!(out.jobs[0].end, SimTime::from_ms(1532));
+}
