@@ -11,6 +11,7 @@ use super::policy::{
     ActionErrorCounts, EnqueueReason, NodeAction, NodePolicy, NodeView, Ops, WaitEnd, WaitEndCause,
     WaitKind, WaitMode,
 };
+use super::testkit::{self, SendBy};
 use super::tests::{check_work, job, linux, platform};
 use super::*;
 use cosched_model::program::Builder;
@@ -102,25 +103,7 @@ fn arrival(plat: &NodePlatform) -> i64 {
 }
 
 fn late_message() -> ProcJob {
-    let mut b = Builder::new(2);
-    b.each(|r| {
-        if r == 0 {
-            vec![Op::Recv {
-                from: Some(1),
-                tag: 1,
-            }]
-        } else {
-            vec![
-                Op::Compute { ns: 1_000_000 },
-                Op::Isend {
-                    to: 0,
-                    bytes: 8,
-                    tag: 1,
-                },
-            ]
-        }
-    });
-    job(b.build("late", 1.0))
+    job(testkit::late_message(1_000_000, SendBy::Isend).build("late", 1.0))
 }
 
 /// Runs the scenario under copies of `policy` (its script and shared record).

@@ -102,6 +102,50 @@ pub fn spmd(p: u32, phases: &[Phase], reps: u32, memory_mb: f64) -> Program {
     }
 }
 
+/// How rank 1 of [`late_message`] sends its message.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SendBy {
+    /// A blocking `Send`.
+    Send,
+    /// An `Isend` that the rank never waits for.
+    Isend,
+    /// An `Isend` followed by a `Wait`.
+    IsendWait,
+}
+
+/// Two ranks, one message: rank 0 receives 8 bytes tagged 1 from rank 1 at once;
+/// rank 1 first computes `compute_ns`, then sends them (`send`). The builder is
+/// returned so that a test can append operations before it names the program.
+pub fn late_message(compute_ns: i64, send: SendBy) -> Builder {
+    let mut b = Builder::new(2);
+    b.each(|r| {
+        if r == 0 {
+            return vec![Op::Recv {
+                from: Some(1),
+                tag: 1,
+            }];
+        }
+        let mut ops = vec![Op::Compute { ns: compute_ns }];
+        ops.push(match send {
+            SendBy::Send => Op::Send {
+                to: 0,
+                bytes: 8,
+                tag: 1,
+            },
+            SendBy::Isend | SendBy::IsendWait => Op::Isend {
+                to: 0,
+                bytes: 8,
+                tag: 1,
+            },
+        });
+        if send == SendBy::IsendWait {
+            ops.push(Op::Wait);
+        }
+        ops
+    });
+    b
+}
+
 /// The `k mod 4`-th OS model, with parameters that make small runs switch often:
 /// Linux 2.4 (defaults), CFS (Linux defaults), Solaris TS, round robin of 20 ms.
 pub fn os_model(k: u8) -> OsConfig {

@@ -3,6 +3,7 @@
 use super::policy::{
     DequeueReason, EnqueueReason, NodeAction, NodePolicy, NodeView, Ops, WaitKind, WaitMode,
 };
+use super::testkit::{late_message, SendBy};
 use super::*;
 use cosched_model::node::OsConfig;
 use cosched_model::program::Builder;
@@ -291,25 +292,9 @@ fn a_nic_sends_one_message_at_a_time_in_order() {
 #[test]
 fn spinning_receiver_burns_cpu_and_a_blocked_one_does_not() {
     let plat = platform(2, linux());
-    let mut b = Builder::new(2);
-    b.each(|r| {
-        if r == 0 {
-            vec![Op::Recv {
-                from: Some(1),
-                tag: 1,
-            }]
-        } else {
-            vec![
-                Op::Compute { ns: 100_000_000 },
-                Op::Isend {
-                    to: 0,
-                    bytes: 8,
-                    tag: 1,
-                },
-            ]
-        }
-    });
-    let jobs = [job(b.build("wait", 1.0))];
+    let jobs = [job(
+        late_message(100_000_000, SendBy::Isend).build("wait", 1.0)
+    )];
     let spin = run(&plat, &jobs, false, 1);
     let block = run(&plat, &jobs, true, 1);
     // The spinning receiver holds its CPU for the whole 100 ms compute of its partner.
@@ -1024,26 +1009,9 @@ impl NodePolicy for BlockInterrupt {
 #[test]
 fn a_policy_interrupt_that_wakes_a_blocked_process_is_charged_once() {
     let plat = platform(2, linux());
-    let mut b = Builder::new(2);
-    b.each(|r| {
-        if r == 0 {
-            vec![Op::Recv {
-                from: Some(1),
-                tag: 1,
-            }]
-        } else {
-            vec![
-                Op::Compute { ns: 1_000_000 },
-                Op::Isend {
-                    to: 0,
-                    bytes: 8,
-                    tag: 1,
-                },
-                Op::Wait,
-            ]
-        }
-    });
-    let jobs = [job(b.build("late", 1.0))];
+    let jobs = [job(
+        late_message(1_000_000, SendBy::IsendWait).build("late", 1.0)
+    )];
     let out = simulate_processes(
         &plat,
         &jobs,

@@ -1,6 +1,7 @@
 //! Hand-worked checks of the yielding wait ([`WaitMode::Yield`]).
 
 use super::super::policy::{NodePolicy, NodeView, WaitKind, WaitMode};
+use super::super::testkit::{late_message, SendBy};
 use super::super::tests::{check_work, job, platform, Spin};
 use super::super::*;
 use cosched_model::node::OsConfig;
@@ -25,25 +26,7 @@ const QUANTUM: i64 = 2 * MS;
 /// 10 ms of compute. With `other`, job B: rank 0 computes 50 ms on node 0 (rank 1
 /// nothing).
 fn jobs(other: bool) -> Vec<ProcJob> {
-    let mut a = Builder::new(2);
-    a.each(|r| {
-        if r == 0 {
-            vec![Op::Recv {
-                from: Some(1),
-                tag: 1,
-            }]
-        } else {
-            vec![
-                Op::Compute { ns: 10 * MS },
-                Op::Isend {
-                    to: 0,
-                    bytes: 8,
-                    tag: 1,
-                },
-                Op::Wait,
-            ]
-        }
-    });
+    let a = late_message(10 * MS, SendBy::IsendWait);
     let mut out = vec![job(a.build("waiter", 1.0))];
     if other {
         let mut b = Builder::new(2);
@@ -126,26 +109,12 @@ fn a_spinning_yielder_gives_its_cpu_up_when_another_process_becomes_runnable() {
     // Job B's rank 0 on node 0 first waits 4 ms for a message of its rank 1: the
     // yielder (job A's rank 0) is then alone and spins; when B's rank 0 is woken
     // by its message, the yielder gives its CPU up at once.
-    let mut b = Builder::new(2);
+    let mut b = late_message(4 * MS, SendBy::IsendWait);
     b.each(|r| {
         if r == 0 {
-            vec![
-                Op::Recv {
-                    from: Some(1),
-                    tag: 2,
-                },
-                Op::Compute { ns: 20 * MS },
-            ]
+            vec![Op::Compute { ns: 20 * MS }]
         } else {
-            vec![
-                Op::Compute { ns: 4 * MS },
-                Op::Isend {
-                    to: 0,
-                    bytes: 8,
-                    tag: 2,
-                },
-                Op::Wait,
-            ]
+            vec![]
         }
     });
     let mut js = jobs(false);
