@@ -10,8 +10,10 @@ impl Sim<'_> {
     /// exactly once, every process finished, the CPU time of the processes is
     /// their useful plus spinning time, and under gang no CPU worked during the
     /// global switches.
-    // Longer than the function-length cap (clippy.toml): one check per end-of-run invariant, in sequence.
-    #[allow(clippy::too_many_lines)]
+    #[expect(
+        clippy::too_many_lines,
+        reason = "one check per end-of-run invariant, in sequence"
+    )]
     pub(super) fn check_invariants(&self) -> Result<(), ProcError> {
         let bad = |m: String| Err(ProcError::Invariant(m));
         let c = &self.counters;

@@ -1158,8 +1158,7 @@ fn recorded(
 }
 
 #[test]
-// Longer than the function-length cap (clippy.toml): one scenario checked op by op.
-#[allow(clippy::too_many_lines)]
+#[expect(clippy::too_many_lines, reason = "one scenario checked op by op")]
 fn optional_ops_are_called_at_their_documented_moments() {
     // Node 0: a CPU hog and rank 0 of a pair (time sharing: preemptions, expiries);
     // the pair exchanges blocking sends (acknowledgements), waits in receives and

@@ -95,8 +95,10 @@ pub fn info() -> PolicyInfo {
 /// The longest duration a gang parameter may give, milliseconds (1e6 s).
 pub const MAX_DURATION_MS: f64 = 1e9;
 
-// Longer than the function-length cap (clippy.toml): the gang scheme's parameters read one after the other.
-#[allow(clippy::too_many_lines)]
+#[expect(
+    clippy::too_many_lines,
+    reason = "the gang scheme's parameters read one after the other"
+)]
 pub fn build(spec: &PolicySpec) -> Result<ProcAdmission, RegistryError> {
     spec.expect_only(&[
         "quantum_ms",
