@@ -30,6 +30,12 @@ impl std::fmt::Debug for AdmissionFactory {
 }
 
 /// The admission policy of a run: the options' one, else the reference FCFS.
+///
+/// Under a slot policy there is none: the check chooses which contract admits
+/// (a slot policy places each job in a row of its own matrix, so it also says
+/// when the job starts, through its `Admit` decisions), a mode of the mechanism
+/// fixed for the whole run; which job starts when stays the policy's decision
+/// in both modes.
 pub(super) fn policy_of(opts: &super::ProcOptions) -> Option<Box<dyn AdmissionPolicy>> {
     if opts.slots.is_some() {
         return None;
@@ -120,6 +126,9 @@ impl Sim<'_> {
     /// carries out its starts. A start the engine refuses stops the run.
     pub(super) fn admit(&mut self, event: AdmissionEvent, now: SimTime) {
         let Some(mut policy) = self.admission.take() else {
+            // No admission policy: either a slot policy admits (the same event
+            // goes to its contract's op; see `policy_of`), or the admission
+            // policy is out deciding.
             if self.slots.is_none() {
                 // A job ended while the admission policy was deciding (a start
                 // ran a job to its end at once): it sees the room at its next call.

@@ -62,8 +62,13 @@ impl Sim<'_> {
     /// and every unfinished process sleeps in a wait with no message, acknowledgement
     /// or send completion on the way and no disk burst or page-in under way. Policy
     /// timers and ticks cannot change that (their actions change priorities and
-    /// charge interrupts; they never satisfy a wait). Gang mode is left to the time
-    /// limit.
+    /// charge interrupts; they never satisfy a wait).
+    ///
+    /// Under a slot policy the check is not made, a mode of the mechanism rather
+    /// than a scheduling decision: jobs wait in the slot policy's own queue, and it
+    /// may admit them at any later slot timer or re-plan (its decision, unknown to
+    /// the engine), so the engine cannot tell that no process will ever run again.
+    /// A gang run that deadlocks ends at the time limit, with the same description.
     pub(super) fn stuck(&self) -> bool {
         if self.slots.is_some() || self.arrivals_left > 0 {
             return false;

@@ -16,6 +16,10 @@ impl Sim<'_> {
     /// The process an idle CPU of `node` is told to run: under a slot policy
     /// its pick ([`super::slots`]; the node's dispatcher obeys), else the node
     /// policy's recommendation (the native scheduler may follow it).
+    ///
+    /// The check chooses which contract is asked (the run's mode: under a slot
+    /// policy the node runs the gang dispatcher, which has no choice of its own),
+    /// not which process runs: that is the asked policy's answer in both modes.
     pub(super) fn recommend(&mut self, node: u32, now: SimTime) -> Option<Pid> {
         if self.slots.is_some() {
             return self.slot_pick(node);
