@@ -1,4 +1,7 @@
-//! Property tests on random workloads for every batch policy.
+//! Property tests on random workloads for every batch policy: the properties
+//! every policy must have run on each cluster-level policy of the registry (a
+//! newly registered policy is covered without a change here); the properties of
+//! one algorithm (reservation logs) on that policy.
 
 mod common;
 use common::*;
@@ -8,6 +11,7 @@ use cosched_model::{JobId, Workload};
 use cosched_policies::conservative::Conservative;
 use cosched_policies::easy::Easy;
 use cosched_policies::fcfs::Fcfs;
+use cosched_policies::{build, catalog};
 use proptest::prelude::*;
 
 /// (machine procs, workload, kill mode)
@@ -79,11 +83,10 @@ proptest! {
     fn every_policy_yields_a_valid_schedule((m, w, _k) in arb_case()) {
         // `run` checks: no over-commit, start >= submit, exact (or killed) runtimes,
         // every job ends exactly once or is rejected.
-        let policies: Vec<Box<dyn ClusterPolicy>> = vec![Box::new(Fcfs::default()), Box::new(Easy::default()), Box::new(Conservative::default())];
-        for mut p in policies {
+        for (name, mut p) in registered() {
             let out = run(&w, m, p.as_mut());
             for (spec, r) in w.jobs.iter().zip(&out.records) {
-                prop_assert_eq!(r.status == JobStatus::Rejected, spec.procs > m);
+                prop_assert_eq!(r.status == JobStatus::Rejected, spec.procs > m, "{}", name);
             }
         }
     }
@@ -96,14 +99,32 @@ proptest! {
     #[test]
     fn the_first_job_starts_at_its_submission((m, w, _k) in arb_case()) {
         // On an empty machine every policy starts the first job that fits the machine at once.
-        let policies: Vec<Box<dyn ClusterPolicy>> = vec![Box::new(Fcfs::default()), Box::new(Easy::default()), Box::new(Conservative::default())];
-        for mut p in policies {
+        for (name, mut p) in registered() {
             let out = run(&w, m, p.as_mut());
             if let Some((spec, r)) = w.jobs.iter().zip(&out.records).find(|(s, _)| s.procs <= m) {
-                prop_assert_eq!(r.start, Some(spec.submit));
+                prop_assert_eq!(r.start, Some(spec.submit), "{}", name);
             }
         }
     }
+}
+
+/// Every cluster-level policy of the registry, built with its defaults.
+fn registered() -> Vec<(&'static str, Box<dyn ClusterPolicy>)> {
+    let all: Vec<_> = catalog()
+        .into_iter()
+        .filter(|i| i.level == "cluster")
+        .map(|i| {
+            (
+                i.name,
+                build(i.name).expect("a registered policy builds with its defaults"),
+            )
+        })
+        .collect();
+    assert!(
+        all.len() >= 3,
+        "the registry lists fcfs, easy and conservative at least"
+    );
+    all
 }
 
 /// Conservative backfilling with its search shortcuts gives the same schedule and
