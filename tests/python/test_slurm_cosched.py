@@ -387,14 +387,18 @@ def test_an_agent_killed_mid_run_leaves_the_job_running_and_its_next_start_resto
     run_id = agent["cmd"].split("--run ")[1].split()[0]
     cpu = Path("/sys/fs/cgroup/cpu")
     log = tmp_path / "shim.jsonl"
+    registered = agent_stats(d)["cn1"]["registered"]
     # Rank 1 (on cn1) sleeps 6 s, then sends; rank 0 waits for it.
     job = subprocess.Popen(
         ["srun", "-N2", "-n2", "--mpi=pmi2", "--cosched=dcs", str(PROBE), "sleepwait", "6"],
         env=dict(env, COSCHED_LOG=str(log)), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
     try:
-        wait_for(lambda: list(cpu.glob(f"cosched.{run_id}.*/j*r*")), 30,
-                 "the agent of cn1 to place its rank in a cgroup of its own")
+        # Killed once it has answered rank 1's registration (its counter counts a registration after the answer
+        # is sent): a rank that registers with a required agent that dies before answering aborts, as it should.
+        wait_for(lambda: agent_stats(d)["cn1"]["registered"] > registered, 30,
+                 "the agent of cn1 to accept its rank's registration")
+        assert list(cpu.glob(f"cosched.{run_id}.*/j*r*")), "the registered rank is not in a cgroup of the agent's"
         os.kill(agent["pid"], signal.SIGKILL)
         # SIGKILL is delivered asynchronously: the cleanup below is "the next start", after the agent is gone
         # (until then it still holds its lock, and a cleanup leaves a live agent's cgroups alone).

@@ -284,6 +284,9 @@ struct Job {
 #[derive(Clone, Debug, Default, serde::Serialize)]
 pub struct AgentStats {
     pub events: u64,
+    /// Registrations accepted: counted once the rank's acknowledgement has
+    /// been sent, so a count that includes a rank means the rank was told.
+    pub registered: u64,
     pub actions: u64,
     pub boosts: u64,
     pub interrupts: u64,
@@ -871,6 +874,9 @@ impl Agent {
             msg::REGISTER => {
                 let err = self.register(fd, &m);
                 self.reply(fd, m.job, err);
+                if err == 0 {
+                    self.stats.registered += 1;
+                }
             }
             // A rank's own messages count only on the connection it registered on.
             msg::UNREGISTER if self.registered_on(m.pid as u32, fd) => self.release(m.pid as u32),

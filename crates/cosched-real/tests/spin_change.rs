@@ -207,6 +207,9 @@ fn ics_spin_change_on_a_message_reaches_the_spinning_rank_s_segment() {
     let seg = Seg::open(Path::new(&format!("/dev/shm/cosched.{run}x.4.1")));
     let mut sender = fake_rank(run, 4, 0, &socket, "send");
     assert_eq!(sender.ack, 0);
+    // Both registrations answered, so both counted.
+    let st = agent.stats_once(|_| true);
+    assert_eq!(st["registered"], 2, "{st}");
 
     // Wait 7 spins. A message sent before it began did not land during it: no
     // change. One sent during it extends the spin to 5 ms from when the agent
