@@ -62,9 +62,21 @@ fn config_with_an_unknown_policy_names_file_and_field() {
     )
     .unwrap();
     let e = cosched::load_config(&path).unwrap_err().to_string();
+    // Every cluster-level policy of the registry, in its order (fcfs, easy,
+    // conservative, then any added later).
+    let valid: Vec<&str> = cosched::policies::catalog()
+        .into_iter()
+        .filter(|p| p.level == "cluster")
+        .map(|p| p.name)
+        .collect();
+    assert!(valid.join(", ").starts_with("fcfs, easy, conservative"));
     assert_eq!(
         e,
-        format!("{}: field `scheduler.policy`: unknown policy \"sjf\"; valid policies: fcfs, easy, conservative", path.display())
+        format!(
+            "{}: field `scheduler.policy`: unknown policy \"sjf\"; valid policies: {}",
+            path.display(),
+            valid.join(", ")
+        )
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -43,7 +43,7 @@ pub enum ProcAdmission {
     },
 }
 
-type ProcBuilder = fn(&PolicySpec) -> Result<ProcAdmission, RegistryError>;
+type ProcBuilder = crate::registry::Make<ProcAdmission>;
 
 fn fcfs_info() -> PolicyInfo {
     PolicyInfo {
@@ -77,19 +77,7 @@ pub fn process_catalog() -> Vec<PolicyInfo> {
 /// Builds the process-level scheme named by `spec` (`"fcfs"`, `"batch"`,
 /// `"batch[backfill=easy]"`, `"easy"`, `"gang[quantum_ms=100,rows=3]"`).
 pub fn build_process(spec: &str) -> Result<ProcAdmission, RegistryError> {
-    let parsed = PolicySpec::parse(spec)?;
-    let all = entries();
-    match all.iter().find(|(i, _)| i.name == parsed.name) {
-        Some((_, b)) => b(&parsed),
-        None => Err(RegistryError::UnknownPolicy {
-            name: parsed.name.clone(),
-            valid: all
-                .iter()
-                .map(|(i, _)| i.name)
-                .collect::<Vec<_>>()
-                .join(", "),
-        }),
-    }
+    crate::registry::lookup(spec, &entries())
 }
 
 #[cfg(test)]
