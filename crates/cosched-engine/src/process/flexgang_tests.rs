@@ -2,39 +2,18 @@
 //! interrupts, the gang bit, fragment filling and the round cost.
 
 use super::gang::GangParams;
-use super::policy::NodePolicy;
+use super::tests::Spin;
 use super::*;
 use cosched_contract::process::{FlexParams, GangBit, LowGang};
 use cosched_model::node::OsConfig;
 use cosched_model::program::Builder;
 
-struct Spin;
-impl NodePolicy for Spin {
-    fn name(&self) -> String {
-        "spin".into()
-    }
-}
-
-/// One node, no context-switch cost, so slot boundaries are exact.
+/// The engine tests' platform on one node, with no context-switch or interrupt cost,
+/// so slot boundaries are exact.
 fn platform() -> NodePlatform {
     NodePlatform {
-        nodes: 1,
-        cpus_per_node: 1,
-        job_memory_mb: 900.0,
-        latency_us: 7.0,
-        bandwidth_mb_s: 200.0,
-        send_overhead_us: 1.0,
-        recv_overhead_us: 1.5,
         interrupt_us: 0.0,
-        context_switch_us: 0.0,
-        eager_limit_bytes: None,
-        idle_watts: 219.10,
-        busy_watts: 238.068,
-        disk_mb_s: 20.0,
-        swap: Default::default(),
-        os_noise_tick_us: 0.0,
-        cpu_speed: 1.0,
-        os: OsConfig::default(),
+        ..super::tests::platform(1, OsConfig::default())
     }
 }
 

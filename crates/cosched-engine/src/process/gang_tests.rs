@@ -1,38 +1,17 @@
 //! Gang scheduling on tiny scenarios.
 
 use super::gang::GangParams;
-use super::policy::NodePolicy;
+use super::tests::Spin;
 use super::*;
 use cosched_contract::admission::Fcfs;
 use cosched_model::node::OsConfig;
 use cosched_model::program::Builder;
 
-struct Spin;
-impl NodePolicy for Spin {
-    fn name(&self) -> String {
-        "spin".into()
-    }
-}
-
+/// The engine tests' platform with a context switch of `cs_us`.
 fn platform(nodes: u32, cs_us: f64) -> NodePlatform {
     NodePlatform {
-        nodes,
-        cpus_per_node: 1,
-        job_memory_mb: 900.0,
-        latency_us: 7.0,
-        bandwidth_mb_s: 200.0,
-        send_overhead_us: 1.0,
-        recv_overhead_us: 1.5,
-        interrupt_us: 5.0,
         context_switch_us: cs_us,
-        eager_limit_bytes: None,
-        idle_watts: 219.10,
-        busy_watts: 238.068,
-        disk_mb_s: 20.0,
-        swap: Default::default(),
-        os_noise_tick_us: 0.0,
-        cpu_speed: 1.0,
-        os: OsConfig::default(),
+        ..super::tests::platform(nodes, OsConfig::default())
     }
 }
 
