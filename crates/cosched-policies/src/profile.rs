@@ -414,6 +414,34 @@ mod tests {
         });
     }
 
+    /// The checks after an update that returned `changed`, from the steps `prev`
+    /// before it: the steps before `changed` are unchanged, and the running maximum
+    /// `lazy`, cut back to `changed` and extended lazily, finds the same first fit
+    /// for `need` before `before` as the fully recomputed one and agrees with it on
+    /// every step it holds.
+    fn kept_prefix_and_lazy_fit(
+        p: &Profile,
+        prev: &[(SimTime, u32)],
+        changed: usize,
+        lazy: &mut Vec<u32>,
+        need: u32,
+        before: SimTime,
+    ) -> Result<(), proptest::test_runner::TestCaseError> {
+        use proptest::prelude::*;
+        let steps = p.steps();
+        let keep = changed.min(prev.len()).min(steps.len());
+        prop_assert_eq!(&prev[..keep], &steps[..keep]);
+        lazy.truncate(changed);
+        let mut full = Vec::new();
+        p.prefix_max(&mut full);
+        prop_assert_eq!(
+            p.first_fit_before_lazy(lazy, need, before),
+            p.first_fit_before(&full, need, before)
+        );
+        prop_assert_eq!(&full[..lazy.len()], &lazy[..]);
+        Ok(())
+    }
+
     /// `reserve`/`release` leave every step before the index they return unchanged,
     /// and the lazily extended running maximum, cut back to that index after each
     /// change, answers like the fully recomputed one.
@@ -446,16 +474,7 @@ mod tests {
                         p.reserve(at, s(d), n)
                     }
                 };
-                let keep = changed.min(prev.len()).min(p.steps().len());
-                prop_assert_eq!(&prev[..keep], &p.steps()[..keep]);
-                lazy.truncate(changed);
-                let mut full = Vec::new();
-                p.prefix_max(&mut full);
-                prop_assert_eq!(
-                    p.first_fit_before_lazy(&mut lazy, need, s(before)),
-                    p.first_fit_before(&full, need, s(before))
-                );
-                prop_assert_eq!(&full[..lazy.len()], &lazy[..]);
+                kept_prefix_and_lazy_fit(&p, &prev, changed, &mut lazy, need, s(before))?;
             }
         });
     }
@@ -632,15 +651,7 @@ mod tests {
             };
             prop_assert_eq!(&p.steps(), &plain.0);
             prop_assert!(p.free.windows(2).all(|w| w[0] != w[1]), "{:?}", p.steps());
-            let keep = changed.min(prev.len());
-            prop_assert_eq!(&prev[..keep], &p.steps()[..keep]);
-            lazy.truncate(changed);
-            let mut full = Vec::new();
-            p.prefix_max(&mut full);
-            prop_assert_eq!(
-                p.first_fit_before_lazy(&mut lazy, n, s(t)),
-                p.first_fit_before(&full, n, s(t))
-            );
+            kept_prefix_and_lazy_fit(&p, &prev, changed, &mut lazy, n, s(t))?;
         }
         Ok(())
     }
