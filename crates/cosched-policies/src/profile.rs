@@ -104,17 +104,20 @@ impl Profile {
     /// lazily: `prefix` holds `prefix_max`'s output for the first `prefix.len()`
     /// steps only (the caller truncates it to the steps a change left untouched),
     /// and is extended here only as far as the answer needs.
+    #[inline]
     pub fn first_fit_before_lazy(
         &self,
         prefix: &mut Vec<u32>,
         need: u32,
         t: SimTime,
     ) -> Option<usize> {
-        let k = prefix.partition_point(|&m| m < need);
-        if k < prefix.len() {
+        let mut m = prefix.last().copied().unwrap_or(0);
+        // The running maximum only grows: when its last value is enough, the
+        // answer is among the steps already computed.
+        if m >= need {
+            let k = prefix.partition_point(|&m| m < need);
             return (self.times[k] < t).then_some(k);
         }
-        let mut m = prefix.last().copied().unwrap_or(0);
         for i in prefix.len()..self.times.len() {
             if self.times[i] >= t {
                 return None;
@@ -177,6 +180,7 @@ impl Profile {
     /// step that starts before `old` and reaches past it is entirely inside the
     /// window of any candidate that reaches it, so its free count decides as in
     /// the plain scan.
+    #[inline]
     pub fn earlier_before(
         &self,
         first: usize,
