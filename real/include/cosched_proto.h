@@ -66,7 +66,8 @@
  *   shim -> agent: REGISTER (arg = world size; the agent answers ACK with arg = 0, or arg = errno and the
  *   shim continues standalone), then events, then UNREGISTER at MPI_Finalize. A closed connection
  *   without UNREGISTER means the rank died: the agent restores everything it changed for that rank.
- *   Events are sent only when their bit (1 << type) is set in the rank's `event_mask`.
+ *   Events are sent only when their bit (1 << type) is set in the rank's `event_mask`; a MESSAGE event
+ *   also not when a COSCHED_SKIP_* bit of the mask names its destination's state.
  */
 #ifndef COSCHED_PROTO_H
 #define COSCHED_PROTO_H
@@ -76,6 +77,19 @@
 #define COSCHED_PROTO_VERSION 2u /* 2: spin_seen_ns and the collective's first-message event */
 #define COSCHED_SHM_MAGIC 0x4d485343u /* "CSHM" little-endian */
 #define COSCHED_SPIN_UNTIL_SHIFT 40    /* spin_until: tag << 40 | end in ns from wait_start_ns */
+
+/* `event_mask` bits above the event bits: MESSAGE events the rank's node policy does nothing with, by the
+ * destination's state, which the sender's shim does not post (the seeds' NIC interrupts the host only for a
+ * message whose destination is not the running process, seed 000 §4; a posted event wakes the agent, whose
+ * real-time wake-up preempts a rank). The agent sets them from the policy's on_message on probe views. The
+ * sender tells the destination's state as the agent would: SPINNING and its spin_seen_ns at most
+ * COSCHED_ON_CPU_FRESH_NS old: on a CPU, waiting; SPINNING with an older one, or BLOCKED: off a CPU;
+ * COMPUTING: on a CPU, not waiting, when /proc/PID/stat says R (else the event is posted and the agent
+ * decides). A destination without a segment here (another node) always gets its event. */
+#define COSCHED_SKIP_OFF_CPU (1u << 24)        /* no MESSAGE for a destination off a CPU */
+#define COSCHED_SKIP_ON_CPU_WAITING (1u << 25) /* ... on a CPU and in a wait */
+#define COSCHED_SKIP_ON_CPU_BUSY (1u << 26)    /* ... on a CPU and not in a wait */
+#define COSCHED_ON_CPU_FRESH_NS 100000ull      /* a spin loop's test takes a few microseconds */
 
 /* Wait kinds: the same order as the node-policy contract's WaitKind. */
 enum cosched_wait_kind {

@@ -88,6 +88,7 @@ static struct {
     MPI_Group world_group;
     uint64_t calls[CS_CALLS][2];
     uint64_t events_dropped;
+    uint64_t events_skipped; /* MESSAGE events not posted: the policy does nothing with them (message_wanted) */
     /* Blocking waits: futex sleeps ended by a wake-up / by the fallback timeout; futex calls that returned
      * at once (a wake-up came between the test and the sleep); waits completed at the passes right after a
      * timeout (nothing woke them); wake-ups passed on to blocked collective members. */
@@ -422,7 +423,8 @@ static void write_log(void) {
                      "\"wait\":\"%s\",\"agent\":%s,\"msgs_sent\":%llu,\"bytes_sent\":%llu,\"msgs_recv\":%llu,"
                      "\"bytes_recv\":%llu,\"arrivals\":%llu,\"consumed\":%llu,\"waits\":%llu,\"wait_ns\":%llu,"
                      "\"spin_ns\":%llu,\"block_ns\":%llu,\"blocks\":%llu,\"collectives\":%llu,"
-                     "\"spin_changes\":%llu,\"changed_spin_ns\":%llu,\"events_dropped\":%llu,\"wakeups\":%llu,"
+                     "\"spin_changes\":%llu,\"changed_spin_ns\":%llu,\"events_dropped\":%llu,\"events_skipped\":%llu,"
+                     "\"wakeups\":%llu,"
                      "\"timeouts\":%llu,\"no_sleeps\":%llu,\"timeout_ends\":%llu,\"coll_forwards\":%llu,\"calls\":{",
                      g.run, g.job, g.rank, g.size, g.pid, COSCHED_MPI_NAME, g.mode_text,
                      LD(&s->agent_gen) ? "true" : "false", (unsigned long long)LD(&s->msgs_sent),
@@ -433,6 +435,7 @@ static void write_log(void) {
                      (unsigned long long)LD(&s->block_ns), (unsigned long long)LD(&s->blocks),
                      (unsigned long long)LD(&s->collectives), (unsigned long long)LD(&s->spin_changes),
                      (unsigned long long)LD(&s->changed_spin_ns), (unsigned long long)g.events_dropped,
+                     (unsigned long long)LD(&g.events_skipped),
                      (unsigned long long)g.wakeups, (unsigned long long)g.timeouts, (unsigned long long)g.no_sleeps,
                      (unsigned long long)g.timeout_ends, (unsigned long long)g.coll_forwards);
     int first = 1;
@@ -536,6 +539,54 @@ static struct cosched_rank_shm *peer(int w) {
     return g.peers && w >= 0 && w < g.size && w != g.rank ? g.peers[w] : NULL;
 }
 
+/* Whether process `pid`'s main thread is running or runnable (`R` in /proc/PID/stat): -1 if unreadable. */
+static int proc_running(int32_t pid) {
+    char path[40], buf[256];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return -1;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0) return -1;
+    buf[n] = 0;
+    const char *e = strrchr(buf, ')'); /* the command name may hold spaces and parentheses */
+    return e && e[1] == ' ' && e[2] ? e[2] == 'R' : -1;
+}
+
+/* Whether to post a MESSAGE event to world rank `w`: not when a COSCHED_SKIP_* bit of the event mask names the
+ * destination's state (its node policy does nothing with the message; cosched_proto.h says how the state is
+ * told). The agent's own reading of the state (rank_on_cpu) is the same, so an event is skipped only where the
+ * agent would have found nothing to do at the send; a computing destination that is not `R` gets its event
+ * (another of its threads may be, which the agent counts as running). */
+static int message_wanted(int w) {
+    uint32_t m = LD(&g.me->event_mask) & (COSCHED_SKIP_OFF_CPU | COSCHED_SKIP_ON_CPU_WAITING | COSCHED_SKIP_ON_CPU_BUSY);
+    struct cosched_rank_shm *p = m ? peer(w) : NULL;
+    if (!p) return 1;
+    uint32_t skip;
+    switch (LD(&p->state)) {
+    case COSCHED_STATE_SPINNING: {
+        uint64_t now = now_ns(), seen = LD(&p->spin_seen_ns); /* seen may be stamped after now was read */
+        skip = seen >= now || now - seen <= COSCHED_ON_CPU_FRESH_NS ? COSCHED_SKIP_ON_CPU_WAITING : COSCHED_SKIP_OFF_CPU;
+        break;
+    }
+    case COSCHED_STATE_BLOCKED:
+        skip = COSCHED_SKIP_OFF_CPU;
+        break;
+    case COSCHED_STATE_COMPUTING:
+        /* Off a CPU by /proc is not enough to skip (another thread may be R, which the agent takes as
+         * running); when both are skipped there is nothing to tell. */
+        if (!(m & COSCHED_SKIP_ON_CPU_BUSY)) return 1;
+        if (!(m & COSCHED_SKIP_OFF_CPU) && proc_running(LD(&p->pid)) != 1) return 1;
+        skip = COSCHED_SKIP_ON_CPU_BUSY;
+        break;
+    default:
+        return 1;
+    }
+    if (!(m & skip)) return 1;
+    RADD(&g.events_skipped, 1);
+    return 0;
+}
+
 void cs_on_send(MPI_Comm comm, int dest, int count, MPI_Datatype type) {
     if (!cs_ready || dest == MPI_PROC_NULL) return;
     int tsize = 0;
@@ -552,7 +603,7 @@ void cs_on_send(MPI_Comm comm, int dest, int count, MPI_Datatype type) {
         ADD(&p->arrivals, 1);
         wake(p);
     }
-    send_event(COSCHED_MSG_MESSAGE, w, g.rank, bytes, p ? 1 : 0);
+    if (message_wanted(w)) send_event(COSCHED_MSG_MESSAGE, w, g.rank, bytes, p ? 1 : 0);
 }
 
 static void wake_blocked_sender(int w) {
@@ -832,7 +883,7 @@ static void coll_first_message(MPI_Comm comm) {
     int w = world_rank(comm, (me + 1) % size);
     pthread_mutex_unlock(&g_lock);
     if (w < 0 || w == g.rank) return;
-    send_event(COSCHED_MSG_MESSAGE, w, g.rank, 0, peer(w) ? 1 : 0);
+    if (message_wanted(w)) send_event(COSCHED_MSG_MESSAGE, w, g.rank, 0, peer(w) ? 1 : 0);
 }
 
 /* Entering wakes nobody: the library has sent none of the collective's messages yet (a member woken

@@ -317,12 +317,19 @@ OFF_WAIT_MODE, OFF_EVENT_MASK, OFF_AGENT_GEN = 24, 80, 84
 MODE_BLOCK = 2
 
 
+#: `event_mask` bits of the MESSAGE events the shim does not post, by the destination's state
+#: (COSCHED_SKIP_OFF_CPU, COSCHED_SKIP_ON_CPU_WAITING, COSCHED_SKIP_ON_CPU_BUSY).
+SKIP_OFF_CPU, SKIP_ON_CPU_WAITING, SKIP_ON_CPU_BUSY = 1 << 24, 1 << 25, 1 << 26
+EVERY_EVENT = sum(1 << t for t in (WAIT_BEGIN, WAIT_END, COLL_ENTER, COLL_EXIT, MESSAGE))
+
+
 class FakeAgent:
     """Accepts ranks on a SOCK_SEQPACKET socket; on REGISTER maps the rank's segment, asks for BLOCK
-    waits and every event, marks it served, answers ACK; records every message."""
+    waits and the events of `mask` (every event by default), marks it served, answers ACK; records
+    every message."""
 
-    def __init__(self, path: Path, run: str) -> None:
-        self.path, self.run = path, run
+    def __init__(self, path: Path, run: str, mask: int = EVERY_EVENT) -> None:
+        self.path, self.run, self.mask = path, run, mask
         self.msgs: list[tuple] = []
         self.lock = threading.Lock()
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
@@ -352,8 +359,7 @@ class FakeAgent:
                     fd = os.open(f"/dev/shm/cosched.{self.run}.{job}.{rank}", os.O_RDWR)
                     with mmap.mmap(fd, 256) as seg:
                         seg[OFF_WAIT_MODE:OFF_WAIT_MODE + 16] = struct.pack("<4I", *[MODE_BLOCK] * 4)
-                        mask = sum(1 << t for t in (WAIT_BEGIN, WAIT_END, COLL_ENTER, COLL_EXIT, MESSAGE))
-                        seg[OFF_EVENT_MASK:OFF_AGENT_GEN + 4] = struct.pack("<II", mask, 1)
+                        seg[OFF_EVENT_MASK:OFF_AGENT_GEN + 4] = struct.pack("<II", self.mask, 1)
                     os.close(fd)
                     conn.send(MSG.pack(ACK, 1, job, rank, os.getpid(), 0, 0, 0, 0))
 
@@ -361,12 +367,13 @@ class FakeAgent:
         self.sock.close()
 
 
-@pytest.mark.parametrize("mpi", MPIS)
-def test_shim_registers_with_an_agent_and_sends_the_events_asked_for(real_build: Path, tmp_path: Path,
-                                                                     mpi: str) -> None:
+def run_calls_under(real_build: Path, tmp_path: Path, mpi: str,
+                    mask: int = EVERY_EVENT) -> tuple[list[tuple], list[dict]]:
+    """`cosched-probe calls` on 4 ranks (job 7) under a fake agent asking for BLOCK waits and the events of
+    `mask`: the messages the agent got and the ranks' shim log lines."""
     run = "t" + uuid.uuid4().hex[:12]
-    log = tmp_path / "shim.log"
-    agent = FakeAgent(tmp_path / "agent.sock", run)
+    log = tmp_path / f"shim-{mask}.log"
+    agent = FakeAgent(tmp_path / f"agent-{mask}.sock", run, mask)
     try:
         r = mpirun(mpi, 4, [str(real_build / f"cosched-probe-{mpi}"), "calls"],
                    env={"COSCHED_AGENT": str(agent.path), "COSCHED_RUN": run, "COSCHED_JOB": "7",
@@ -384,7 +391,13 @@ def test_shim_registers_with_an_agent_and_sends_the_events_asked_for(real_build:
         t.join(timeout=30)
     assert not any(t.is_alive() for t in agent.threads[1:]), "a rank's connection was not closed"
     with agent.lock:
-        msgs = list(agent.msgs)
+        return list(agent.msgs), log_lines(log)
+
+
+@pytest.mark.parametrize("mpi", MPIS)
+def test_shim_registers_with_an_agent_and_sends_the_events_asked_for(real_build: Path, tmp_path: Path,
+                                                                     mpi: str) -> None:
+    msgs, ranks = run_calls_under(real_build, tmp_path, mpi)
     version = proto_layout(real_build)["version"]
     for rank in range(4):
         mine = [m for m in msgs if m[3] == rank and m[0] in (REGISTER, UNREGISTER)]
@@ -406,10 +419,35 @@ def test_shim_registers_with_an_agent_and_sends_the_events_asked_for(real_build:
     assert pairs.count((2, 0)) == pairs.count((3, 1)) == 1
     assert sorted(firsts) == sorted([(r, (r + 1) % 4) for r in range(4)] * 6), firsts
     assert len(by_type[WAIT_BEGIN]) == len(by_type[WAIT_END]) >= 1
-    ranks = log_lines(log)
     assert all(d["agent"] is True for d in ranks)
     # The agent asked for BLOCK waits: every wait blocked, none spun.
     assert all(d["spin_ns"] == 0 and d["blocks"] == d["waits"] for d in ranks), ranks
+
+
+@pytest.mark.parametrize("mpi", MPIS)
+def test_shim_skips_the_message_events_the_mask_names_by_the_destinations_state(real_build: Path, tmp_path: Path,
+                                                                                mpi: str) -> None:
+    # Every rank's MESSAGE events: one per point-to-point send (the log's msgs_sent) and one per collective
+    # entered (24: 6 collectives x 4 ranks, each to member rank + 1 mod 4, a rank of this node).
+    # Waits BLOCK, so a destination is BLOCKED (off a CPU) or COMPUTING, never SPINNING.
+    # (1) All three skip bits: every state is skipped (a computing one without reading /proc, since it
+    # would be skipped on a CPU or off one), so no MESSAGE event reaches the agent and each is counted.
+    msgs, ranks = run_calls_under(real_build, tmp_path, mpi, EVERY_EVENT | SKIP_OFF_CPU | SKIP_ON_CPU_WAITING
+                                  | SKIP_ON_CPU_BUSY)
+    total = sum(d["msgs_sent"] for d in ranks) + 24
+    assert [m for m in msgs if m[0] == MESSAGE] == []
+    assert sum(d["events_skipped"] for d in ranks) == total
+    assert len([m for m in msgs if m[0] == COLL_ENTER]) == 24  # the other events are untouched
+    # (2) Only "on a CPU and waiting": no destination is ever in that state under BLOCK waits, so every
+    # MESSAGE event is posted and none counted as skipped.
+    msgs, ranks = run_calls_under(real_build, tmp_path, mpi, EVERY_EVENT | SKIP_ON_CPU_WAITING)
+    assert len([m for m in msgs if m[0] == MESSAGE]) == sum(d["msgs_sent"] for d in ranks) + 24
+    assert sum(d["events_skipped"] for d in ranks) == 0
+    # (3) DCS's bits (on a CPU, waiting or not): a blocked destination gets its event, a computing one only
+    # when its /proc state is not R; posted and skipped add up to every message.
+    msgs, ranks = run_calls_under(real_build, tmp_path, mpi, EVERY_EVENT | SKIP_ON_CPU_WAITING | SKIP_ON_CPU_BUSY)
+    posted = len([m for m in msgs if m[0] == MESSAGE])
+    assert posted + sum(d["events_skipped"] for d in ranks) == sum(d["msgs_sent"] for d in ranks) + 24
 
 
 def test_shim_under_the_real_node_agent(real_build: Path, node_agent: Path, tmp_path: Path) -> None:

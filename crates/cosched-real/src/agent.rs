@@ -449,10 +449,6 @@ fn stale(last_wait_start: Option<u64>, as_of_ns: u64) -> bool {
     last_wait_start.is_some_and(|start| start > as_of_ns)
 }
 
-/// A spinning rank that has not tested its wait for longer than this is
-/// taken as waiting for a CPU (a spin loop's test takes a few microseconds).
-const ON_CPU_FRESH_NS: u64 = 100_000;
-
 /// Whether rank `p` is on a CPU now: from its segment while it waits (a
 /// spinning rank that tests its wait, [`RankShm::on_cpu`]; /proc cannot tell a
 /// preempted spinner from a running one, both are `R`), else from /proc.
@@ -460,7 +456,7 @@ fn rank_on_cpu(ranks: &HashMap<u32, Rank>, p: u32) -> bool {
     ranks
         .get(&p)
         .and_then(|r| r.shm.as_ref())
-        .and_then(|s| s.get().on_cpu(mono_ns(), ON_CPU_FRESH_NS))
+        .and_then(|s| s.get().on_cpu(mono_ns(), proto::ON_CPU_FRESH_NS))
         .unwrap_or_else(|| procfs::running(p))
 }
 
@@ -471,9 +467,12 @@ pub(crate) fn mono_ns() -> u64 {
         .unwrap_or(0)
 }
 
-/// A probe view: one process, waiting since now, one unconsumed message;
-/// running or not.
-struct Probe(bool);
+/// A probe view: one process with one unconsumed message, on a CPU or not,
+/// waiting since now or not in a wait.
+struct Probe {
+    running: bool,
+    waiting: bool,
+}
 impl NodeView for Probe {
     fn now(&self) -> SimTime {
         SimTime(0)
@@ -482,37 +481,56 @@ impl NodeView for Probe {
         &[1]
     }
     fn is_running(&self, _p: u32) -> bool {
-        self.0
+        self.running
     }
     fn unconsumed(&self, _p: u32) -> usize {
         1
     }
     fn waited(&self, _p: u32) -> Option<SimTime> {
-        Some(SimTime(0))
+        self.waiting.then_some(SimTime(0))
     }
 }
 
-/// The events a policy needs from the shim: asked of a fresh instance on a probe
-/// view of a waiting process (an op that answers nothing there does not need its
-/// event). MESSAGE is asked about a receiver that runs (ICS's spin change) and
-/// one that does not (the boosts of DCS, CC, PB).
+/// The events a policy needs from the shim: asked of a fresh instance on probe
+/// views (an op that answers nothing there does not need its event). MESSAGE is
+/// asked about a receiver off a CPU (the boosts of DCS, CC, PB), on one in a
+/// wait (ICS's spin change) and on one not waiting; the receiver states whose
+/// answer is nothing get their [`proto::skip`] bit, and the sender's shim does
+/// not post those events.
 fn event_mask(spec: &str) -> Result<u32, String> {
     let mut p = cosched_policies::registry::build_node(spec).map_err(|e| e.to_string())?;
     let mut out = vec![];
+    let mut acts = |running: bool, waiting: bool| {
+        out.clear();
+        p.on_message(&Probe { running, waiting }, 1, running, &mut out);
+        !out.is_empty()
+    };
+    let wanted = [
+        (acts(false, true) | acts(false, false), proto::skip::OFF_CPU),
+        (acts(true, true), proto::skip::ON_CPU_WAITING),
+        (acts(true, false), proto::skip::ON_CPU_BUSY),
+    ];
     let mut mask = 0;
-    p.on_message(&Probe(false), 1, false, &mut out);
-    p.on_message(&Probe(true), 1, true, &mut out);
-    if !out.is_empty() {
+    if wanted.iter().any(|(w, _)| *w) {
         mask |= 1 << msg::MESSAGE;
+        for (w, bit) in wanted {
+            if !w {
+                mask |= bit;
+            }
+        }
     }
+    let waiting = Probe {
+        running: false,
+        waiting: true,
+    };
     out.clear();
-    p.on_wait_begin(&Probe(false), 1, WaitKind::Recv, &mut out);
+    p.on_wait_begin(&waiting, 1, WaitKind::Recv, &mut out);
     if !out.is_empty() {
         mask |= 1 << msg::WAIT_BEGIN;
     }
     out.clear();
-    p.on_collective(&Probe(false), 1, true, &mut out);
-    p.on_collective(&Probe(false), 1, false, &mut out);
+    p.on_collective(&waiting, 1, true, &mut out);
+    p.on_collective(&waiting, 1, false, &mut out);
     if !out.is_empty() {
         mask |= (1 << msg::COLL_ENTER) | (1 << msg::COLL_EXIT);
     }
@@ -1409,7 +1427,8 @@ impl Agent {
                         RunMark::Used(self.nodes[node].mech.usage_ns(p).unwrap_or(0))
                     };
                     if let Some(r) = self.ranks.get_mut(&p) {
-                        r.boost_until_run = Some((mark, 0, Instant::now() + BOOST_CHECK));
+                        r.boost_until_run =
+                            Some((mark, 0, Instant::now() + BOOST_CHECK));
                     }
                     self.boost(node, p)
                 }
@@ -1618,6 +1637,28 @@ fn next_after(t: Instant, period: Duration, now: Instant) -> Instant {
 #[cfg(test)]
 mod tests {
     #[test]
+    fn message_events_are_asked_only_for_the_receiver_states_a_policy_acts_on() {
+        use proto::skip::{OFF_CPU, ON_CPU_BUSY, ON_CPU_WAITING};
+        let message = |spec: &str| {
+            event_mask(spec).unwrap() & (1 << msg::MESSAGE | OFF_CPU | ON_CPU_WAITING | ON_CPU_BUSY)
+        };
+        // DCS and CC boost (and interrupt) a receiver that is not running and do nothing for one that is:
+        // the events to a receiver on a CPU, waiting or not, are skipped by the sender.
+        for spec in ["dcs", "cc"] {
+            assert_eq!(
+                message(spec),
+                1 << msg::MESSAGE | ON_CPU_WAITING | ON_CPU_BUSY,
+                "{spec}"
+            );
+        }
+        // ICS changes the spin of a running receiver in a wait only: off a CPU, or not waiting, skipped.
+        assert_eq!(message("ics"), 1 << msg::MESSAGE | OFF_CPU | ON_CPU_BUSY);
+        // NLS and HYBRID have no message op: no MESSAGE event at all, and no skip bit.
+        assert_eq!(message("nls"), 0);
+        assert_eq!(message("hybrid"), 0);
+    }
+
+    #[test]
     fn boost_until_run_checks_back_off_and_stop() {
         let d: Vec<u64> = (0..24)
             .map(|k| boost_check_delay(k).unwrap().as_micros() as u64)
@@ -1626,7 +1667,9 @@ mod tests {
         want.extend([500, 1_000, 2_000, 4_000, 8_000, 16_000, 16_000, 16_000]);
         assert_eq!(d, want);
         // The boost is dropped after 4 ms + 15.5 ms + 27 x 16 ms of checks.
-        let total: Duration = (0..BOOST_CHECKS).map(|k| boost_check_delay(k).unwrap()).sum();
+        let total: Duration = (0..BOOST_CHECKS)
+            .map(|k| boost_check_delay(k).unwrap())
+            .sum();
         assert_eq!(total, Duration::from_micros(451_500));
         assert!(boost_check_delay(BOOST_CHECKS - 1).is_some());
         assert_eq!(boost_check_delay(BOOST_CHECKS), None);

@@ -30,6 +30,29 @@ pub mod mode {
     pub const YIELD: u32 = 4;
 }
 
+/// The `event_mask` bits that name the MESSAGE events a node policy does
+/// nothing with, by the destination's state; the sender's shim does not post
+/// them (`COSCHED_SKIP_*` of the header, which says how the shim tells the state).
+pub mod skip {
+    /// No MESSAGE for a destination off a CPU.
+    pub const OFF_CPU: u32 = 1 << 24;
+    /// No MESSAGE for a destination on a CPU and in a wait.
+    pub const ON_CPU_WAITING: u32 = 1 << 25;
+    /// No MESSAGE for a destination on a CPU and not in a wait.
+    pub const ON_CPU_BUSY: u32 = 1 << 26;
+    /// Every bit with its header name (`COSCHED_SKIP_<name>`), for the layout test.
+    pub const ALL: [(&str, u32); 3] = [
+        ("OFF_CPU", OFF_CPU),
+        ("ON_CPU_WAITING", ON_CPU_WAITING),
+        ("ON_CPU_BUSY", ON_CPU_BUSY),
+    ];
+}
+
+/// A spinning rank whose latest test of its wait (`spin_seen_ns`) is older
+/// than this is taken as waiting for a CPU, not on one
+/// (`COSCHED_ON_CPU_FRESH_NS`; a spin loop's test takes a few microseconds).
+pub const ON_CPU_FRESH_NS: u64 = 100_000;
+
 /// `enum cosched_rank_state`.
 pub mod state {
     pub const COMPUTING: u32 = 0;
@@ -434,7 +457,11 @@ mod tests {
     fn a_spinning_rank_is_on_a_cpu_only_while_it_tests_its_wait() {
         // SAFETY: an all-zero RankShm is valid (atomics of zero).
         let r: RankShm = unsafe { std::mem::zeroed() };
-        assert_eq!(r.on_cpu(1_000_000, 100_000), None, "computing: the segment cannot tell");
+        assert_eq!(
+            r.on_cpu(1_000_000, 100_000),
+            None,
+            "computing: the segment cannot tell"
+        );
         r.state.store(state::SPINNING, Ordering::SeqCst);
         r.spin_seen_ns.store(950_000, Ordering::SeqCst);
         // Tested 50 us ago: on a CPU; 100 us ago: still; 100 us + 1 ns ago: waiting for one.

@@ -9,6 +9,7 @@ use common::Proc;
 use cosched_real::cgroup::Cgroups;
 use cosched_real::client::Client;
 use cosched_real::procfs;
+use cosched_real::proto;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
@@ -238,7 +239,11 @@ fn hosts_the_declared_policy_wait_modes_events_and_boosts() {
     // DCS: spin; subscribes to messages; a message to a rank that is not running
     // boosts it until it runs (it sleeps here, so the boost stays).
     let (r1, v) = fake_rank(run, 2, 1, &s);
-    assert_eq!(v[9], 1 << 8, "DCS needs MESSAGE events");
+    assert_eq!(
+        v[9],
+        i64::from(1 << 8 | proto::skip::ON_CPU_WAITING | proto::skip::ON_CPU_BUSY),
+        "DCS needs MESSAGE events, for a receiver off a CPU only"
+    );
     let leaf = Cgroups::detect()
         .cpu
         .unwrap()

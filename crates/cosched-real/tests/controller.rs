@@ -145,15 +145,38 @@ fn collectives_reach_a_message_policy_as_their_first_message() {
     // (rank 0: Send, Ssend, Isend, Isend, Sendrecv; rank 1: Send, Isend, Isend,
     // Sendrecv: 9 messages) then six collectives (Barrier, Bcast, Reduce,
     // Allreduce, Alltoall, Allgather), each posting one MESSAGE event per member
-    // for its first message (12). NLS subscribes to no event, DCS to MESSAGE:
-    // the difference in the agent's events is the 21 MESSAGE events.
+    // for its first message (12). NLS subscribes to no event, DCS to MESSAGE
+    // for a receiver off a CPU: the difference in the agent's events plus the
+    // events the shims skipped (receiver on a CPU, their log's events_skipped)
+    // is the 21 MESSAGE events.
     let events = |policy: &str| {
-        let s = spec(&format!("ctl-coll-{policy}"), Scheme::Fcfs, policy, &["calls"], 1);
+        let s = spec(
+            &format!("ctl-coll-{policy}"),
+            Scheme::Fcfs,
+            policy,
+            &["calls"],
+            1,
+        );
         let out = run(&s, |_| true).unwrap();
         assert!(out.jobs[0].ok, "{policy}: {:?}", out.jobs[0].error);
+        let log = std::fs::read_to_string(s.work_dir.join("shim.jsonl")).unwrap();
+        let skipped: u64 = log
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+            .map(|l| {
+                serde_json::from_str::<serde_json::Value>(l).unwrap()["events_skipped"]
+                    .as_u64()
+                    .unwrap()
+            })
+            .sum();
         let _ = std::fs::remove_dir_all(&s.work_dir);
-        out.agent.events
+        (out.agent.events, skipped)
     };
-    let (nls, dcs) = (events("nls"), events("dcs"));
-    assert_eq!(dcs - nls, 9 + 12, "events: nls {nls}, dcs {dcs}");
+    let ((nls, nls_skipped), (dcs, dcs_skipped)) = (events("nls"), events("dcs"));
+    assert_eq!(nls_skipped, 0, "NLS subscribes to no MESSAGE event");
+    assert_eq!(
+        dcs - nls + dcs_skipped,
+        9 + 12,
+        "events: nls {nls}, dcs {dcs}, skipped by dcs's shims {dcs_skipped}"
+    );
 }

@@ -100,7 +100,7 @@ fn mirror_matches_the_shims_proto_layout_tool() {
 }
 
 #[test]
-fn message_types_match_the_header() {
+fn message_types_and_event_mask_bits_match_the_header() {
     let dir = std::env::temp_dir().join(format!("cosched-msgtypes-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let mut c = String::from("#include <stdio.h>\n#include \"cosched_proto.h\"\nint main(void){\n");
@@ -109,6 +109,12 @@ fn message_types_match_the_header() {
         c += &format!("printf(\"{name} %d\\n\", (int)COSCHED_MSG_{name});\n");
         want += &format!("{name} {v}\n");
     }
+    for (name, v) in cosched_real::proto::skip::ALL {
+        c += &format!("printf(\"SKIP_{name} %u\\n\", COSCHED_SKIP_{name});\n");
+        want += &format!("SKIP_{name} {v}\n");
+    }
+    c += "printf(\"ON_CPU_FRESH_NS %llu\\n\", COSCHED_ON_CPU_FRESH_NS);\n";
+    want += &format!("ON_CPU_FRESH_NS {}\n", cosched_real::proto::ON_CPU_FRESH_NS);
     c += "return 0;}\n";
     std::fs::write(dir.join("t.c"), c).unwrap();
     let out = Command::new("gcc")

@@ -8,7 +8,7 @@ mod common;
 
 use common::Proc;
 use cosched_real::client::Client;
-use cosched_real::proto::{state, RankShm, SPIN_UNTIL_SHIFT};
+use cosched_real::proto::{skip, state, RankShm, SPIN_UNTIL_SHIFT};
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{ChildStdin, ChildStdout, Command, Stdio};
@@ -202,8 +202,13 @@ fn ics_spin_change_on_a_message_reaches_the_spinning_rank_s_segment() {
         .unwrap();
     let spinner = fake_rank(run, 4, 1, &socket, "spin");
     assert_eq!(spinner.ack, 0, "ACK");
-    // ICS asks for MESSAGE events: its rule is about a receiver that runs.
-    assert_eq!(spinner.mask, 1 << 8, "ICS needs MESSAGE events only");
+    // ICS asks for MESSAGE events: its rule is about a receiver that runs and
+    // waits, so the events to one off a CPU or not waiting are not posted.
+    assert_eq!(
+        spinner.mask,
+        1 << 8 | skip::OFF_CPU | skip::ON_CPU_BUSY,
+        "ICS needs MESSAGE events only, to a running receiver in a wait"
+    );
     let seg = Seg::open(Path::new(&format!("/dev/shm/cosched.{run}x.4.1")));
     let mut sender = fake_rank(run, 4, 0, &socket, "send");
     assert_eq!(sender.ack, 0);
