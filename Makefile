@@ -93,8 +93,20 @@ stubs: $(PY)
 check-stubs: $(PY)
 	$(RUN) bash scripts/check_stubs.sh
 
+# pytest in two parts: the simulation-only tests (whole-trace runs included: `-m` replaces the
+# default "not slow") on PYTEST_WORKERS pytest-xdist workers, a test file's tests on one worker
+# (--dist loadfile: a module's fixtures and the session's quick reproductions, which one file's
+# tests share, run once); then the tests marked `real` (MPI, node agents, cgroups, Slurm; see
+# tests/python/conftest.py) alone, one after the other, as they time what they run.
+# REAL_TESTS_UNDER: a command prefix for the second part, e.g. `flock FILE` where several test
+# runs share the machine and must not run real execution at the same time.
+PYTEST_WORKERS ?= 2
+REAL_TESTS_UNDER ?=
 pytest: install-test
-	$(RUN) $(PY) -m pytest tests/python -q -m "slow or not slow" --durations=25 --hypothesis-seed=$(TEST_SEED)
+	$(RUN) $(PY) -m pytest tests/python -q -m "not real" -n $(PYTEST_WORKERS) --dist loadfile \
+		--durations=25 --hypothesis-seed=$(TEST_SEED)
+	$(RUN) $(REAL_TESTS_UNDER) $(PY) -m pytest tests/python -q -m real --durations=25 \
+		--hypothesis-seed=$(TEST_SEED)
 
 real:
 	$(MAKE) -C real OUT=$(abspath build/real)

@@ -24,6 +24,12 @@ from coscheduling.waiting import wait_for as wait_for
 
 REPO = Path(__file__).resolve().parents[2]
 
+# The CLI draws at 160 columns off a terminal and at COLUMNS when that is set; the tests read its output
+# drawn at 160 (a test of another width sets COLUMNS itself). pytest-xdist's workers start with COLUMNS=80
+# and LINES=24 in their environment, and a shell may export its own: neither reaches the tests.
+for _var in ("COLUMNS", "LINES"):
+    os.environ.pop(_var, None)
+
 #: Tests that execute on this machine for real (MPI ranks, node agents, cgroups, Slurm) and compare what they
 #: measure: every test of these files and every test named ``test_real_*`` elsewhere gets the marker ``real``.
 #: They must not share the CPUs with other tests: a parallel run (e.g. pytest-xdist) selects them out
