@@ -34,9 +34,13 @@
 //!   area network", IEEE Micro 1995, seed 000's reference [9]): a blocked packet
 //!   holds its path back to the sender for at most the packets ahead of it at the
 //!   receiving port, a packet time each, which the booking leaves out (the
-//!   receiver's link is the bottleneck then and is counted in full). A stretch
-//!   shorter than one packet is not used except by a message's last, shorter
-//!   packet.
+//!   receiver's link is the bottleneck then and is counted in full), and the
+//!   switch serves the packets waiting for one port round robin, where the
+//!   booking takes whole messages in request order. A packet-level model with
+//!   both was measured and is not used: docs/models/myrinet-packets.md (IS's
+//!   communication at 16 processes 1.5x to 3.6x longer, depending on an
+//!   unsourced rule of the sending NIC). A stretch shorter than one packet is not
+//!   used except by a message's last, shorter packet.
 //!
 //! Each receive slot (the current `Recv`, each posted `Irecv`) answers at most one
 //! request at a time: a slot already matched by a buffered message or by a
