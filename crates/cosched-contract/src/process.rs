@@ -22,6 +22,17 @@ pub struct GangParams {
     pub flex: FlexParams,
 }
 
+impl GangParams {
+    /// The default rows of the matrix: seed 000's multiprogramming level of 3
+    /// (seed 000 §5.1).
+    pub const DEFAULT_ROWS: u32 = 3;
+    /// The default slot length, ms (assumption G-SCH-6 of
+    /// docs/models/seed-parameters.md).
+    pub const DEFAULT_QUANTUM_MS: f64 = 100.0;
+    /// The default global switch cost, µs (assumption G-SCH-6).
+    pub const DEFAULT_SWITCH_US: f64 = 1000.0;
+}
+
 /// Which jobs carry the gang bit (may yield their slot when blocked).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub enum GangBit {

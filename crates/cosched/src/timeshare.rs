@@ -70,9 +70,11 @@ pub fn model_of(
         "gang" => {
             spec.expect_only(&["rows", "quantum_ms", "switch_us"])?;
             let ms = |x: f64| SimTime::from_secs_f64(x / 1e3);
-            let rows: u32 = spec.get("rows", 3)?;
-            let q: f64 = spec.get("quantum_ms", 100.0)?;
-            let c: f64 = spec.get::<f64>("switch_us", 1000.0)? / 1000.0;
+            // The process-level gang scheduler's defaults (G-SCH-6).
+            use cosched_contract::process::GangParams as Defaults;
+            let rows: u32 = spec.get("rows", Defaults::DEFAULT_ROWS)?;
+            let q: f64 = spec.get("quantum_ms", Defaults::DEFAULT_QUANTUM_MS)?;
+            let c: f64 = spec.get::<f64>("switch_us", Defaults::DEFAULT_SWITCH_US)? / 1000.0;
             if rows == 0 || !(q.is_finite() && q > 0.0) || !(c.is_finite() && c >= 0.0) {
                 return Err(bad(
                     &spec,
@@ -182,4 +184,53 @@ pub fn run_model(
             metrics_s: t2.elapsed().as_secs_f64(),
         },
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use cosched_contract::process::GangParams;
+
+    /// The documented defaults of `gang` at both fidelities (the job-level model
+    /// here, the process-level scheme in cosched-policies) are the contract's.
+    #[test]
+    fn gang_defaults_are_documented_as_the_contracts_at_both_fidelities() {
+        let job_level = super::catalog();
+        let process_level = cosched_policies::process_catalog();
+        for info in [&job_level, &process_level]
+            .into_iter()
+            .flatten()
+            .filter(|i| i.name == "gang")
+        {
+            let default = |name: &str| -> f64 {
+                let p = info.params.iter().find(|p| p.name == name).expect(name);
+                p.default.parse().expect(p.default)
+            };
+            assert_eq!(
+                default("rows"),
+                f64::from(GangParams::DEFAULT_ROWS),
+                "{}",
+                info.level
+            );
+            assert_eq!(
+                default("quantum_ms"),
+                GangParams::DEFAULT_QUANTUM_MS,
+                "{}",
+                info.level
+            );
+            assert_eq!(
+                default("switch_us"),
+                GangParams::DEFAULT_SWITCH_US,
+                "{}",
+                info.level
+            );
+        }
+        assert_eq!(
+            [&job_level, &process_level]
+                .into_iter()
+                .flatten()
+                .filter(|i| i.name == "gang")
+                .count(),
+            2
+        );
+    }
 }

@@ -123,15 +123,15 @@ pub fn build(spec: &PolicySpec) -> Result<ProcAdmission, RegistryError> {
         value: spec.params.get(param).cloned().unwrap_or_default(),
         msg: msg.into(),
     };
-    let quantum_ms: f64 = spec.get("quantum_ms", 100.0)?;
+    let quantum_ms: f64 = spec.get("quantum_ms", GangParams::DEFAULT_QUANTUM_MS)?;
     if !(quantum_ms.is_finite() && quantum_ms > 0.0) {
         return Err(bad("quantum_ms", "must be > 0"));
     }
-    let rows: u32 = spec.get("rows", 3)?;
+    let rows: u32 = spec.get("rows", GangParams::DEFAULT_ROWS)?;
     if rows == 0 {
         return Err(bad("rows", "must be at least 1"));
     }
-    let switch_us: f64 = spec.get("switch_us", 1000.0)?;
+    let switch_us: f64 = spec.get("switch_us", GangParams::DEFAULT_SWITCH_US)?;
     if !(switch_us.is_finite() && switch_us >= 0.0) {
         return Err(bad("switch_us", "must be >= 0"));
     }
