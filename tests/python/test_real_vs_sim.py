@@ -156,21 +156,29 @@ def test_sim_trace_sees_lockstep_and_independent_nodes(tmp_path: Path) -> None:
 
 def test_real_trace_counts_the_blocking_waits_that_ended_at_the_fallback(tmp_path: Path) -> None:
     """The shim's per-rank counters by hand: 2 ranks with 10 and 30 blocking waits, 1 and 3 of them ended
-    at the fallback timeout: 10%; 4 ms and 8 ms blocked: 300 us per blocking wait."""
+    at the fallback timeout: 10%; 4 ms and 8 ms blocked: 300 us per blocking wait; 7 and 5 MESSAGE events
+    not posted: 12 skipped; the agent's 30 events from the summary."""
     (tmp_path / "logs").mkdir()
-    ranks = [{"rank": 0, "wait_ns": 10_000_000, "blocks": 10, "block_ns": 4_000_000, "timeout_ends": 1},
-             {"rank": 1, "wait_ns": 10_000_000, "blocks": 30, "block_ns": 8_000_000, "timeout_ends": 3}]
+    ranks = [{"rank": 0, "wait_ns": 10_000_000, "blocks": 10, "block_ns": 4_000_000, "timeout_ends": 1,
+              "events_skipped": 7},
+             {"rank": 1, "wait_ns": 10_000_000, "blocks": 30, "block_ns": 8_000_000, "timeout_ends": 3,
+              "events_skipped": 5}]
     (tmp_path / "logs" / "shim.jsonl").write_text("".join(json.dumps(r) + "\n" for r in ranks))
-    t = realsim.real_trace(tmp_path, {"real": {"cpu_s": [0.5, 0.5], "wall_s": 1.0}}, 0.8)
+    t = realsim.real_trace(tmp_path, {"real": {"cpu_s": [0.5, 0.5], "wall_s": 1.0, "agent_events": 30}}, 0.8)
     assert t["timeout_share"] == pytest.approx(0.1) and t["sleep_us"] == pytest.approx(300.0)
     assert t["block_share"] == pytest.approx(0.6) and t["spin_share"] == pytest.approx(0.2)
     assert t["busy"] == pytest.approx(0.5)
+    assert t["events_skipped"] == 12 and t["agent_events"] == 30
     # A log without the count (an older shim), and a log without a blocking wait: NaN.
     old = {k: v for k, v in ranks[0].items() if k != "timeout_ends"}
     for line in (old, dict(ranks[0], blocks=0)):
         (tmp_path / "logs" / "shim.jsonl").write_text(json.dumps(line) + "\n")
-        share = realsim.real_trace(tmp_path, {"real": {"cpu_s": [1.0], "wall_s": 1.0}}, 1.0)["timeout_share"]
-        assert share != share
+        t = realsim.real_trace(tmp_path, {"real": {"cpu_s": [1.0], "wall_s": 1.0}}, 1.0)
+        assert t["timeout_share"] != t["timeout_share"]
+    # Nor the events (an older shim, a summary without the agent's count): NaN.
+    (tmp_path / "logs" / "shim.jsonl").write_text(json.dumps({k: v for k, v in old.items() if k != "events_skipped"}))
+    t = realsim.real_trace(tmp_path, {"real": {"cpu_s": [1.0], "wall_s": 1.0}}, 1.0)
+    assert t["events_skipped"] != t["events_skipped"] and t["agent_events"] != t["agent_events"]
 
 
 def test_quick_real_vs_sim_structure_and_mechanism(tmp_path: Path) -> None:

@@ -496,7 +496,10 @@ def real_trace(folder: Path, summary: dict[str, Any], compute_s: float) -> dict[
     ``block_share``, time the ranks slept in a wait over their waiting time; ``sleep_us``, the mean time
     from a rank's blocking to its wait's end (NaN when no rank blocked); ``timeout_share``, the blocking
     waits that ended only after the shim's 1 ms fallback timeout (nothing woke the rank) over all blocking
-    waits (NaN when no rank blocked or the shim's log has no such count)."""
+    waits (NaN when no rank blocked or the shim's log has no such count); ``agent_events``, the events the
+    shims posted to the agent (each wakes it), and ``events_skipped``, the MESSAGE events they did not post
+    because the node policy does nothing with them (docs/real.md, "The boosting schemes' slowdown"; NaN
+    when the summary or the shim's log has no such count)."""
     cpu = float(sum(summary["real"]["cpu_s"]))
     wall = float(summary["real"]["wall_s"])
     ranks = [json.loads(x) for x in (folder / "logs" / "shim.jsonl").read_text().splitlines() if x.strip()] \
@@ -508,7 +511,10 @@ def real_trace(folder: Path, summary: dict[str, Any], compute_s: float) -> dict[
             if blocks and all("timeout_ends" in r for r in ranks) else float("nan"),
             "spin_share": max(cpu - compute_s, 0.0) / cpu if cpu else 0.0,
             "busy": cpu / (2 * wall) if wall else 0.0,
-            "block_share": sum(r["block_ns"] for r in ranks) / wait if wait else 0.0}
+            "block_share": sum(r["block_ns"] for r in ranks) / wait if wait else 0.0,
+            "agent_events": float(summary["real"].get("agent_events", math.nan)),
+            "events_skipped": float(sum(r["events_skipped"] for r in ranks))
+            if ranks and all("events_skipped" in r for r in ranks) else math.nan}
 
 
 def kendall(a: list[float], b: list[float]) -> float:
