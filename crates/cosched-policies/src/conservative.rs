@@ -54,9 +54,9 @@ pub struct Conservative {
     /// Estimated end of each running job, indexed by job.
     est_end: Vec<SimTime>,
     log: Option<Vec<(JobId, SimTime, SimTime)>>,
-    /// Scratch buffer for the profile's running maximum (see [`Pass`]).
+    /// Scratch buffer for the profile's running maximum.
     prefix: Vec<u32>,
-    /// Scratch list of jobs that could not move in the current pass (see [`Pass`]).
+    /// Scratch list of jobs that could not move in the current pass.
     failed: Vec<(u32, SimTime, SimTime)>,
     /// Use the plain scan for every job (the reference the pruned search is tested against).
     plain: bool,
@@ -91,87 +91,15 @@ impl Conservative {
     }
 }
 
-/// The search state of one pass over the queue.
-struct Pass<'a> {
-    now: SimTime,
-    profile: &'a mut Profile,
-    /// Running maximum of free processors, to skip jobs that cannot fit anywhere
-    /// before their reservation. Computed lazily, and after each change cut back
-    /// to the steps the change left untouched.
-    prefix: &'a mut Vec<u32>,
-    /// The latest jobs that could not move: (need, slot, reservation), each kept while
-    /// no processors were given back before its reservation (reservations and the
-    /// first part of a move only take processors). A job needing at least as many
-    /// processors for at least as long, reserved no earlier, cannot start before such
-    /// a job's reservation either: on [t, old) the two searches see the same free
-    /// counts, or fewer.
-    failed: &'a mut Vec<(u32, SimTime, SimTime)>,
-    plain: bool,
-}
-
-impl Pass<'_> {
-    /// A new job's reservation, or the earlier start a queued job moves to; `None`
-    /// when a queued job keeps its reservation. The profile is updated.
-    fn place(&mut self, q: Queued) -> Option<SimTime> {
-        let Queued {
-            start: old,
-            need,
-            dur,
-            ..
-        } = q;
-        let (now, profile) = (self.now, &mut *self.profile);
-        if old == SimTime::MAX {
-            let t = profile.earliest(now, need, dur);
-            // A reservation only takes processors: every failed job still fails.
-            self.prefix.truncate(profile.reserve(t, dur, need));
-            return Some(t);
-        }
-        if self.plain {
-            let t = profile.earlier_than(now, need, dur, old)?;
-            profile.release(old, dur, need);
-            profile.reserve(t, dur, need);
-            return Some(t);
-        }
-        let bound = self
-            .failed
-            .iter()
-            .filter(|f| f.0 <= need && f.1 <= dur && f.2 <= old)
-            .map(|f| f.2)
-            .max();
-        if bound == Some(old) {
-            return None;
-        }
-        let first = profile.first_fit_before_lazy(self.prefix, need, old)?;
-        // The profile starts at `now`, so only a bound can start the search later.
-        let (from, first) = match bound {
-            Some(b) if b > now => (b, profile.step_index_from(first, b)),
-            _ => (now, first),
-        };
-        if let Some(t) = profile.earlier_before(first, from, need, dur, old) {
-            self.prefix
-                .truncate(profile.move_earlier(old, t, dur, need));
-            // The move gives processors back only from the later of its new end
-            // and its old start on: a failed job reserved no later than that still
-            // fails.
-            let gain = old.max(t.saturating_add(dur));
-            self.failed.retain(|f| f.2 <= gain);
-            Some(t)
-        } else {
-            // The 8 latest failures, oldest first.
-            if self.failed.len() == 8 {
-                self.failed.remove(0);
-            }
-            self.failed.push((need, dur, old));
-            None
-        }
-    }
-}
-
 impl ClusterPolicy for Conservative {
     fn name(&self) -> String {
         "conservative".into()
     }
 
+    #[expect(
+        clippy::too_many_lines,
+        reason = "the conservative backfilling pass over one batch of events (reservations kept, moved, given up), one algorithm in sequence"
+    )]
     fn on_events(&mut self, events: &[Event], view: &dyn ClusterView, out: &mut Vec<Decision>) {
         let now = view.now();
         let profile = self
@@ -198,44 +126,99 @@ impl ClusterPolicy for Conservative {
                 Event::Timer => {}
             }
         }
-        // Jobs from `upto` on are placed or moved: all after a compression, the new
-        // ones otherwise. Jobs from `from` on are looked at for a start now: without
-        // a compression the older jobs kept their reservations, and when none of
-        // them starts now only the new jobs need a look. `from <= upto`.
         let upto = if compress { 0 } else { first_new };
+        // Running maximum of free processors, to skip jobs that cannot fit anywhere
+        // before their reservation. Computed lazily, and after each change cut back
+        // to the steps the change left untouched.
+        let prefix = &mut self.prefix;
+        prefix.clear();
+        // The latest jobs that could not move: (need, slot, reservation), each kept while
+        // no processors were given back before its reservation (reservations and the
+        // first part of a move only take processors). A job needing at least as many
+        // processors for at least as long, reserved no earlier, cannot start before such
+        // a job's reservation either: on [t, old) the two searches see the same free
+        // counts, or fewer.
+        let failed = &mut self.failed;
+        failed.clear();
+        for k in upto..self.queue.len() {
+            let Queued {
+                job: j,
+                start: old,
+                need,
+                dur,
+            } = self.queue[k];
+            let t = if old == SimTime::MAX {
+                let t = profile.earliest(now, need, dur);
+                // A reservation only takes processors: every failed job still fails.
+                prefix.truncate(profile.reserve(t, dur, need));
+                t
+            } else if self.plain {
+                match profile.earlier_than(now, need, dur, old) {
+                    Some(t) => {
+                        profile.release(old, dur, need);
+                        profile.reserve(t, dur, need);
+                        t
+                    }
+                    None => continue,
+                }
+            } else {
+                let bound = failed
+                    .iter()
+                    .filter(|f| f.0 <= need && f.1 <= dur && f.2 <= old)
+                    .map(|f| f.2)
+                    .max();
+                if bound == Some(old) {
+                    continue;
+                }
+                let Some(first) = profile.first_fit_before_lazy(prefix, need, old) else {
+                    continue;
+                };
+                // The profile starts at `now`, so only a bound can start the search later.
+                let (from, first) = match bound {
+                    Some(b) if b > now => (b, profile.step_index_from(first, b)),
+                    _ => (now, first),
+                };
+                match profile.earlier_before(first, from, need, dur, old) {
+                    Some(t) => {
+                        prefix.truncate(profile.move_earlier(old, t, dur, need));
+                        // The move gives processors back only from the later of its
+                        // new end and its old start on: a failed job reserved no
+                        // later than that still fails.
+                        let gain = old.max(t.saturating_add(dur));
+                        failed.retain(|f| f.2 <= gain);
+                        t
+                    }
+                    None => {
+                        // The 8 latest failures, oldest first.
+                        if failed.len() == 8 {
+                            failed.remove(0);
+                        }
+                        failed.push((need, dur, old));
+                        continue;
+                    }
+                }
+            };
+            self.queue[k].start = t;
+            if let Some(log) = &mut self.log {
+                log.push((j, now, t));
+            }
+        }
+        // Start the jobs whose reservation is now. Without a compression the older
+        // jobs kept their reservations: when none of them starts now, only the new
+        // jobs need a look.
         let from = if !compress && self.next_start > now {
             first_new
         } else {
             0
-        };
-        self.prefix.clear();
-        self.failed.clear();
-        let mut pass = Pass {
-            now,
-            profile,
-            prefix: &mut self.prefix,
-            failed: &mut self.failed,
-            plain: self.plain,
         };
         let mut next_wake = if from == 0 {
             SimTime::MAX
         } else {
             self.next_start
         };
-        // One walk places the jobs and starts those whose reservation is now: a
-        // start leaves the profile as it is (the reservation becomes the running
-        // job's slot), so the jobs after it are placed as if it still waited.
         let mut kept = from;
         for k in from..self.queue.len() {
-            let mut q = self.queue[k];
-            if k >= upto {
-                if let Some(t) = pass.place(q) {
-                    q.start = t;
-                    if let Some(log) = &mut self.log {
-                        log.push((q.job, now, t));
-                    }
-                }
-            }
+            let q = self.queue[k];
             if q.start == now {
                 let j = q.job;
                 if self.est_end.len() <= j.idx() {

@@ -111,13 +111,11 @@ impl Profile {
         need: u32,
         t: SimTime,
     ) -> Option<usize> {
-        let mut m = prefix.last().copied().unwrap_or(0);
-        // The running maximum only grows: when its last value is enough, the
-        // answer is among the steps already computed.
-        if m >= need {
-            let k = prefix.partition_point(|&m| m < need);
+        let k = prefix.partition_point(|&m| m < need);
+        if k < prefix.len() {
             return (self.times[k] < t).then_some(k);
         }
+        let mut m = prefix.last().copied().unwrap_or(0);
         for i in prefix.len()..self.times.len() {
             if self.times[i] >= t {
                 return None;

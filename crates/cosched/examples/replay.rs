@@ -1,5 +1,10 @@
 //! Replays one trace under one policy and prints phase timings.
 //! Usage: cargo run --release -p cosched --example replay -- TRACE POLICY
+//!
+//! The instruction counts quoted for a policy's speed are those of the simulate
+//! phase alone, taken with callgrind on this example's release build:
+//! `valgrind --tool=callgrind --toggle-collect='cosched_engine::cluster::simulate'
+//! target/release/examples/replay TRACE POLICY` (the "Collected" line).
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
