@@ -78,6 +78,7 @@ use crate::model::apps::{
 use crate::model::node::NodePlatform;
 use crate::model::program::{bytes_sent, Program};
 use crate::policies::RegistryError;
+use crate::validation;
 use cosched_des::SimTime;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -202,7 +203,7 @@ pub fn run_with(
 
 /// The Table 1 time the fit aims at, s (Table 1 minus the launch allowance).
 pub fn fit_target_s(app: &str, class: char) -> Option<f64> {
-    apps::table1_target(app, class).map(|t| t - LAUNCH_ALLOWANCE_S)
+    validation::table1_target(app, class).map(|t| t - LAUNCH_ALLOWANCE_S)
 }
 
 /// Result of a one-parameter solve.
@@ -295,7 +296,7 @@ fn fit_nas_from(
         },
     )?;
     let mut source = NAS_SOURCE.to_string();
-    if let Some(row) = apps::seed002_row(app) {
+    if let Some(row) = validation::seed002_row(app) {
         source.push_str(&format!(
             "; load imbalance fitted so that class B at 4 processes on ghanesh (block) is busy {:.1}% of the time as in seed 002 Table 1",
             row.cpu_pct
@@ -312,7 +313,7 @@ fn fit_nas_from(
         halo_bytes: 0,
         imbalance_ppm,
         source,
-        target_s: apps::table1_target(app, class),
+        target_s: validation::table1_target(app, class),
     };
     Ok((entry, s.t0_ns))
 }
@@ -399,7 +400,7 @@ pub fn fit_imbalance(app: &str) -> Result<ImbalanceFit, CalibrateError> {
 fn fit_imbalance_and_entry(
     app: &str,
 ) -> Result<(ImbalanceFit, Option<CalEntry>), CalibrateError> {
-    let Some(row) = apps::seed002_row(app) else {
+    let Some(row) = validation::seed002_row(app) else {
         let fit = ImbalanceFit {
             imbalance_ppm: 0,
             cpu_pct: f64::NAN,
@@ -462,7 +463,7 @@ pub fn fit_long(app: &str) -> Result<CalEntry, CalibrateError> {
             long::compute_share(app) * 100.0,
             long::iterations(app)
         ),
-        target_s: apps::table1_target(app, class),
+        target_s: validation::table1_target(app, class),
     })
 }
 
@@ -536,7 +537,7 @@ pub fn targets() -> Vec<(&'static str, char)> {
     let mut v = Vec::new();
     for app in NAS_APPS.iter().chain(LONG_APPS.iter()) {
         for class in apps::classes(app) {
-            if apps::table1_target(app, class).is_some() {
+            if validation::table1_target(app, class).is_some() {
                 v.push((*app, class));
             }
         }
@@ -611,7 +612,7 @@ pub fn fit_some(
 /// with the class B entry fitted at it.
 pub fn fit_imbalances(
 ) -> Result<BTreeMap<String, (ImbalanceFit, Option<CalEntry>)>, CalibrateError> {
-    let names: Vec<&str> = apps::SEED002_TABLE1.iter().map(|r| r.app).collect();
+    let names: Vec<&str> = validation::SEED002_TABLE1.iter().map(|r| r.app).collect();
     let fits = parallel_map(&names, |app| fit_imbalance_and_entry(app));
     names
         .iter()
@@ -755,7 +756,7 @@ pub fn validate_some(pairs: &[(&str, char)]) -> Result<Vec<ValidationRow>, Calib
     let cal = apps::calibration()?;
     parallel_map(pairs, |&(app, class)| {
         let run = dedicated(apps::build(app, class, PROCS)?)?;
-        let target = apps::table1_target(app, class).expect("targets() has a time");
+        let target = validation::table1_target(app, class).expect("targets() has a time");
         let measured = run.time_s();
         Ok(ValidationRow {
             app: app.to_string(),
@@ -765,8 +766,8 @@ pub fn validate_some(pairs: &[(&str, char)]) -> Result<Vec<ValidationRow>, Calib
             target_s: target,
             error: (measured - target) / target,
             comm_fraction: run.comm_fraction(),
-            intensity: apps::table1(app)
-                .map(|r| r.intensity.label().to_string())
+            intensity: apps::intensity(app)
+                .map(|i| i.label().to_string())
                 .unwrap_or_default(),
             clamped: cal
                 .apps
@@ -832,7 +833,7 @@ impl IntensityViolation {
 /// Every pair of NAS kernels of the same class whose labels differ and whose
 /// measured communication fractions are in the opposite order.
 pub fn intensity_violations(rows: &[ValidationRow]) -> Vec<IntensityViolation> {
-    let label = |app: &str| apps::table1(app).map(|r| r.intensity);
+    let label = apps::intensity;
     let mut v = Vec::new();
     for a in rows.iter().filter(|r| NAS_APPS.contains(&r.app.as_str())) {
         for b in rows.iter().filter(|r| r.class == a.class) {
@@ -938,7 +939,9 @@ fn ep_on_ghanesh(speed: f64) -> Result<DedicatedRun, CalibrateError> {
 /// point speed <- speed x T(speed) / target converges in a few runs. Returned
 /// rounded to 4 significant digits (the preset's constant).
 pub fn fit_cpu_speed() -> Result<f64, CalibrateError> {
-    let target = apps::seed002_row("EP").expect("EP is in the table").exec_s;
+    let target = validation::seed002_row("EP")
+        .expect("EP is in the table")
+        .exec_s;
     let mut speed = 1.0f64;
     for _ in 0..20 {
         let t = ep_on_ghanesh(speed)?.time_s();
@@ -1021,7 +1024,7 @@ pub fn seed002_within(column: &str, model: f64, paper: f64) -> bool {
 pub fn validate_seed002() -> Result<Vec<Seed002Check>, CalibrateError> {
     let plat = seed002_platform()?;
     let n = S002_PROCS as f64;
-    parallel_map(&apps::SEED002_TABLE1, |row| {
+    parallel_map(&validation::SEED002_TABLE1, |row| {
         let program = apps::build(row.app, S002_CLASS, S002_PROCS)?;
         let memory_mb = program.memory_mb;
         let run = dedicated_on(&plat, S002_POLICY, program)?;

@@ -21,6 +21,7 @@ pub mod process_run;
 pub mod timeshare;
 
 pub mod calibrate;
+pub mod validation;
 
 pub use cosched_contract as contract;
 pub use cosched_des as des;

@@ -14,7 +14,7 @@
 //! of ONE process for ONE iteration at 16 processes, fitted by
 //! `cosched::calibrate` to DEDICATED 16-process runs on the `choi2004` platform
 //! (NLS, MPL 1) so that the run time equals seed 000 Table 1
-//! ([`SEED000_TABLE1`]). At P processes a process computes that × 16 / P per
+//! (`cosched::validation::SEED000_TABLE1`). At P processes a process computes that × 16 / P per
 //! iteration: perfect strong scaling of the computation (gap G-APP-1, an
 //! assumption: the seeds give no time at 4, 8 or 9 processes); the communication
 //! at P processes follows from the pattern and the grid.
@@ -28,7 +28,7 @@
 //! linearly from (1 - δ) c to (1 + δ) c, mean c. It is fitted jointly with the
 //! compute (`cosched::calibrate`) so that class B at 4 processes on seed 002's
 //! cluster model (`ghanesh`) is busy as long as seed 002 Table 1 measured
-//! ([`SEED002_TABLE1`], CPU utilization); it is 0 for applications without a seed
+//! (`cosched::validation::SEED002_TABLE1`, CPU utilization); it is 0 for applications without a seed
 //! 002 row (BT, FT, sPPM, BlockSolve95). It stands for every wait the modelled
 //! network does not produce (seed 002 §2: the CPU is idle "because of
 //! communication, I/O, user interactions, or inherent load imbalance"). No
@@ -81,160 +81,20 @@ impl Intensity {
     }
 }
 
-/// One row of seed 000 Table 1.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Table1Row {
-    pub app: &'static str,
-    pub intensity: Intensity,
-    /// Execution time at 16 processors, seconds, per class; a single-size
-    /// application has its time under [`SINGLE_CLASS`].
-    pub times: &'static [(char, f64)],
-}
-
-/// Seed 000 Table 1 (S001 Table 2), "Execution Time of NAS Benchmarks, sPPM and
-/// BlockSolve95 in 16 Processors": the calibration targets, the ONLY copy of these
-/// numbers in the code (Choi, Kim, Ersoz, Yoo, Das, "Coscheduling in Clusters: Is
-/// It a Viable Alternative?", §5.1; docs/models/seed-parameters.md §2.1). FT is
-/// not in the table ("we use all programs except FT").
-pub const SEED000_TABLE1: [Table1Row; 9] = [
-    Table1Row {
-        app: "CG",
-        intensity: Intensity::High,
-        times: &[('A', 1.3), ('B', 49.2), ('C', 186.0)],
-    },
-    Table1Row {
-        app: "IS",
-        intensity: Intensity::High,
-        times: &[('A', 1.0), ('B', 2.4), ('C', 10.9)],
-    },
-    Table1Row {
-        app: "SP",
-        intensity: Intensity::Medium,
-        times: &[('A', 34.5), ('B', 152.5), ('C', 607.1)],
-    },
-    Table1Row {
-        app: "MG",
-        intensity: Intensity::Medium,
-        times: &[('A', 2.4), ('B', 61.5), ('C', 191.0)],
-    },
-    Table1Row {
-        app: "BT",
-        intensity: Intensity::Low,
-        times: &[('A', 53.1), ('B', 435.3), ('C', 995.4)],
-    },
-    Table1Row {
-        app: "LU",
-        intensity: Intensity::Low,
-        times: &[('A', 32.2), ('B', 148.7), ('C', 604.9)],
-    },
-    Table1Row {
-        app: "EP",
-        intensity: Intensity::VeryLow,
-        times: &[('A', 7.9), ('B', 31.3), ('C', 126.2)],
-    },
-    Table1Row {
-        app: "sPPM",
-        intensity: Intensity::Low,
-        times: &[(SINGLE_CLASS, 2726.0)],
-    },
-    Table1Row {
-        app: "BlockSolve95",
-        intensity: Intensity::Medium,
-        times: &[(SINGLE_CLASS, 941.0)],
-    },
-];
-
-/// The Table 1 row of `app`, if the table has it.
-pub fn table1(app: &str) -> Option<&'static Table1Row> {
-    SEED000_TABLE1.iter().find(|r| r.app == app)
-}
-
-/// The seed 000 Table 1 time of (app, class) at 16 processes, seconds.
-pub fn table1_target(app: &str, class: char) -> Option<f64> {
-    table1(app)?
-        .times
-        .iter()
-        .find(|(c, _)| *c == class)
-        .map(|&(_, t)| t)
-}
-
-/// One row of seed 002 Table 1: a NAS kernel, class B, 4 processes alone on 4
-/// nodes of the seed 002 cluster (measured with Vampir and CPU probes, S002 §3.2).
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
-pub struct Seed002Row {
-    pub app: &'static str,
-    /// Execution time, s.
-    pub exec_s: f64,
-    /// Messages dispatched per node per second.
-    pub msgs_per_s: f64,
-    /// Data dispatched per node, KB/s.
-    pub kb_per_s: f64,
-    /// Average CPU utilization, %.
-    pub cpu_pct: f64,
-    /// Memory utilization, MB.
-    pub memory_mb: f64,
-}
-
-/// Seed 002 Table 1, "Execution characteristics of the NAS benchmarks: 4 threads
-/// run on 4 nodes" (Ghanesh, Kumar, Subhlok, "Empirical Evaluation of Shared
-/// Parallel Execution on Independently Scheduled Clusters", §3.2; class B, §3;
-/// docs/models/seed-parameters.md §2.4): the second, looser target of the NAS
-/// presets (`cosched::calibrate::validate_seed002`), the ONLY copy of these numbers
-/// in the Rust code. BT is not in the table.
-pub const SEED002_TABLE1: [Seed002Row; 6] = [
-    Seed002Row {
-        app: "CG",
-        exec_s: 417.2,
-        msgs_per_s: 19.1,
-        kb_per_s: 2700.0,
-        cpu_pct: 59.4,
-        memory_mb: 110.0,
-    },
-    Seed002Row {
-        app: "EP",
-        exec_s: 228.6,
-        msgs_per_s: 0.0,
-        kb_per_s: 0.0,
-        cpu_pct: 99.5,
-        memory_mb: 0.0,
-    },
-    Seed002Row {
-        app: "IS",
-        exec_s: 81.2,
-        msgs_per_s: 1.3,
-        kb_per_s: 4333.0,
-        cpu_pct: 42.3,
-        memory_mb: 121.0,
-    },
-    Seed002Row {
-        app: "LU",
-        exec_s: 511.7,
-        msgs_per_s: 98.8,
-        kb_per_s: 577.0,
-        cpu_pct: 91.6,
-        memory_mb: 50.0,
-    },
-    Seed002Row {
-        app: "MG",
-        exec_s: 37.0,
-        msgs_per_s: 89.3,
-        kb_per_s: 3020.0,
-        cpu_pct: 69.0,
-        memory_mb: 114.0,
-    },
-    Seed002Row {
-        app: "SP",
-        exec_s: 881.3,
-        msgs_per_s: 5.4,
-        kb_per_s: 1343.0,
-        cpu_pct: 77.2,
-        memory_mb: 90.0,
-    },
-];
-
-/// The seed 002 Table 1 row of `app`, if the table has it.
-pub fn seed002_row(app: &str) -> Option<&'static Seed002Row> {
-    SEED002_TABLE1.iter().find(|r| r.app == app)
+/// The communication intensity of `app` as seed 000 Table 1 labels it (its
+/// "Communication Intensity" column; Choi et al., §5.1): the class the catalog
+/// shows and the job-level interference model uses. `None` for an application
+/// the table does not label (FT). Table 1's times, the calibration targets, are
+/// not model input: they live with the other published numbers the model is
+/// compared with, in `cosched::validation`.
+pub fn intensity(app: &str) -> Option<Intensity> {
+    match app {
+        "CG" | "IS" => Some(Intensity::High),
+        "SP" | "MG" | "BlockSolve95" => Some(Intensity::Medium),
+        "BT" | "LU" | "sPPM" => Some(Intensity::Low),
+        "EP" => Some(Intensity::VeryLow),
+        _ => None,
+    }
 }
 
 /// A catalog entry.
@@ -291,12 +151,15 @@ pub enum AppError {
 /// The fitted parameters of one (app, class).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AppParams {
-    /// CPU time of one process for one iteration at 16 processes, ns.
+    /// CPU time of one process for one iteration at 16 processes, ns; fitted so
+    /// that the dedicated 16-process run lasts seed 000 Table 1's time
+    /// (`cosched::validation::SEED000_TABLE1`).
     pub compute_ns_per_iter: i64,
     /// Long applications only: halo bytes per unit of face area (see [`long`]).
     pub halo_bytes: u64,
     /// Load imbalance across ranks, parts per million (see [`imbalance_factor`]):
-    /// 0 is every rank computing the same.
+    /// 0 is every rank computing the same; fitted to seed 002 Table 1's CPU
+    /// utilization (`cosched::validation::SEED002_TABLE1`).
     pub imbalance_ppm: u32,
 }
 
@@ -431,7 +294,10 @@ fn parameterized(
     name: &str,
     class: char,
 ) -> Result<Option<(&'static str, Family, ParamList)>, AppError> {
-    let crate::spec::Spec { name: base, params: kv } = match crate::spec::parse(name) {
+    let crate::spec::Spec {
+        name: base,
+        params: kv,
+    } = match crate::spec::parse(name) {
         Ok(spec) => spec,
         Err(e) if name.contains('[') => {
             return Err(AppError::BadParams {
@@ -696,7 +562,7 @@ pub fn catalog() -> Vec<AppInfo> {
                 classes: cls.iter().map(char::to_string).collect(),
                 procs: counts.to_vec(),
                 procs_rule: rule.to_string(),
-                intensity: table1(app).map(|r| r.intensity.label().to_string()),
+                intensity: intensity(app).map(|i| i.label().to_string()),
                 memory_mb_at_16: cls
                     .iter()
                     .map(|&c| (c.to_string(), memory_of(app, c, 16)))
@@ -909,7 +775,10 @@ mod tests {
         .unwrap();
         for (r, fr) in f.iter().enumerate() {
             let (a, b) = (compute_ns(&flat.ranks[r]), compute_ns(&imb.ranks[r]));
-            assert!((b as f64 - a as f64 * fr).abs() <= 2.0, "rank {r}: {a} -> {b}");
+            assert!(
+                (b as f64 - a as f64 * fr).abs() <= 2.0,
+                "rank {r}: {a} -> {b}"
+            );
             assert_eq!(
                 crate::program::bytes_sent(&flat.ranks[r]),
                 crate::program::bytes_sent(&imb.ranks[r])
@@ -1006,11 +875,7 @@ mod tests {
                 } else {
                     1.0
                 };
-                assert!(
-                    (ratio - want).abs() < 1e-6,
-                    "{} at {p}: {ratio}",
-                    info.name
-                );
+                assert!((ratio - want).abs() < 1e-6, "{} at {p}: {ratio}", info.name);
             }
         }
         // The loop-aware total agrees with the expanded program.
@@ -1059,6 +924,18 @@ mod tests {
         // Names and classes match case-insensitively; the program is named NPB-style.
         let p = build_with("cg", 'b', 8, &params(1)).unwrap();
         assert_eq!(p.name, "CG.B.8");
+    }
+
+    #[test]
+    fn intensity_is_seed_000_table_1s_label() {
+        // Seed 000 Table 1 labels CG and IS "High", EP "Very low", sPPM "Low";
+        // FT is not in the table; the labels order Very low < Low < Medium < High.
+        assert_eq!(intensity("CG"), Some(Intensity::High));
+        assert_eq!(intensity("IS"), Some(Intensity::High));
+        assert_eq!(intensity("EP"), Some(Intensity::VeryLow));
+        assert_eq!(intensity("sPPM").map(Intensity::label), Some("Low"));
+        assert_eq!(intensity("FT"), None);
+        assert!(intensity("EP") < intensity("BT") && intensity("BT") < intensity("SP"));
     }
 
     #[test]
