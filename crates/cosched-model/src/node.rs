@@ -34,6 +34,16 @@ pub enum OsConfig {
         #[serde(default, skip_serializing_if = "is_zero")]
         slice_cv: f64,
     },
+    /// EEVDF (Linux 6.6+) with `RUN_TO_PARITY` slice protection at the timer tick.
+    Eevdf {
+        /// Base slice (`sysctl_sched_base_slice`, 0.75 ms before the kernel's
+        /// `1 + ilog2(CPUs)` scaling, kernel/sched/fair.c).
+        #[serde(default = "default_base_slice_ms")]
+        slice_ms: f64,
+        /// Timer tick (4 ms at HZ = 250, the default `CONFIG_HZ`, kernel/Kconfig.hz).
+        #[serde(default = "default_eevdf_tick_ms")]
+        tick_ms: f64,
+    },
     /// Multi-level feedback queue with the Solaris TS dispatch table.
     Mlfq {
         /// Multiplies every quantum of the table.
@@ -73,6 +83,12 @@ pub fn default_min_granularity_ms() -> f64 {
 }
 pub fn default_wakeup_granularity_ms() -> f64 {
     1.0
+}
+pub fn default_base_slice_ms() -> f64 {
+    0.75
+}
+pub fn default_eevdf_tick_ms() -> f64 {
+    4.0
 }
 pub fn default_quantum_ms() -> f64 {
     50.0
@@ -121,6 +137,10 @@ impl OsConfig {
                     ));
                 }
                 Ok(())
+            }
+            OsConfig::Eevdf { slice_ms, tick_ms } => {
+                pos("slice_ms", slice_ms)?;
+                pos("tick_ms", tick_ms)
             }
             OsConfig::Mlfq { quantum_scale } => pos("quantum_scale", quantum_scale),
             OsConfig::Rr { quantum_ms } => pos("quantum_ms", quantum_ms),
@@ -573,5 +593,32 @@ mod tests {
         }
         // Only CFS has it.
         assert!(serde_json::from_str::<OsConfig>(r#"{"model": "rr", "slice_cv": 0.25}"#).is_err());
+    }
+
+    #[test]
+    fn the_eevdf_model_is_parsed_by_name_with_kernel_defaults() {
+        let os: OsConfig = serde_json::from_str(r#"{"model": "eevdf"}"#).unwrap();
+        assert_eq!(
+            os,
+            OsConfig::Eevdf {
+                slice_ms: 0.75,
+                tick_ms: 4.0
+            }
+        );
+        let os: OsConfig =
+            serde_json::from_str(r#"{"model": "eevdf", "slice_ms": 4, "tick_ms": 1}"#).unwrap();
+        assert_eq!(
+            os,
+            OsConfig::Eevdf {
+                slice_ms: 4.0,
+                tick_ms: 1.0
+            }
+        );
+        let bad = OsConfig::Eevdf {
+            slice_ms: 0.0,
+            tick_ms: 4.0,
+        };
+        assert!(bad.validate().unwrap_err().starts_with("os.slice_ms: "));
+        assert!(serde_json::from_str::<OsConfig>(r#"{"model": "eevdf", "latency_ms": 6}"#).is_err());
     }
 }

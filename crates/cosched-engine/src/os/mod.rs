@@ -18,13 +18,15 @@
 //!
 //! Nice values (-20 to 19, 0 by default): [`linux24`] uses the kernel's per-nice base
 //! quantum and goodness term, [`cfs`] the kernel's weight table, [`mlfq`] Solaris TS's
-//! user priority; [`rr`] ignores them.
+//! user priority, [`eevdf`] the cfs weights; [`rr`] ignores them.
 //!
 //! Models: [`linux24`] (epoch/counter goodness), [`cfs`] (fair, virtual runtime),
+//! [`eevdf`] (the cfs accounting with EEVDF's tick-ended, protected slices),
 //! [`mlfq`] (Solaris TS dispatch table), [`rr`] (strict round robin). Built by
 //! name with [`build`].
 
 pub mod cfs;
+pub mod eevdf;
 pub mod linux24;
 pub mod mlfq;
 pub mod rr;
@@ -97,7 +99,7 @@ pub trait NativeScheduler: Send {
 }
 
 /// Builds a node's native scheduler whose timer (for the tick-driven models:
-/// [`linux24`]) has its boundaries at `phase + i * tick`; `rng` is the node's own
+/// [`linux24`], [`eevdf`]) has its boundaries at `phase + i * tick`; `rng` is the node's own
 /// stream for the models that draw (CFS with a slice spread, `slice_cv` > 0).
 pub fn build_on_node(cfg: &OsConfig, phase: SimTime, rng: RngStream) -> Box<dyn NativeScheduler> {
     match *cfg {
@@ -108,6 +110,9 @@ pub fn build_on_node(cfg: &OsConfig, phase: SimTime, rng: RngStream) -> Box<dyn 
             linux24::Linux24::new(SimTime::from_secs_f64(tick_ms / 1000.0), base_ticks)
                 .with_phase(phase),
         ),
+        OsConfig::Eevdf { slice_ms, tick_ms } => {
+            Box::new(eevdf_of(slice_ms, tick_ms).with_phase(phase))
+        }
         OsConfig::Cfs { slice_cv, .. } if slice_cv > 0.0 => {
             Box::new(cfs_of(cfg).with_slice_spread(slice_cv, rng))
         }
@@ -133,18 +138,27 @@ fn cfs_of(cfg: &OsConfig) -> cfs::Cfs {
     }
 }
 
+/// The EEVDF model of `slice_ms` and `tick_ms` (timer phase 0).
+fn eevdf_of(slice_ms: f64, tick_ms: f64) -> eevdf::Eevdf {
+    let ms = |x: f64| SimTime::from_secs_f64(x / 1000.0);
+    eevdf::Eevdf::new(ms(slice_ms), ms(tick_ms))
+}
+
 /// The period of the node's OS timer interrupt (the `tick` op of node policies):
 /// - Linux 2.4: `tick_ms` (10 ms, HZ = 100), the boundaries at which the model
 ///   charges counters;
 /// - CFS: 4 ms, HZ = 250, the default `CONFIG_HZ` of Linux since 2.6.13
 ///   (`kernel/Kconfig.hz`); the CFS model itself accounts run time exactly and needs
 ///   no tick;
+/// - EEVDF: `tick_ms` (4 ms by default, HZ = 250), where its slices end;
 /// - Solaris TS (MLFQ): 10 ms, the default clock rate `hz = 100` of Solaris
 ///   (`clock()` runs `ts_tick` at each tick, `ts_update` once a second);
 /// - round robin: 10 ms (HZ = 100, as the Linux kernels of the seeds).
 pub fn timer_tick(cfg: &OsConfig) -> SimTime {
     match *cfg {
-        OsConfig::Linux24 { tick_ms, .. } => SimTime::from_secs_f64(tick_ms / 1000.0),
+        OsConfig::Linux24 { tick_ms, .. } | OsConfig::Eevdf { tick_ms, .. } => {
+            SimTime::from_secs_f64(tick_ms / 1000.0)
+        }
         OsConfig::Cfs { .. } => SimTime::from_ms(4),
         OsConfig::Mlfq { .. } | OsConfig::Rr { .. } => SimTime::from_ms(10),
     }
@@ -160,6 +174,7 @@ pub fn build(cfg: &OsConfig) -> Box<dyn NativeScheduler> {
             base_ticks,
         } => Box::new(linux24::Linux24::new(ms(tick_ms), base_ticks)),
         OsConfig::Cfs { .. } => Box::new(cfs_of(cfg)),
+        OsConfig::Eevdf { slice_ms, tick_ms } => Box::new(eevdf_of(slice_ms, tick_ms)),
         OsConfig::Mlfq { quantum_scale } => Box::new(mlfq::Mlfq::solaris_ts(quantum_scale)),
         OsConfig::Rr { quantum_ms } => Box::new(rr::RoundRobin::new(ms(quantum_ms))),
     }
@@ -189,6 +204,10 @@ mod tests {
                 min_granularity_ms: 0.75,
                 wakeup_granularity_ms: 1.0,
                 slice_cv: 0.0,
+            },
+            OsConfig::Eevdf {
+                slice_ms: 0.75,
+                tick_ms: 4.0,
             },
             OsConfig::Mlfq { quantum_scale: 1.0 },
             OsConfig::Rr { quantum_ms: 50.0 },
