@@ -49,6 +49,12 @@ def test_the_preset_is_built_from_the_measurements_only() -> None:
     assert realsim.preset(bench, "mpich", "eevdf-tick-4ms")["os"] == {
         "model": "cfs", "latency_ms": 4.0, "min_granularity_ms": 4.0, "slice_cv": 0.05}
     assert realsim.preset(bench, "mpich", "rr-tick-4ms")["os"] == {"model": "rr", "quantum_ms": 4.0}
+    # The eevdf model: no slice spread (a cfs parameter); its noise is charged per its own tick, 4 ms here:
+    # the same 8 us as cfs's 4 ms tick above.
+    assert realsim.preset(bench, "mpich", "eevdf-rtp-1.5ms")["os"] == {
+        "model": "eevdf", "slice_ms": 1.5, "tick_ms": 4.0}
+    assert realsim.preset(bench, "mpich", "eevdf-rtp-1.5ms")["os_noise_tick_us"] == 8.0
+    assert realsim.timer_tick_us({"model": "eevdf", "tick_ms": 1.0}) == 1000.0
     with pytest.raises(ValueError, match="unknown OS model 'bfs'"):
         realsim.preset(bench, "mpich", "bfs")
     del bench["slices"], bench["timeshare"]

@@ -136,6 +136,15 @@ PRESET_FIELDS = {
 #: The period of each OS model's timer interrupt, us (the simulator's ``os::timer_tick``), over which
 #: ``os_noise_tick_us`` is the mean CPU time lost.
 TIMER_TICK_US = {"cfs": 4000.0, "linux24": 10000.0, "mlfq": 10000.0, "rr": 10000.0}
+#: The eevdf model's default ``tick_ms`` (HZ = 250), us; its timer period is its own ``tick_ms``.
+EEVDF_TICK_US = 4000.0
+
+
+def timer_tick_us(os_table: dict[str, Any]) -> float:
+    """The period of the timer interrupt of OS model ``os_table``, us."""
+    if os_table["model"] == "eevdf":
+        return 1000.0 * float(os_table.get("tick_ms", EEVDF_TICK_US / 1000.0))
+    return TIMER_TICK_US[os_table["model"]]
 #: The CPUs of the virtual nodes (one each).
 NODE_CPUS = (0, 1)
 
@@ -357,7 +366,7 @@ def platform(bench: dict[str, Any], mpi: str, os_table: dict[str, Any]) -> dict[
         "os": os_table,
         # A calibration recorded before the noise was measured has none: 0, as then.
         "os_noise_tick_us": round(bench.get("detour", {}).get("short_fraction", 0.0)
-                                  * TIMER_TICK_US[os_table["model"]], 3),
+                                  * timer_tick_us(os_table), 3),
         "cpu_speed": round(bench["compute"]["cpu_speed"], 4),
         "latency_us": round(lat, 3),
         "bandwidth_mb_s": round(bw, 1),
