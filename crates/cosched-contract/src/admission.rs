@@ -21,6 +21,8 @@ pub enum AdmissionEvent {
     Arrived(usize),
     /// Every process of job `j` has ended.
     Ended(usize),
+    /// The wake-up the policy asked for with [`AdmissionControl::wake_at`] fired.
+    Timer,
 }
 
 /// A start the mechanism refused.
@@ -34,6 +36,18 @@ pub enum AdmissionError {
     TooFew { job: usize, need: u32, offered: u32 },
     #[error("admission policy: {0}")]
     Policy(String),
+    #[error("wake-up at {at} is before now ({now})")]
+    WakeInPast { at: SimTime, now: SimTime },
+    #[error("this mechanism has no admission timer (wake-up at {0} asked)")]
+    NoTimer(SimTime),
+    /// A decision of a hosted job-level policy that has no process-level meaning
+    /// or does not fit the machine (`process::hosted` in cosched-policies).
+    #[error("{policy}: decision {decision} cannot apply at process level: {why}")]
+    Refused {
+        policy: String,
+        decision: String,
+        why: String,
+    },
 }
 
 /// The machine as an admission policy sees it, and the one decision it makes.
@@ -53,10 +67,25 @@ pub trait AdmissionControl {
     /// for it), chosen by the run's placement rule; its consecutive ranks go
     /// together on a node.
     fn start(&mut self, job: usize, among: &[u32]) -> Result<(), AdmissionError>;
+    /// Asks for an [`AdmissionEvent::Timer`] at `at` (no earlier than now; `at ==
+    /// now` delivers it after the current call, at this instant). The timer is
+    /// the last event of its instant: the policy has been told of every arrival
+    /// and end at `at` before it. One wake-up
+    /// is pending at a time, as with the job-level `Decision::WakeAt`: an
+    /// earlier request replaces a later pending one, a request no earlier than
+    /// the pending one is dropped (that one fires first), and a policy asks
+    /// again after each timer. The timer does not keep a run alive: it ends
+    /// when every foreground job has. A mechanism without a timer answers
+    /// [`AdmissionError::NoTimer`] (the default).
+    fn wake_at(&mut self, at: SimTime) -> Result<(), AdmissionError> {
+        Err(AdmissionError::NoTimer(at))
+    }
 }
 
-/// A process-level admission policy.
-pub trait AdmissionPolicy: Send {
+/// A process-level admission policy. Built once per run by the mechanism, in
+/// the thread that runs it (not required to be `Send`, so that any job-level
+/// policy can be hosted, [`crate::cluster::ClusterPolicy`] has no such bound).
+pub trait AdmissionPolicy {
     /// Canonical name, e.g. `"fcfs"`.
     fn name(&self) -> String;
     /// Called with the events of one instant (arrivals in submission order);
@@ -132,7 +161,12 @@ impl Default for Fcfs {
 
 impl AdmissionPolicy for Fcfs {
     fn name(&self) -> String {
-        if self.strict { "fcfs" } else { "fcfs[strict=false]" }.into()
+        if self.strict {
+            "fcfs"
+        } else {
+            "fcfs[strict=false]"
+        }
+        .into()
     }
     fn on_events(
         &mut self,

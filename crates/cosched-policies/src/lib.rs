@@ -9,7 +9,9 @@
 //! Node-level (process-level engine): [`node`].
 //!
 //! Process-level cluster scheduling (admission, gang slots): [`process`]
-//! (`fcfs`, `batch`, `easy`, `gang`), built by [`build_process`].
+//! (`fcfs`, `batch`, `easy`, `gang`, `gang-perturb`, and every job-level policy
+//! whose name is free there, e.g. `conservative`, hosted by
+//! [`process::hosted`]), built by [`build_process`].
 
 pub mod conservative;
 pub mod easy;

@@ -147,6 +147,11 @@ pub fn catalog() -> Vec<PolicyInfo> {
         .collect()
 }
 
+/// Documentation of every registered job-level cluster policy, in registry order.
+pub fn cluster_catalog() -> Vec<PolicyInfo> {
+    entries().into_iter().map(|(i, _)| i).collect()
+}
+
 /// Documentation of every registered node-level policy, in registry order.
 pub fn node_catalog() -> Vec<PolicyInfo> {
     node_entries().into_iter().map(|(i, _)| i).collect()

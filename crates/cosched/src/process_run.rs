@@ -9,8 +9,8 @@ use cosched_des::SimTime;
 use cosched_engine::metrics::{
     summarize_busy, GangednessSummary, MeasuredBusy, PerturbSummary, ProcessSummary,
 };
-use cosched_engine::process::policy::NodePolicy;
 use cosched_engine::process::admit::AdmissionFactory;
+use cosched_engine::process::policy::NodePolicy;
 use cosched_engine::process::{simulate_processes, ProcError, ProcJob, ProcOptions};
 use cosched_engine::{JobRecord, JobStatus, SimOutput};
 use cosched_model::node::NodePlatform;
@@ -157,6 +157,25 @@ fn dedicated_estimates(
     Ok(est)
 }
 
+/// Each job's runtime estimate of kind `kind` ([`cosched_policies::process::batch::estimates_of`])
+/// from the dedicated runtimes ([`dedicated_estimates`]) and the jobs' classes.
+fn job_estimates(
+    cfg: &RunConfig,
+    plat: &NodePlatform,
+    jobs: &[ProcJob],
+    make: &dyn Fn() -> Box<dyn NodePolicy>,
+    kind: cosched_policies::process::batch::Estimates,
+) -> Result<Vec<SimTime>, Error> {
+    let dedicated = dedicated_estimates(cfg, plat, jobs, make)?;
+    let mut apps: Vec<_> = cfg.workload.jobs.iter().collect();
+    apps.sort_by_key(|a| SimTime::from_secs_f64(a.submit_s)); // the order of `jobs_of`
+    let class: Vec<String> = apps.iter().map(|a| a.class.to_uppercase()).collect();
+    let class: Vec<&str> = class.iter().map(String::as_str).collect();
+    Ok(cosched_policies::process::batch::estimates_of(
+        kind, &dedicated, &class,
+    ))
+}
+
 /// Runs a validated process-level configuration.
 pub fn run_process_config(cfg: &RunConfig) -> Result<RunResult, Error> {
     run_process_config_recording(cfg, false)
@@ -197,19 +216,22 @@ pub fn run_process_config_recording(cfg: &RunConfig, timeline: bool) -> Result<R
             opts.mpl = 1;
             let mut estimates = None;
             if b.backfill {
-                let dedicated = dedicated_estimates(cfg, &plat, &jobs, &make)?;
-                let mut apps: Vec<_> = cfg.workload.jobs.iter().collect();
-                apps.sort_by_key(|a| SimTime::from_secs_f64(a.submit_s)); // the order of `jobs_of`
-                let class: Vec<String> = apps.iter().map(|a| a.class.to_uppercase()).collect();
-                let class: Vec<&str> = class.iter().map(String::as_str).collect();
-                estimates = Some(cosched_policies::process::batch::estimates_of(
-                    b.estimates,
-                    &dedicated,
-                    &class,
-                ));
+                estimates = Some(job_estimates(cfg, &plat, &jobs, &make, b.estimates)?);
             }
             opts.admission = Some(AdmissionFactory::new(move || {
                 cosched_policies::process::batch::admission(&b, estimates.as_deref())
+            }));
+        }
+        ProcAdmission::Hosted { policy, estimates } => {
+            // Nodes are the hosted policy's processors: one process per node.
+            opts.mpl = 1;
+            let est = job_estimates(cfg, &plat, &jobs, &make, estimates)?;
+            opts.admission = Some(AdmissionFactory::new(move || {
+                let p = cosched_policies::build(&policy).expect("checked by build_process");
+                Box::new(cosched_policies::process::hosted::Hosted::new(
+                    p,
+                    est.clone(),
+                ))
             }));
         }
         ProcAdmission::Gang(g) => {
@@ -222,8 +244,7 @@ pub fn run_process_config_recording(cfg: &RunConfig, timeline: bool) -> Result<R
         }
     }
     let t0 = Instant::now();
-    let mut out =
-        simulate_processes(&plat, &jobs, &make, &opts).map_err(|e| proc_error(cfg, e))?;
+    let mut out = simulate_processes(&plat, &jobs, &make, &opts).map_err(|e| proc_error(cfg, e))?;
     let simulate_s = t0.elapsed().as_secs_f64();
     // The job table: each job's span and nodes, with its processes' CPU time as its busy time.
     let platform = Platform {

@@ -38,6 +38,10 @@ fn gang_and_batch_configurations_run_and_bad_parameters_are_clear_errors() {
     // Both EP jobs fit in row 0 (4 + 4 of 16 nodes): both start at once.
     let easy = run(&config(jobs, "easy", 1)).unwrap();
     assert_eq!(easy.summary.jobs_simulated, 2);
+    // The job-level conservative backfilling, hosted at process level.
+    let cons = run(&config(jobs, "conservative", 1)).unwrap();
+    assert_eq!(cons.summary.jobs_simulated, 2);
+    assert_eq!(cons.summary.policy, "conservative+nls");
     for (policy, want) in [
         (
             "gang[rows=0]",
@@ -53,8 +57,12 @@ fn gang_and_batch_configurations_run_and_bad_parameters_are_clear_errors() {
         ),
         ("batch[backfill=maybe]", "must be \"none\" or \"easy\""),
         (
-            "conservative",
-            "unknown policy \"conservative\"; valid policies: fcfs, batch, easy, gang",
+            "sjf",
+            "unknown policy \"sjf\"; valid policies: fcfs, batch, easy, gang",
+        ),
+        (
+            "conservative[estimates=exact]",
+            "must be \"request\" or \"perfect\"",
         ),
     ] {
         let e = run(&config(jobs, policy, 1)).unwrap_err();
@@ -90,7 +98,10 @@ fn three_identical_class_a_jobs_under_gang_fcfs_nls_and_batch() {
                 // One after the other, each dedicated (MPL 1); each job draws its own OS
                 // noise (0.1% of the CPU on choi2004), so within that.
                 "batch" => {
-                    assert!((s.mean_execution_s - dedicated).abs() < 1e-3 * dedicated, "{line}");
+                    assert!(
+                        (s.mean_execution_s - dedicated).abs() < 1e-3 * dedicated,
+                        "{line}"
+                    );
                     assert!((s.makespan_s - 3.0 * dedicated).abs() < 1e-3 * dedicated);
                 }
                 // Three rows share the machine: each job gets a third of the slots.

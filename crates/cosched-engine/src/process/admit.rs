@@ -76,6 +76,25 @@ impl AdmissionControl for Sim<'_> {
         self.start_job(job, per_rank, now);
         Ok(())
     }
+    /// One pending wake-up ([`AdmissionControl::wake_at`]): a request earlier
+    /// than the pending one replaces it (the replaced event, still queued, is
+    /// ignored when it fires: `Ev::AdmitWake` carries its generation).
+    fn wake_at(&mut self, at: SimTime) -> Result<(), AdmissionError> {
+        let now = self.q.now();
+        if at < now {
+            return Err(AdmissionError::WakeInPast { at, now });
+        }
+        if self.admit_wake.is_some_and(|(p, _)| p <= at) {
+            return Ok(());
+        }
+        let gen = self.admit_wakes;
+        self.admit_wakes += 1;
+        self.admit_wake = Some((at, gen));
+        self.q
+            .schedule(at, super::Ev::AdmitWake { gen })
+            .map_err(|_| AdmissionError::WakeInPast { at, now })?;
+        Ok(())
+    }
 }
 
 impl Sim<'_> {
@@ -131,18 +150,46 @@ impl Sim<'_> {
             // policy is out deciding.
             if self.slots.is_none() {
                 // A job ended while the admission policy was deciding (a start
-                // ran a job to its end at once): it sees the room at its next call.
+                // ran a job to its end at once): it is told when it returns.
+                self.admit_later.push(event);
                 return;
             }
             return match event {
                 AdmissionEvent::Arrived(j) => self.slot_arrival(j, now),
                 AdmissionEvent::Ended(_) => self.slot_next(now),
+                // Only an admission policy asks for wake-ups.
+                AdmissionEvent::Timer => {}
             };
         };
-        if let Err(e) = policy.on_events(&[event], self) {
-            self.failure.get_or_insert(ProcError::Admission(e));
+        let mut next = Some(event);
+        while let Some(event) = next {
+            if let Err(e) = policy.on_events(&[event], self) {
+                self.failure.get_or_insert(ProcError::Admission(e));
+                break;
+            }
+            next = (!self.admit_later.is_empty()).then(|| self.admit_later.remove(0));
         }
         self.admission = Some(policy);
+    }
+
+    /// The admission wake-up's event fired. Only the pending wake-up is
+    /// delivered (one it replaced is stale), and only as the last event of its
+    /// instant, as the job-level engine delivers its timer after the
+    /// instant's completions and submissions: while another event is due now,
+    /// it goes back in the queue behind it.
+    pub(super) fn admit_wake_fired(&mut self, gen: u64, now: SimTime) {
+        if self.admit_wake != Some((now, gen)) {
+            return;
+        }
+        let due_now =
+            self.q.peek_time() == Some(now) || self.segs.peek().is_some_and(|(t, _, _)| t == now);
+        if due_now {
+            // Cannot fail: `now` is not in the past.
+            let _ = self.q.schedule(now, super::Ev::AdmitWake { gen });
+            return;
+        }
+        self.admit_wake = None;
+        self.admit(AdmissionEvent::Timer, now);
     }
 
     /// `size` of the `eligible` nodes (sorted), by the run's placement rule

@@ -134,6 +134,11 @@ use view::{Apply, View};
 #[derive(Clone, Copy, Debug)]
 enum Ev {
     Arrive(usize),
+    /// The admission policy's wake-up ([`admit`]; `AdmissionControl::wake_at`),
+    /// the `gen`-th asked for.
+    AdmitWake {
+        gen: u64,
+    },
     /// The end of a CPU's planned segment. Kept in the CPU's timer slot
     /// ([`Sim::segs`]), never in the queue: re-planning the CPU replaces it.
     SegEnd {
@@ -203,6 +208,13 @@ struct Sim<'a> {
     ended: Vec<bool>,
     /// The admission policy (outside gang mode; taken out while it decides).
     admission: Option<Box<dyn AdmissionPolicy>>,
+    /// The admission policy's pending wake-up, if any: (time, generation).
+    admit_wake: Option<(SimTime, u64)>,
+    /// Wake-ups the admission policy has asked for (the next generation).
+    admit_wakes: u64,
+    /// Events that happened while the admission policy was deciding (a start
+    /// ran a job to its end at once), told to it when it returns.
+    admit_later: Vec<AdmissionEvent>,
     /// The first refused decision; it stops the run.
     failure: Option<ProcError>,
     /// Jobs whose submission event has not happened yet.
@@ -294,6 +306,9 @@ pub fn simulate_processes(
         records: vec![None; jobs.len()],
         ended: vec![false; jobs.len()],
         admission: admit::policy_of(opts),
+        admit_wake: None,
+        admit_wakes: 0,
+        admit_later: Vec::new(),
         failure: None,
         arrivals_left: jobs.len(),
         jobs_done: 0,
@@ -428,6 +443,7 @@ impl<'a> Sim<'a> {
                     self.arrivals_left -= 1;
                     self.admit(AdmissionEvent::Arrived(j), now);
                 }
+                Ev::AdmitWake { gen } => self.admit_wake_fired(gen, now),
                 Ev::SegEnd { node, cpu } => self.seg_end(node, cpu, now),
                 Ev::Msg { to, from, tag } => self.msg_arrived(to, from, tag, now),
                 Ev::Rts { id } => self.rts_arrived(id, now),

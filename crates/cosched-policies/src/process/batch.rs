@@ -42,8 +42,8 @@
 
 use super::starving::StarvingFifo;
 use super::ProcAdmission;
-use cosched_contract::admission::{AdmissionPolicy, Fcfs};
 use crate::registry::{ParamInfo, PolicyInfo, PolicySpec, RegistryError};
+use cosched_contract::admission::{AdmissionPolicy, Fcfs};
 use cosched_des::SimTime;
 
 /// EASY's runtime estimates.
@@ -148,7 +148,7 @@ fn bad(spec: &PolicySpec, param: &str, value: String, msg: &str) -> RegistryErro
     }
 }
 
-fn estimates(spec: &PolicySpec) -> Result<Estimates, RegistryError> {
+pub(super) fn estimates(spec: &PolicySpec) -> Result<Estimates, RegistryError> {
     let kind: String = spec.get("estimates", "request".to_string())?;
     let round_s: f64 = spec.get("round_s", 600.0)?;
     // At most 1e7 s (the process-level run's default time limit): a larger
@@ -310,7 +310,10 @@ mod unit {
     #[test]
     fn parameters_and_refusals() {
         let b = |x: &str| build(&PolicySpec::parse(x).unwrap());
-        assert_eq!(b("batch").unwrap(), ProcAdmission::Batch(BatchParams::STRICT));
+        assert_eq!(
+            b("batch").unwrap(),
+            ProcAdmission::Batch(BatchParams::STRICT)
+        );
         assert_eq!(
             b("batch[strict=false]").unwrap(),
             ProcAdmission::Batch(BatchParams {

@@ -63,6 +63,7 @@ impl AdmissionPolicy for Easy {
                 AdmissionEvent::Ended(j) => {
                     self.running.remove(&j);
                 }
+                AdmissionEvent::Timer => {}
             }
         }
         let now = ctl.now();
@@ -92,10 +93,12 @@ impl AdmissionPolicy for Easy {
         Ok(())
     }
     fn dump(&self) -> String {
-        format!("queued: {:?}; running (estimated ends): {:?}", self.queue, self.running)
+        format!(
+            "queued: {:?}; running (estimated ends): {:?}",
+            self.queue, self.running
+        )
     }
 }
-
 
 /// A running job: estimated end and node count.
 #[derive(Clone, Copy, Debug)]
@@ -114,12 +117,7 @@ struct Queued {
 
 /// Jobs of `queue` (FCFS order) to start now with `free` free nodes: the head
 /// jobs that fit in order, then EASY backfilling behind the first that does not.
-fn easy_starts(
-    now: SimTime,
-    mut free: u32,
-    running: &[Running],
-    queue: &[Queued],
-) -> Vec<usize> {
+fn easy_starts(now: SimTime, mut free: u32, running: &[Running], queue: &[Queued]) -> Vec<usize> {
     let mut starts = Vec::new();
     let mut k = 0;
     let mut running = running.to_vec();

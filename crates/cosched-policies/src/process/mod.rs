@@ -5,7 +5,9 @@
 //! Admission is a policy behind the process-level admission contract
 //! (`cosched_contract::admission`): FCFS (strict or not) is the contract's
 //! reference `Fcfs`, EASY backfilling is [`easy::Easy`]; [`batch::admission`]
-//! builds the batch scheme's. Gang scheduling is a policy behind the
+//! builds the batch scheme's. Every job-level cluster policy of the registry
+//! whose name is not taken here (`conservative`) runs as the admission through
+//! the adapter [`hosted::Hosted`], at MPL 1 with nodes as its processors. Gang scheduling is a policy behind the
 //! process-level slot contract (`cosched_contract::slots`): [`gang::Gang`]
 //! with the flexible options of [`flexgang`] decides rows, slots, which
 //! process a CPU runs and the fragments; [`gang::factory`] builds it for each
@@ -18,6 +20,7 @@ pub mod batch;
 pub mod easy;
 pub mod flexgang;
 pub mod gang;
+pub mod hosted;
 pub mod perturb;
 pub mod starving;
 
@@ -35,6 +38,13 @@ pub enum ProcAdmission {
     Batch(batch::BatchParams),
     /// SCore-D-like gang scheduling.
     Gang(GangParams),
+    /// A job-level cluster policy (`policy`, its spec string) hosted as the
+    /// admission at MPL 1, nodes as its processors ([`hosted::Hosted`]), from the
+    /// runtime estimates `estimates` (as EASY's, [`batch::estimates_of`]).
+    Hosted {
+        policy: String,
+        estimates: batch::Estimates,
+    },
     /// Gang scheduling with perturbations of job 0 and the gangedness estimator
     /// (seed 003; `perturb.rs`).
     GangPerturb {
@@ -60,13 +70,58 @@ fn fcfs_build(spec: &PolicySpec) -> Result<ProcAdmission, RegistryError> {
 }
 
 fn entries() -> Vec<(PolicyInfo, ProcBuilder)> {
-    vec![
+    let mut v: Vec<(PolicyInfo, ProcBuilder)> = vec![
         (fcfs_info(), fcfs_build),
         (batch::info(), batch::build),
         (batch::easy_info(), batch::build_easy),
         (gang::info(), gang::build),
         (perturb::info(), perturb::build),
-    ]
+    ];
+    // Every job-level policy whose name is free here runs through the adapter
+    // (`fcfs` here is the MPL scheme; `easy` is `batch[backfill=easy]`).
+    for info in crate::registry::cluster_catalog() {
+        if v.iter().all(|(i, _)| i.name != info.name) {
+            v.push((hosted_info(info), hosted_build));
+        }
+    }
+    v
+}
+
+/// A job-level policy's documentation at process level: its parameters and
+/// those of the estimates.
+fn hosted_info(job_level: PolicyInfo) -> PolicyInfo {
+    let mut params = job_level.params;
+    params.extend(
+        batch::info()
+            .params
+            .into_iter()
+            .filter(|p| matches!(p.name, "estimates" | "round_s")),
+    );
+    PolicyInfo {
+        level: "process",
+        params,
+        ..job_level
+    }
+}
+
+/// Builds a hosted job-level policy: `estimates` and `round_s` are the
+/// adapter's, every other parameter goes to the policy (built here once, so a
+/// bad one is refused before the run).
+fn hosted_build(spec: &PolicySpec) -> Result<ProcAdmission, RegistryError> {
+    let estimates = batch::estimates(spec)?;
+    let own: Vec<String> = spec
+        .params
+        .iter()
+        .filter(|(k, _)| !matches!(k.as_str(), "estimates" | "round_s"))
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect();
+    let policy = if own.is_empty() {
+        spec.name.clone()
+    } else {
+        format!("{}[{}]", spec.name, own.join(","))
+    };
+    crate::registry::build(&policy)?;
+    Ok(ProcAdmission::Hosted { policy, estimates })
 }
 
 /// Documentation of every process-level scheme.
@@ -88,7 +143,10 @@ mod tests {
     use cosched_des::SimTime;
 
     #[test]
-    #[expect(clippy::too_many_lines, reason = "one table of bad gang/flexgang strings and the error each must give")]
+    #[expect(
+        clippy::too_many_lines,
+        reason = "one table of bad gang/flexgang strings and the error each must give"
+    )]
     fn builds_every_scheme_and_rejects_bad_input() {
         for i in process_catalog() {
             build_process(i.name).unwrap();
@@ -101,10 +159,7 @@ mod tests {
             build_process("batch").unwrap(),
             ProcAdmission::Batch(batch::BatchParams::STRICT)
         );
-        assert_eq!(
-            build_process("easy").unwrap(),
-            ProcAdmission::Batch(easy)
-        );
+        assert_eq!(build_process("easy").unwrap(), ProcAdmission::Batch(easy));
         assert_eq!(
             build_process("batch[backfill=easy]").unwrap(),
             ProcAdmission::Batch(easy)
@@ -192,7 +247,18 @@ mod tests {
         assert!(err("gang[round_us=-1]").contains("must be >= 0"));
         assert!(err("gang[quantum=5]").contains("unknown parameter \"quantum\"; valid parameters: quantum_ms, rows, switch_us, alternate, quanta, io_preempt, gang_bit, fill, low, ratio_threshold, window, est_quantum_ms, fair_ms, round_slots, round_us"));
         assert!(err("batch[backfill=conservative]").contains("\"none\" or \"easy\""));
-        assert!(err("conservative").contains("valid policies: fcfs, batch, easy, gang"));
+        assert!(err("sjf")
+            .contains("valid policies: fcfs, batch, easy, gang, gang-perturb, conservative"));
+        assert_eq!(
+            build_process("conservative[estimates=perfect]").unwrap(),
+            ProcAdmission::Hosted {
+                policy: "conservative".into(),
+                estimates: batch::Estimates::Perfect
+            }
+        );
+        assert!(err("conservative[depth=2]")
+            .contains("policy conservative: unknown parameter \"depth\""));
+        assert!(err("conservative[estimates=exact]").contains("\"request\" or \"perfect\""));
         assert!(err("gang-perturb[kind=steal]").contains("\"takeaway\" or \"giveaway\""));
         assert!(err("gang-perturb[choice=random]").contains("\"fixed\" or \"rr\""));
         assert!(err("gang-perturb[rows=1]").contains("at least 2"));
