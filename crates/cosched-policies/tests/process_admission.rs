@@ -307,6 +307,35 @@ fn a_hosted_wake_up_reaches_the_policy_as_a_timer() {
     assert!(e.to_string().contains("wake-up at"), "{e}");
 }
 
+#[test]
+fn process_easy_and_hosted_easy_differ_when_an_arrival_shares_an_end_instant() {
+    // 2 nodes, exact estimates. Job 0 (1 node, 30 ms) starts at 0; job 1
+    // (2 nodes, 10 ms) waits, shadow time 30. At 30 job 0 ends and job 2
+    // (1 node, 0 ms) arrives. The engine has the arrival first (queued at the
+    // run's start, before the end's event). `process/easy.rs` is told of it
+    // alone: free 1, shadow 30, job 2 ends by 30 -> backfilled at 30; then of
+    // the end: job 1 starts at 30. Starts 0, 30, 30. The hosted job-level EASY
+    // is told the instant at once: free 2, the head job 1 starts, job 2 no
+    // longer fits and starts at job 1's end, 40. Starts 0, 30, 40.
+    let ms = SimTime::from_ms;
+    let jobs = vec![compute(1, 30), compute(2, 10), compute_at(1, 0, 30)];
+    let est = vec![ms(30), ms(10), ms(0)];
+    let starts = |f| {
+        let opts = ProcOptions {
+            admission: Some(f),
+            ..Default::default()
+        };
+        let out = simulate_processes(&proc_platform(2), &jobs, &|| Box::new(Spin), &opts).unwrap();
+        out.jobs.iter().map(|r| r.start).collect::<Vec<_>>()
+    };
+    let e2 = est.clone();
+    let process = starts(AdmissionFactory::new(move || {
+        Box::new(cosched_policies::process::easy::Easy::new(e2.clone()))
+    }));
+    assert_eq!(process, [ms(0), ms(30), ms(30)]);
+    assert_eq!(starts(hosted("easy", est)), [ms(0), ms(30), ms(40)]);
+}
+
 mod differential {
     //! EASY at process level: the job-level policy (`easy.rs`) hosted through
     //! the adapter against the process-level implementation (`process/easy.rs`),
