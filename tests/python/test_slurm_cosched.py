@@ -350,6 +350,7 @@ def test_messages_to_a_rank_on_another_node_reach_that_node_s_policy_only_with_t
     # stops spinning, so it is running at every arrival and CC has nothing to boost).
     for forward in (False, True):
         s0 = agent_stats(d)
+        logged = len(shim_lines(log))
         opt = ["--cosched-forward"] if forward else []
         r = run(["srun", "-N2", "-n2", "--mpi=pmi2", "--cosched=cc[spin_us=1]", *opt, str(PROBE), "pingpong", "2000",
                  "8"],
@@ -360,18 +361,23 @@ def test_messages_to_a_rank_on_another_node_reach_that_node_s_policy_only_with_t
             delta(s1, s0, k)
             for k in ("forwarded_out", "forwarded_in", "forwarded_stale", "forwarded_boosts", "remote_dropped")
         )
+        # The sender's shim does not post an event CC does nothing with (its receiver running: the test cluster's
+        # nodes share /dev/shm, so it can read the other node's segment) and counts it as skipped.
+        ranks = shim_lines(log)[logged:]
+        assert sorted(x["rank"] for x in ranks) == [0, 1], ranks
+        skipped = sum(x["events_skipped"] for x in ranks)
         if not forward:
             assert out == {"cn0": 0, "cn1": 0} and inn == {"cn0": 0, "cn1": 0}, (out, inn)
             assert boosts == {"cn0": 0, "cn1": 0}, boosts
-            # Not lost silently: each rank's 2000 messages to the other node are counted as dropped.
-            assert all(v >= 2000 for v in dropped.values()), dropped
+            # Not lost silently: each rank's 2000 messages to the other node are counted as dropped or skipped.
+            assert sum(dropped.values()) + skipped >= 4000, (dropped, skipped)
             continue
-        # Each rank sent 2000 messages (pingpong); every one was handed to the forward hook. The other node's
-        # agent either applied an entry or, when the destination had begun a wait after the batch's latest send
+        # Each rank sent 2000 messages (pingpong); every one not skipped was handed to the forward hook. The other
+        # node's agent either applied an entry or, when the destination had begun a wait after the batch's latest send
         # (the wait the messages landed in was over), dropped it as stale; in a ping-pong most are stale, and
         # how many depends on the load, so only their sum is checked. Entries arriving after the job's ranks
         # left are neither.
-        assert all(v >= 2000 for v in out.values()), out
+        assert sum(out.values()) + skipped >= 4000, (out, skipped)
         assert inn["cn0"] + stale["cn0"] >= 1 and inn["cn1"] + stale["cn1"] >= 1, (inn, stale)
         assert sum(inn.values()) + sum(stale.values()) <= sum(out.values()), (inn, stale, out)
         # A boost needs an applied entry whose destination was not running.
