@@ -254,7 +254,9 @@ def test_python_policy_exception_is_the_cause(policy_module):
 # ---------------------------------------------------------------------------
 # Interruption and orphans (issue cases 6, 7, 10)
 
-LONG = '{ app = "Msg[quanta=100000]", procs = 4 }, { app = "Msg[quanta=100000]", procs = 4 }'
+# A run that is still going when the "running" case interrupts it 4 s after start-up: this pair takes about 30 s on
+# an idle machine (100,000 quanta each took 3.5 s, too close to 4 s).
+LONG = '{ app = "Msg[quanta=1000000]", procs = 4 }, { app = "Msg[quanta=1000000]", procs = 4 }'
 
 
 def interrupt_after(args: list[str], cwd: Path, delay: float) -> tuple[int, str, float]:
