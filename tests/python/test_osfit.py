@@ -52,6 +52,55 @@ def test_the_chooser_takes_the_candidate_closest_to_the_measurement() -> None:
         osfit.choose(real, {})
 
 
+def test_candidates_within_the_measurements_own_spread_are_tied_and_the_earlier_one_wins() -> None:
+    """Two repeats (one per node CPU), 4 ms slices and held median 0 in both; held mean 60 us in one and
+    220 us in the other, so the measurement (their mean) has 140 us. Floor 100 us; only the held mean
+    differs, so each error is |ln((sim + 100) / (real + 100))| / 4:
+    - `simple` (held mean 0): ln(240/100) / 4 = 0.2189;
+    - `new` (held mean 20): ln(240/120) / 4 = ln 2 / 4 = 0.1733, the smallest: the leader;
+    - `far` (held mean 2,000): ln(2100/240) / 4 = 0.5423.
+    The leader against each repeat alone: ln(160/120) / 4 = 0.0719 and ln(320/120) / 4 = 0.2452; the
+    tolerance is their spread, (ln(8/3) - ln(4/3)) / 4 = ln 2 / 4 = 0.1733. `simple` is 0.2189 - 0.1733 =
+    ln(1.2) / 4 = 0.0456 above the leader: tied, and earlier in order, so chosen; `far` is 0.3690 above:
+    not tied, although it comes first."""
+    def feats(p50: float, mean: float) -> dict[str, float]:
+        return {"slice2_p50_us": 4000.0, "slice3_p50_us": 4000.0, "held_p50_us": p50, "held_mean_us": mean}
+
+    def run(held_mean: float) -> dict[str, list[dict[str, Any]]]:
+        return {"slices2": [{"slice_p50_us": 4000.0, "slice_cv": 0.01}],
+                "slices3": [{"slice_p50_us": 4000.0, "slice_cv": 0.01}],
+                "wake": [{"held_p50_us": 0.0, "held_mean_us": held_mean}]}
+
+    one, two = run(60.0), run(220.0)
+    runs = {k: one[k] + two[k] for k in one}
+    repeats = osfit.repeat_features(runs)
+    assert [r["held_mean_us"] for r in repeats] == [60.0, 220.0]
+    real = osfit.real_features(runs)
+    assert real["held_mean_us"] == 140.0
+    sims = {"far": feats(0.0, 2000.0), "simple": feats(0.0, 0.0), "new": feats(0.0, 20.0)}
+    best, errors, how = osfit.choose_with_tolerance(real, sims, repeats)
+    assert errors["simple"] == pytest.approx(math.log(2.4) / 4)
+    assert errors["new"] == pytest.approx(math.log(2) / 4)
+    assert errors["far"] == pytest.approx(math.log(2100 / 240) / 4)
+    assert how["leader"] == "new"
+    assert how["leader_repeat_errors"] == pytest.approx([math.log(4 / 3) / 4, math.log(8 / 3) / 4])
+    assert how["tolerance"] == pytest.approx(math.log(2) / 4)
+    assert best == "simple"
+    assert osfit.choose(real, sims, repeats)[0] == "simple"
+    # Without repeats, or with two identical ones, nothing is tied: the smallest error wins.
+    assert osfit.choose(real, sims)[0] == "new"
+    assert osfit.choose(real, sims, [repeats[0], repeats[0]])[0] == "new"
+    # Repeats of 60 and 70 us: the tolerance is (ln(170/120) - ln(160/120)) / 4 = ln(17/16) / 4 = 0.0152,
+    # under the 0.0456 gap: not tied.
+    near = osfit.repeat_features({k: one[k] + run(70.0)[k] for k in one})
+    assert osfit.choose_with_tolerance(real, sims, near)[2]["tolerance"] == pytest.approx(math.log(17 / 16) / 4)
+    assert osfit.choose(real, sims, near)[0] == "new"
+    with pytest.raises(ValueError, match="differ in number per kind"):
+        osfit.repeat_features(dict(runs, wake=one["wake"]))
+    with pytest.raises(ValueError, match="repeat 1 lacks held_mean_us"):
+        osfit.choose(real, sims, [repeats[0], {f: 0.0 for f in osfit.FEATURES if f != "held_mean_us"}])
+
+
 def test_slices_and_held_time_read_from_a_hand_made_timeline() -> None:
     """Two spinners (jobs 1 and 2) alternate 4 ms runs, each entered by a 2 us context switch (not the
     spinner's own code); spinner 1's third run is split by a 10 us gap (joined: under 50 us). Each

@@ -16,11 +16,17 @@ Algorithm:
    the node, with a ``cpu-load`` background job for the third spinner, for the slices; two ``io-bound``
    jobs of one rank (the same cycle, the engine's Erlang-5 draws) with a ``cpu-load`` background job for
    the wake-ups. The same figures are read from the simulated timeline.
-3. **Choose** the candidate with the smallest mean over ``FEATURES`` (the median slice of 2 and of 3
-   spinners, the median and the mean held time) of
-   ``|ln((simulated + FLOOR_US) / (measured + FLOOR_US))|``; the first in ``CANDIDATES`` order on a tie
-   (errors rounded to 1e-9). ``FLOOR_US`` keeps differences far below the fine-grained workload's quantum
-   (a wake-up's own cost, the timer's jitter) from deciding.
+3. **Choose** by the mean over ``FEATURES`` (the median slice of 2 and of 3 spinners, the median and the
+   mean held time) of ``|ln((simulated + FLOOR_US) / (measured + FLOOR_US))|`` (``FLOOR_US`` keeps
+   differences far below the fine-grained workload's quantum, a wake-up's own cost or the timer's jitter,
+   from deciding). The candidate of smallest error leads; every candidate whose error is within the
+   **tie tolerance** of the leader's counts as tied with it, and of the tied ones the first in
+   ``CANDIDATES`` order (the simpler, older model) is chosen. The tolerance comes from the measurement's
+   own spread, nothing else: each node CPU's runs are a repeat of the micro-benchmark, the leader is
+   scored against each repeat's figures alone, and the tolerance is the spread (largest less smallest)
+   of those errors: how much the error moves from one repeat of the same measurement to the next. With
+   two repeats this is twice the standard error of the mean error (``|x1 - x2| = 2 * sd / sqrt(2)``).
+   One repeat gives no tolerance (ties only within 1e-9).
 
 The dedicated-runtime fit that chose the model before (:func:`realsim.fit_os`) stays as a check: it cannot
 tell the models apart (one rank per CPU, the scheduler has nothing to choose).
@@ -241,17 +247,47 @@ def error(real: Mapping[str, float], sim: Mapping[str, float]) -> float:
     return statistics.mean(abs(math.log((sim[f] + FLOOR_US) / (real[f] + FLOOR_US))) for f in FEATURES)
 
 
-def choose(real: Mapping[str, float], sims: Mapping[str, Mapping[str, float]]) -> tuple[str, dict[str, float]]:
-    """Step 3: the candidate (a key of ``sims``, in its order) with the smallest :func:`error`, the first
-    on a tie; and every candidate's error."""
+def repeat_features(runs: Mapping[str, list[dict[str, Any]]]) -> list[dict[str, float]]:
+    """The features of each repeat of the measurement: the runs of one node CPU alone (the i-th run of
+    each kind; :func:`measure` runs them CPU by CPU)."""
+    n = {len(runs[k]) for k in ("slices2", "slices3", "wake")}
+    if len(n) != 1:
+        raise ValueError(f"the measurement's runs differ in number per kind: {sorted(n)}")
+    return [real_features({k: [runs[k][i]] for k in ("slices2", "slices3", "wake")}) for i in range(n.pop())]
+
+
+def tie_tolerance(repeats: list[Mapping[str, float]], sim: Mapping[str, float]) -> tuple[float, list[float]]:
+    """The spread (largest less smallest) of ``sim``'s :func:`error` against each repeat's features, and
+    those errors; 0 with fewer than two repeats."""
+    errs = [error(r, sim) for r in repeats]
+    return (max(errs) - min(errs) if len(errs) > 1 else 0.0), errs
+
+
+def choose(real: Mapping[str, float], sims: Mapping[str, Mapping[str, float]],
+           repeats: list[Mapping[str, float]] | None = None) -> tuple[str, dict[str, float]]:
+    """Step 3: the first candidate (a key of ``sims``, in its order) whose :func:`error` is within the tie
+    tolerance of the smallest (:func:`tie_tolerance` of the leader over ``repeats``; none without them;
+    errors compared to 1e-9); and every candidate's error."""
+    return choose_with_tolerance(real, sims, repeats)[:2]
+
+
+def choose_with_tolerance(real: Mapping[str, float], sims: Mapping[str, Mapping[str, float]],
+                          repeats: list[Mapping[str, float]] | None = None
+                          ) -> tuple[str, dict[str, float], dict[str, Any]]:
+    """:func:`choose`, and how: the leader (smallest error), the tolerance and the leader's error per
+    repeat."""
     if not sims:
         raise ValueError("no candidate OS model to choose from")
-    missing = [f for f in FEATURES if f not in real]
-    if missing:
-        raise ValueError(f"the measurement lacks {', '.join(missing)}")
+    for name, feats in [("measurement", real)] + [(f"repeat {i}", r) for i, r in enumerate(repeats or [])]:
+        missing = [f for f in FEATURES if f not in feats]
+        if missing:
+            raise ValueError(f"the {name} lacks {', '.join(missing)}")
     errors = {label: error(real, s) for label, s in sims.items()}
     order = list(sims)
-    return min(order, key=lambda k: (round(errors[k], 9), order.index(k))), errors
+    leader = min(order, key=lambda k: (round(errors[k], 9), order.index(k)))
+    tol, leader_errs = tie_tolerance(list(repeats or []), sims[leader])
+    best = next(k for k in order if round(errors[k] - errors[leader] - tol, 9) <= 0)
+    return best, errors, {"leader": leader, "tolerance": tol, "leader_repeat_errors": leader_errs}
 
 
 def candidate_os(label: str, slice_cv: float) -> dict[str, Any]:
@@ -274,11 +310,15 @@ def fit(measured: Mapping[str, Any], platform_of: Callable[[dict[str, Any]], dic
         say(f"time-sharing fit: {label}")
         tables[label] = candidate_os(label, real.get("slice_cv", 0.0))
         sims[label] = simulate(platform_of(tables[label]), seconds, rounds, work / label)
-    best, errors = choose(real, sims)
+    repeats = repeat_features(measured["runs"]) if "runs" in measured else []
+    best, errors, how = choose_with_tolerance(real, sims, repeats)
     return {"chosen": best, "os": tables[best], "measured": {f: real[f] for f in FEATURES},
-            "simulated": sims, "error": errors, "candidates": tables,
+            "measured_repeats": [{f: r[f] for f in FEATURES} for r in repeats],
+            "simulated": sims, "error": errors, "candidates": tables, **how,
             "method": f"mean over {', '.join(FEATURES)} of |ln((sim + {FLOOR_US:g} us) / (real + "
-                      f"{FLOOR_US:g} us))|; the smallest wins, the first candidate on a tie",
+                      f"{FLOOR_US:g} us))|; candidates within the tie tolerance of the smallest error (its "
+                      f"spread over the {len(repeats)} repeats, one per node CPU) are tied, the first of them "
+                      f"in candidate order wins",
             "kernel": measured.get("kernel", {})}
 
 
@@ -288,15 +328,23 @@ def report_lines(rec: Mapping[str, Any]) -> list[str]:
     hz = k.get("config_hz")
     src = (f"{k['slice_ns'] / 1e6:g} ms from `{k['slice_source']}`" if k.get("slice_ns") is not None
            else str(k.get("slice_source", "not recorded")))
+    tie = ""
+    if "tolerance" in rec:
+        per = ", ".join(f"{e:.4f}" for e in rec.get("leader_repeat_errors", []))
+        tie = (f" Smallest error: {rec['leader']} ({rec['error'][rec['leader']]:.4f}; against each repeat alone "
+               f"{per or 'no repeats'}), tie tolerance {rec['tolerance']:.4f}: chosen {rec['chosen']}.")
     lines = [f"Native scheduler fit on time sharing (`cosched-timeshare` on each node CPU; {rec['method']}). "
              f"Kernel {k.get('kernel', '?')}: its slice {src}"
              + (f"; CONFIG_HZ {hz}, HRTICK {'built' if k.get('config_sched_hrtick') else 'not built'}" if hz else "")
-             + ".", "",
+             + "." + tie, "",
              "| OS model | os table | slice, 2 spinners p50 (us) | slice, 3 spinners p50 (us) | "
              "held after a wake-up, p50 / mean (us) | error |", "|---|---|---|---|---|---|"]
     m = rec["measured"]
     lines.append(f"| **measured** | | {m['slice2_p50_us']:.0f} | {m['slice3_p50_us']:.0f} | "
                  f"{m['held_p50_us']:.0f} / {m['held_mean_us']:.0f} | |")
+    for i, r in enumerate(rec.get("measured_repeats", [])):
+        lines.append(f"| measured, repeat {i} | | {r['slice2_p50_us']:.0f} | {r['slice3_p50_us']:.0f} | "
+                     f"{r['held_p50_us']:.0f} / {r['held_mean_us']:.0f} | |")
     for label, s in rec["simulated"].items():
         name = f"**{label}** (chosen)" if label == rec["chosen"] else label
         lines.append(f"| {name} | `{json.dumps(rec['candidates'][label], sort_keys=True)}` | "
