@@ -217,8 +217,9 @@ def test_real_timeshare_tool_measures_slices_and_wakeups() -> None:
 
 def test_a_swamped_pingpong_is_measured_again_then_refused() -> None:
     """Under heavy load the 8-byte ping-pong's 10th percentile reached the 1 MiB one's (3,905 against
-    3,969 us once: 16,384 MB/s would be accepted, but 3,968 us gives 1 TB/s): measured again with 4 times
-    the rounds; never plausible: a clear error; a preset from such figures: a clear error too."""
+    3,969 us once: 16,384 MB/s would be accepted, but 3,968 us gives 1 TB/s), or the blocked one-way
+    delay's: measured again with 4 times the rounds; never plausible: a clear error; a preset from such
+    figures: a clear error too."""
     calls: list[tuple[int, int]] = []
 
     def fake(results: list[tuple[float, float]]) -> Any:
@@ -237,6 +238,15 @@ def test_a_swamped_pingpong_is_measured_again_then_refused() -> None:
         realsim.spinning_pingpongs("mpich", 300, 30, lambda m: None, fake([(3968.0, 3968.5)]))
     assert [i for b, i in calls if b == 8] == [300, 1200, 4800]
     assert realsim.bandwidth_mb_s(5.0, 5.0) == math.inf
+    # A plausible bandwidth, but the spinning 8-byte p10 (30 us) not below the blocked one-way p10 (27 us):
+    # swamped too (a spinning receiver needs no wake-up); 1 us on the retry is.
+    calls.clear()
+    out = realsim.spinning_pingpongs("mpich", 300, 30, lambda m: None, fake([(30.0, 150.0), (1.0, 110.0)]),
+                                     blocked_oneway_us=27.0)
+    assert [i for b, i in calls if b == 8] == [300, 1200] and out["spin_8"]["p10_us"] == 1.0
+    calls.clear()
+    with pytest.raises(RuntimeError, match="slower than a sleeping one"):
+        realsim.spinning_pingpongs("mpich", 300, 30, lambda m: None, fake([(27.0, 150.0)]), blocked_oneway_us=27.0)
     bench = {"mpi": {"mpich": {"spin_8": {"p10_us": 3968.0}, "block_8": {"p10_us": 15.0},
                                "spin_1m": {"p10_us": 3968.5}}},
              "context_switch": {"switch_us": 3.0}, "compute": {"cpu_speed": 0.9}}
