@@ -214,6 +214,41 @@ mod tests {
         ]
     }
 
+    /// Two nodes' EEVDF schedulers built by `build_on_node` (slice 0.75 ms, tick 4 ms), one
+    /// with its timer at phase 1 ms, the other at 3 ms; two spinners on each, the first
+    /// picked at 0. By hand: node A's ticks fall at 1, 5, 9 ms, so 0 + 0.75 ends at 1 ms
+    /// and the next pick (1 ms) at 1.75 -> 5 ms; node B's at 3, 7, 11 ms: 0.75 -> 3 ms,
+    /// then 3.75 -> 7 ms. Their slices end 2 ms apart, each node on its own ticks.
+    #[test]
+    fn each_node_ends_eevdf_slices_on_its_own_tick_phase() {
+        let cfg = OsConfig::Eevdf {
+            slice_ms: 0.75,
+            tick_ms: 4.0,
+        };
+        let streams = cosched_des::RngStreams::new(1);
+        let ends = |phase_ms: i64| {
+            let mut s = build_on_node(&cfg, SimTime::from_ms(phase_ms), streams.stream("n"));
+            for p in 0..2 {
+                s.add(p, SimTime::ZERO);
+                s.enqueue(p, Wake::New, SimTime::ZERO);
+            }
+            let mut now = SimTime::ZERO;
+            let mut out = Vec::new();
+            for _ in 0..2 {
+                let pk = s.pick(now, None).unwrap();
+                now += pk.slice;
+                out.push(now);
+                s.stop(pk.pid, pk.slice, Stop::Expired, now);
+                s.enqueue(pk.pid, Wake::Expired, now);
+            }
+            out
+        };
+        assert_eq!(ends(1), [SimTime::from_ms(1), SimTime::from_ms(5)]);
+        assert_eq!(ends(3), [SimTime::from_ms(3), SimTime::from_ms(7)]);
+        // Phase 0 (what `build` gives): 0.75 -> the tick at 4 ms, then 4.75 -> 8 ms.
+        assert_eq!(ends(0), [SimTime::from_ms(4), SimTime::from_ms(8)]);
+    }
+
     /// One CPU, `n` CPU-bound processes, `horizon` of simulated time, a context-switch
     /// cost charged to nobody. Returns the CPU time each process got.
     fn share(cfg: &OsConfig, n: u32, horizon: SimTime, switch: SimTime) -> Vec<i64> {
