@@ -8,7 +8,9 @@ use std::io::Write as _;
 #[test]
 fn an_interruption_request_stops_every_engine() {
     // The flag is process-wide: this test owns it (no other test in this binary sets it).
-    let path = std::env::temp_dir().join(format!("cosched-interrupt-{}.swf", std::process::id()));
+    // In the target's scratch folder, and removed at the end: nothing is left in the system's /tmp.
+    let path = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("cosched-interrupt-{}.swf", std::process::id()));
     let mut f = std::fs::File::create(&path).unwrap();
     writeln!(f, "; MaxProcs: 4").unwrap();
     writeln!(f, "1 0 -1 5 1 -1 -1 1 5 -1 1 1 1 -1 -1 -1 -1 -1").unwrap();
@@ -25,4 +27,5 @@ fn an_interruption_request_stops_every_engine() {
     assert!(cosched::run_config(&cfg).unwrap_err().is_interrupted());
     cosched::des::interrupt::clear();
     run(&path, "easy").unwrap();
+    std::fs::remove_file(&path).unwrap();
 }

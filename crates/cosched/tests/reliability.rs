@@ -7,9 +7,16 @@ use cosched::{Error, TraceRun};
 use std::io::Write as _;
 use std::path::PathBuf;
 
+/// The folder of this binary's input files: in the target's scratch folder (Cargo's
+/// `CARGO_TARGET_TMPDIR`), not the system's /tmp, one per test process.
+fn scratch() -> PathBuf {
+    PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("cosched-reliability-{}", std::process::id()))
+}
+
 /// An SWF file with a `; MaxProcs: procs` header and one line per (submit, run, procs, requested).
 fn swf(name: &str, procs: u64, jobs: &[(f64, f64, u32, f64)]) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("cosched-reliability-{}", std::process::id()));
+    let dir = scratch();
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join(name);
     let mut f = std::fs::File::create(&path).unwrap();
@@ -131,7 +138,7 @@ fn process(jobs: &str, extra: &str) -> String {
 }
 
 fn config_error(text: &str) -> String {
-    let dir = std::env::temp_dir().join(format!("cosched-reliability-{}", std::process::id()));
+    let dir = scratch();
     std::fs::create_dir_all(&dir).unwrap();
     // One file per call: the tests of this binary run in parallel.
     static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
@@ -251,7 +258,7 @@ fn engine_job_errors_name_the_configuration_entry_not_the_sorted_index() {
 
 #[test]
 fn run_limits_are_configuration_keys_and_engine_errors() {
-    let dir = std::env::temp_dir().join(format!("cosched-reliability-{}", std::process::id()));
+    let dir = scratch();
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("limits.toml");
     let emp = r#"{ app = "Emp", procs = 4 }"#;
