@@ -19,9 +19,10 @@ fn run(jobs: &[ProcJob], admission: Option<AdmissionFactory>) -> ProcOutput {
 
 #[test]
 fn easy_backfills_a_short_job_without_delaying_the_head() {
-    // Job 0 holds 2 nodes 100 ms; job 1 (4 nodes) waits for it: its reservation
-    // is at 100 ms; job 2 (2 nodes, 50 ms) ends before it and backfills at 0;
-    // job 3 (2 nodes, 200 ms) would delay it and waits.
+    // Process-level `easy` (`batch[backfill=easy]`) is the job-level EASY
+    // hosted. 4 nodes. Job 0 holds 2 nodes 100 ms; job 1 (4 nodes) waits for
+    // it: its reservation is at 100 ms; job 2 (2 nodes, 50 ms) ends before it
+    // and backfills at 0; job 3 (2 nodes, 200 ms) would delay it and waits.
     let jobs = vec![
         compute(2, 100),
         compute(4, 50),
@@ -37,14 +38,7 @@ fn easy_backfills_a_short_job_without_delaying_the_head() {
         [ms(0), ms(100), ms(150), ms(150)],
         "FCFS order"
     );
-    let b = BatchParams {
-        backfill: true,
-        ..BatchParams::STRICT
-    };
-    let easy = run(
-        &jobs,
-        Some(AdmissionFactory::new(move || admission(&b, Some(&est)))),
-    );
+    let easy = run(&jobs, Some(hosted("easy", est)));
     assert_eq!(
         starts(&easy),
         [ms(0), ms(100), ms(0), ms(150)],
@@ -64,12 +58,8 @@ fn easy_backfills_a_short_job_without_delaying_the_head() {
 
 #[test]
 fn easy_without_an_estimate_is_a_typed_error() {
-    let b = BatchParams {
-        backfill: true,
-        ..BatchParams::STRICT
-    };
     let opts = ProcOptions {
-        admission: Some(AdmissionFactory::new(move || admission(&b, Some(&[])))),
+        admission: Some(hosted("easy", Vec::new())),
         ..Default::default()
     };
     let e = simulate_processes(
@@ -92,16 +82,15 @@ fn the_batch_scheme_without_backfilling_is_fcfs_strict_or_not() {
             strict,
             ..BatchParams::STRICT
         };
-        admission(&b, None).name()
+        admission(&b).name()
     };
     assert_eq!(name(true), "fcfs");
     assert_eq!(name(false), "fcfs[strict=false,max_starve_s=86400]");
     let off = BatchParams {
         strict: false,
         max_starve: None,
-        ..BatchParams::STRICT
     };
-    assert_eq!(admission(&off, None).name(), "fcfs[strict=false]");
+    assert_eq!(admission(&off).name(), "fcfs[strict=false]");
 }
 
 #[test]
@@ -122,12 +111,8 @@ fn a_starving_job_holds_the_nodes_under_non_strict_order() {
         let b = BatchParams {
             strict: false,
             max_starve: Some(max_starve),
-            ..BatchParams::STRICT
         };
-        let out = run(
-            &jobs,
-            Some(AdmissionFactory::new(move || admission(&b, None))),
-        );
+        let out = run(&jobs, Some(AdmissionFactory::new(move || admission(&b))));
         out.jobs.iter().map(|r| r.start).collect::<Vec<_>>()
     };
     assert_eq!(starts(ms(50)), [ms(0), ms(300), ms(0), ms(350)]);
@@ -308,54 +293,44 @@ fn a_hosted_wake_up_reaches_the_policy_as_a_timer() {
 }
 
 #[test]
-fn process_easy_and_hosted_easy_differ_when_an_arrival_shares_an_end_instant() {
+fn process_level_easy_decides_on_the_whole_instant() {
     // 2 nodes, exact estimates. Job 0 (1 node, 30 ms) starts at 0; job 1
     // (2 nodes, 10 ms) waits, shadow time 30. At 30 job 0 ends and job 2
     // (1 node, 0 ms) arrives. The engine has the arrival first (queued at the
-    // run's start, before the end's event). `process/easy.rs` is told of it
-    // alone: free 1, shadow 30, job 2 ends by 30 -> backfilled at 30; then of
-    // the end: job 1 starts at 30. Starts 0, 30, 30. The hosted job-level EASY
-    // is told the instant at once: free 2, the head job 1 starts, job 2 no
-    // longer fits and starts at job 1's end, 40. Starts 0, 30, 40.
+    // run's start, before the end's event), but EASY is told the instant at
+    // once, as at job level: free 2, the head job 1 starts at 30; job 2 no
+    // longer fits and starts at job 1's end, 40. Starts 0, 30, 40. (Told of
+    // the arrival alone it would have seen 1 free node and shadow time 30 and
+    // backfilled job 2 at 30: starts 0, 30, 30.)
     let ms = SimTime::from_ms;
     let jobs = vec![compute(1, 30), compute(2, 10), compute_at(1, 0, 30)];
     let est = vec![ms(30), ms(10), ms(0)];
-    let starts = |f| {
-        let opts = ProcOptions {
-            admission: Some(f),
-            ..Default::default()
-        };
-        let out = simulate_processes(&proc_platform(2), &jobs, &|| Box::new(Spin), &opts).unwrap();
-        out.jobs.iter().map(|r| r.start).collect::<Vec<_>>()
+    let opts = ProcOptions {
+        admission: Some(hosted("easy", est)),
+        ..Default::default()
     };
-    let e2 = est.clone();
-    let process = starts(AdmissionFactory::new(move || {
-        Box::new(cosched_policies::process::easy::Easy::new(e2.clone()))
-    }));
-    assert_eq!(process, [ms(0), ms(30), ms(30)]);
-    assert_eq!(starts(hosted("easy", est)), [ms(0), ms(30), ms(40)]);
+    let out = simulate_processes(&proc_platform(2), &jobs, &|| Box::new(Spin), &opts).unwrap();
+    let starts: Vec<_> = out.jobs.iter().map(|r| r.start).collect();
+    assert_eq!(starts, [ms(0), ms(30), ms(40)]);
 }
 
 mod differential {
-    //! EASY at process level: the job-level policy (`easy.rs`) hosted through
-    //! the adapter against the process-level implementation (`process/easy.rs`),
-    //! on random workloads run by the process engine.
-    //!
-    //! The two are told the same events differently: the engine tells
-    //! `process/easy.rs` of each arrival and end as it happens, so with several
-    //! events at one instant it decides on part of the instant; the adapter
-    //! tells the hosted policy the whole instant at once, as the job-level
-    //! contract does. The workloads here give every event an instant of its
-    //! own: each submit time and runtime carries a distinct power-of-two tag of
-    //! nanoseconds (all tags together under 2.1 ms) on top of a multiple of 10
-    //! ms, so an instant (a submit plus the runtimes of a chain of jobs) tells
-    //! which submit and runtimes make it, and two events share an instant only
-    //! if they are one. On such workloads both give the same starts and nodes.
+    //! One implementation at both fidelities: a job-level policy hosted at
+    //! process level (MPL 1, single-CPU nodes, compute-only jobs, so a job's
+    //! span is its compute time) starts every job when the job-level engine
+    //! starts it on the same workload, with the same estimates. Times are
+    //! multiples of 10 ms, so arrivals and ends often share an instant; both
+    //! tell the policy the whole instant at once.
     use super::*;
+    use cosched_engine::{simulate, SimOptions};
+    use cosched_model::{JobSpec, Platform, Workload};
     use proptest::prelude::*;
 
     /// (nodes, jobs: (nodes, runtime in units of 10 ms, submit in units of 10 ms, estimate)):
-    /// estimate `None` is the exact runtime, `Some(ms)` may be short or long.
+    /// estimate `None` is the exact runtime, `Some(ms)` is at least the runtime
+    /// (the job-level engine refuses a shorter one without a kill; a
+    /// process-level job is never killed, and its `request` and `perfect`
+    /// estimates are never shorter than its dedicated runtime).
     type Job = (u32, i64, i64, Option<i64>);
 
     fn arb_case() -> impl Strategy<Value = (u32, Vec<Job>)> {
@@ -370,41 +345,73 @@ mod differential {
         })
     }
 
+    /// The start of each job under `policy` at process level and at job level.
+    fn starts_at_both_levels(
+        policy: &'static str,
+        nodes: u32,
+        spec: &[Job],
+    ) -> (Vec<SimTime>, Vec<SimTime>) {
+        let ten = |k: i64| SimTime::from_ms(10 * k);
+        let est: Vec<SimTime> = spec
+            .iter()
+            .map(|&(_, run, _, e)| e.map_or(ten(run), SimTime::from_ms).max(ten(run)))
+            .collect();
+        let jobs: Vec<ProcJob> = spec
+            .iter()
+            .map(|&(n, run, at, _)| compute_at(n, 10 * run, 10 * at))
+            .collect();
+        let opts = ProcOptions {
+            admission: Some(hosted(policy, est.clone())),
+            ..Default::default()
+        };
+        let process = simulate_processes(&proc_platform(nodes), &jobs, &|| Box::new(Spin), &opts)
+            .unwrap()
+            .jobs
+            .iter()
+            .map(|r| r.start)
+            .collect();
+        let w = Workload {
+            jobs: spec
+                .iter()
+                .zip(&est)
+                .enumerate()
+                .map(|(k, (&(n, run, at, _), &e))| JobSpec {
+                    source_id: k as i64,
+                    submit: ten(at),
+                    runtime: ten(run),
+                    procs: n,
+                    requested: None,
+                    estimate: e,
+                    kill_after: None,
+                })
+                .collect(),
+            ..Default::default()
+        };
+        let mut p = cosched_policies::build(policy).unwrap();
+        let job = simulate(
+            &w,
+            &Platform::new(nodes, 1),
+            p.as_mut(),
+            &SimOptions::default(),
+        )
+        .unwrap()
+        .records
+        .iter()
+        .map(|r| r.start.unwrap())
+        .collect();
+        (process, job)
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(64))]
         #[test]
-        fn hosted_job_level_easy_starts_what_process_easy_starts((nodes, spec) in arb_case()) {
+        fn a_hosted_policy_starts_jobs_when_the_job_level_engine_does((nodes, spec) in arb_case()) {
             let mut spec = spec;
             spec.sort_by_key(|&(_, _, at, _)| at);
-            let tag = |bit: usize| 1i64 << bit;
-            let jobs: Vec<ProcJob> = spec
-                .iter()
-                .enumerate()
-                .map(|(k, &(n, run, at, _))| {
-                    let mut b = cosched_model::program::Builder::new(n);
-                    b.all(cosched_model::program::Op::Compute { ns: run * 10_000_000 + tag(2 * k) });
-                    ProcJob::new(b.build("compute", 10.0), SimTime::from_ns(at * 10_000_000 + tag(2 * k + 1)))
-                })
-                .collect();
-            let est: Vec<SimTime> = spec
-                .iter()
-                .enumerate()
-                .map(|(k, &(_, run, _, e))| match e {
-                    None => SimTime::from_ns(run * 10_000_000 + tag(2 * k)),
-                    Some(ms) => SimTime::from_ms(ms),
-                })
-                .collect();
-            let run = |admission| {
-                let opts = ProcOptions { admission: Some(admission), ..Default::default() };
-                simulate_processes(&proc_platform(nodes), &jobs, &|| Box::new(Spin), &opts).unwrap()
-            };
-            let e2 = est.clone();
-            let process = run(AdmissionFactory::new(move || {
-                Box::new(cosched_policies::process::easy::Easy::new(e2.clone()))
-            }));
-            let job_level = run(hosted("easy", est));
-            let rec = |o: &ProcOutput| o.jobs.iter().map(|r| (r.start, r.nodes.clone())).collect::<Vec<_>>();
-            prop_assert_eq!(rec(&process), rec(&job_level));
+            for policy in ["easy", "conservative", "fcfs"] {
+                let (process, job) = starts_at_both_levels(policy, nodes, &spec);
+                prop_assert_eq!(process, job, "{}", policy);
+            }
         }
     }
 }

@@ -214,12 +214,8 @@ pub fn run_process_config_recording(cfg: &RunConfig, timeline: bool) -> Result<R
         ProcAdmission::Fcfs => {}
         ProcAdmission::Batch(b) => {
             opts.mpl = 1;
-            let mut estimates = None;
-            if b.backfill {
-                estimates = Some(job_estimates(cfg, &plat, &jobs, &make, b.estimates)?);
-            }
             opts.admission = Some(AdmissionFactory::new(move || {
-                cosched_policies::process::batch::admission(&b, estimates.as_deref())
+                cosched_policies::process::batch::admission(&b)
             }));
         }
         ProcAdmission::Hosted { policy, estimates } => {

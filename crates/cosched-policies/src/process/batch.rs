@@ -14,13 +14,16 @@
 //!   reservation, except a job that has waited longer than `max_starve_s`
 //!   (default 24 h): it is starving and no later job starts until it has
 //!   (OpenPBS's `help_starving_jobs`, on by default; [`super::starving`]).
-//! - `backfill=easy` (or the name `easy`): strict order with EASY backfilling
-//!   (the admission policy [`super::easy::Easy`]): when the queue head does not fit
-//!   it gets a reservation at the earliest time enough nodes are free by the
-//!   running jobs' estimated ends; a later job starts now if it fits and ends by
-//!   its estimate before that time or uses only nodes the head does not need.
-//!   PBS backfills only around a top job held in strict order, so
-//!   `strict=false` with `backfill=easy` is refused.
+//! - `backfill=easy` (or the name `easy`): strict order with EASY backfilling,
+//!   the job-level policy [`crate::easy`] hosted as the admission
+//!   ([`super::hosted::Hosted`], nodes as its processors; one implementation
+//!   at both fidelities): when the queue head does not fit it gets a
+//!   reservation at the earliest time enough nodes are free by the running
+//!   jobs' estimated ends; a later job starts now if it fits and ends by its
+//!   estimate before that time or uses only nodes the head does not need. As
+//!   at job level, the policy decides once per instant, on all of the
+//!   instant's arrivals and ends together. PBS backfills only around a top job
+//!   held in strict order, so `strict=false` with `backfill=easy` is refused.
 //!
 //! EASY's estimates (`estimates`):
 //! - `perfect`: each job's dedicated runtime, obtained by simulating it alone
@@ -55,12 +58,18 @@ pub enum Estimates {
     Request { round: SimTime },
 }
 
-/// Parameters of the batch scheme.
+impl Estimates {
+    /// The default, `estimates=request` with `round_s=600`.
+    pub const DEFAULT: Estimates = Estimates::Request {
+        round: SimTime::from_secs(600),
+    };
+}
+
+/// Parameters of the batch scheme without backfilling (with `backfill=easy`
+/// the scheme is the hosted EASY, [`ProcAdmission::Hosted`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct BatchParams {
-    pub backfill: bool,
     pub strict: bool,
-    pub estimates: Estimates,
     /// OpenPBS's `help_starving_jobs` with this `max_starve` (`None`: off).
     pub max_starve: Option<SimTime>,
 }
@@ -71,11 +80,7 @@ pub const MAX_STARVE_DEFAULT: SimTime = SimTime::from_secs(86_400);
 impl BatchParams {
     /// Strict FCFS, no backfilling.
     pub const STRICT: BatchParams = BatchParams {
-        backfill: false,
         strict: true,
-        estimates: Estimates::Request {
-            round: SimTime::from_secs(600),
-        },
         max_starve: Some(MAX_STARVE_DEFAULT),
     };
 }
@@ -126,16 +131,12 @@ pub fn info() -> PolicyInfo {
     }
 }
 
+/// The process-level `easy`: the job-level EASY hosted, with the estimates'
+/// parameters.
 pub fn easy_info() -> PolicyInfo {
     PolicyInfo {
-        name: "easy",
-        level: "process",
-        summary: "Same as batch[backfill=easy].",
-        params: info()
-            .params
-            .into_iter()
-            .filter(|p| matches!(p.name, "estimates" | "round_s"))
-            .collect(),
+        summary: "Same as batch[backfill=easy]: the job-level EASY hosted at MPL 1, nodes as its processors.",
+        ..super::hosted_info(crate::easy::info())
     }
 }
 
@@ -221,36 +222,37 @@ pub fn build(spec: &PolicySpec) -> Result<ProcAdmission, RegistryError> {
             "EASY backfills around a queue head held in strict order; use strict=true with backfill=easy",
         ));
     }
-    Ok(ProcAdmission::Batch(BatchParams {
-        backfill,
-        strict,
-        estimates: estimates(spec)?,
-        max_starve: max_starve(spec)?,
-    }))
+    // Checked with or without backfilling (the estimates apply to EASY only).
+    let estimates = estimates(spec)?;
+    let max_starve = max_starve(spec)?;
+    if backfill {
+        return Ok(easy(estimates));
+    }
+    Ok(ProcAdmission::Batch(BatchParams { strict, max_starve }))
 }
 
+/// `batch[backfill=easy]`: the job-level EASY hosted, from `estimates`.
+fn easy(estimates: Estimates) -> ProcAdmission {
+    ProcAdmission::Hosted {
+        policy: "easy".into(),
+        estimates,
+    }
+}
+
+/// The process-level `easy[estimates=...,round_s=...]`, the same as
+/// `batch[backfill=easy,...]`.
 pub fn build_easy(spec: &PolicySpec) -> Result<ProcAdmission, RegistryError> {
     spec.expect_only(&["estimates", "round_s"])?;
-    Ok(ProcAdmission::Batch(BatchParams {
-        backfill: true,
-        strict: true,
-        estimates: estimates(spec)?,
-        ..BatchParams::STRICT
-    }))
+    Ok(easy(estimates(spec)?))
 }
 
-/// The admission policy of the batch scheme `b`: EASY backfilling from
-/// `estimates` (one per job, [`estimates_of`]) when `b.backfill`, else FCFS,
+/// The admission policy of the batch scheme `b` without backfilling: FCFS,
 /// strict or not (not strict: with the starving-job rule when `b.max_starve`).
 /// The mechanism runs it at MPL 1.
-pub fn admission(b: &BatchParams, estimates: Option<&[SimTime]>) -> Box<dyn AdmissionPolicy> {
-    match (b.backfill, estimates) {
-        (true, Some(est)) => Box::new(super::easy::Easy::new(est.to_vec())),
-        (true, None) => Box::new(super::easy::Easy::new(Vec::new())),
-        (false, _) => match (b.strict, b.max_starve) {
-            (false, Some(t)) => Box::new(StarvingFifo::new(t)),
-            _ => Box::new(Fcfs::new(b.strict)),
-        },
+pub fn admission(b: &BatchParams) -> Box<dyn AdmissionPolicy> {
+    match (b.strict, b.max_starve) {
+        (false, Some(t)) => Box::new(StarvingFifo::new(t)),
+        _ => Box::new(Fcfs::new(b.strict)),
     }
 }
 
@@ -323,19 +325,16 @@ mod unit {
         );
         assert_eq!(
             b("batch[backfill=easy,estimates=perfect]").unwrap(),
-            ProcAdmission::Batch(BatchParams {
-                backfill: true,
-                strict: true,
-                estimates: Estimates::Perfect,
-                ..BatchParams::STRICT
-            })
+            ProcAdmission::Hosted {
+                policy: "easy".into(),
+                estimates: Estimates::Perfect
+            }
         );
         assert_eq!(
             b("batch[strict=false,max_starve_s=3600]").unwrap(),
             ProcAdmission::Batch(BatchParams {
                 strict: false,
                 max_starve: Some(SimTime::from_secs(3600)),
-                ..BatchParams::STRICT
             })
         );
         assert_eq!(
@@ -343,7 +342,6 @@ mod unit {
             ProcAdmission::Batch(BatchParams {
                 strict: false,
                 max_starve: None,
-                ..BatchParams::STRICT
             })
         );
         assert!(b("batch[max_starve_s=0]").is_err());

@@ -4,10 +4,12 @@
 //!
 //! Admission is a policy behind the process-level admission contract
 //! (`cosched_contract::admission`): FCFS (strict or not) is the contract's
-//! reference `Fcfs`, EASY backfilling is [`easy::Easy`]; [`batch::admission`]
-//! builds the batch scheme's. Every job-level cluster policy of the registry
-//! whose name is not taken here (`conservative`) runs as the admission through
-//! the adapter [`hosted::Hosted`], at MPL 1 with nodes as its processors. Gang scheduling is a policy behind the
+//! reference `Fcfs`; [`batch::admission`] builds the batch scheme's. EASY
+//! backfilling (`easy`, `batch[backfill=easy]`) is the job-level EASY, and
+//! every job-level cluster policy of the registry whose name is not taken here
+//! (`conservative`) is too: each runs as the admission through the adapter
+//! [`hosted::Hosted`], at MPL 1 with nodes as its processors, so one
+//! implementation serves both fidelities. Gang scheduling is a policy behind the
 //! process-level slot contract (`cosched_contract::slots`): [`gang::Gang`]
 //! with the flexible options of [`flexgang`] decides rows, slots, which
 //! process a CPU runs and the fragments; [`gang::factory`] builds it for each
@@ -17,7 +19,6 @@
 //! bookkeeping, the gangedness estimator) measure and never decide.
 
 pub mod batch;
-pub mod easy;
 pub mod flexgang;
 pub mod gang;
 pub mod hosted;
@@ -33,14 +34,15 @@ use cosched_contract::process::PerturbParams;
 pub enum ProcAdmission {
     /// FCFS admission under the configuration's `mpl`, native local scheduling.
     Fcfs,
-    /// PBS-like batch: MPL 1, FCFS (strict or not), PACKING; EASY backfilling
-    /// when `backfill`, from the stated estimates (`batch.rs`).
+    /// PBS-like batch: MPL 1, FCFS (strict or not), PACKING (`batch.rs`; with
+    /// EASY backfilling it is [`ProcAdmission::Hosted`]).
     Batch(batch::BatchParams),
     /// SCore-D-like gang scheduling.
     Gang(GangParams),
     /// A job-level cluster policy (`policy`, its spec string) hosted as the
     /// admission at MPL 1, nodes as its processors ([`hosted::Hosted`]), from the
-    /// runtime estimates `estimates` (as EASY's, [`batch::estimates_of`]).
+    /// runtime estimates `estimates` ([`batch::estimates_of`]); `easy` and
+    /// `batch[backfill=easy]` are the hosted `easy`.
     Hosted {
         policy: String,
         estimates: batch::Estimates,
@@ -78,7 +80,8 @@ fn entries() -> Vec<(PolicyInfo, ProcBuilder)> {
         (perturb::info(), perturb::build),
     ];
     // Every job-level policy whose name is free here runs through the adapter
-    // (`fcfs` here is the MPL scheme; `easy` is `batch[backfill=easy]`).
+    // (`fcfs` here is the MPL scheme; `easy`, the hosted job-level EASY, is
+    // registered above as an alias of `batch[backfill=easy]`).
     for info in crate::registry::cluster_catalog() {
         if v.iter().all(|(i, _)| i.name != info.name) {
             v.push((hosted_info(info), hosted_build));
@@ -89,7 +92,7 @@ fn entries() -> Vec<(PolicyInfo, ProcBuilder)> {
 
 /// A job-level policy's documentation at process level: its parameters and
 /// those of the estimates.
-fn hosted_info(job_level: PolicyInfo) -> PolicyInfo {
+pub(crate) fn hosted_info(job_level: PolicyInfo) -> PolicyInfo {
     let mut params = job_level.params;
     params.extend(
         batch::info()
@@ -108,6 +111,14 @@ fn hosted_info(job_level: PolicyInfo) -> PolicyInfo {
 /// adapter's, every other parameter goes to the policy (built here once, so a
 /// bad one is refused before the run).
 fn hosted_build(spec: &PolicySpec) -> Result<ProcAdmission, RegistryError> {
+    // An unknown parameter is named with every valid one, the estimates' too.
+    if let Some(info) = crate::registry::cluster_catalog()
+        .into_iter()
+        .find(|i| i.name == spec.name)
+    {
+        let valid: Vec<&str> = hosted_info(info).params.iter().map(|p| p.name).collect();
+        spec.expect_only(&valid)?;
+    }
     let estimates = batch::estimates(spec)?;
     let own: Vec<String> = spec
         .params
@@ -142,6 +153,10 @@ mod tests {
     use cosched_contract::process::{FlexParams, GangBit, LowGang};
     use cosched_des::SimTime;
 
+    fn err_of(s: &str) -> String {
+        build_process(s).unwrap_err().to_string()
+    }
+
     #[test]
     #[expect(
         clippy::too_many_lines,
@@ -151,19 +166,18 @@ mod tests {
         for i in process_catalog() {
             build_process(i.name).unwrap();
         }
-        let easy = batch::BatchParams {
-            backfill: true,
-            ..batch::BatchParams::STRICT
+        let easy = ProcAdmission::Hosted {
+            policy: "easy".into(),
+            estimates: batch::Estimates::DEFAULT,
         };
         assert_eq!(
             build_process("batch").unwrap(),
             ProcAdmission::Batch(batch::BatchParams::STRICT)
         );
-        assert_eq!(build_process("easy").unwrap(), ProcAdmission::Batch(easy));
-        assert_eq!(
-            build_process("batch[backfill=easy]").unwrap(),
-            ProcAdmission::Batch(easy)
-        );
+        assert_eq!(build_process("easy").unwrap(), easy);
+        assert_eq!(build_process("batch[backfill=easy]").unwrap(), easy);
+        assert!(err_of("easy[strict=true]")
+            .contains("unknown parameter \"strict\"; valid parameters: estimates, round_s"));
         assert_eq!(
             build_process("gang[quantum_ms=50, rows=2, switch_us=200, alternate=true]").unwrap(),
             ProcAdmission::Gang(GangParams {
@@ -178,7 +192,7 @@ mod tests {
                 },
             })
         );
-        let err = |s: &str| build_process(s).unwrap_err().to_string();
+        let err = err_of;
         assert!(
             err("gang[rows=0]").contains("parameter rows=\"0\": must be at least 1"),
             "{}",
