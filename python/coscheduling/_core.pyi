@@ -192,10 +192,12 @@ def real_run(spec_json: builtins.str, platform_json: builtins.str, policy: built
     `failed` and its error in `real.jobs[i].error`.
     """
 
-def run_config(path: builtins.str | os.PathLike | pathlib.Path, timeline: builtins.bool = False, policy_object: typing.Optional[typing.Any] = None) -> RunResult:
+def run_config(path: builtins.str | os.PathLike | pathlib.Path, timeline: builtins.bool = False, policy_object: typing.Optional[typing.Any] = None, policy_factory: typing.Optional[typing.Any] = None) -> RunResult:
     r"""
     Loads and validates a run configuration file (TOML or JSON) and runs it; at
     process fidelity `timeline` records the per-node timeline (`timeline_columns`).
+    A Python policy (`python:module:Class`) is `policy_object` at job fidelity;
+    at process fidelity `policy_factory()` builds a fresh one for the run.
     """
 
 def run_jobs(submit_s: typing.Sequence[builtins.float], runtime_s: typing.Sequence[builtins.float], procs: typing.Sequence[builtins.int], requested_s: typing.Sequence[builtins.float], job_id: typing.Optional[typing.Sequence[builtins.int]] = None, *, platform: dict, policy: builtins.str, estimates: builtins.str = 'requested', overrun: builtins.str = 'extend', placement: builtins.str = 'packing', seed: builtins.int = 0, bsld_threshold_s: builtins.float = 10.0, policy_object: typing.Optional[typing.Any] = None) -> RunResult:

@@ -297,8 +297,13 @@ def run(
         if timeline and options.get("fidelity") != "process":
             raise ValueError(f"timeline: only process-level configurations have one ({config} is job-level)")
         cfg_policy = options["scheduler"]["policy"]
-        obj = pypolicy.load(cfg_policy) if pypolicy.is_python_policy(cfg_policy) else None
-        res = _core.run_config(config, timeline=timeline, policy_object=obj)
+        if not pypolicy.is_python_policy(cfg_policy):
+            res = _core.run_config(config, timeline=timeline)
+        elif options.get("fidelity") == "process":
+            pypolicy.load(cfg_policy)  # a bad name or parameter is a ValueError before the run
+            res = _core.run_config(config, timeline=timeline, policy_factory=lambda: pypolicy.load(cfg_policy))
+        else:
+            res = _core.run_config(config, timeline=timeline, policy_object=pypolicy.load(cfg_policy))
         trace_path = options["workload"]["trace"]
         sched = options["scheduler"]
         process = options.get("fidelity") == "process"

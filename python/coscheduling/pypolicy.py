@@ -24,6 +24,10 @@ The protocol (:class:`ClusterPolicy`)::
 - ``("reject", job)``: refuse it;
 - ``("wake_at", t_s)``: deliver a ``("timer",)`` event at ``t_s`` (not before now).
 
+In a process-level configuration (``fidelity = "process"``) a fresh object is built for each run
+and hosted as the admission at MPL 1: ``procs``, ``free_procs`` and ``total_procs`` count nodes,
+and the estimates are the class's requested walltimes (``estimates=request``, docs/formats/policies.md).
+
 The engine validates every decision; an invalid one, or an exception raised by the policy,
 stops the run with that error. An optional ``dump() -> str`` describes the state for the
 engine's stall report. Examples: :mod:`coscheduling.pypolicies`.

@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import coscheduling as c
+from coscheduling import _core, pypolicy
 from coscheduling.cli import DEMO_TRACE
 
 from conftest import run_cli
@@ -104,3 +105,90 @@ def test_cli_and_configuration_name_python_policies(tmp_path: Path) -> None:
     cfg.write_text(f'[workload]\ntrace = "{DEMO_TRACE}"\n[scheduler]\npolicy = "python:nope:X"\n')
     r = run_cli(["simulate", str(cfg), "--out", str(tmp_path / "o2")])
     assert r.exit_code == 2 and "cannot import module 'nope'" in r.stderr
+
+
+PROCESS_CONFIG = """fidelity = "process"
+seed = 1
+
+[node_platform]
+preset = "lee4"
+
+[workload]
+jobs = [
+  { app = "Emp[quanta=20]", procs = 2, submit_s = 0 },
+  { app = "Emp[quanta=10]", procs = 4, submit_s = 0 },
+  { app = "Emp[quanta=4]", procs = 2, submit_s = 0.001 },
+]
+
+[scheduler]
+policy = "POLICY"
+node_policy = "nls"
+"""
+
+
+def _process_config(tmp_path: Path, policy: str) -> Path:
+    cfg = tmp_path / f"process-{len(list(tmp_path.iterdir()))}.toml"
+    cfg.write_text(PROCESS_CONFIG.replace("POLICY", policy))
+    return cfg
+
+
+def test_a_python_policy_admits_jobs_at_process_level(tmp_path: Path) -> None:
+    # lee4: 4 single-CPU nodes, 1 ns per instruction, no OS noise, no switch cost; an Emp rank computes
+    # `quanta` quanta of 500,000 ns and nothing else, so the jobs run 10, 5 and 2 ms on 2, 4 and 2
+    # nodes. Hosted at MPL 1, the Python FCFS starts job 0 at 0 (2 of 4 nodes); job 1 needs 4 and
+    # waits for job 0's end, 10 ms, and runs to 15 ms; job 2 (at 1 ms) would fit on the 2 free nodes
+    # but FCFS keeps it behind job 1: 15 to 17 ms. The Rust `batch` (strict FCFS at MPL 1) gives the
+    # same; EASY with perfect estimates backfills job 2 at 1 ms (it ends at 3 ms, before job 1's
+    # reservation at 10 ms).
+    ms = [0.0, 10.0, 15.0]
+    py = c.run(config=_process_config(tmp_path, PY_FCFS))
+    assert (py.jobs["start_s"] * 1e3).tolist() == pytest.approx(ms)
+    assert (py.jobs["end_s"] * 1e3).tolist() == pytest.approx([10.0, 15.0, 17.0])
+    assert py.summary["policy"] == f"{PY_FCFS}+nls"
+    batch = c.run(config=_process_config(tmp_path, "batch"))
+    pd.testing.assert_frame_equal(py.jobs, batch.jobs)
+    easy = c.run(config=_process_config(tmp_path, "easy[estimates=perfect]"))
+    assert (easy.jobs["start_s"] * 1e3).tolist() == pytest.approx([0.0, 10.0, 1.0])
+
+
+def test_a_process_level_run_builds_a_fresh_python_policy(tmp_path: Path) -> None:
+    cfg = _process_config(tmp_path, PY_FCFS)
+    built = []
+
+    def factory() -> object:
+        built.append(pypolicy.load(PY_FCFS))
+        return built[-1]
+
+    a = _core.run_config(cfg, policy_factory=factory)
+    b = _core.run_config(cfg, policy_factory=factory)
+    assert len(built) == 2 and built[0] is not built[1]
+    assert a.summary_json() == b.summary_json()
+    with pytest.raises(ValueError, match="give policy_factory"):
+        _core.run_config(cfg, policy_object=built[0])
+    with pytest.raises(ValueError, match="needs its object"):
+        _core.run_config(cfg)
+
+
+def test_a_python_policy_s_exception_stops_a_process_level_run(tmp_path: Path) -> None:
+    # The first call (at 0, job 0's and job 1's arrivals) raises: the run stops there, and the error
+    # names the policy, the instant, the events (procs are nodes; the estimate is the class's
+    # requested walltime, 600 s) and the exception, which is its cause.
+    cfg = _process_config(tmp_path, f"python:{__name__}:Raises")
+    with pytest.raises(RuntimeError) as info:
+        c.run(config=cfg)
+    assert str(info.value) == (
+        f"policy python:{__name__}:Raises failed at t=0.000000000s on the events "
+        "[('submitted', 0, 2, 600.0, 0.0), ('submitted', 1, 4, 600.0, 0.0)]: on_events raised KeyError: 'boom'"
+    )
+    assert isinstance(info.value.__cause__, KeyError)
+    out = tmp_path / "out"
+    r = run_cli(["simulate", str(cfg), "--out", str(out)])
+    assert r.exit_code == 1 and "on_events raised KeyError: 'boom'" in r.stderr, r.stderr
+    assert not out.exists()
+    with pytest.raises(RuntimeError, match="a process-level job cannot be rejected"):
+        c.run(config=_process_config(tmp_path, f"python:{__name__}:RejectsAll"))
+
+
+class RejectsAll:
+    def on_events(self, now_s, events, free_procs, total_procs):  # noqa: ANN001, ANN201
+        return [("reject", e[1]) for e in events if e[0] == "submitted"]

@@ -26,6 +26,7 @@ use pyo3_stub_gen::derive::{gen_stub_pyclass, gen_stub_pyfunction, gen_stub_pyme
 use serde::de::DeserializeOwned;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 // ---------------------------------------------------------------------------
 // Errors
@@ -46,10 +47,7 @@ fn to_py(e: Error) -> PyErr {
 
 /// Runs a facade call through [`guard::run_guarded`] (GIL released, Ctrl-C
 /// stops it, panics become `RuntimeError`).
-fn guarded<T: Send>(
-    py: Python<'_>,
-    f: impl FnOnce() -> Result<T, Error> + Send,
-) -> PyResult<T> {
+fn guarded<T: Send>(py: Python<'_>, f: impl FnOnce() -> Result<T, Error> + Send) -> PyResult<T> {
     guard::run_guarded(py, f, Error::is_interrupted, to_py)
 }
 
@@ -373,7 +371,7 @@ fn run_hosted(
         Some(obj) => {
             let mut p = pypolicy::PyPolicy::new(obj, name.to_string());
             let r = guarded(py, || f(Some(&mut p)));
-            if let Some(e) = p.error.take() {
+            if let Some(e) = p.take_error() {
                 return Err(e);
             }
             r.map(wrap)
@@ -383,25 +381,75 @@ fn run_hosted(
 
 /// Loads and validates a run configuration file (TOML or JSON) and runs it; at
 /// process fidelity `timeline` records the per-node timeline (`timeline_columns`).
+/// A Python policy (`python:module:Class`) is `policy_object` at job fidelity;
+/// at process fidelity `policy_factory()` builds a fresh one for the run.
 #[gen_stub_pyfunction]
 #[pyfunction]
-#[pyo3(signature = (path, timeline = false, policy_object = None))]
+#[pyo3(signature = (path, timeline = false, policy_object = None, policy_factory = None))]
 fn run_config(
     py: Python<'_>,
     path: PathBuf,
     timeline: bool,
     policy_object: Option<Py<PyAny>>,
+    policy_factory: Option<Py<PyAny>>,
 ) -> PyResult<RunResult> {
     let cfg = guarded(py, || cosched::load_config(&path))?;
-    if cfg.fidelity == "process"
-        || policy_object.is_none() && !cosched::is_external_policy(&cfg.scheduler.policy)
-    {
+    let external = cosched::is_external_policy(&cfg.scheduler.policy);
+    if cfg.fidelity == "process" {
+        if policy_object.is_some() {
+            return Err(value_error(
+                "policy_object: a process-level run builds a fresh policy: give policy_factory",
+            ));
+        }
+        return match policy_factory {
+            Some(factory) if external => run_process_python(py, &cfg, timeline, &factory),
+            _ => guarded(py, || cosched::run_config_recording(&cfg, timeline)).map(wrap),
+        };
+    }
+    if policy_factory.is_some() {
+        return Err(value_error(
+            "policy_factory: only for process-level runs; a job-level run takes policy_object",
+        ));
+    }
+    if policy_object.is_none() && !external {
         return guarded(py, || cosched::run_config_recording(&cfg, timeline)).map(wrap);
     }
     let run = cosched::TraceRun::from(&cfg);
     run_hosted(py, &cfg.scheduler.policy, policy_object, |p| {
         cosched::run_trace_with(&run, p)
     })
+}
+
+/// Runs a process-level configuration whose policy is written in Python:
+/// `factory()` builds the policy object, hosted as the admission; a Python
+/// error raised inside the policy is re-raised here (the run stops at it).
+fn run_process_python(
+    py: Python<'_>,
+    cfg: &cosched::model::RunConfig,
+    timeline: bool,
+    factory: &Py<PyAny>,
+) -> PyResult<RunResult> {
+    let failure = pypolicy::Failure::default();
+    let name = cfg.scheduler.policy.trim().to_string();
+    let factory = Arc::new(factory.clone_ref(py));
+    let make = |est: Vec<SimTime>| {
+        let (factory, name, failure) = (factory.clone(), name.clone(), failure.clone());
+        cosched::engine::process::admit::AdmissionFactory::new(move || {
+            Box::new(pypolicy::PyAdmission::new(
+                &factory,
+                &name,
+                est.clone(),
+                failure.clone(),
+            ))
+        })
+    };
+    let r = guarded(py, || {
+        cosched::process_run::run_process_config_admitting(cfg, timeline, &make)
+    });
+    if let Some(e) = pypolicy::take(&failure) {
+        return Err(e);
+    }
+    r.map(wrap)
 }
 
 /// Loads and validates a run configuration file; returns it as JSON text with
@@ -726,7 +774,10 @@ fn run_timeshare_jobs(
             name: format!("timeshare[mpl={mpl}]"),
         },
     );
-    guarded(py, || cosched::timeshare::run_model(&workload, &platform, &model, 10.0)).map(wrap)
+    guarded(py, || {
+        cosched::timeshare::run_model(&workload, &platform, &model, 10.0)
+    })
+    .map(wrap)
 }
 
 /// A seed 000 style job mix: `n` jobs, each an application drawn uniformly from

@@ -9,28 +9,56 @@
 //! the event batch and the bad decision, with the policy's exception as its
 //! `__cause__`; the policy then decides nothing more, and the binding raises it
 //! after the run. `KeyboardInterrupt` is kept as it is.
+//!
+//! At process level ([`PyAdmission`]) a fresh policy object is built for the
+//! run by a Python factory and hosted as the admission through the adapter
+//! `cosched::policies::process::hosted` (nodes as its processors, MPL 1); the
+//! first failure stops the run at once (the engine gets an admission error),
+//! and the binding raises the kept exception instead of the engine's error.
 
+use cosched::contract::admission::{
+    AdmissionControl, AdmissionError, AdmissionEvent, AdmissionPolicy,
+};
 use cosched::des::SimTime;
 use cosched::engine::{ClusterPolicy, ClusterView, Decision, Event};
 use cosched::model::JobId;
+use cosched::policies::process::hosted::Hosted;
 use pyo3::exceptions::{PyKeyboardInterrupt, PyRuntimeError};
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyTuple};
+use std::sync::{Arc, Mutex, PoisonError};
+
+/// Where a Python policy keeps its first error, shared with the binding that
+/// raises it after the run.
+pub type Failure = Arc<Mutex<Option<PyErr>>>;
 
 pub struct PyPolicy {
     obj: Py<PyAny>,
     name: String,
     /// The first Python error, re-raised after the run.
-    pub error: Option<PyErr>,
+    error: Failure,
 }
 
 impl PyPolicy {
     pub fn new(obj: Py<PyAny>, name: String) -> Self {
-        Self {
-            obj,
-            name,
-            error: None,
-        }
+        Self::reporting_to(obj, name, Failure::default())
+    }
+
+    /// A policy that keeps its first error in `error`.
+    pub fn reporting_to(obj: Py<PyAny>, name: String, error: Failure) -> Self {
+        Self { obj, name, error }
+    }
+
+    /// The first Python error of the run, if any (taken).
+    pub fn take_error(&self) -> Option<PyErr> {
+        take(&self.error)
+    }
+
+    fn failed(&self) -> bool {
+        self.error
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .is_some()
     }
 
     fn call(
@@ -87,7 +115,12 @@ impl PyPolicy {
             .call_method1(
                 py,
                 "on_events",
-                (now.as_secs_f64(), &evs, view.free_procs(), view.total_procs()),
+                (
+                    now.as_secs_f64(),
+                    &evs,
+                    view.free_procs(),
+                    view.total_procs(),
+                ),
             )
             .map_err(|e| {
                 let what = format!("on_events raised {}", describe(py, &e));
@@ -170,7 +203,9 @@ fn parse_decision(t: &Bound<'_, PyTuple>, malformed: &dyn Fn(&str) -> PyErr) -> 
             let at = SimTime::try_from_secs_f64(at)
                 .ok()
                 .filter(|t| *t >= SimTime::ZERO)
-                .ok_or_else(|| malformed("the time must be finite, >= 0 and within the supported range"))?;
+                .ok_or_else(|| {
+                    malformed("the time must be finite, >= 0 and within the supported range")
+                })?;
             Ok(Decision::WakeAt(at))
         }
         _ => Err(malformed("unknown decision name")),
@@ -211,12 +246,12 @@ impl ClusterPolicy for PyPolicy {
     }
 
     fn on_events(&mut self, events: &[Event], view: &dyn ClusterView, out: &mut Vec<Decision>) {
-        if self.error.is_some() {
+        if self.failed() {
             return;
         }
         if let Err(e) = Python::attach(|py| self.call(py, events, view, out)) {
             out.clear();
-            self.error = Some(e);
+            *self.error.lock().unwrap_or_else(PoisonError::into_inner) = Some(e);
         }
     }
 
@@ -228,5 +263,88 @@ impl ClusterPolicy for PyPolicy {
                 .and_then(|r| r.extract::<String>())
                 .unwrap_or_default()
         })
+    }
+}
+
+/// The error kept in `f`, if any (taken).
+pub fn take(f: &Failure) -> Option<PyErr> {
+    f.lock().unwrap_or_else(PoisonError::into_inner).take()
+}
+
+/// A Python cluster policy as a process-level admission policy: a fresh object
+/// from the factory, hosted by [`Hosted`]; stops the run at its first failure.
+pub struct PyAdmission {
+    name: String,
+    /// `None` when the factory failed (its error is in `error`).
+    hosted: Option<Hosted>,
+    error: Failure,
+}
+
+impl PyAdmission {
+    /// Calls `factory()` (with the GIL) for a fresh policy object named `name`,
+    /// hosted with the runtime estimates `estimates`; its errors go to `error`.
+    pub fn new(factory: &Py<PyAny>, name: &str, estimates: Vec<SimTime>, error: Failure) -> Self {
+        let built = Python::attach(|py| {
+            factory.call0(py).map_err(|e| {
+                let err = PyRuntimeError::new_err(format!(
+                    "policy {name} could not be built: {}",
+                    describe(py, &e)
+                ));
+                err.set_cause(py, Some(e));
+                err
+            })
+        });
+        let hosted = match built {
+            Ok(obj) => {
+                let p = PyPolicy::reporting_to(obj, name.to_string(), error.clone());
+                Some(Hosted::new(Box::new(p), estimates))
+            }
+            Err(e) => {
+                *error.lock().unwrap_or_else(PoisonError::into_inner) = Some(e);
+                None
+            }
+        };
+        Self {
+            name: name.to_string(),
+            hosted,
+            error,
+        }
+    }
+
+    fn stop(&self) -> AdmissionError {
+        AdmissionError::Policy(format!(
+            "{} failed (its Python exception is raised instead)",
+            self.name
+        ))
+    }
+}
+
+impl AdmissionPolicy for PyAdmission {
+    fn name(&self) -> String {
+        self.name.clone()
+    }
+
+    fn on_events(
+        &mut self,
+        events: &[AdmissionEvent],
+        ctl: &mut dyn AdmissionControl,
+    ) -> Result<(), AdmissionError> {
+        let Some(hosted) = self.hosted.as_mut() else {
+            return Err(self.stop());
+        };
+        let r = hosted.on_events(events, ctl);
+        if self
+            .error
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .is_some()
+        {
+            return Err(self.stop());
+        }
+        r
+    }
+
+    fn dump(&self) -> String {
+        self.hosted.as_ref().map(Hosted::dump).unwrap_or_default()
     }
 }

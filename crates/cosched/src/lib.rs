@@ -273,7 +273,7 @@ pub fn load_config(path: &std::path::Path) -> Result<RunConfig, Error> {
             .into());
         }
     }
-    if cfg.fidelity != "process" && is_external_policy(&cfg.scheduler.policy) {
+    if is_external_policy(&cfg.scheduler.policy) {
         return Ok(cfg); // built and checked by the binding that hosts it
     }
     if cfg.fidelity != "process" {

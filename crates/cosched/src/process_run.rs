@@ -183,33 +183,52 @@ pub fn run_process_config(cfg: &RunConfig) -> Result<RunResult, Error> {
 
 /// Runs a validated process-level configuration, recording the per-node timeline
 /// when `timeline` is set.
-#[expect(
-    clippy::too_many_lines,
-    reason = "wiring from a configuration to the engine's options, the run and its summary, one section after the other"
-)]
 pub fn run_process_config_recording(cfg: &RunConfig, timeline: bool) -> Result<RunResult, Error> {
-    let origin = cfg.origin();
-    let np = cfg
-        .node_platform
-        .as_ref()
-        .ok_or_else(|| Error::Invalid("node_platform is required".into()))?;
-    let plat = np.platform().map_err(Error::Invalid)?;
-    let jobs = jobs_of(cfg, origin)?;
-    let policy = cfg.scheduler.node_policy.clone();
-    cosched_policies::build_node(&policy)?;
-    let make = || cosched_policies::build_node(&policy).expect("checked above");
-    let admission = cosched_policies::build_process(&cfg.scheduler.policy)?;
-    let mut opts = ProcOptions {
-        mpl: cfg.scheduler.mpl,
-        placement: cfg.scheduler.placement,
-        seed: cfg.seed,
-        memory_aware: cfg.scheduler.memory_aware,
-        record_timeline: timeline,
-        time_limit: SimTime::checked_from_secs_f64(cfg.limits.sim_time_s("process"))
-            .unwrap_or(SimTime::MAX),
-        event_limit: cfg.limits.events("process"),
-        ..Default::default()
-    };
+    if crate::is_external_policy(&cfg.scheduler.policy) {
+        return Err(Error::Invalid(format!(
+            "policy {:?}: a Python policy needs its object (use coscheduling.run)",
+            cfg.scheduler.policy
+        )));
+    }
+    run_admitting(cfg, timeline, |opts, estimates| {
+        let admission = cosched_policies::build_process(&cfg.scheduler.policy)?;
+        wire(admission, opts, estimates)
+    })
+}
+
+/// Builds a run's admission from each job's runtime estimate.
+pub type AdmissionMaker<'a> = &'a dyn Fn(Vec<SimTime>) -> AdmissionFactory;
+
+/// Runs a validated process-level configuration under an admission policy the
+/// caller builds (a policy the registry does not know, such as one written in
+/// Python): `admission` gets each job's runtime estimate (the default
+/// `estimates=request` of `easy` and `conservative`,
+/// [`cosched_policies::process::batch::Estimates::DEFAULT`]) and returns the
+/// factory the engine calls once per run. The run is at MPL 1, as every
+/// hosted job-level policy's; `scheduler.policy` only names it in the summary.
+pub fn run_process_config_admitting(
+    cfg: &RunConfig,
+    timeline: bool,
+    admission: AdmissionMaker<'_>,
+) -> Result<RunResult, Error> {
+    run_admitting(cfg, timeline, |opts, estimates| {
+        opts.mpl = 1;
+        let est = estimates(cosched_policies::process::batch::Estimates::DEFAULT)?;
+        opts.admission = Some(admission(est));
+        Ok(())
+    })
+}
+
+/// Each job's runtime estimate of a kind, for the run being set up.
+type EstimatesOf<'a> =
+    &'a dyn Fn(cosched_policies::process::batch::Estimates) -> Result<Vec<SimTime>, Error>;
+
+/// Sets the admission of a registered process-level scheme in `opts`.
+fn wire(
+    admission: ProcAdmission,
+    opts: &mut ProcOptions,
+    estimates: EstimatesOf<'_>,
+) -> Result<(), Error> {
     match admission {
         ProcAdmission::Fcfs => {}
         ProcAdmission::Batch(b) => {
@@ -218,10 +237,13 @@ pub fn run_process_config_recording(cfg: &RunConfig, timeline: bool) -> Result<R
                 cosched_policies::process::batch::admission(&b)
             }));
         }
-        ProcAdmission::Hosted { policy, estimates } => {
+        ProcAdmission::Hosted {
+            policy,
+            estimates: kind,
+        } => {
             // Nodes are the hosted policy's processors: one process per node.
             opts.mpl = 1;
-            let est = job_estimates(cfg, &plat, &jobs, &make, estimates)?;
+            let est = estimates(kind)?;
             opts.admission = Some(AdmissionFactory::new(move || {
                 let p = cosched_policies::build(&policy).expect("checked by build_process");
                 Box::new(cosched_policies::process::hosted::Hosted::new(
@@ -239,6 +261,44 @@ pub fn run_process_config_recording(cfg: &RunConfig, timeline: bool) -> Result<R
             opts.slots = Some(cosched_policies::process::perturb::factory(gang, perturb));
         }
     }
+    Ok(())
+}
+
+/// Runs a validated process-level configuration whose admission `admit` sets
+/// in the engine's options (given each job's estimates of a kind on demand).
+#[expect(
+    clippy::too_many_lines,
+    reason = "wiring from a configuration to the engine's options, the run and its summary, one section after the other"
+)]
+fn run_admitting(
+    cfg: &RunConfig,
+    timeline: bool,
+    admit: impl FnOnce(&mut ProcOptions, EstimatesOf<'_>) -> Result<(), Error>,
+) -> Result<RunResult, Error> {
+    let origin = cfg.origin();
+    let np = cfg
+        .node_platform
+        .as_ref()
+        .ok_or_else(|| Error::Invalid("node_platform is required".into()))?;
+    let plat = np.platform().map_err(Error::Invalid)?;
+    let jobs = jobs_of(cfg, origin)?;
+    let policy = cfg.scheduler.node_policy.clone();
+    cosched_policies::build_node(&policy)?;
+    let make = || cosched_policies::build_node(&policy).expect("checked above");
+    let mut opts = ProcOptions {
+        mpl: cfg.scheduler.mpl,
+        placement: cfg.scheduler.placement,
+        seed: cfg.seed,
+        memory_aware: cfg.scheduler.memory_aware,
+        record_timeline: timeline,
+        time_limit: SimTime::checked_from_secs_f64(cfg.limits.sim_time_s("process"))
+            .unwrap_or(SimTime::MAX),
+        event_limit: cfg.limits.events("process"),
+        ..Default::default()
+    };
+    admit(&mut opts, &|kind| {
+        job_estimates(cfg, &plat, &jobs, &make, kind)
+    })?;
     let t0 = Instant::now();
     let mut out = simulate_processes(&plat, &jobs, &make, &opts).map_err(|e| proc_error(cfg, e))?;
     let simulate_s = t0.elapsed().as_secs_f64();
