@@ -9,6 +9,13 @@ use cosched_engine::process::admit::AdmissionFactory;
 use cosched_engine::process::{simulate_processes, ProcJob, ProcOptions, ProcOutput};
 use cosched_policies::process::batch::{admission, BatchParams};
 
+/// The message of the error that stops a run of `job` alone on `nodes` nodes.
+fn error_of(nodes: u32, job: ProcJob, opts: &ProcOptions) -> String {
+    simulate_processes(&proc_platform(nodes), &[job], &|| Box::new(Spin), opts)
+        .unwrap_err()
+        .to_string()
+}
+
 fn run(jobs: &[ProcJob], admission: Option<AdmissionFactory>) -> ProcOutput {
     let opts = ProcOptions {
         admission,
@@ -62,15 +69,8 @@ fn easy_without_an_estimate_is_a_typed_error() {
         admission: Some(hosted("easy", Vec::new())),
         ..Default::default()
     };
-    let e = simulate_processes(
-        &proc_platform(4),
-        &[compute(1, 1)],
-        &|| Box::new(Spin),
-        &opts,
-    )
-    .unwrap_err();
     assert_eq!(
-        e.to_string(),
+        error_of(4, compute(1, 1), &opts),
         "invalid admission decision: admission policy: easy: no runtime estimate for job 0"
     );
 }
@@ -209,15 +209,8 @@ fn a_hosted_job_level_decision_that_cannot_apply_is_a_typed_error() {
         }
     }
     let opts = hosting(|| Box::new(Rejector), vec![SimTime::from_ms(1)]);
-    let e = simulate_processes(
-        &proc_platform(2),
-        &[compute(1, 1)],
-        &|| Box::new(Spin),
-        &opts,
-    )
-    .unwrap_err();
     assert_eq!(
-        e.to_string(),
+        error_of(2, compute(1, 1), &opts),
         "invalid admission decision: rejector: decision Reject(JobId(0)) cannot apply at process level: \
          a process-level job cannot be rejected"
     );
@@ -282,14 +275,11 @@ fn a_hosted_wake_up_reaches_the_policy_as_a_timer() {
         }
     }
     let opts = hosting(|| Box::new(Past), vec![SimTime::from_ms(1)]);
-    let e = simulate_processes(
-        &proc_platform(1),
-        &[compute_at(1, 1, 5)],
-        &|| Box::new(Spin),
-        &opts,
-    )
-    .unwrap_err();
-    assert!(e.to_string().contains("wake-up at"), "{e}");
+    // The job arrives at 5 ms; told of it then, the policy asks for 0.
+    assert_eq!(
+        error_of(1, compute_at(1, 1, 5), &opts),
+        "invalid admission decision: wake-up at 0.000000000s is before now (0.005000000s)"
+    );
 }
 
 #[test]
