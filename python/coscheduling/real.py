@@ -33,6 +33,11 @@ The configuration is the simulator's (docs/formats/config.md) plus a ``[real]`` 
 ``idle_watts``, ``busy_watts``   power model of a virtual node (defaults: the platform defaults)
 ``build_dir``       where ``make real`` put the shim and ``cosched-ir-run`` (default: build/real of the
                     source tree, or ``$COSCHED_REAL_BUILD``)
+
+A run works in ``cosched-run-<PID>-<random>`` of the temporary folder (``$TMPDIR``, else /tmp), PID being
+the controller's, and removes it when it ends. A controller killed with SIGKILL cannot: the next run's start
+removes every such folder whose PID is no live process (:func:`remove_dead_work_dirs`), as the agent does
+with a dead run's cgroups. Folders of a live PID, and names without a PID, are left alone.
 """
 
 from __future__ import annotations
@@ -410,6 +415,45 @@ def _run_restoring_on_signals(spec: dict[str, Any], platform: dict[str, Any], po
             signal.signal(getattr(signal, s), h)
 
 
+#: A run's work folder in the temporary folder: this prefix, the controller's PID, ``-``, a random part.
+WORK_PREFIX = "cosched-run-"
+_WORK_NAME = re.compile(rf"{re.escape(WORK_PREFIX)}([0-9]+)-[^/]+")
+
+
+def _pid_alive(pid: int) -> bool:
+    """Whether ``pid`` is a process (of any user; a zombie counts until it is reaped)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def remove_dead_work_dirs(root: str | os.PathLike[str] | None = None) -> list[Path]:
+    """Removes the work folders ``cosched-run-<PID>-*`` in ``root`` (default: the temporary folder) that
+    belong to this user and whose PID is no live process: those of controllers killed before they could
+    remove them. Returns the folders removed; anything else (a live PID, another user's folder, a link, a
+    name without a PID) is left alone."""
+    base = Path(root) if root is not None else Path(tempfile.gettempdir())
+    removed: list[Path] = []
+    for d in sorted(base.glob(f"{WORK_PREFIX}*")):
+        m = _WORK_NAME.fullmatch(d.name)
+        if m is None or d.is_symlink() or not d.is_dir():
+            continue
+        pid = int(m[1])
+        try:
+            mine = d.lstat().st_uid == os.getuid()
+        except OSError:
+            continue
+        if not mine or pid == 0 or pid == os.getpid() or _pid_alive(pid):
+            continue
+        shutil.rmtree(d, ignore_errors=True)
+        removed.append(d)
+    return removed
+
+
 def run(
     config: str | os.PathLike[str],
     out_dir: str | os.PathLike[str],
@@ -420,7 +464,8 @@ def run(
     Job logs (the MPI launcher's output, the shim's per-rank counters ``shim.jsonl``) are copied
     into ``out_dir/logs``.
     """
-    work = Path(tempfile.mkdtemp(prefix="cosched-run-"))
+    remove_dead_work_dirs()
+    work = Path(tempfile.mkdtemp(prefix=f"{WORK_PREFIX}{os.getpid()}-"))
     try:
         spec, platform, policy, options = plan(config, work)
         doc = json.loads(_run_restoring_on_signals(spec, platform, policy, progress))

@@ -12,7 +12,8 @@ nodes, one of them frozen at any time) and, at a random moment (seeded), kills o
 Then (after the next start, one tiny `cosched run`, when the run was SIGKILLed) it checks that no
 process the run started is left (frozen, stopped or running), that no cgroup of the run is left in
 any hierarchy (so no weight stays raised and nothing stays frozen), and that no
-`/dev/shm/cosched.<run>.*` segment and no state file is left. Each run uses its own state directory
+`/dev/shm/cosched.<run>.*` segment, no state file and no work folder (`cosched-run-<PID>-*`) is left.
+Each run uses its own state directory
 (``COSCHED_STATE_DIR``) and is identified by its run id (``r<pid>``), so runs of others on the
 machine are neither touched nor counted. Only processes this test started are ended, by PID.
 
@@ -24,9 +25,11 @@ from __future__ import annotations
 
 import os
 import random
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -108,7 +111,10 @@ def one_iteration(tmp: Path, finegrain: Path, kind: str, delay: float, rng: rand
     """Runs, kills and cleans up once; returns what was left behind (empty: nothing)."""
     state = tmp / "state"
     state.mkdir(exist_ok=True)
-    env = dict(os.environ, COSCHED_STATE_DIR=str(state))
+    # The run's work folder goes to a temporary folder of this iteration, so leftovers are counted here only
+    # (a short path in /tmp: the agent's sockets live in the work folder, and a socket path has 107 bytes).
+    work_tmp = Path(tempfile.mkdtemp(prefix="cosched-kt-"))
+    env = dict(os.environ, COSCHED_STATE_DIR=str(state), TMPDIR=str(work_tmp))
     # ~2-4 s of CPU per rank, so the kill falls while the gang slots switch.
     cfg = config(tmp, [str(finegrain), "4000", "500"], policy=GANG)
     out = tmp / "out"
@@ -171,10 +177,12 @@ def one_iteration(tmp: Path, finegrain: Path, kind: str, delay: float, rng: rand
             # Restore what the killed agent recorded: the next start does it (a tiny run).
             nxt = config(tmp, [str(BUILD / "cosched-probe-mpich"), "pingpong", "100", "8"], jobs=1)
             os.environ["COSCHED_STATE_DIR"] = str(state)
+            was, tempfile.tempdir = tempfile.tempdir, str(work_tmp)
             try:
                 real.run(nxt, tmp / "out-next")
             finally:
                 del os.environ["COSCHED_STATE_DIR"]
+                tempfile.tempdir = was
         for p in sorted(started):
             s = stat(p)
             if s is not None and s[1] == "T":
@@ -186,6 +194,8 @@ def one_iteration(tmp: Path, finegrain: Path, kind: str, delay: float, rng: rand
         problems += [f"{kind}: cgroup {c} is left" for c in run_cgroups(run)]
         problems += [f"{kind}: segment {s} is left" for s in segments(run)]
         problems += [f"{kind}: state file {f.name} is left" for f in state.glob(f"cosched.{run}.*")]
+        # Its work folder: removed by the run itself, or (SIGKILL) by the next start.
+        problems += [f"{kind}: work folder {d.name} is left" for d in work_tmp.glob(f"{real.WORK_PREFIX}*")]
         return problems
     finally:
         if proc.poll() is None:
@@ -196,6 +206,7 @@ def one_iteration(tmp: Path, finegrain: Path, kind: str, delay: float, rng: rand
                 os.kill(p, signal.SIGKILL)
             except ProcessLookupError:
                 pass
+        shutil.rmtree(work_tmp, ignore_errors=True)
 
 
 def campaign(tmp: Path, finegrain: Path, seed: int, iterations: int) -> None:
@@ -209,6 +220,37 @@ def campaign(tmp: Path, finegrain: Path, seed: int, iterations: int) -> None:
         found = one_iteration(d, finegrain, kind, delay, rng)
         problems += [f"iteration {i} (seed {seed}, kill at {delay:.2f} s): {p}" for p in found]
     assert not problems, "\n".join(problems)
+
+
+def test_a_start_removes_the_work_folders_of_dead_controllers_only(tmp_path: Path) -> None:
+    """`cosched-run-<PID>-*` folders: removed when no process has that PID (here pid_max + 1, which no
+    process can have), kept for a live PID (a child sleeping, and this process), and anything else kept:
+    an old name without a PID, another prefix, a link and a plain file of a dead PID's name."""
+    dead = int(Path("/proc/sys/kernel/pid_max").read_text()) + 1
+    live = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        def folder(name: str) -> Path:
+            (tmp_path / name).mkdir()
+            return tmp_path / name
+
+        gone = folder(f"{real.WORK_PREFIX}{dead}-k2x9")
+        (gone / "rank0.log").write_text("output of a killed run\n")
+        kept = [folder(f"{real.WORK_PREFIX}{live.pid}-a1"), folder(f"{real.WORK_PREFIX}{os.getpid()}-b2"),
+                folder(f"{real.WORK_PREFIX}0fj4q062"), folder(f"cosched-rs-{dead}-c3")]
+        (tmp_path / f"{real.WORK_PREFIX}{dead}-link").symlink_to(kept[2])
+        (tmp_path / f"{real.WORK_PREFIX}{dead}-file").write_text("")
+        kept += [tmp_path / f"{real.WORK_PREFIX}{dead}-link", tmp_path / f"{real.WORK_PREFIX}{dead}-file"]
+        assert real.remove_dead_work_dirs(tmp_path) == [gone]
+        assert not gone.exists()
+        assert all(k.exists() for k in kept)
+        assert real.remove_dead_work_dirs(tmp_path) == []
+        # Once the child has ended (reaped), its folder goes too.
+        live.kill()
+        live.wait()
+        assert real.remove_dead_work_dirs(tmp_path) == [kept[0]]
+    finally:
+        live.kill()
+        live.wait()
 
 
 def test_killing_any_part_at_random_moments_leaves_nothing(tmp_path: Path, finegrain: Path) -> None:
