@@ -374,8 +374,14 @@ fn launch(
         Mpi::OpenMpi => vec!["-x".to_string(), format!("{k}={v}")],
     };
     if spec.mpi == Mpi::OpenMpi {
+        // Each job's session directory under its own base: concurrent `mpirun`s sharing
+        // /tmp/ompi.<host>.<uid> race (one removes that top directory when it finds it
+        // empty while another creates its `pid.N` in it: "orte_session_dir failed").
+        let session = spec.work_dir.join(format!("ompi-job{idx}"));
+        std::fs::create_dir_all(&session)?;
         c.env("OMPI_ALLOW_RUN_AS_ROOT", "1")
-            .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
+            .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+            .env("OMPI_MCA_orte_tmpdir_base", &session);
         c.args(["--oversubscribe", "--bind-to", "none"]);
     }
     c.arg(spec.mpi.tag_option());

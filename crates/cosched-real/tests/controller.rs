@@ -180,3 +180,33 @@ fn collectives_reach_a_message_policy_as_their_first_message() {
         "events: nls {nls}, dcs {dcs}, skipped by dcs's shims {dcs_skipped}"
     );
 }
+
+#[test]
+fn each_open_mpi_job_keeps_its_session_directory_under_the_work_dir() {
+    // Two Open MPI jobs at once; each one's session directory lies under its own base
+    // in the run's work dir (`mpirun`s sharing /tmp/ompi.<host>.<uid> race: one removes
+    // that top directory while another creates its own in it). The ranks are a shell
+    // printing the process session directory Open MPI gives them (OMPI_FILE_LOCATION).
+    let mut s = spec("ctl-ompi-session", Scheme::Fcfs, "nls", &[], 2);
+    s.mpi = Mpi::OpenMpi;
+    s.shim = build().join("libcosched-openmpi.so");
+    for j in &mut s.jobs {
+        j.argv = ["sh", "-c", "echo session=$OMPI_FILE_LOCATION"]
+            .map(String::from)
+            .to_vec();
+    }
+    run(&s, |_| true).unwrap();
+    for i in 0..2 {
+        let log = std::fs::read_to_string(s.work_dir.join(format!("job{i}.log"))).unwrap();
+        let want = format!(
+            "session={}/",
+            s.work_dir.join(format!("ompi-job{i}")).display()
+        );
+        assert_eq!(
+            log.lines().filter(|l| l.contains(&want)).count(),
+            2,
+            "job {i}: both ranks under {want}:\n{log}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&s.work_dir);
+}
