@@ -282,6 +282,29 @@ def test_easy_request_model_is_each_jobs_stated_walltime(tmp_path: Path) -> None
         assert spec["scheme"] == {"batch": {"easy": True}}
 
 
+def test_dcs_boosts_receivers_off_their_cpus_and_nls_never_boosts(tmp_path: Path, finegrain: Path) -> None:
+    """2 jobs x 2 ranks on 2 CPUs, 200 us grain, 300 exchanges per rank: each CPU time-shares a rank of
+    each job, so a rank is off its CPU about half the time and many messages reach a spinning rank that
+    was preempted. Under DCS the sender's shim posts those (and skips the ones to a receiver on its CPU:
+    DCS's skip mask) and the receiver's agent boosts the receiver until it runs: boosts > 0, never more
+    than the events posted, and some events skipped. Under NLS (no boost in its ops) the same run boosts
+    nothing."""
+    got = {}
+    for node_policy in ("dcs", "nls"):
+        cfg = config(tmp_path, [str(finegrain), "300", "200"], node_policy=node_policy)
+        out = tmp_path / f"out-{node_policy}"
+        s = real.run(cfg, out)
+        assert s["real"]["jobs_failed"] == 0, s["real"]["errors"]
+        shim = [json.loads(x) for x in (out / "logs" / "shim.jsonl").read_text().splitlines()]
+        got[node_policy] = (s["real"]["agent_boosts"], s["real"]["agent_events"],
+                            sum(x["events_skipped"] for x in shim))
+    boosts, events, skipped = got["dcs"]
+    assert 0 < boosts <= events, got
+    assert skipped > 0, got
+    assert got["nls"][0] == 0, got
+    assert not leftovers()
+
+
 def test_library_waits_leave_every_wait_to_the_library(tmp_path: Path, finegrain: Path) -> None:
     """Under BLOCK the shim puts waiting ranks to sleep; with `real.library_waits` it replaces no wait (the
     library's own, which spins under MPICH 4): no rank ever blocks, and the extra environment reaches the
