@@ -10,6 +10,7 @@ use cosched_engine::metrics::{
     summarize_busy, GangednessSummary, MeasuredBusy, PerturbSummary, ProcessSummary,
 };
 use cosched_engine::process::admit::AdmissionFactory;
+use cosched_engine::process::observe::Measures;
 use cosched_engine::process::policy::NodePolicy;
 use cosched_engine::process::{simulate_processes, ProcError, ProcJob, ProcOptions};
 use cosched_engine::{JobRecord, JobStatus, SimOutput};
@@ -376,7 +377,7 @@ fn run_admitting(
         Some(&measured),
     );
     crate::invariants::check(&workload, &sim, &summary)?;
-    let c = &out.counters;
+    let (c, m) = (&out.counters, &out.measures);
     summary.process = Some(ProcessSummary {
         events: c.events,
         context_switches: c.context_switches,
@@ -402,15 +403,15 @@ fn run_admitting(
         ack_boosts: c.ack_boosts,
         gang_switches: c.gang_switches,
         gang_io_preemptions: c.gang_io_preemptions,
-        gang_fragment_s: c.gang_fragment_ns as f64 / 1e9,
-        priority_inversion_s: c.priority_inversion_ns as f64 / 1e9,
+        gang_fragment_s: m.ns(Measures::GANG_FRAGMENT) as f64 / 1e9,
+        priority_inversion_s: m.ns(Measures::PRIORITY_INVERSION) as f64 / 1e9,
         policy_action_errors: c.action_errors.total(),
-        gangedness: out.gangedness.as_ref().map(|est| {
+        gangedness: m.gangedness().map(|est| {
             est.iter()
                 .map(|e| gangedness_summary(e, &jobs[e.job].program))
                 .collect()
         }),
-        perturb: out.perturb.as_ref().map(perturb_summary),
+        perturb: m.perturb().map(perturb_summary),
     });
     Ok(RunResult {
         timeline: std::mem::take(&mut out.timeline),

@@ -113,7 +113,7 @@ mod tests {
             proc_end: vec![SimTime(10), SimTime(10)],
             timeline,
             end: SimTime(10),
-            perturb: None,
+            measures: Default::default(),
             gangedness: None,
         }
     }

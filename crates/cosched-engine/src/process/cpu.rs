@@ -4,10 +4,11 @@
 //! giving a CPU to the process the native scheduler picked (context switch, the
 //! policy's `running` op, the re-check of a wait), planning the running process's
 //! next segment end (its CPU work, spin deadline or slice), the segment end
-//! itself, and wake-up preemption. The priority-inversion measure
-//! ([`super::inversion`]) is settled here before every change of what a node's
-//! CPUs run.
+//! itself, and wake-up preemption. The observers ([`super::observe`]) are told
+//! of progress, and of every dispatch and release before it changes what a
+//! node's CPUs run.
 
+use super::observe::{Signal, Signals};
 use super::{Apply, Cond, PState, Pick, Pid, Sim, Stop, Waiting, Wake};
 use cosched_contract::node::{Ops, WaitEndCause, WaitMode};
 use cosched_des::SimTime;
@@ -62,7 +63,9 @@ impl Sim<'_> {
         let spun = elapsed - used;
         p.spin_ns += spun;
         self.counters.spin_ns += spun;
-        self.slot_progress(pid, used, now);
+        if self.obs.wants(Signals::PROGRESS) {
+            self.signal(Signal::Progress { pid, used });
+        }
         if self.timeline.is_some() {
             self.record_cpu(node, cpu, pid, (from, progress_from), used, now);
         }
@@ -72,14 +75,14 @@ impl Sim<'_> {
     /// The process becomes ready (preempted, expired: the caller queues it again) or
     /// blocked (it sleeps or ends: the caller says why).
     pub(super) fn release_cpu(&mut self, node: u32, cpu: u32, pid: Pid, why: Stop, now: SimTime) {
-        self.inversion_settle(node, now);
+        let ran = now - self.nodes[node as usize].cpus[cpu as usize].dispatched_at;
+        self.signal(Signal::Released { node, pid, ran });
         let c = &mut self.nodes[node as usize].cpus[cpu as usize];
-        let ran = now - c.dispatched_at;
         self.procs[pid as usize].last_ran = now;
         c.cur = None;
         self.segs
             .clear((node * self.plat.cpus_per_node + cpu) as usize);
-        self.slot_ran(pid, self.procs[pid as usize].job, ran, now);
+        self.slot_ran(pid, self.procs[pid as usize].job, ran);
         let state = match why {
             Stop::Preempted | Stop::Expired => PState::Ready,
             Stop::Blocked => PState::Blocked,
@@ -104,7 +107,7 @@ impl Sim<'_> {
             self.nodes[node as usize].cpus[cpu as usize].cur.is_none(),
             "a CPU runs one process at a time"
         );
-        self.inversion_dispatch(node, pid, now);
+        self.signal(Signal::Dispatched { node, pid });
         if pick.followed_hint {
             self.counters.hints_followed += 1;
         }
@@ -265,39 +268,5 @@ impl Sim<'_> {
             .sched
             .enqueue(r, Wake::Preempted, now);
         true
-    }
-
-    /// Settles `node`'s priority inversion at `now` (before its CPUs change what
-    /// they run).
-    pub(super) fn inversion_settle(&mut self, node: u32, now: SimTime) {
-        let (cpus, procs) = (&self.nodes[node as usize].cpus, &self.procs);
-        let inverted = |p: Pid| {
-            let j = procs[p as usize].job;
-            cpus.iter()
-                .any(|c| c.cur.is_some_and(|q| procs[q as usize].job != j))
-        };
-        self.inversion.settle(
-            node,
-            now,
-            &mut self.counters.priority_inversion_ns,
-            inverted,
-        );
-    }
-
-    /// A disk completion is about to wake `pid`: it waits from now until it runs.
-    pub(super) fn inversion_io_woken(&mut self, pid: Pid, now: SimTime) {
-        let p = &self.procs[pid as usize];
-        if p.state != PState::Blocked || p.paging {
-            return; // the wake-up will not make it runnable
-        }
-        let node = p.node;
-        self.inversion_settle(node, now);
-        self.inversion.woken(node, pid);
-    }
-
-    /// `pid` gets a CPU of `node` (before the dispatch changes the CPU).
-    pub(super) fn inversion_dispatch(&mut self, node: u32, pid: Pid, now: SimTime) {
-        self.inversion_settle(node, now);
-        self.inversion.dispatched(node, pid);
     }
 }

@@ -293,3 +293,35 @@ fn dual_cpu_nodes_run_two_processes_of_the_active_row_per_slot() {
     let end = out.jobs[0].end.as_secs_f64();
     assert!((0.200..0.210).contains(&end), "job 0 ends at {end} s");
 }
+
+#[test]
+fn a_run_subscribes_the_observers_its_options_ask_for() {
+    // Time sharing: only the priority-inversion measure; gang mode adds the
+    // fragment time and the gangedness estimator (no perturbation: the gang
+    // policy does not perturb). Two 2-rank jobs of 3 ms on 2 nodes, one row
+    // each: no disk burst (no inversion) and every process runs in its own
+    // row's slot (no fragment time).
+    let plat = platform(2, 5.0);
+    let jobs = vec![compute(2, 3), compute(2, 3)];
+    let names =
+        |out: &ProcOutput| -> Vec<&'static str> { out.measures.iter().map(|(n, _)| n).collect() };
+    let shared = run(&plat, &jobs, &ProcOptions::default());
+    assert_eq!(names(&shared), ["priority_inversion"]);
+    assert!(shared.gangedness.is_none());
+    let g = run(&plat, &jobs, &gang(20, 1000, false));
+    assert_eq!(
+        names(&g),
+        ["priority_inversion", "gang_fragment", "gangedness"]
+    );
+    assert_eq!(g.measures.ns(observe::Measures::PRIORITY_INVERSION), 0);
+    assert_eq!(g.measures.ns(observe::Measures::GANG_FRAGMENT), 0);
+    assert_eq!(g.measures.gangedness().map(Vec::len), Some(2));
+    // The estimates also in `gangedness` (ratios are NaN here: compare counts).
+    let counts = |e: &Vec<gangedness::JobEstimate>| -> Vec<_> {
+        e.iter().map(|x| (x.job, x.counts)).collect()
+    };
+    assert_eq!(
+        g.gangedness.as_ref().map(counts),
+        g.measures.gangedness().map(counts)
+    );
+}

@@ -1,5 +1,5 @@
-//! The online gangedness estimator of gang runs (seed 003 §5): an observer of
-//! every gang run ([`Observer`]), fed by the engine's signals (messages
+//! The online gangedness estimator of gang runs (seed 003 §5): an observer
+//! ([`super::observe`]) of every gang run ([`Observer`]), fed by the engine's signals (messages
 //! received, CPU time held, progress per process, slot starts and ends), it
 //! classifies each job as of low or high gangedness from coarse message counts.
 //! It measures and never decides: each class change reaches the slot policy
@@ -52,6 +52,7 @@
 //! smallest low-gangedness ratio (LU, 0.89 / 2.85 = 0.31), which the paper
 //! calls "at least a factor of five" apart (S003 §5.2).
 
+use super::observe::{self, Measure, Measurement, Measures, Probe, Signal, Signals};
 use crate::os::Pid;
 pub use cosched_contract::process::{
     GangClass, GangednessParams, DEFAULT_RATIO_THRESHOLD, DEFAULT_WINDOW,
@@ -328,6 +329,8 @@ pub struct Observer {
     est: Estimator,
     params: GangednessParams,
     told: Vec<GangClass>,
+    /// Class changes not yet handed to the engine.
+    changed: Vec<(usize, GangClass)>,
 }
 
 impl Observer {
@@ -343,6 +346,7 @@ impl Observer {
             est: Estimator::new(quantum),
             params,
             told: Vec::new(),
+            changed: Vec::new(),
         }
     }
 
@@ -396,6 +400,51 @@ impl Observer {
     /// The final estimate of every job (`jobs` of them).
     pub fn estimates(&self, jobs: usize) -> Vec<JobEstimate> {
         self.est.estimates(jobs, &self.params)
+    }
+}
+
+/// The estimator's signals: slot starts and ends, messages, progress, CPU time
+/// held, process ends. Its class changes are measurements for the slot policy
+/// (`SlotPolicy::on_gangedness`); its report is every job's final estimate.
+impl observe::Observer for Observer {
+    fn signals(&self) -> Signals {
+        Signals::SLOT_STARTED
+            .with(Signals::SLOT_ENDED)
+            .with(Signals::MESSAGE)
+            .with(Signals::PROGRESS)
+            .with(Signals::RELEASED)
+            .with(Signals::PROCESS_ENDED)
+    }
+
+    fn on(&mut self, s: &Signal<'_>, probe: &Probe<'_, '_>) {
+        let now = probe.now();
+        match *s {
+            Signal::SlotStarted => self.slot_start(now),
+            Signal::SlotEnded => {
+                let changed = self.slot_end(now, &probe.live_jobs());
+                self.changed.extend(changed);
+            }
+            Signal::Message { to } => self.on_message(to, now),
+            Signal::Progress { pid, used } => self.on_progress(pid, used, now),
+            Signal::Released { pid, ran, .. } => self.on_held(pid, now - ran, now),
+            Signal::ProcessEnded { pid } => self.on_finished(pid),
+            _ => {}
+        }
+    }
+
+    fn measured(&mut self, out: &mut Vec<Measurement>) {
+        out.extend(
+            self.changed
+                .drain(..)
+                .map(|(job, class)| Measurement::Gangedness { job, class }),
+        );
+    }
+
+    fn report(self: Box<Self>, probe: &Probe<'_, '_>, into: &mut Measures) {
+        into.put(
+            Measures::GANGEDNESS,
+            Measure::Gangedness(self.estimates(probe.jobs())),
+        );
     }
 }
 

@@ -125,18 +125,8 @@ impl Sim<'_> {
                 ));
             }
         }
-        // Perturbations: job 0's own-slot time fits in its span, its records' progress
-        // in the useful time of its processes, and no more perturbations than planned.
-        if let (Some(g), Some(rec)) = (&self.slots, &self.records[0]) {
-            let first = self.job_pids[0].unwrap_or(0) as usize;
-            let size = self.jobs[0].program.size() as usize;
-            let useful: i64 = self.procs[first..(first + size).min(self.procs.len())]
-                .iter()
-                .map(|p| p.cpu_ns - p.spin_ns)
-                .sum();
-            g.check_perturb((rec.end - rec.start).as_ns(), useful)
-                .map_err(|m| ProcError::Invariant(format!("perturbation harness: {m}")))?;
-        }
+        // The observers' own checks (e.g. the perturbation bookkeeping's).
+        self.check_observers().map_err(ProcError::Invariant)?;
         let cpu: i64 = self.procs.iter().map(|p| p.cpu_ns).sum();
         if cpu != c.useful_ns + c.spin_ns {
             return bad(format!(

@@ -14,6 +14,11 @@ use cosched_model::program::Rank;
 impl Sim<'_> {
     pub(super) fn start_job(&mut self, j: usize, nodes: Vec<u32>, now: SimTime) {
         let first = self.procs.len() as Pid;
+        self.signal(super::observe::Signal::JobStarted {
+            job: j,
+            first,
+            nodes: &nodes,
+        });
         self.job_pids[j] = Some(first);
         self.ranks_left[j] = nodes.len() as u32;
         for (rank, &node) in nodes.iter().enumerate() {
@@ -167,6 +172,7 @@ impl Sim<'_> {
         n.sched.exit(pid);
         n.procs.retain(|&p| p != pid);
         n.load -= 1;
+        self.signal(super::observe::Signal::ProcessEnded { pid });
         self.slot_process_end(pid);
         self.debug_check_memory(node);
         self.pump_paging(node, now);
@@ -180,7 +186,8 @@ impl Sim<'_> {
             self.ended[j] = true;
             self.records[j].as_mut().expect("started").end = now;
             self.jobs_done += 1;
-            self.slot_job_end(j, now);
+            self.signal(super::observe::Signal::JobEnded { job: j });
+            self.slot_job_end(j);
             if !self.jobs[j].background {
                 self.fg_left -= 1;
                 if self.fg_left == 0 {

@@ -67,6 +67,7 @@ mod cpu;
 mod deadlock;
 mod error;
 mod events;
+mod fragment;
 pub mod gang;
 pub mod gangedness;
 mod hooks;
@@ -77,6 +78,7 @@ mod job;
 mod lifecycle;
 mod memory;
 mod net;
+pub mod observe;
 mod osnoise;
 mod output;
 mod paging;
@@ -201,8 +203,8 @@ struct Sim<'a> {
     /// Gang mode: the slot policy, the engine's slot state and the observers
     /// of the gang schedule ([`slots`]).
     slots: Option<slots::Slots>,
-    /// Priority inversion of disk-woken processes ([`inversion`]).
-    inversion: inversion::Inversion,
+    /// The run's observers ([`observe`]).
+    obs: observe::Observers,
     records: Vec<Option<ProcJobRecord>>,
     /// Whether each job has ended (set once, checked: a job ends exactly once).
     ended: Vec<bool>,
@@ -290,6 +292,7 @@ pub fn simulate_processes(
     let streams = RngStreams::new(opts.seed);
     let policies: Vec<Box<dyn NodePolicy>> = (0..plat.nodes).map(|_| make_policy()).collect();
     let nodes = new_nodes(plat, opts, &policies, &streams, tick);
+    let obs = observe::Observers::of(plat.nodes, slots.as_ref());
     let mut sim = Sim {
         plat,
         jobs,
@@ -302,7 +305,7 @@ pub fn simulate_processes(
         job_pids: vec![None; jobs.len()],
         ranks_left: vec![0; jobs.len()],
         slots,
-        inversion: inversion::Inversion::new(plat.nodes),
+        obs,
         records: vec![None; jobs.len()],
         ended: vec![false; jobs.len()],
         admission: admit::policy_of(opts),
@@ -399,7 +402,7 @@ impl Sim<'_> {
             });
         }
         self.check_invariants()?;
-        let (perturb, gangedness) = slots::Slots::finish(self.slots.take(), self.jobs.len());
+        let measures = self.observed();
         let node_busy_ns = self
             .nodes
             .iter()
@@ -419,8 +422,8 @@ impl Sim<'_> {
             proc_end: self.procs.iter().map(|p| p.end).collect(),
             timeline: self.timeline.unwrap_or_default(),
             end: self.q.now(),
-            perturb,
-            gangedness,
+            gangedness: measures.gangedness().cloned(),
+            measures,
         })
     }
 }
@@ -458,7 +461,7 @@ impl<'a> Sim<'a> {
                     debug_assert!(matches!(p.wait, Some(Waiting { cond: Cond::Io, .. })));
                     p.wait = None;
                     self.slot_io_wake(to);
-                    self.inversion_io_woken(to, now);
+                    self.signal_io_done(to);
                     self.wake(to, EnqueueReason::IoDone, now);
                 }
                 Ev::GangSwitch { gen } => self.slot_timer(gen, now),

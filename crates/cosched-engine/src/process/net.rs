@@ -376,7 +376,7 @@ impl Sim<'_> {
         if let Some(k) = p.granted.iter().position(|&g| g == (from, tag)) {
             p.granted.swap_remove(k);
         }
-        self.slot_message(to, now);
+        self.signal(super::observe::Signal::Message { to });
         self.message_arrived(to, now);
         self.condition_changed(to, now);
     }

@@ -1,11 +1,11 @@
 //! What a process-level run produces: each job's record, the timeline's
 //! segments, the run's counters ([`ProcOutput`]).
 
+use super::gangedness;
+use super::observe::Measures;
 use super::policy::ActionErrorCounts;
-use super::{gangedness, perturb};
 #[allow(unused_imports)] // named by the doc links
 use super::{
-    inversion,
     policy::{ActionError, NodeAction},
     ProcOptions,
 };
@@ -112,12 +112,6 @@ pub struct ProcCounters {
     /// Flexible gang: running processes preempted by a process woken by its disk
     /// completion (`io_preempt`).
     pub gang_io_preemptions: u64,
-    /// Flexible gang: CPU time processes ran outside their own row's slot
-    /// (alternate scheduling, yielded slots, I/O interrupts), ns.
-    pub gang_fragment_ns: i64,
-    /// Time processes woken by a disk completion waited for a CPU while a CPU
-    /// of their node ran another job's process ([`inversion`]), ns.
-    pub priority_inversion_ns: i64,
     /// Node-policy actions refused because they could not apply ([`ActionError`]).
     pub action_errors: ActionErrorCounts,
 }
@@ -139,9 +133,12 @@ pub struct ProcOutput {
     /// The per-node timeline, when [`ProcOptions::record_timeline`] is set.
     pub timeline: Vec<Segment>,
     pub end: SimTime,
-    /// What the perturbation bookkeeping measured, when the slot policy perturbs
-    /// the schedule (`SlotPolicy::perturbation`, e.g. `gang-perturb`).
-    pub perturb: Option<perturb::PerturbOutput>,
-    /// Gang mode: each job's final gangedness estimate ([`gangedness`]).
+    /// What the run's observers measured ([`super::observe`]): the priority
+    /// inversion (every run), the gang fragment time and gangedness estimates
+    /// (gang mode) and the perturbation records (when the slot policy perturbs),
+    /// each under its name.
+    pub measures: Measures,
+    /// Gang mode: each job's final gangedness estimate ([`gangedness`]; the
+    /// same as `measures.gangedness()`).
     pub gangedness: Option<Vec<gangedness::JobEstimate>>,
 }

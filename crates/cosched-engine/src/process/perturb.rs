@@ -1,5 +1,5 @@
 //! The perturbation bookkeeping of seed 003 §4-5 (Fig. 4, §5.2, Table 3): an
-//! observer of a gang run whose slot policy perturbs the schedule of one job
+//! observer ([`super::observe`]) of a gang run whose slot policy perturbs the schedule of one job
 //! (the policy `cosched_policies::process::perturb::GangPerturb`, which
 //! decides the perturbations and shows them through the contract's
 //! `PerturbView`). It measures and never decides.
@@ -23,6 +23,7 @@
 //! of non-gang-non-running to gang quanta (S003 Fig. 10; a high ratio means low
 //! gangedness).
 
+use super::observe::{Measure, Measures, Observer, Probe, Signal, Signals};
 use crate::os::Pid;
 use cosched_contract::slots::MatrixView;
 use cosched_des::SimTime;
@@ -256,7 +257,7 @@ impl Recorder {
     /// count) than were planned (`planned`); the records' progress (each
     /// slot's total, counted once per other rank) does not exceed the target's
     /// useful CPU time (`useful_ns`).
-    pub fn check(
+    pub fn check_figures(
         &self,
         span_ns: i64,
         useful_ns: i64,
@@ -296,6 +297,54 @@ impl Recorder {
     }
 }
 
+/// The bookkeeping's signals: the target's start and end, slot starts and
+/// ends, messages and progress. Its end-of-run checks are [`Recorder::check`]
+/// (with the target's span and useful CPU time, the policy's counts); its
+/// report, the records with the policy's count of applied perturbations.
+impl Observer for Recorder {
+    fn signals(&self) -> Signals {
+        Signals::JOB_STARTED
+            .with(Signals::JOB_ENDED)
+            .with(Signals::SLOT_STARTED)
+            .with(Signals::SLOT_ENDED)
+            .with(Signals::MESSAGE)
+            .with(Signals::PROGRESS)
+    }
+
+    fn on(&mut self, s: &Signal<'_>, probe: &Probe<'_, '_>) {
+        let now = probe.now();
+        match *s {
+            Signal::JobStarted { job, first, nodes } => self.job_started(job, first, nodes.len()),
+            Signal::JobEnded { job } => self.job_done(job, now),
+            Signal::SlotStarted => {
+                self.slot_start(probe.matrix().expect("perturbations need a matrix"), now);
+            }
+            Signal::SlotEnded => {
+                let p = probe.perturbation();
+                self.slot_end(now, p.map_or(&[], |p| p.perturbed()));
+            }
+            Signal::Message { to } => self.on_message(to),
+            Signal::Progress { pid, used } => self.on_progress(pid, used),
+            _ => {}
+        }
+    }
+
+    fn check(&self, probe: &Probe<'_, '_>) -> Result<(), String> {
+        let (Some((span, useful)), Some(p)) =
+            (probe.job_span_and_useful(self.target), probe.perturbation())
+        else {
+            return Ok(());
+        };
+        self.check_figures(span, useful, p.applied(), p.planned())
+            .map_err(|m| format!("perturbation harness: {m}"))
+    }
+
+    fn report(self: Box<Self>, probe: &Probe<'_, '_>, into: &mut Measures) {
+        let applied = probe.perturbation().map_or(0, |p| p.applied());
+        into.put(Measures::PERTURB, Measure::Perturb(self.finish(applied)));
+    }
+}
+
 #[cfg(test)]
 mod unit {
     use super::*;
@@ -304,12 +353,15 @@ mod unit {
     fn check_rejects_impossible_figures() {
         let mut p = Recorder::new(0);
         p.job_started(0, 0, 4);
-        assert!(p.check(100, 0, 4, 4).is_ok());
+        assert!(p.check_figures(100, 0, 4, 4).is_ok());
         p.own_ns = 101;
-        assert!(p.check(100, 0, 4, 4).unwrap_err().contains("own-slot time"));
+        assert!(p
+            .check_figures(100, 0, 4, 4)
+            .unwrap_err()
+            .contains("own-slot time"));
         p.own_ns = 0;
         assert!(p
-            .check(100, 0, 5, 4)
+            .check_figures(100, 0, 5, 4)
             .unwrap_err()
             .contains("5 perturbations applied"));
         p.quanta.push(QuantumStat {
@@ -320,9 +372,9 @@ mod unit {
             sender_progress_ns: 31,
         });
         assert!(p
-            .check(100, 10, 4, 4)
+            .check_figures(100, 10, 4, 4)
             .unwrap_err()
             .contains("recorded progress"));
-        assert!(p.check(100, 11, 4, 4).is_ok());
+        assert!(p.check_figures(100, 11, 4, 4).is_ok());
     }
 }

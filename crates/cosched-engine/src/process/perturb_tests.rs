@@ -51,7 +51,19 @@ fn run(target: &str, kind: Kind, choice: Choice, count: u32, seed: u64) -> Pertu
         ..Default::default()
     };
     let out = simulate_processes(&plat, &jobs, &|| Box::new(Spin), &opts).expect("run");
-    out.perturb.expect("perturb output")
+    // A perturbing slot policy subscribes every observer, each reporting under
+    // its name in the order of `Observers::of`.
+    let names: Vec<&str> = out.measures.iter().map(|(n, _)| n).collect();
+    assert_eq!(
+        names,
+        [
+            "priority_inversion",
+            "gang_fragment",
+            "gangedness",
+            "perturb"
+        ]
+    );
+    out.measures.perturb().cloned().expect("perturb output")
 }
 
 /// Change of the run time in own quanta per perturbation.

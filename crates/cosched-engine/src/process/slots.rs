@@ -9,18 +9,13 @@
 //! the node's [`super::gang::Dispatcher`] and preempts. A decision it cannot
 //! carry out stops the run with [`ProcError::Slot`].
 //!
-//! The engine's observers of the gang schedule are fed here from the engine's
-//! signals (slot starts and ends, messages received, progress, CPU time held,
-//! process and job ends): the online gangedness estimator
-//! ([`super::gangedness`]), whose class changes go to the policy's
-//! measurement op [`SlotPolicy::on_gangedness`], and, when the policy
-//! perturbs the schedule ([`SlotPolicy::perturbation`]), the perturbation
-//! bookkeeping ([`super::perturb`]). Both read the policy's gang parameters
-//! ([`SlotPolicy::gang`]), its `MatrixView` and its perturbations, and
-//! never decide.
+//! The observers of the gang schedule ([`super::observe`]: the gangedness
+//! estimator, the fragment-time counter, the perturbation bookkeeping) follow
+//! the slot starts and ends signalled here; the estimator's class changes
+//! reach the policy through its measurement op
+//! [`SlotPolicy::on_gangedness`].
 
-use super::gangedness::{JobEstimate, Observer};
-use super::perturb::{PerturbOutput, Recorder};
+use super::observe::Signal;
 use super::{kb, Ev, PState, ProcError, Sim};
 use crate::os::{NativeScheduler, Pid, Stop, Wake};
 use cosched_contract::process::GangParams;
@@ -38,24 +33,16 @@ pub(super) struct Slots {
     pub switching: bool,
     /// Total idle time of the global switches, ns.
     pub idle_ns: i64,
-    /// The online gangedness estimator (an observer).
-    est: Observer,
-    /// The perturbation bookkeeping (an observer), when the policy perturbs.
-    perturb: Option<Recorder>,
 }
 
 impl Slots {
     /// The slot state of a run of the policy `policy`.
     pub fn new(policy: Box<dyn SlotPolicy>) -> Self {
-        let est = Observer::new(policy.gang());
-        let perturb = policy.perturbation().map(|p| Recorder::new(p.target()));
         Self {
             policy: Some(policy),
             gen: 0,
             switching: false,
             idle_ns: 0,
-            est,
-            perturb,
         }
     }
 
@@ -72,31 +59,6 @@ impl Slots {
     /// The policy's gang parameters ([`SlotPolicy::gang`]).
     pub fn params(&self) -> Option<&GangParams> {
         self.policy().gang()
-    }
-
-    /// The perturbation bookkeeping's end-of-run checks ([`Recorder::check`]).
-    pub fn check_perturb(&self, span_ns: i64, useful_ns: i64) -> Result<(), String> {
-        match (&self.perturb, self.policy().perturbation()) {
-            (Some(r), Some(p)) => r.check(span_ns, useful_ns, p.applied(), p.planned()),
-            _ => Ok(()),
-        }
-    }
-
-    /// What the observers of a gang run (`s`) measured: the perturbation
-    /// figures, when the policy perturbs, and the final gangedness estimate of
-    /// every job (`jobs` of them); nothing outside gang mode.
-    pub fn finish(
-        s: Option<Self>,
-        jobs: usize,
-    ) -> (Option<PerturbOutput>, Option<Vec<JobEstimate>>) {
-        let Some(s) = s else {
-            return (None, None);
-        };
-        let applied = s.policy().perturbation().map_or(0, |p| p.applied());
-        (
-            s.perturb.map(|r| r.finish(applied)),
-            Some(s.est.estimates(jobs)),
-        )
     }
 }
 
@@ -147,7 +109,7 @@ impl SlotView for Sim<'_> {
 
 impl Sim<'_> {
     /// Runs one op of the slot policy with the engine as its view.
-    fn slot_op<R>(&mut self, f: impl FnOnce(&mut dyn SlotPolicy, &Sim) -> R) -> R {
+    pub(super) fn slot_op<R>(&mut self, f: impl FnOnce(&mut dyn SlotPolicy, &Sim) -> R) -> R {
         let s = self.slots.as_mut().expect("gang mode");
         let mut policy = s.policy.take().expect("the slot policy is in place");
         let r = f(policy.as_mut(), self);
@@ -196,16 +158,8 @@ impl Sim<'_> {
                     });
                 }
                 self.slot_timer_at(until, now)?;
-                let s = self.slots.as_mut().expect("gang mode");
-                s.switching = false;
-                s.est.slot_start(now);
-                let Slots {
-                    policy, perturb, ..
-                } = s;
-                if let Some(pt) = perturb {
-                    let m = policy.as_deref().and_then(|p| p.matrix());
-                    pt.slot_start(m.expect("perturbations need a matrix"), now);
-                }
+                self.slots.as_mut().expect("gang mode").switching = false;
+                self.signal(Signal::SlotStarted);
                 if resume {
                     for node in 0..self.plat.nodes {
                         self.schedule(node, now);
@@ -249,9 +203,6 @@ impl Sim<'_> {
         let chosen: Vec<u32> = (0..ranks).map(|r| picked[r / rpn as usize]).collect();
         let first = self.procs.len() as Pid;
         let then = self.slot_op(|p, v| p.on_started(job, first, &chosen, v));
-        if let Some(pt) = &mut self.slots.as_mut().expect("gang mode").perturb {
-            pt.job_started(job, first, chosen.len());
-        }
         for d in then {
             if matches!(d, SlotDecision::Admit { .. } | SlotDecision::Switch { .. }) {
                 return Err(SlotError::Misplaced(format!("{d:?} in on_started")));
@@ -299,26 +250,7 @@ impl Sim<'_> {
                 }
             }
         }
-        let s = self.slots.as_mut().expect("gang mode");
-        let Slots {
-            policy, perturb, ..
-        } = s;
-        if let Some(pt) = perturb {
-            let p = policy.as_deref().and_then(|p| p.perturbation());
-            pt.slot_end(now, p.map_or(&[], |p| p.perturbed()));
-        }
-        // The estimator's records of the slot, over the jobs running now.
-        let running: Vec<(usize, Vec<Pid>)> = (0..self.jobs.len())
-            .filter(|&j| !self.ended[j])
-            .filter_map(|j| {
-                let first = self.job_pids[j]?;
-                Some((j, (first..first + self.jobs[j].program.size()).collect()))
-            })
-            .collect();
-        let changed = s.est.slot_end(now, &running);
-        for (j, class) in changed {
-            self.slot_op(|p, _| p.on_gangedness(j, class));
-        }
+        self.signal_slot_end();
         self.q
             .schedule(now + idle, Ev::GangResume { gen })
             .expect("future");
@@ -392,21 +324,11 @@ impl Sim<'_> {
     }
 
     /// `pid` of job `job` gave a CPU up after holding it for `ran`: the
-    /// estimator and the policy measure it; time outside its row's slot is
-    /// counted as fragment time.
-    pub(super) fn slot_ran(&mut self, pid: Pid, job: usize, ran: SimTime, now: SimTime) {
-        let Some(s) = &mut self.slots else {
-            return;
-        };
-        s.est.on_held(pid, now - ran, now);
-        let outside = s
-            .policy()
-            .matrix()
-            .is_some_and(|m| m.active().is_some() && m.row_of(job) != m.active());
-        if outside {
-            self.counters.gang_fragment_ns += ran.as_ns();
+    /// policy measures it.
+    pub(super) fn slot_ran(&mut self, pid: Pid, job: usize, ran: SimTime) {
+        if self.slots.is_some() {
+            self.slot_op(|p, _| p.on_ran(pid, job, ran));
         }
-        self.slot_op(|p, _| p.on_ran(pid, job, ran));
     }
 
     /// A disk completion woke `pid`.
@@ -425,39 +347,15 @@ impl Sim<'_> {
 
     /// `pid` finished its program.
     pub(super) fn slot_process_end(&mut self, pid: Pid) {
-        if let Some(s) = &mut self.slots {
-            s.est.on_finished(pid);
+        if self.slots.is_some() {
             self.slot_op(|p, _| p.on_process_end(pid));
         }
     }
 
     /// Every process of job `j` has ended (now).
-    pub(super) fn slot_job_end(&mut self, j: usize, now: SimTime) {
-        if let Some(s) = &mut self.slots {
-            if let Some(pt) = &mut s.perturb {
-                pt.job_done(j, now);
-            }
+    pub(super) fn slot_job_end(&mut self, j: usize) {
+        if self.slots.is_some() {
             self.slot_op(|p, v| p.on_job_end(j, v));
-        }
-    }
-
-    /// A message reached `to`.
-    pub(super) fn slot_message(&mut self, to: Pid, now: SimTime) {
-        if let Some(s) = &mut self.slots {
-            if let Some(pt) = &mut s.perturb {
-                pt.on_message(to);
-            }
-            s.est.on_message(to, now);
-        }
-    }
-
-    /// `pid` made `used` of progress (useful CPU time), accounted now.
-    pub(super) fn slot_progress(&mut self, pid: Pid, used: i64, now: SimTime) {
-        if let Some(s) = &mut self.slots {
-            if let Some(pt) = &mut s.perturb {
-                pt.on_progress(pid, used);
-            }
-            s.est.on_progress(pid, used, now);
         }
     }
 }

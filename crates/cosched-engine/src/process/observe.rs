@@ -1,0 +1,392 @@
+//! Observers of a process-level run: measurements that follow the engine's
+//! signals and never decide.
+//!
+//! **Contract.** An [`Observer`] subscribes to some of the engine's
+//! [`Signal`]s ([`Observer::signals`]); the engine calls [`Observer::on`] for
+//! each one, in the order listed in [`Observers::of`], at the moments the
+//! signals' documentation gives, with a read-only [`Probe`] of the engine. An
+//! observer cannot change the run: it gets no mutable access to the engine,
+//! schedules nothing and draws from no random stream. The one thing it may
+//! hand back during a run is a [`Measurement`] ([`Observer::measured`], asked
+//! after [`Signal::SlotEnded`] only), which the engine delivers to the slot
+//! policy's measurement op (`SlotPolicy::on_gangedness`): the policy, not the
+//! observer, decides what to do with it. At the end of a run each observer
+//! checks its own figures ([`Observer::check`]: a failure is an engine
+//! invariant error) and writes them into its entries of the output's
+//! extensible section ([`Measures`], [`Observer::report`]).
+//!
+//! **Which observers a run has** ([`Observers::of`]): the priority-inversion
+//! measure ([`super::inversion`]) in every run; in gang mode (a slot policy),
+//! the fragment-time counter ([`super::fragment`]) and the online gangedness
+//! estimator ([`super::gangedness`]); and the perturbation bookkeeping
+//! ([`super::perturb`]) when the slot policy perturbs the schedule
+//! (`SlotPolicy::perturbation`).
+//!
+//! An observer's signals may change during the run (the engine reads
+//! [`Observer::signals`] again after each signal it tells it): an observer with
+//! nothing to follow takes fewer. The engine tests a signal's bit in the union
+//! before it does anything else, so a signal no observer takes at the moment
+//! costs one test.
+
+use super::gangedness::{self, JobEstimate};
+use super::perturb::{PerturbOutput, Recorder};
+use super::{fragment, inversion, PState, Pid, Sim};
+use cosched_contract::process::GangClass;
+use cosched_contract::slots::{MatrixView, PerturbView};
+use cosched_des::SimTime;
+
+/// An engine signal. Each fires at the instant `Probe::now` and is told to
+/// the observers subscribed to its [`Signals`] bit.
+#[derive(Clone, Copy, Debug)]
+pub enum Signal<'a> {
+    /// Job `job` is admitted and starts now on `nodes` (one per rank), its
+    /// processes pids `first..first + nodes.len()` (before they are created).
+    JobStarted {
+        job: usize,
+        first: Pid,
+        nodes: &'a [u32],
+    },
+    /// The last process of job `job` has ended.
+    JobEnded { job: usize },
+    /// Process `pid` finished its program (or was stopped, background).
+    ProcessEnded { pid: Pid },
+    /// `pid` is about to get a CPU of `node` (the node's CPUs are still as
+    /// before the dispatch).
+    Dispatched { node: u32, pid: Pid },
+    /// `pid` is about to leave a CPU of `node` after holding it for `ran`
+    /// (accounted up to now; the node's CPUs are still as before).
+    Released { node: u32, pid: Pid, ran: SimTime },
+    /// `pid` made `used` ns of progress (useful CPU time), accounted now.
+    Progress { pid: Pid, used: i64 },
+    /// A message reached `to`'s buffer.
+    Message { to: Pid },
+    /// A disk completion makes `pid` (blocked in its I/O burst) runnable; the
+    /// node's CPUs are as before the wake-up.
+    IoWoken { pid: Pid },
+    /// A gang slot starts (after a switch, or the first slot): the slot
+    /// policy's matrix has its new active row.
+    SlotStarted,
+    /// A gang slot ends: a global switch has taken every CPU back (each
+    /// release signalled and accounted).
+    SlotEnded,
+}
+
+/// A set of [`Signal`] kinds (one bit each).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Signals(u16);
+
+impl Signals {
+    pub const NONE: Self = Self(0);
+    pub const JOB_STARTED: Self = Self(1);
+    pub const JOB_ENDED: Self = Self(1 << 1);
+    pub const PROCESS_ENDED: Self = Self(1 << 2);
+    pub const DISPATCHED: Self = Self(1 << 3);
+    pub const RELEASED: Self = Self(1 << 4);
+    pub const PROGRESS: Self = Self(1 << 5);
+    pub const MESSAGE: Self = Self(1 << 6);
+    pub const IO_WOKEN: Self = Self(1 << 7);
+    pub const SLOT_STARTED: Self = Self(1 << 8);
+    pub const SLOT_ENDED: Self = Self(1 << 9);
+
+    /// Both sets.
+    #[must_use]
+    pub const fn with(self, o: Self) -> Self {
+        Self(self.0 | o.0)
+    }
+
+    /// Whether `self` holds every kind of `o`.
+    pub const fn contains(self, o: Self) -> bool {
+        self.0 & o.0 == o.0
+    }
+
+    /// The kind of `s`.
+    #[inline]
+    pub fn of(s: &Signal<'_>) -> Self {
+        match s {
+            Signal::JobStarted { .. } => Self::JOB_STARTED,
+            Signal::JobEnded { .. } => Self::JOB_ENDED,
+            Signal::ProcessEnded { .. } => Self::PROCESS_ENDED,
+            Signal::Dispatched { .. } => Self::DISPATCHED,
+            Signal::Released { .. } => Self::RELEASED,
+            Signal::Progress { .. } => Self::PROGRESS,
+            Signal::Message { .. } => Self::MESSAGE,
+            Signal::IoWoken { .. } => Self::IO_WOKEN,
+            Signal::SlotStarted => Self::SLOT_STARTED,
+            Signal::SlotEnded => Self::SLOT_ENDED,
+        }
+    }
+}
+
+/// What an observer may hand back during a run (see the module contract).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Measurement {
+    /// Job `job`'s gangedness class changed to `class`.
+    Gangedness { job: usize, class: GangClass },
+}
+
+/// One entry of the output's observer section.
+#[derive(Clone, Debug)]
+pub enum Measure {
+    /// A time, ns.
+    Ns(i64),
+    /// Each job's final gangedness estimate.
+    Gangedness(Vec<JobEstimate>),
+    /// The perturbation harness's records.
+    Perturb(PerturbOutput),
+}
+
+/// The extensible section of a run's output the observers report into: named
+/// entries in the order they were reported (observers in [`Observers::of`]
+/// order). A new measurement adds its own names; the summary reads them by
+/// name.
+#[derive(Clone, Debug, Default)]
+pub struct Measures(Vec<(&'static str, Measure)>);
+
+impl Measures {
+    /// Entry names of the observers of this engine.
+    pub const PRIORITY_INVERSION: &'static str = "priority_inversion";
+    pub const GANG_FRAGMENT: &'static str = "gang_fragment";
+    pub const GANGEDNESS: &'static str = "gangedness";
+    pub const PERTURB: &'static str = "perturb";
+
+    /// Adds entry `name` (an observer reports each of its names once).
+    pub fn put(&mut self, name: &'static str, m: Measure) {
+        debug_assert!(self.get(name).is_none(), "{name} reported twice");
+        self.0.push((name, m));
+    }
+
+    /// Entry `name`, if an observer of the run reported it.
+    pub fn get(&self, name: &str) -> Option<&Measure> {
+        self.0.iter().find(|(n, _)| *n == name).map(|(_, m)| m)
+    }
+
+    /// Entry `name` as a time in ns (0 when absent: the run had no such observer).
+    pub fn ns(&self, name: &str) -> i64 {
+        match self.get(name) {
+            Some(Measure::Ns(x)) => *x,
+            _ => 0,
+        }
+    }
+
+    /// The gangedness estimates (gang runs).
+    pub fn gangedness(&self) -> Option<&Vec<JobEstimate>> {
+        match self.get(Self::GANGEDNESS) {
+            Some(Measure::Gangedness(e)) => Some(e),
+            _ => None,
+        }
+    }
+
+    /// The perturbation records (runs whose slot policy perturbs).
+    pub fn perturb(&self) -> Option<&PerturbOutput> {
+        match self.get(Self::PERTURB) {
+            Some(Measure::Perturb(p)) => Some(p),
+            _ => None,
+        }
+    }
+
+    /// Every entry, in report order.
+    pub fn iter(&self) -> impl Iterator<Item = (&'static str, &Measure)> {
+        self.0.iter().map(|(n, m)| (*n, m))
+    }
+}
+
+/// A measurement that follows engine signals (module contract).
+pub trait Observer {
+    /// The signals it takes now (read at the start of the run and again
+    /// after each signal it is told).
+    fn signals(&self) -> Signals;
+    /// Signal `s` fired (one of [`Observer::signals`]).
+    fn on(&mut self, s: &Signal<'_>, probe: &Probe<'_, '_>);
+    /// Measurements for the slot policy since the last call (after
+    /// [`Signal::SlotEnded`]).
+    fn measured(&mut self, _out: &mut Vec<Measurement>) {}
+    /// End-of-run checks of its own figures (after every job ended).
+    fn check(&self, _probe: &Probe<'_, '_>) -> Result<(), String> {
+        Ok(())
+    }
+    /// Writes its figures into the output's section.
+    fn report(self: Box<Self>, probe: &Probe<'_, '_>, into: &mut Measures);
+}
+
+/// A read-only view of the engine for observers.
+pub struct Probe<'s, 'a>(&'s Sim<'a>);
+
+impl Probe<'_, '_> {
+    /// The time of the signal.
+    pub fn now(&self) -> SimTime {
+        self.0.q.now()
+    }
+
+    /// The jobs of the run.
+    pub fn jobs(&self) -> usize {
+        self.0.jobs.len()
+    }
+
+    /// The job of process `pid`.
+    pub fn job_of(&self, pid: Pid) -> usize {
+        self.0.procs[pid as usize].job
+    }
+
+    /// The node of process `pid`.
+    pub fn node_of(&self, pid: Pid) -> u32 {
+        self.0.procs[pid as usize].node
+    }
+
+    /// Whether a CPU of `pid`'s node runs a process of another job.
+    pub fn other_job_runs(&self, pid: Pid) -> bool {
+        let procs = &self.0.procs;
+        let j = procs[pid as usize].job;
+        self.0.nodes[procs[pid as usize].node as usize]
+            .cpus
+            .iter()
+            .any(|c| c.cur.is_some_and(|q| procs[q as usize].job != j))
+    }
+
+    /// The slot policy's matrix (gang mode).
+    pub fn matrix(&self) -> Option<&dyn MatrixView> {
+        self.0.slots.as_ref().and_then(|s| s.policy().matrix())
+    }
+
+    /// The slot policy's perturbations (when it perturbs).
+    pub fn perturbation(&self) -> Option<&dyn PerturbView> {
+        self.0
+            .slots
+            .as_ref()
+            .and_then(|s| s.policy().perturbation())
+    }
+
+    /// The jobs admitted and not ended, each with its pids in rank order.
+    pub fn live_jobs(&self) -> Vec<(usize, Vec<Pid>)> {
+        let s = self.0;
+        (0..s.jobs.len())
+            .filter(|&j| !s.ended[j])
+            .filter_map(|j| {
+                let first = s.job_pids[j]?;
+                Some((j, (first..first + s.jobs[j].program.size()).collect()))
+            })
+            .collect()
+    }
+
+    /// Job `j`'s span (start to end) if it ended, and the useful CPU time of
+    /// its processes (CPU time not spent spinning), ns.
+    pub fn job_span_and_useful(&self, j: usize) -> Option<(i64, i64)> {
+        let s = self.0;
+        let rec = s.records.get(j)?.as_ref()?;
+        let first = s.job_pids[j].unwrap_or(0) as usize;
+        let size = s.jobs[j].program.size() as usize;
+        let useful: i64 = s.procs[first..(first + size).min(s.procs.len())]
+            .iter()
+            .map(|p| p.cpu_ns - p.spin_ns)
+            .sum();
+        Some(((rec.end - rec.start).as_ns(), useful))
+    }
+}
+
+/// The observers a run subscribes (each with its signals), and the union of
+/// their signals.
+#[derive(Default)]
+pub struct Observers {
+    list: Vec<(Signals, Box<dyn Observer>)>,
+    wants: Signals,
+    measured: Vec<Measurement>,
+}
+
+impl Observers {
+    /// The observers of a run on `nodes` nodes with the slot policy of `slots`
+    /// (gang mode), if any (module documentation: which ones).
+    pub(super) fn of(nodes: u32, slots: Option<&super::slots::Slots>) -> Self {
+        let mut list: Vec<Box<dyn Observer>> = vec![Box::new(inversion::Inversion::new(nodes))];
+        if let Some(s) = slots {
+            let p = s.policy();
+            list.push(Box::new(fragment::Fragment::default()));
+            list.push(Box::new(gangedness::Observer::new(p.gang())));
+            if let Some(pv) = p.perturbation() {
+                list.push(Box::new(Recorder::new(pv.target())));
+            }
+        }
+        let list: Vec<_> = list.into_iter().map(|o| (o.signals(), o)).collect();
+        let wants = list.iter().fold(Signals::NONE, |w, (s, _)| w.with(*s));
+        Self {
+            list,
+            wants,
+            measured: Vec::new(),
+        }
+    }
+
+    /// Whether some observer takes signals of kind `k`.
+    #[inline]
+    pub fn wants(&self, k: Signals) -> bool {
+        self.wants.contains(k)
+    }
+}
+
+impl Sim<'_> {
+    /// Tells signal `s` to the observers that take it.
+    #[inline]
+    pub(super) fn signal(&mut self, s: Signal<'_>) {
+        let k = Signals::of(&s);
+        if self.obs.wants(k) {
+            self.tell(k, &s);
+        }
+    }
+
+    /// Tells `s` (of kind `k`) to the observers that take it, then reads
+    /// their signals again.
+    #[inline(never)]
+    fn tell(&mut self, k: Signals, s: &Signal<'_>) {
+        let mut list = std::mem::take(&mut self.obs.list);
+        {
+            let probe = Probe(self);
+            for (w, o) in list.iter_mut().filter(|(w, _)| w.contains(k)) {
+                o.on(s, &probe);
+                *w = o.signals();
+            }
+        }
+        self.obs.wants = list.iter().fold(Signals::NONE, |u, (w, _)| u.with(*w));
+        self.obs.list = list;
+    }
+
+    /// The slot ends (gang mode): the observers take their records, then the
+    /// slot policy receives their measurements.
+    pub(super) fn signal_slot_end(&mut self) {
+        self.signal(Signal::SlotEnded);
+        let mut out = std::mem::take(&mut self.obs.measured);
+        for (_, o) in &mut self.obs.list {
+            o.measured(&mut out);
+        }
+        for m in out.drain(..) {
+            match m {
+                Measurement::Gangedness { job, class } => {
+                    self.slot_op(|p, _| p.on_gangedness(job, class));
+                }
+            }
+        }
+        self.obs.measured = out;
+    }
+
+    /// `pid` is blocked in its I/O burst and not paging: its disk completion
+    /// makes it runnable ([`Signal::IoWoken`]).
+    pub(super) fn signal_io_done(&mut self, pid: Pid) {
+        let p = &self.procs[pid as usize];
+        if p.state == PState::Blocked && !p.paging {
+            self.signal(Signal::IoWoken { pid });
+        }
+    }
+
+    /// The observers' end-of-run checks.
+    pub(super) fn check_observers(&self) -> Result<(), String> {
+        let probe = Probe(self);
+        self.obs.list.iter().try_for_each(|(_, o)| o.check(&probe))
+    }
+
+    /// The observers' figures (at the end of the run).
+    pub(super) fn observed(&mut self) -> Measures {
+        let list = std::mem::take(&mut self.obs.list);
+        let probe = Probe(self);
+        let mut m = Measures::default();
+        for (_, o) in list {
+            o.report(&probe, &mut m);
+        }
+        m
+    }
+}
