@@ -15,7 +15,7 @@
 //!
 //! Parameters: none.
 
-use crate::profile::Profile;
+use crate::profile::{Profile, Records};
 use crate::registry::{ParamInfo, PolicyInfo, PolicySpec, RegistryError};
 use cosched_contract::cluster::{ClusterPolicy, ClusterView, Decision, Event};
 use cosched_des::SimTime;
@@ -54,8 +54,8 @@ pub struct Conservative {
     /// Estimated end of each running job, indexed by job.
     est_end: Vec<SimTime>,
     log: Option<Vec<(JobId, SimTime, SimTime)>>,
-    /// Scratch buffer for the profile's running maximum.
-    prefix: Vec<u32>,
+    /// Scratch records of the profile's running maximum.
+    records: Records,
     /// Scratch list of jobs that could not move in the current pass.
     failed: Vec<(u32, SimTime, SimTime)>,
     /// Use the plain scan for every job (the reference the pruned search is tested against).
@@ -130,8 +130,8 @@ impl ClusterPolicy for Conservative {
         // Running maximum of free processors, to skip jobs that cannot fit anywhere
         // before their reservation. Computed lazily, and after each change cut back
         // to the steps the change left untouched.
-        let prefix = &mut self.prefix;
-        prefix.clear();
+        let records = &mut self.records;
+        records.clear();
         // The latest jobs that could not move: (need, slot, reservation), each kept while
         // no processors were given back before its reservation (reservations and the
         // first part of a move only take processors). A job needing at least as many
@@ -150,7 +150,7 @@ impl ClusterPolicy for Conservative {
             let t = if old == SimTime::MAX {
                 let t = profile.earliest(now, need, dur);
                 // A reservation only takes processors: every failed job still fails.
-                prefix.truncate(profile.reserve(t, dur, need));
+                records.truncate(profile.reserve(t, dur, need));
                 t
             } else if self.plain {
                 match profile.earlier_than(now, need, dur, old) {
@@ -162,6 +162,11 @@ impl ClusterPolicy for Conservative {
                     None => continue,
                 }
             } else {
+                // Both tests only reject jobs that cannot move, so their order
+                // does not change the schedule: the cheaper one goes first.
+                let Some(first) = profile.first_fit_before_lazy(records, need, old) else {
+                    continue;
+                };
                 let bound = failed
                     .iter()
                     .filter(|f| f.0 <= need && f.1 <= dur && f.2 <= old)
@@ -170,9 +175,6 @@ impl ClusterPolicy for Conservative {
                 if bound == Some(old) {
                     continue;
                 }
-                let Some(first) = profile.first_fit_before_lazy(prefix, need, old) else {
-                    continue;
-                };
                 // The profile starts at `now`, so only a bound can start the search later.
                 let (from, first) = match bound {
                     Some(b) if b > now => (b, profile.step_index_from(first, b)),
@@ -180,7 +182,7 @@ impl ClusterPolicy for Conservative {
                 };
                 match profile.earlier_before(first, from, need, dur, old) {
                     Some(t) => {
-                        prefix.truncate(profile.move_earlier(old, t, dur, need));
+                        records.truncate(profile.move_earlier(old, t, dur, need));
                         // The move gives processors back only from the later of its
                         // new end and its old start on: a failed job reserved no
                         // later than that still fails.

@@ -16,6 +16,52 @@ pub struct Profile {
     free: Vec<u32>,
 }
 
+/// The running maximum of a profile's free count over its first `scanned`
+/// steps, kept as its records: the steps (`idx`, in time order) whose free count
+/// (`val`, increasing) exceeds every earlier one. A profile of `n` steps has at
+/// most as many records as distinct free counts, far fewer than `n` in practice,
+/// so the records are cheap to search and to extend.
+#[derive(Clone, Debug, Default)]
+pub struct Records {
+    idx: Vec<u32>,
+    val: Vec<u32>,
+    scanned: usize,
+    max: u32,
+}
+
+impl Records {
+    /// Forgets everything.
+    pub fn clear(&mut self) {
+        self.truncate(0);
+    }
+
+    /// Keeps the first `k` steps only (those an update left untouched).
+    pub fn truncate(&mut self, k: usize) {
+        if k < self.scanned {
+            self.scanned = k;
+            let keep = self.idx.partition_point(|&i| (i as usize) < k);
+            self.idx.truncate(keep);
+            self.val.truncate(keep);
+            self.max = self.val.last().copied().unwrap_or(0);
+        }
+    }
+
+    /// The running maximum over the steps covered, `out[k] = max(free_0..=free_k)`
+    /// (for tests against [`Profile::prefix_max`]).
+    pub fn expand(&self, out: &mut Vec<u32>) {
+        out.clear();
+        let mut r = 0;
+        let mut m = 0;
+        for k in 0..self.scanned {
+            if r < self.idx.len() && self.idx[r] as usize == k {
+                m = self.val[r];
+                r += 1;
+            }
+            out.push(m);
+        }
+    }
+}
+
 impl Profile {
     /// A machine of `total` processors, all free from `origin` on.
     pub fn new(origin: SimTime, total: u32) -> Self {
@@ -100,32 +146,42 @@ impl Profile {
         }
     }
 
-    /// Like [`Profile::first_fit_before`], with a running maximum that is computed
-    /// lazily: `prefix` holds `prefix_max`'s output for the first `prefix.len()`
-    /// steps only (the caller truncates it to the steps a change left untouched),
-    /// and is extended here only as far as the answer needs.
+    /// Like [`Profile::first_fit_before`], with the running maximum kept as its
+    /// records and computed lazily: `records` covers the first `records.scanned`
+    /// steps only (the caller cuts it back with [`Records::truncate`] to the steps a
+    /// change left untouched), and is extended here only as far as the answer
+    /// needs. The first step with at least `need` free is the first record of at
+    /// least `need`, since the running maximum first reaches `need` at such a step.
     #[inline]
     pub fn first_fit_before_lazy(
         &self,
-        prefix: &mut Vec<u32>,
+        records: &mut Records,
         need: u32,
         t: SimTime,
     ) -> Option<usize> {
-        let k = prefix.partition_point(|&m| m < need);
-        if k < prefix.len() {
+        if records.max >= need {
+            let r = records.val.partition_point(|&m| m < need);
+            let k = records.idx[r] as usize;
             return (self.times[k] < t).then_some(k);
         }
-        let mut m = prefix.last().copied().unwrap_or(0);
-        for i in prefix.len()..self.times.len() {
-            if self.times[i] >= t {
+        let (times, free) = (&self.times, &self.free);
+        for i in records.scanned..times.len() {
+            if times[i] >= t {
+                records.scanned = i;
                 return None;
             }
-            m = m.max(self.free[i]);
-            prefix.push(m);
-            if m >= need {
-                return Some(i);
+            let f = free[i];
+            if f > records.max {
+                records.max = f;
+                records.idx.push(i as u32);
+                records.val.push(f);
+                if f >= need {
+                    records.scanned = i + 1;
+                    return Some(i);
+                }
             }
         }
+        records.scanned = times.len();
         None
     }
 
@@ -425,7 +481,7 @@ mod tests {
         p: &Profile,
         prev: &[(SimTime, u32)],
         changed: usize,
-        lazy: &mut Vec<u32>,
+        lazy: &mut Records,
         need: u32,
         before: SimTime,
     ) -> Result<(), proptest::test_runner::TestCaseError> {
@@ -440,7 +496,9 @@ mod tests {
             p.first_fit_before_lazy(lazy, need, before),
             p.first_fit_before(&full, need, before)
         );
-        prop_assert_eq!(&full[..lazy.len()], &lazy[..]);
+        let mut expanded = Vec::new();
+        lazy.expand(&mut expanded);
+        prop_assert_eq!(&full[..expanded.len()], &expanded[..]);
         Ok(())
     }
 
@@ -464,7 +522,7 @@ mod tests {
         proptest!(ProptestConfig::with_cases(500), |(ops in ops)| {
             let mut p = Profile::new(s(0), 8);
             let mut held: Vec<(SimTime, SimTime, u32)> = Vec::new();
-            let mut lazy = Vec::new();
+            let mut lazy = Records::default();
             for (t, d, n, give_back, need, before) in ops {
                 let prev = p.steps().to_vec();
                 let changed = match held.pop() {
@@ -479,6 +537,34 @@ mod tests {
                 kept_prefix_and_lazy_fit(&p, &prev, changed, &mut lazy, need, s(before))?;
             }
         });
+    }
+
+    /// The running maximum kept as records, by hand. Steps (0, 4), (10, 2), (15, 10):
+    /// the records are step 0 (4) and step 2 (10); step 1 (2) is below 4.
+    /// - need 3 before 20: step 0 has 4 >= 3 and starts at 0 < 20, so step 0.
+    /// - need 5 before 15: step 0 has 4, step 1 has 2, step 2 starts at 15, not
+    ///   before 15: none, and steps 0 and 1 are now covered (one record).
+    /// - need 5 before 16: step 2 (10 >= 5) starts at 15 < 16: step 2.
+    /// - cut back to 1 step after a change at step 1: record (0, 4) stays.
+    #[test]
+    fn running_maximum_records_by_hand() {
+        let mut p = Profile::new(s(0), 10);
+        p.reserve(s(0), s(10), 6);
+        p.reserve(s(10), s(5), 8);
+        assert_eq!(p.steps(), &[(s(0), 4), (s(10), 2), (s(15), 10)]);
+        let mut r = Records::default();
+        let mut out = Vec::new();
+        assert_eq!(p.first_fit_before_lazy(&mut r, 3, s(20)), Some(0));
+        assert_eq!(p.first_fit_before_lazy(&mut r, 5, s(15)), None);
+        r.expand(&mut out);
+        assert_eq!(out, [4, 4]);
+        assert_eq!(p.first_fit_before_lazy(&mut r, 5, s(16)), Some(2));
+        r.expand(&mut out);
+        assert_eq!(out, [4, 4, 10]);
+        r.truncate(1);
+        r.expand(&mut out);
+        assert_eq!(out, [4]);
+        assert_eq!(p.first_fit_before_lazy(&mut r, 11, s(100)), None);
     }
 
     #[test]
@@ -608,7 +694,7 @@ mod tests {
         let mut plain = Plain(vec![(s(0), total)]);
         let mut held: Vec<(SimTime, SimTime, u32)> = Vec::new();
         let mut now = s(0);
-        let mut lazy = Vec::new();
+        let mut lazy = Records::default();
         for &(t, d, n, code, x) in ops {
             let prev = p.steps();
             let changed = match (code, held.pop()) {
