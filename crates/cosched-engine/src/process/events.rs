@@ -57,20 +57,30 @@ impl Sim<'_> {
         Ok(())
     }
 
-    /// Whether no process can ever progress although policy timers are still
-    /// pending: no job is still to arrive, no CPU runs anything, nothing is runnable,
-    /// and every unfinished process sleeps in a wait with no message, acknowledgement
-    /// or send completion on the way and no disk burst or page-in under way. Policy
-    /// timers and ticks cannot change that (their actions change priorities and
-    /// charge interrupts; they never satisfy a wait).
+    /// Whether no process can ever progress although timers are still pending:
+    /// no job is still to arrive, no CPU runs anything, nothing is runnable,
+    /// and every unfinished process sleeps in a wait with no message,
+    /// acknowledgement or send completion on the way and no disk burst or page-in
+    /// under way. Policy timers and ticks cannot change that (their actions
+    /// change priorities and charge interrupts; they never satisfy a wait).
     ///
-    /// Under a slot policy the check is not made, a mode of the mechanism rather
-    /// than a scheduling decision: jobs wait in the slot policy's own queue, and it
-    /// may admit them at any later slot timer or re-plan (its decision, unknown to
-    /// the engine), so the engine cannot tell that no process will ever run again.
-    /// A gang run that deadlocks ends at the time limit, with the same description.
+    /// Under a slot policy (gang mode) the same holds for the jobs admitted: a
+    /// process of a job whose row is not the active one is not stuck, it waits
+    /// for its slot in its node's dispatcher, which counts it as runnable; a slot
+    /// timer or switch only takes CPUs back and picks among runnable processes,
+    /// and the slot policy's decisions never wake a sleeping one. What the slot
+    /// policy may still do is admit a job it holds in its queue, at a later slot
+    /// timer (its decision, unknown to the engine); such a job cannot wake the
+    /// sleeping ones (messages never cross jobs), so the run still cannot end
+    /// once an admitted foreground job can never progress. The check therefore
+    /// also asks, in gang mode, that such a job exists: with only background
+    /// jobs asleep, a foreground job the policy admits later may still end the
+    /// run.
     pub(super) fn stuck(&self) -> bool {
-        if self.slots.is_some() || self.arrivals_left > 0 {
+        if self.arrivals_left > 0 {
+            return false;
+        }
+        if self.slots.is_some() && !self.foreground_admitted() {
             return false;
         }
         if self
@@ -89,5 +99,11 @@ impl Sim<'_> {
                     && p.sends_pending == 0
                     && p.wait.is_some_and(|w| w.cond != Cond::Io))
         })
+    }
+
+    /// Whether a foreground job has been admitted and has not ended.
+    fn foreground_admitted(&self) -> bool {
+        (0..self.jobs.len())
+            .any(|j| !self.jobs[j].background && self.job_pids[j].is_some() && !self.ended[j])
     }
 }

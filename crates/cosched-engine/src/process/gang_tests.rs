@@ -325,3 +325,116 @@ fn a_run_subscribes_the_observers_its_options_ask_for() {
         g.measures.gangedness().map(counts)
     );
 }
+
+/// Two ranks on two nodes under gang (one 20 ms slot after another, switches
+/// of 1 ms): rank 0 computes 1 ms then receives from rank 1, which receives
+/// from rank 0 first.
+fn both_receive_first() -> ProcJob {
+    let mut b = Builder::new(2);
+    b.each(|r| {
+        let recv = Op::Recv {
+            from: Some(1 - r),
+            tag: 9,
+        };
+        if r == 0 {
+            vec![Op::Compute { ns: 1_000_000 }, recv]
+        } else {
+            vec![recv]
+        }
+    });
+    ProcJob::new(b.build("dead", 1.0), SimTime::ZERO)
+}
+
+#[test]
+fn a_deadlock_under_gang_is_reported_when_it_forms() {
+    // The job starts at 0 in row 0's slot. Rank 1 waits at 0; rank 0 computes
+    // 1 ms (no context-switch cost, no OS noise) and waits at 1 ms: from then no
+    // rank can progress, whether the ranks spin or block. Reported at 1 ms, not
+    // at the time limit (1 s).
+    let plat = platform(2, 0.0);
+    let jobs = [both_receive_first()];
+    let opts = ProcOptions {
+        time_limit: SimTime::from_secs(1),
+        ..gang(20, 1000, false)
+    };
+    for make in [
+        &(|| Box::new(Spin) as Box<dyn NodePolicy>) as &dyn Fn() -> Box<dyn NodePolicy>,
+        &|| Box::new(super::tests::Block),
+    ] {
+        let r = simulate_processes(&plat, &jobs, make, &opts);
+        assert!(
+            matches!(&r, Err(ProcError::ProgramDeadlock { job: 0, time, .. }) if *time == SimTime::from_ms(1)),
+            "{r:?}"
+        );
+    }
+}
+
+#[test]
+fn the_global_check_alone_reports_a_gang_deadlock_at_the_next_slot_timer() {
+    // The same job with the per-job check off: only the engine's global check
+    // can see it. From 1 ms both ranks sleep in their receives (blocking waits)
+    // with nothing on the way, no CPU runs and nothing is runnable; the next
+    // event is row 0's slot timer at 20 ms (the quantum), after which the
+    // check runs: a deadlock at 20 ms, not the time limit (1 s).
+    super::deadlock::NO_PROGRAM_CHECK.set(true);
+    let r = simulate_processes(
+        &platform(2, 0.0),
+        &[both_receive_first()],
+        &|| Box::new(super::tests::Block),
+        &ProcOptions {
+            time_limit: SimTime::from_secs(1),
+            ..gang(20, 1000, false)
+        },
+    );
+    super::deadlock::NO_PROGRAM_CHECK.set(false);
+    assert!(
+        matches!(&r, Err(ProcError::Deadlock { time, waiting: 2, .. }) if *time == SimTime::from_ms(20)),
+        "{r:?}"
+    );
+}
+
+#[test]
+fn a_descheduled_gang_job_waiting_for_its_slot_is_not_reported() {
+    // Job 0 (row 0): rank 0 receives from rank 1, rank 1 computes 15 ms then
+    // sends 1000 bytes. Job 1 (row 1): two ranks computing 25 ms. Blocking
+    // waits, 10 ms slots, 1 ms switches, no context-switch cost: row 0 runs
+    // [0, 10) (rank 1 computes 10 ms; rank 0 sleeps in its receive), switch,
+    // row 1 [11, 21), switch, row 0 [22, 32): rank 1 ends its compute at 27 ms.
+    // At the switches at 10 and 21 ms no CPU runs and job 0's rank 0 sleeps with
+    // nothing on the way, but rank 1 waits for its slot (runnable in its node's
+    // dispatcher): nothing is stuck. Rank 1's send costs 1 us (27.001 ms); the
+    // message takes 1000 B / 200 MB/s = 5 us on the link and 7 us of latency
+    // (27.013 ms); rank 0, woken, pays the 5 us interrupt and the 1.5 us
+    // receive: job 0 ends at 27.0195 ms.
+    let plat = platform(2, 0.0);
+    let mut b = Builder::new(2);
+    b.each(|r| {
+        if r == 0 {
+            vec![Op::Recv {
+                from: Some(1),
+                tag: 9,
+            }]
+        } else {
+            vec![
+                Op::Compute { ns: 15_000_000 },
+                Op::Send {
+                    to: 0,
+                    bytes: 1000,
+                    tag: 9,
+                },
+            ]
+        }
+    });
+    let jobs = [
+        ProcJob::new(b.build("pair", 1.0), SimTime::ZERO),
+        compute(2, 25),
+    ];
+    let out = simulate_processes(
+        &plat,
+        &jobs,
+        &|| Box::new(super::tests::Block),
+        &gang(10, 1000, false),
+    )
+    .expect("not a deadlock");
+    assert_eq!(out.jobs[0].end, SimTime(27_019_500));
+}

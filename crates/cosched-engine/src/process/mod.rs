@@ -438,6 +438,12 @@ impl<'a> Sim<'a> {
                 return Err(e);
             }
             let (now, ev) = self.next_event()?;
+            // Timers that cannot make a process progress: after them, the run
+            // may be stuck ([`Sim::stuck`]).
+            let timer = matches!(
+                ev,
+                Ev::Timer { .. } | Ev::Tick { .. } | Ev::GangSwitch { .. } | Ev::GangResume { .. }
+            );
             debug_assert!(now >= last, "time went backwards: {now} after {last}");
             last = now;
             self.check_limits(now)?;
@@ -466,18 +472,11 @@ impl<'a> Sim<'a> {
                 }
                 Ev::GangSwitch { gen } => self.slot_timer(gen, now),
                 Ev::GangResume { gen } => self.slot_switch_done(gen, now),
-                Ev::Timer { node } => {
-                    self.policy_timer(node, now);
-                    if self.stuck() {
-                        return Err(self.deadlock());
-                    }
-                }
-                Ev::Tick { node } => {
-                    self.os_tick(node, now);
-                    if self.stuck() {
-                        return Err(self.deadlock());
-                    }
-                }
+                Ev::Timer { node } => self.policy_timer(node, now),
+                Ev::Tick { node } => self.os_tick(node, now),
+            }
+            if timer && self.stuck() {
+                return Err(self.deadlock());
             }
             if let Some(e) = self.fatal.take() {
                 return Err(e);
