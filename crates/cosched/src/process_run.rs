@@ -312,17 +312,12 @@ fn run_admitting(
     };
     let mut specs = Vec::with_capacity(jobs.len());
     let mut records = Vec::with_capacity(jobs.len());
-    let mut job_cpu_s = vec![0.0; jobs.len()];
-    let mut first_pid = 0usize;
+    let mut job_cpu_ns = vec![0i64; jobs.len()];
+    for (&job, &cpu) in out.proc_job.iter().zip(&out.proc_cpu_ns) {
+        job_cpu_ns[job] += cpu;
+    }
     for (k, (job, rec)) in jobs.iter().zip(&out.jobs).enumerate() {
         let size = job.program.size() as usize;
-        // A background job that never started (the foreground ended first) has no processes.
-        let ran = if rec.nodes.is_empty() { 0 } else { size };
-        job_cpu_s[k] = out.proc_cpu_ns[first_pid..first_pid + ran]
-            .iter()
-            .sum::<i64>() as f64
-            / 1e9;
-        first_pid += ran;
         let exec = rec.end - rec.start;
         specs.push(JobSpec {
             source_id: k as i64,
@@ -365,7 +360,7 @@ fn run_admitting(
         policy: format!("{}+{}", cfg.scheduler.policy, policy),
     };
     let measured = MeasuredBusy {
-        job_cpu_s,
+        job_cpu_s: job_cpu_ns.iter().map(|&ns| ns as f64 / 1e9).collect(),
         total_proc_s: out.node_busy_ns.iter().sum::<i64>() as f64 / 1e9,
     };
     let t1 = Instant::now();

@@ -92,11 +92,56 @@ fn start_and_end_delays_hold_the_processors_for_their_length() {
         exec_s(&RunConfig::from_str_with(&t, "c.toml", None).unwrap())[0]
     };
     let plain = exec(r#"{ app = "EP", class = "A", procs = 4 }"#);
-    let delayed = exec(r#"{ app = "EP", class = "A", procs = 4, start_delay_s = 0.5, end_delay_s = 0.25 }"#);
+    let delayed =
+        exec(r#"{ app = "EP", class = "A", procs = 4, start_delay_s = 0.5, end_delay_s = 0.25 }"#);
     // Plus the platform's cost of waking a process at the end of each wait (its interrupt and context switch,
     // microseconds), nothing else.
     let extra = delayed - plain - 0.75;
     assert!((0.0..1e-4).contains(&extra), "{plain} -> {delayed}");
     let e = error(r#"{ app = "EP", class = "A", procs = 4, end_delay_s = -1 }"#);
     assert!(e.contains("field `workload.jobs[0].end_delay_s`"), "{e}");
+}
+
+#[test]
+fn a_job_started_ahead_of_an_earlier_one_is_charged_its_own_cpu_time() {
+    // 8 nodes at MPL 1 under EASY with exact estimates, every process spinning while it waits (NLS), so
+    // each job's CPU time is its processes x its execution. EP.4 (31.6 s dedicated) starts at 0 on 4
+    // nodes; EP.8 (0.01) waits for all 8 until EP.4 ends; IS.4 (0.02, 3.8 s) ends before that and
+    // backfills on the 4 free nodes. Processes are numbered as they start (EP.4, IS.4, then EP.8), so a
+    // job's CPU time must follow each process's job, not its number: each job's energy is then
+    // busy_watts x processes x execution / CPUs per node.
+    let text = r#"
+fidelity = "process"
+seed = 1
+[node_platform]
+preset = "choi2004"
+nodes = 8
+os_noise_tick_us = 0.0
+[workload]
+jobs = [
+  { app = "EP", class = "A", procs = 4, submit_s = 0 },
+  { app = "EP", class = "A", procs = 8, submit_s = 0.01 },
+  { app = "IS", class = "A", procs = 4, submit_s = 0.02 },
+]
+[scheduler]
+node_policy = "nls"
+policy = "easy[estimates=perfect]"
+"#;
+    let cfg = RunConfig::from_str_with(text, "c.toml", None).unwrap();
+    let out = cosched::run_config(&cfg).unwrap();
+    let t = &out.table;
+    assert!(
+        t.start_s[2] < t.start_s[1],
+        "IS.4 backfills: {:?}",
+        t.start_s
+    );
+    let plat = cfg.node_platform.as_ref().unwrap().platform().unwrap();
+    for (k, procs) in [4.0, 8.0, 4.0].into_iter().enumerate() {
+        let want = plat.busy_watts * procs * t.execution_s[k] / f64::from(plat.cpus_per_node);
+        let got = t.energy_j[k];
+        assert!(
+            (got - want).abs() < 0.02 * want,
+            "job {k}: {got} J, want {want} J"
+        );
+    }
 }

@@ -107,6 +107,7 @@ mod tests {
             }],
             counters: Default::default(),
             node_busy_ns: vec![busy],
+            proc_job: vec![],
             proc_cpu_ns: vec![],
             proc_spin_ns: vec![],
             proc_compute_ns: vec![],

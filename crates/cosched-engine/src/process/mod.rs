@@ -416,6 +416,7 @@ impl Sim<'_> {
                 .collect(),
             counters: self.counters,
             node_busy_ns,
+            proc_job: self.procs.iter().map(|p| p.job).collect(),
             proc_cpu_ns: self.procs.iter().map(|p| p.cpu_ns).collect(),
             proc_spin_ns: self.procs.iter().map(|p| p.spin_ns).collect(),
             proc_compute_ns: self.procs.iter().map(|p| p.compute_ns).collect(),

@@ -123,7 +123,11 @@ pub struct ProcOutput {
     pub counters: ProcCounters,
     /// Busy CPU time per node (useful, spinning and context switches).
     pub node_busy_ns: Vec<i64>,
-    /// CPU time of each process (indexed by pid; pids are given in job then rank order).
+    /// The job of each process (indexed by pid). Pids are given as processes start, so a job
+    /// started ahead of an earlier one (backfilling, non-strict FIFO) has the lower pids: read a
+    /// process's job here, never from its pid.
+    pub proc_job: Vec<usize>,
+    /// CPU time of each process (indexed by pid).
     pub proc_cpu_ns: Vec<i64>,
     pub proc_spin_ns: Vec<i64>,
     /// Compute time each process asked for (after noise and drawn bursts).
