@@ -311,6 +311,8 @@ pub struct NodePlatformConfig {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub recv_overhead_us: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub byte_overhead_ns: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub interrupt_us: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context_switch_us: Option<f64>,
@@ -336,6 +338,7 @@ impl NodePlatformConfig {
             (self.bandwidth_mb_s, &mut p.bandwidth_mb_s),
             (self.send_overhead_us, &mut p.send_overhead_us),
             (self.recv_overhead_us, &mut p.recv_overhead_us),
+            (self.byte_overhead_ns, &mut p.byte_overhead_ns),
             (self.interrupt_us, &mut p.interrupt_us),
             (self.context_switch_us, &mut p.context_switch_us),
         ] {

@@ -169,6 +169,13 @@ pub struct NodePlatform {
     pub send_overhead_us: f64,
     /// CPU time the receiver spends to consume a message, microseconds.
     pub recv_overhead_us: f64,
+    /// CPU time the sender and the receiver each spend per byte of a message,
+    /// nanoseconds, on top of the per-message overheads: a host protocol stack that
+    /// copies and checksums every byte (TCP/IP). 0 where the NIC moves the bytes by
+    /// DMA. Charged with the send overhead before the message departs and with the
+    /// receive overhead when the message is consumed.
+    #[serde(default)]
+    pub byte_overhead_ns: f64,
     /// CPU time charged to a process woken by a message interrupt, microseconds.
     pub interrupt_us: f64,
     /// CPU time of a context switch between two processes, microseconds.
@@ -215,6 +222,18 @@ pub struct NodePlatform {
 /// 1000 Hz, linearly proportional to the tick rate", i.e. 5 to 15 us per tick; the
 /// middle of the range.
 pub const LINUX_TICK_NOISE_US: f64 = 10.0;
+
+/// TCP/IP's host CPU per byte at each end on seed 002's nodes, ns (G-NET-3): the
+/// rule of thumb that a host needs 1 GHz of CPU per 1 Gbit/s of TCP throughput (1
+/// cycle per bit, 8 per byte: sender or receiver), which A. P. Foong, T. R. Huff,
+/// H. H. Hum, J. R. Patwardhan and G. J. Regnier, "TCP performance re-visited"
+/// (ISPASS 2003), examine for the Linux 2.4 TCP stack (their abstract: "the 1
+/// GHz/1 Gbps rule of thumb"), on S002 §3's "1.8GHz Pentium Xeon": 8 / 1.8 =
+/// 4.444 ns per byte. Linux 2.4 touches every byte on the host at both ends
+/// (`tcp_sendmsg` copies and checksums the user's data into socket buffers,
+/// `tcp_recvmsg` copies it out), which seed 002's MPICH over TCP pays inside its
+/// MPI calls.
+pub const GHANESH_BYTE_NS: f64 = 8.0 / 1.8;
 
 /// Seed 000's one-way MPI latency, application to application, µs (S000 §5.1
 /// "around 9.7µsec ... This includes protocol processing overheads on both the
@@ -296,6 +315,9 @@ pub const CPU_SPEED_RANGE: (f64, f64) = (1e-3, 1e3);
 /// Plausible range of a platform's messaging and switching costs (latency, CPU
 /// overheads, interrupt, context switch), microseconds: up to a second.
 pub const COST_US_MAX: f64 = 1e6;
+/// Plausible bound of a platform's CPU time per message byte, ns: a host that
+/// cannot process even 1 MB/s is refused.
+pub const BYTE_OVERHEAD_NS_MAX: f64 = 1e3;
 /// Plausible range of a platform's network bandwidth, MB/s: 1 kB/s to 10 TB/s.
 pub const BANDWIDTH_MB_S_RANGE: (f64, f64) = (1e-3, 1e7);
 
@@ -324,6 +346,7 @@ impl NodePlatform {
             ("latency_us", self.latency_us),
             ("send_overhead_us", self.send_overhead_us),
             ("recv_overhead_us", self.recv_overhead_us),
+            ("byte_overhead_ns", self.byte_overhead_ns),
             ("interrupt_us", self.interrupt_us),
             ("context_switch_us", self.context_switch_us),
             ("idle_watts", self.idle_watts),
@@ -365,6 +388,13 @@ impl NodePlatform {
         }
         let (lo, hi) = BANDWIDTH_MB_S_RANGE;
         plausible("bandwidth_mb_s", self.bandwidth_mb_s, lo, hi)?;
+        // Up to a microsecond of CPU per byte (1 MB/s of host protocol processing).
+        plausible(
+            "byte_overhead_ns",
+            self.byte_overhead_ns,
+            0.0,
+            BYTE_OVERHEAD_NS_MAX,
+        )?;
         // A tick handler of up to 10 ms: beyond the plausible range of any OS timer.
         plausible("os_noise_tick_us", self.os_noise_tick_us, 0.0, 1e4)?;
         if !(self.busy_watts.is_finite() && self.busy_watts >= self.idle_watts) {
@@ -405,6 +435,7 @@ impl NodePlatform {
                 bandwidth_mb_s: 200.0, // assumption G-NET-1: Myrinet 2000 with GM, PCI-limited host; per direction, at the sender's and the receiver's NIC
                 send_overhead_us: CHOI_OVERHEAD_US, // G-NET-2: GM's host cost (scaled) + MPICH-GM's, half each side
                 recv_overhead_us: CHOI_OVERHEAD_US, // G-NET-2
+                byte_overhead_ns: 0.0, // GM: the NIC moves the bytes by DMA (MPICH-GM's eager copies are not modelled)
                 interrupt_us: 10.0, // assumption G-OS-3
                 context_switch_us: 5.0, // assumption G-OS-2
                 // MPICH-GM (ch_gm, gmpi.h, GMPI_VERSION 1.2.4..8b): GMPI_EAGER_SIZE_DEFAULT = 1024*16-96 = 16288
@@ -427,6 +458,7 @@ impl NodePlatform {
                 bandwidth_mb_s: 11.0, // assumption G-NET-3: ~90 Mbit/s measured on period Fast Ethernet
                 send_overhead_us: 25.0, // assumption G-NET-3
                 recv_overhead_us: 25.0, // assumption G-NET-3
+                byte_overhead_ns: GHANESH_BYTE_NS, // G-NET-3: Linux 2.4 TCP's copy and checksum, 8 cycles per byte at 1.8 GHz
                 interrupt_us: 10.0,   // assumption G-OS-3
                 context_switch_us: 5.0, // assumption G-OS-2
                 eager_limit_bytes: None, // S002 does not name its MPI over Ethernet: no rendezvous (assumption G-NET-4)
@@ -454,6 +486,7 @@ impl NodePlatform {
                 bandwidth_mb_s: 1000.0, // not stated; assumption
                 send_overhead_us: 0.01, // S003 §2 "roughly 10 cycles to send"
                 recv_overhead_us: 0.1, // S003 §2 "roughly 100 cycles to process a null active message"
+                byte_overhead_ns: 0.0, // S003's active messages: no per-byte host cost stated
                 interrupt_us: 0.1,     // S003 §2: the same interrupt-driven receive
                 context_switch_us: 0.0, // G-S003-3: switch cost not stated ("small")
                 eager_limit_bytes: None, // S003's active messages have no rendezvous
@@ -474,6 +507,7 @@ impl NodePlatform {
                 bandwidth_mb_s: 1000.0, // not stated; assumption
                 send_overhead_us: 0.01,
                 recv_overhead_us: 0.1,
+                byte_overhead_ns: 0.0,
                 interrupt_us: 0.1,
                 context_switch_us: 0.0,
                 eager_limit_bytes: None, // S003's active messages have no rendezvous
@@ -517,6 +551,40 @@ mod tests {
             NodePlatform::preset("x").unwrap_err(),
             "unknown platform preset \"x\"; valid presets: choi2004, ghanesh, lee4, lee32"
         );
+    }
+
+    #[test]
+    fn only_the_tcp_preset_pays_per_byte() {
+        // G-NET-3 by hand: 1 GHz per Gbit/s is 1 cycle per bit, 8 per byte; at
+        // 1.8 GHz, 8 / 1.8 = 4.444 ns per byte at each end (a 1 MB message: 4.44 ms
+        // of CPU at the sender and 4.44 ms at the receiver).
+        let g = NodePlatform::preset("ghanesh").unwrap();
+        assert!(
+            (g.byte_overhead_ns - 4.444_444).abs() < 1e-6,
+            "{}",
+            g.byte_overhead_ns
+        );
+        for name in ["choi2004", "lee4", "lee32"] {
+            assert_eq!(
+                NodePlatform::preset(name).unwrap().byte_overhead_ns,
+                0.0,
+                "{name}"
+            );
+        }
+        let with = |v: f64| {
+            let mut p = g.clone();
+            p.byte_overhead_ns = v;
+            p.validate()
+        };
+        assert_eq!(with(0.0), Ok(()));
+        assert_eq!(with(1e3), Ok(()));
+        for bad in [-1.0, 1000.5, f64::NAN, f64::INFINITY] {
+            let e = with(bad).unwrap_err();
+            assert!(
+                e.starts_with("byte_overhead_ns: must be a finite number"),
+                "{e}"
+            );
+        }
     }
 
     #[test]

@@ -255,6 +255,7 @@ fn config_text() -> impl Strategy<Value = String> {
         "node_platform.bandwidth_mb_s",
         "node_platform.send_overhead_us",
         "node_platform.recv_overhead_us",
+        "node_platform.byte_overhead_ns",
         "node_platform.interrupt_us",
         "node_platform.context_switch_us",
         "node_platform.os_noise_tick_us",

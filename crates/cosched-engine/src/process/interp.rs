@@ -162,10 +162,12 @@ impl Sim<'_> {
         true
     }
 
-    /// A send: the message departs once the send overhead is paid; whether
-    /// that costs nothing.
+    /// A send: the message departs once the send overhead and the per-byte CPU of
+    /// its bytes are paid; whether that costs nothing.
     fn exec_send(&mut self, pid: Pid, to: Rank, bytes: u64, tag: u32, blocking: bool) -> bool {
-        let send_ns = self.send_ns;
+        let per_byte = self.bytes_cpu_ns(bytes);
+        self.byte_cpu_ns += per_byte;
+        let send_ns = self.send_ns + per_byte;
         let p = &mut self.procs[pid as usize];
         p.after = After::Depart {
             to,

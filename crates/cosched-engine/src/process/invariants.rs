@@ -53,6 +53,7 @@ impl Sim<'_> {
         let expected = compute
             + c.messages as i64 * self.send_ns
             + c.consumed as i64 * self.recv_ns
+            + self.byte_cpu_ns
             + (c.interrupts + c.policy_interrupts) as i64 * self.interrupt_ns
             + self.unsent_ns;
         if c.useful_ns + self.abandoned_ns != expected {

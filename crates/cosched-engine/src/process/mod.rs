@@ -151,6 +151,7 @@ enum Ev {
         to: Pid,
         from: Rank,
         tag: u32,
+        bytes: u64,
     },
     Ack {
         to: Pid,
@@ -229,6 +230,8 @@ struct Sim<'a> {
     abandoned_ns: i64,
     /// Send overheads charged to stopped background processes whose message never left, ns.
     unsent_ns: i64,
+    /// Per-byte messaging CPU charged so far (sends and consumed receives), ns.
+    byte_cpu_ns: i64,
     /// Messages to stopped background processes, never consumed.
     dropped: u64,
     rng: RngStream,
@@ -242,6 +245,8 @@ struct Sim<'a> {
     // Platform constants in ns.
     send_ns: i64,
     recv_ns: i64,
+    /// CPU per message byte at each end (`NodePlatform::byte_overhead_ns`).
+    byte_ns: f64,
     interrupt_ns: i64,
     cs_ns: i64,
     latency_ns: i64,
@@ -319,6 +324,7 @@ pub fn simulate_processes(
         fg_left: jobs.iter().filter(|j| !j.background).count(),
         abandoned_ns: 0,
         unsent_ns: 0,
+        byte_cpu_ns: 0,
         dropped: 0,
         rng: RngStreams::new(opts.seed).stream("placement"),
         streams: RngStreams::new(opts.seed),
@@ -328,6 +334,7 @@ pub fn simulate_processes(
         os_noise: osnoise::OsNoise::new(plat.os_noise_tick_us, tick),
         send_ns: us(plat.send_overhead_us),
         recv_ns: us(plat.recv_overhead_us),
+        byte_ns: plat.byte_overhead_ns,
         interrupt_ns: us(plat.interrupt_us),
         cs_ns: us(plat.context_switch_us),
         latency_ns: us(plat.latency_us),
@@ -455,7 +462,12 @@ impl<'a> Sim<'a> {
                 }
                 Ev::AdmitWake { gen } => self.admit_wake_fired(gen, now),
                 Ev::SegEnd { node, cpu } => self.seg_end(node, cpu, now),
-                Ev::Msg { to, from, tag } => self.msg_arrived(to, from, tag, now),
+                Ev::Msg {
+                    to,
+                    from,
+                    tag,
+                    bytes,
+                } => self.msg_arrived(to, from, tag, bytes, now),
                 Ev::Rts { id } => self.rts_arrived(id, now),
                 Ev::SendDone { to } => {
                     self.procs[to as usize].sends_pending -= 1;

@@ -256,6 +256,7 @@ impl Sim<'_> {
                     to: dest,
                     from,
                     tag,
+                    bytes,
                 },
             )
             .expect("future");
@@ -319,12 +320,17 @@ impl Sim<'_> {
         let (mut mail, mut granted, mut chosen) = (Vec::new(), Vec::new(), Vec::new());
         for (sf, st, stop) in slots {
             let m = |f: Rank, t: u32| (t == st || Some(t) == stop) && sf.is_none_or(|x| x == f);
-            let free = |used: &Vec<usize>, list: &[(Rank, u32)]| {
-                (0..list.len()).find(|k| !used.contains(k) && m(list[*k].0, list[*k].1))
+            let free = |used: &Vec<usize>, n: usize, key: &dyn Fn(usize) -> (Rank, u32)| {
+                (0..n).find(|k| {
+                    let (f, t) = key(*k);
+                    !used.contains(k) && m(f, t)
+                })
             };
-            if let Some(k) = free(&mail, &p.mailbox) {
+            if let Some(k) = free(&mail, p.mailbox.len(), &|k| {
+                (p.mailbox[k].0, p.mailbox[k].1)
+            }) {
                 mail.push(k);
-            } else if let Some(k) = free(&granted, &p.granted) {
+            } else if let Some(k) = free(&granted, p.granted.len(), &|k| p.granted[k]) {
                 granted.push(k);
             } else if let Some(k) = (0..p.rts.len()).find(|k| {
                 let r = self.rndv.get(p.rts[*k]);
@@ -355,6 +361,7 @@ impl Sim<'_> {
                         to: pid,
                         from: r.from,
                         tag: r.tag,
+                        bytes: r.bytes,
                     },
                 )
                 .expect("future");
@@ -368,11 +375,17 @@ impl Sim<'_> {
         }
     }
 
+    /// The CPU time one end of a message spends on its `bytes` (the platform's
+    /// `byte_overhead_ns` per byte, rounded to the ns).
+    pub(super) fn bytes_cpu_ns(&self, bytes: u64) -> i64 {
+        (bytes as f64 * self.byte_ns).round() as i64
+    }
+
     /// A message's data lands in `to`'s buffer.
-    pub(super) fn msg_arrived(&mut self, to: Pid, from: Rank, tag: u32, now: SimTime) {
+    pub(super) fn msg_arrived(&mut self, to: Pid, from: Rank, tag: u32, bytes: u64, now: SimTime) {
         let p = &mut self.procs[to as usize];
         p.in_flight -= 1;
-        p.mailbox.push((from, tag));
+        p.mailbox.push((from, tag, bytes));
         if let Some(k) = p.granted.iter().position(|&g| g == (from, tag)) {
             p.granted.swap_remove(k);
         }

@@ -41,21 +41,23 @@ fn late_receiver() -> Vec<Op> {
     ]
 }
 
+/// Rank 0: sends 1000 bytes (below the eager limit) to rank 1, then computes 1 ms.
+fn eager_sender() -> Vec<Op> {
+    vec![
+        Op::Send {
+            to: 1,
+            bytes: 1000,
+            tag: 1,
+        },
+        Op::Compute { ns: MS },
+    ]
+}
+
 #[test]
 fn an_eager_send_completes_without_blocking() {
     // Rank 0 sends 1000 bytes (below the limit) while rank 1 computes for 5 ms, then
     // computes 1 ms; both block at once in any wait.
-    let (plat, jobs) = pair(
-        vec![
-            Op::Send {
-                to: 1,
-                bytes: 1000,
-                tag: 1,
-            },
-            Op::Compute { ns: MS },
-        ],
-        late_receiver(),
-    );
+    let (plat, jobs) = pair(eager_sender(), late_receiver());
     let out = run(&plat, &jobs, true, 1);
     let (o_s, o_r, _, _) = costs(&plat);
     // The send is complete once copied out: no wait, no wake-up.
@@ -65,6 +67,25 @@ fn an_eager_send_completes_without_blocking() {
     assert_eq!(out.proc_end[1].as_ns(), 5 * MS + o_r);
     assert_eq!(out.counters.interrupts, 0);
     assert_eq!(out.counters.rendezvous, 0);
+}
+
+#[test]
+fn each_end_pays_the_per_byte_cpu_of_a_message() {
+    // A TCP-like host cost of 2 ns per byte at each end (`byte_overhead_ns`). Rank 0
+    // sends 1000 bytes, then computes 1 ms; rank 1 computes 5 ms, then receives. By
+    // hand (o_s = 1 us, o_r = 1.5 us): the send costs 1,000 + 1,000 x 2 = 3,000 ns of
+    // CPU, so rank 0 ends at 3,000 ns + 1 ms = 1,003,000 ns; the message waits in rank
+    // 1's buffer, whose receive costs 1,500 + 2,000 = 3,500 ns: it ends at 5 ms +
+    // 3,500 ns = 5,003,500 ns. Useful CPU: 6 ms of compute + 3,000 + 3,500 ns.
+    let (mut plat, jobs) = pair(eager_sender(), late_receiver());
+    plat.byte_overhead_ns = 2.0;
+    let make = || -> Box<dyn NodePolicy> { Box::new(super::tests::Block) };
+    let out = simulate_processes(&plat, &jobs, &make, &ProcOptions::default()).expect("run");
+    assert_eq!(out.proc_end[0].as_ns(), 1_003_000);
+    assert_eq!(out.proc_cpu_ns[0], 1_003_000);
+    assert_eq!(out.proc_end[1].as_ns(), 5_003_500);
+    assert_eq!(out.proc_cpu_ns[1], 5_003_500);
+    assert_eq!(out.counters.useful_ns, 6 * MS + 3_000 + 3_500);
 }
 
 #[test]

@@ -79,8 +79,8 @@ pub(super) struct Proc<'a> {
     pub(super) cpu_left: i64,
     pub(super) after: After,
     pub(super) wait: Option<Waiting>,
-    /// Arrived, unconsumed messages: (from, tag).
-    pub(super) mailbox: Vec<(Rank, u32)>,
+    /// Arrived, unconsumed messages: (from, tag, bytes).
+    pub(super) mailbox: Vec<(Rank, u32, u64)>,
     pub(super) posted: Vec<(Option<Rank>, u32)>,
     pub(super) acks_pending: u32,
     /// Non-blocking rendezvous sends not complete yet ([`net`]).

@@ -128,6 +128,7 @@ pub(super) fn platform(nodes: u32, os: OsConfig) -> NodePlatform {
         bandwidth_mb_s: 200.0,
         send_overhead_us: 1.0,
         recv_overhead_us: 1.5,
+        byte_overhead_ns: 0.0,
         interrupt_us: 5.0,
         context_switch_us: 0.0,
         eager_limit_bytes: None,

@@ -90,7 +90,9 @@ impl Sim<'_> {
             .mailbox
             .iter()
             .enumerate()
-            .position(|(k, &(f, t))| t == tag && from.is_none_or(|x| x == f) && !skip.contains(&k))
+            .position(|(k, &(f, t, _))| {
+                t == tag && from.is_none_or(|x| x == f) && !skip.contains(&k)
+            })
     }
 
     pub(super) fn satisfied(&self, pid: Pid, cond: Cond) -> bool {
@@ -138,8 +140,8 @@ impl Sim<'_> {
                 let first = p
                     .mailbox
                     .iter()
-                    .find(|&&(f, t)| (t == tag || t == stop) && from.is_none_or(|x| x == f))
-                    .map(|&(_, t)| t)
+                    .find(|&&(f, t, _)| (t == tag || t == stop) && from.is_none_or(|x| x == f))
+                    .map(|&(_, t, _)| t)
                     .expect("a matching message is buffered");
                 self.consume(pid, from, first);
                 if first == stop {
@@ -159,15 +161,18 @@ impl Sim<'_> {
         }
     }
 
-    /// Takes the first matching message out of `pid`'s buffer, paying the receive overhead.
+    /// Takes the first matching message out of `pid`'s buffer, paying the receive
+    /// overhead and the per-byte CPU of its bytes.
     pub(super) fn consume(&mut self, pid: Pid, from: Option<Rank>, tag: u32) {
         let k = self
             .find_msg(pid, from, tag, &[])
             .expect("a matching message is buffered");
+        let (f, _, bytes) = self.procs[pid as usize].mailbox.remove(k);
+        let per_byte = self.bytes_cpu_ns(bytes);
+        self.byte_cpu_ns += per_byte;
         let p = &mut self.procs[pid as usize];
-        let (f, _) = p.mailbox.remove(k);
         p.last_from = Some(f);
-        p.cpu_left += self.recv_ns;
+        p.cpu_left += self.recv_ns + per_byte;
         self.counters.consumed += 1;
     }
 
