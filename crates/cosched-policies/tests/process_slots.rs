@@ -686,7 +686,7 @@ fn the_engine_reports_each_class_change_at_the_slot_end() {
         *log.lock().unwrap(),
         vec![(0, GangClass::Low), (1, GangClass::Low)]
     );
-    let est = out.gangedness.unwrap();
+    let est = out.measures.gangedness().unwrap();
     let decided: Vec<Option<SimTime>> = est.iter().map(|e| e.decided).collect();
     assert_eq!(decided, [Some(MS(10)), Some(MS(20))]);
 }

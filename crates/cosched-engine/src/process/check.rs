@@ -115,7 +115,6 @@ mod tests {
             timeline,
             end: SimTime(10),
             measures: Default::default(),
-            gangedness: None,
         }
     }
 

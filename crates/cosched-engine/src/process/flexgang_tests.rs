@@ -267,7 +267,10 @@ fn auto_mix(low: LowGang) -> ProcOutput {
 fn auto_classifies_enum_low_and_water_high_after_warm_up() {
     use super::gangedness::{GangClass, GangednessParams};
     let out = auto_mix(LowGang::Auto(GangednessParams::default()));
-    let est = out.gangedness.expect("gang runs export the estimate");
+    let est = out
+        .measures
+        .gangedness()
+        .expect("gang runs export the estimate");
     let (enum_, water) = (&est[0], &est[1]);
     assert!(
         enum_.counts.gang.n >= 32 && enum_.counts.non_gang_non_running.n >= 32,

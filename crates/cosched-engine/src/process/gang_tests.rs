@@ -307,7 +307,7 @@ fn a_run_subscribes_the_observers_its_options_ask_for() {
         |out: &ProcOutput| -> Vec<&'static str> { out.measures.iter().map(|(n, _)| n).collect() };
     let shared = run(&plat, &jobs, &ProcOptions::default());
     assert_eq!(names(&shared), ["priority_inversion"]);
-    assert!(shared.gangedness.is_none());
+    assert!(shared.measures.gangedness().is_none());
     let g = run(&plat, &jobs, &gang(20, 1000, false));
     assert_eq!(
         names(&g),
@@ -316,14 +316,6 @@ fn a_run_subscribes_the_observers_its_options_ask_for() {
     assert_eq!(g.measures.ns(observe::Measures::PRIORITY_INVERSION), 0);
     assert_eq!(g.measures.ns(observe::Measures::GANG_FRAGMENT), 0);
     assert_eq!(g.measures.gangedness().map(Vec::len), Some(2));
-    // The estimates also in `gangedness` (ratios are NaN here: compare counts).
-    let counts = |e: &Vec<gangedness::JobEstimate>| -> Vec<_> {
-        e.iter().map(|x| (x.job, x.counts)).collect()
-    };
-    assert_eq!(
-        g.gangedness.as_ref().map(counts),
-        g.measures.gangedness().map(counts)
-    );
 }
 
 /// Two ranks on two nodes under gang (one 20 ms slot after another, switches

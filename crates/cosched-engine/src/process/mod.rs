@@ -430,7 +430,6 @@ impl Sim<'_> {
             proc_end: self.procs.iter().map(|p| p.end).collect(),
             timeline: self.timeline.unwrap_or_default(),
             end: self.q.now(),
-            gangedness: measures.gangedness().cloned(),
             measures,
         })
     }

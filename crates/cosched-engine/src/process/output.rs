@@ -1,7 +1,6 @@
 //! What a process-level run produces: each job's record, the timeline's
 //! segments, the run's counters ([`ProcOutput`]).
 
-use super::gangedness;
 use super::observe::Measures;
 use super::policy::ActionErrorCounts;
 #[allow(unused_imports)] // named by the doc links
@@ -142,7 +141,4 @@ pub struct ProcOutput {
     /// (gang mode) and the perturbation records (when the slot policy perturbs),
     /// each under its name.
     pub measures: Measures,
-    /// Gang mode: each job's final gangedness estimate ([`gangedness`]; the
-    /// same as `measures.gangedness()`).
-    pub gangedness: Option<Vec<gangedness::JobEstimate>>,
 }
