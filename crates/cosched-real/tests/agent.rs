@@ -14,8 +14,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-/// The tests of this file run one at a time: an agent's start cleans up what
-/// another test's killed agent left on purpose.
+/// The tests of this file run one at a time: they measure the CPU time and
+/// wake-ups of their processes, which another test's spinners would disturb.
 static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 fn serial() -> std::sync::MutexGuard<'static, ()> {
@@ -32,21 +32,59 @@ fn spinner() -> Proc {
     )
 }
 
-fn sock(name: &str) -> PathBuf {
-    std::env::temp_dir().join(format!("cosched-test-{name}-{}.sock", std::process::id()))
+/// The folder of one test: its agents' state directory and sockets. When
+/// dropped (after the test's agents, so declared before them), also when the
+/// test fails, it restores what its agents recorded (`cosched-agent cleanup`:
+/// an agent ended by a test's end is killed, so it cannot restore) and is
+/// removed. In the system's temporary folder: a socket's path must stay short.
+struct Scratch(tempfile::TempDir);
+
+impl Scratch {
+    fn new() -> Self {
+        let dir = tempfile::Builder::new()
+            .prefix("cosched-test-agent-")
+            .tempdir()
+            .unwrap();
+        Self(dir)
+    }
+
+    fn sock(&self, name: &str) -> PathBuf {
+        self.0.path().join(format!("{name}.sock"))
+    }
+
+    /// The state directory (cleanups only restore what its own agents
+    /// recorded there).
+    fn state_dir(&self) -> PathBuf {
+        self.0.path().join("state")
+    }
+
+    fn cleanup(&self) -> std::process::Output {
+        Command::new(env!("CARGO_BIN_EXE_cosched-agent"))
+            .arg("cleanup")
+            .arg("--state-dir")
+            .arg(self.state_dir())
+            .output()
+            .unwrap()
+    }
 }
 
-/// The state directory of this test process (cleanups only restore what its
-/// own agents recorded there).
-fn state_dir() -> PathBuf {
-    std::env::temp_dir().join(format!("cosched-test-state-{}", std::process::id()))
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let out = self.cleanup();
+        if !out.status.success() {
+            eprintln!(
+                "cosched-agent cleanup: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+    }
 }
 
-fn agent(run: &str, socket: &Path, policy: &str) -> Proc {
+fn agent(t: &Scratch, run: &str, socket: &Path, policy: &str) -> Proc {
     let c = Command::new(env!("CARGO_BIN_EXE_cosched-agent"))
         .args(["serve", "--run", run, "--default-policy", policy])
         .arg("--state-dir")
-        .arg(state_dir())
+        .arg(t.state_dir())
         .arg("--node")
         .arg(format!("0::{}", socket.display()))
         .spawn()
@@ -81,9 +119,9 @@ fn runs(pid: u32) -> bool {
     ticks(pid) > t0
 }
 
-fn frozen_leftover(run: &str) -> (Proc, Proc, Option<String>) {
-    let s = sock(run);
-    let a = agent(run, &s, "nls");
+fn frozen_leftover(t: &Scratch, run: &str) -> (Proc, Proc, Option<String>) {
+    let s = t.sock(run);
+    let a = agent(t, run, &s, "nls");
     let sp = spinner();
     let pid = sp.0.id();
     let orig = procfs::cgroup_of(pid, Some("freezer"));
@@ -113,8 +151,9 @@ fn frozen_leftover(run: &str) -> (Proc, Proc, Option<String>) {
 #[test]
 fn sigterm_restores_everything() {
     let _g = serial();
+    let t = Scratch::new();
     let run = "t-term";
-    let (a, sp, orig) = frozen_leftover(run);
+    let (a, sp, orig) = frozen_leftover(&t, run);
     nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(a.0.id() as i32),
         nix::sys::signal::Signal::SIGTERM,
@@ -135,8 +174,9 @@ fn sigterm_restores_everything() {
 #[test]
 fn sigkill_then_next_start_restores() {
     let _g = serial();
+    let t = Scratch::new();
     let run = "t-kill-start";
-    let (mut a, sp, orig) = frozen_leftover(run);
+    let (mut a, sp, orig) = frozen_leftover(&t, run);
     // A segment of the adopted rank (magic, then its pid at offset 20): the
     // rank still lives when the next start restores, so only a restore that
     // unlinks every segment of its recorded ranks removes it at once.
@@ -150,8 +190,8 @@ fn sigkill_then_next_start_restores() {
     assert!(!leftovers(run).is_empty(), "a killed agent cannot clean up");
     assert!(!runs(sp.0.id()), "still frozen after the SIGKILL");
     // The next start restores what the dead agent left, then serves.
-    let s2 = sock("t-kill-start2");
-    let b = agent("t-kill-start-b", &s2, "nls");
+    let s2 = t.sock("t-kill-start2");
+    let b = agent(&t, "t-kill-start-b", &s2, "nls");
     Client::connect(&s2, Duration::from_secs(10)).expect("second agent");
     assert!(
         leftovers(run).is_empty(),
@@ -170,17 +210,13 @@ fn sigkill_then_next_start_restores() {
 #[test]
 fn sigkill_then_cleanup_command_restores() {
     let _g = serial();
+    let t = Scratch::new();
     let run = "t-kill-clean";
-    let (mut a, sp, orig) = frozen_leftover(run);
+    let (mut a, sp, orig) = frozen_leftover(&t, run);
     a.0.kill().unwrap();
     a.0.wait().unwrap();
     assert!(!runs(sp.0.id()));
-    let out = Command::new(env!("CARGO_BIN_EXE_cosched-agent"))
-        .arg("cleanup")
-        .arg("--state-dir")
-        .arg(state_dir())
-        .output()
-        .unwrap();
+    let out = t.cleanup();
     assert!(
         out.status.success(),
         "{}",
@@ -215,9 +251,10 @@ fn fake_rank(run: &str, job: i32, rank: i32, socket: &Path) -> (Proc, Vec<i64>) 
 #[test]
 fn hosts_the_declared_policy_wait_modes_events_and_boosts() {
     let _g = serial();
+    let t = Scratch::new();
     let run = "t-host";
-    let s = sock(run);
-    let _a = agent(run, &s, "nls");
+    let s = t.sock(run);
+    let _a = agent(&t, run, &s, "nls");
     let c = Client::connect(&s, Duration::from_secs(10)).unwrap();
     c.declare(1, "sb[spin_us=300]", false).unwrap();
     c.declare(2, "dcs", false).unwrap();
@@ -302,9 +339,10 @@ fn send_as_other_peer(socket: &Path, fields: [i64; 6]) {
 #[test]
 fn peers_act_only_on_their_own_ranks_and_descendants() {
     let _g = serial();
+    let t = Scratch::new();
     let run = "t-cred";
-    let s = sock(run);
-    let _a = agent(run, &s, "nls");
+    let s = t.sock(run);
+    let _a = agent(&t, run, &s, "nls");
     let c = Client::connect(&s, Duration::from_secs(10)).unwrap();
     c.declare(4, "nls", false).unwrap();
     let (r, v) = fake_rank(run, 4, 0, &s);
@@ -358,17 +396,20 @@ fn voluntary_switches(pid: u32) -> u64 {
 
 /// An agent hosting DCS for job 2: rank 1 sleeps for good, and rank 0's message
 /// makes DCS boost it until it runs. Returns what must live for the test, the
-/// agent's pid and rank 1's cpu cgroup.
+/// agent's pid and rank 1's cpu cgroup. The test's folder is the last field:
+/// dropped last, after the agent and the ranks have ended.
 struct DcsPair {
     agent: Proc,
     client: Client,
     _ranks: (Proc, Proc),
     leaf: PathBuf,
+    _scratch: Scratch,
 }
 
 fn dcs_pair(run: &str) -> DcsPair {
-    let s = sock(run);
-    let agent = agent(run, &s, "nls");
+    let t = Scratch::new();
+    let s = t.sock(run);
+    let agent = agent(&t, run, &s, "nls");
     let client = Client::connect(&s, Duration::from_secs(10)).unwrap();
     client.declare(2, "dcs", false).unwrap();
     let (r1, _) = fake_rank(run, 2, 1, &s);
@@ -382,6 +423,7 @@ fn dcs_pair(run: &str) -> DcsPair {
         client,
         _ranks: (r0, r1),
         leaf,
+        _scratch: t,
     }
 }
 

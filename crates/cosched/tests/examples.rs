@@ -53,9 +53,13 @@ fn same_config_and_seed_give_identical_results() {
 
 #[test]
 fn config_with_an_unknown_policy_names_file_and_field() {
-    let dir = std::env::temp_dir().join(format!("cosched-cfg-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join("bad.toml");
+    // A folder of its own in the target's scratch folder (not the system's
+    // /tmp), removed when dropped, also when an assert fails.
+    let dir = tempfile::Builder::new()
+        .prefix("cosched-cfg-")
+        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+        .unwrap();
+    let path = dir.path().join("bad.toml");
     std::fs::write(
         &path,
         "[workload]\ntrace = \"t.swf\"\n[scheduler]\npolicy = \"sjf\"\n",
@@ -78,7 +82,6 @@ fn config_with_an_unknown_policy_names_file_and_field() {
             valid.join(", ")
         )
     );
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
