@@ -1411,16 +1411,19 @@ _register_real(app, console, user_errors)
 
 def main() -> None:
     """Runs the command; Ctrl-C ends it with one line and exit code 130 (no traceback)."""
-    import click
-
     from .entry import EXIT_INTERRUPTED, interrupted
 
     try:
         rc = app(prog_name="cosched", standalone_mode=False)
-    except click.ClickException as e:
-        e.show()
+    except typer.TyperException as e:
+        # A usage error (unknown option, missing value, bad parameter): typer's own copy of click
+        # raises it as a ClickException, which shows itself with the usage line (exit code 2).
+        if hasattr(e, "show"):
+            e.show()
+        else:
+            console(True).print(f"[bold red]error:[/] [red]{escape(e.format_message())}[/]", soft_wrap=True)
         sys.exit(e.exit_code)
-    except (click.Abort, KeyboardInterrupt):
+    except (typer.Abort, KeyboardInterrupt):
         interrupted()
     if rc == EXIT_INTERRUPTED:  # typer turns Ctrl-C into this code, silently
         interrupted()

@@ -159,3 +159,30 @@ def test_a_long_path_stays_whole_on_the_error_line_of_the_command(tmp_path, monk
     (line,) = [x for x in r.stderr.splitlines() if "error:" in x]
     assert line.startswith("error: ") and f"{trace}:4:" in line, r.stderr
     assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [(["--bogus"], "No such option: --bogus"), (["simulate", "--policy"], "'--policy' requires an argument")],
+    ids=["unknown-option", "missing-value"],
+)
+def test_a_usage_error_is_one_message_and_exit_code_2_without_a_traceback(tmp_path, args, needle):
+    r = run_cli_process(args, tmp_path)
+    assert r.returncode == 2, (r.returncode, r.stderr)
+    assert "Traceback" not in r.stderr
+    assert needle in r.stderr, r.stderr
+
+
+def test_the_command_runs_without_click_installed(tmp_path):
+    """The plain install (`make demo`: no test extras) has no `click`; typer carries its own copy."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; sys.modules['click'] = None; sys.argv = ['cosched', '--bogus']; "
+        "from coscheduling.entry import main; main()"
+    )
+    r = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120,
+                       check=False)
+    assert r.returncode == 2, (r.returncode, r.stderr)
+    assert "No such option: --bogus" in r.stderr and "Traceback" not in r.stderr, r.stderr
