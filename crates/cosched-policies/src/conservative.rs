@@ -191,8 +191,8 @@ impl ClusterPolicy for Conservative {
                         t
                     }
                     None => {
-                        // The 8 latest failures, oldest first.
-                        if failed.len() == 8 {
+                        // The 4 latest failures, oldest first.
+                        if failed.len() == 4 {
                             failed.remove(0);
                         }
                         failed.push((need, dur, old));
