@@ -10,7 +10,7 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -189,3 +189,62 @@ def quick_reproduction(tmp_path_factory: pytest.TempPathFactory) -> Callable[[st
         return done[exp_id]
 
     return get
+
+
+#: Shared-memory files an MPI library's rank creates in /dev/shm and removes itself only when it ends
+#: normally, so a rank SIGKILLed (by a test, or by a job's abort) leaves them: MPICH 4's
+#: ``mpich_shar_tmp*`` (its MPL library creates it with mkstemp at this fixed path in MPI_Init and unlinks it
+#: once every rank of the node has attached; no setting moves it) and UCX's ``ucx_shm_posix_*`` (its posix
+#: shared-memory transport, under MPICH's ch4:ucx).
+MPI_SHM = ("mpich_shar_tmp*", "ucx_shm_posix_*")
+
+
+def mpi_shm_files(shm: Path = Path("/dev/shm")) -> set[Path]:
+    return {f for pattern in MPI_SHM for f in shm.glob(pattern)}
+
+
+def held_files() -> set[str]:
+    """Every file some live process has open (``/proc/*/fd``) or mapped (``/proc/*/maps``)."""
+    held: set[str] = set()
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            for fd in (proc / "fd").iterdir():
+                try:
+                    held.add(os.readlink(fd))
+                except OSError:
+                    pass
+            for line in (proc / "maps").read_text().splitlines():
+                fields = line.split(maxsplit=5)
+                if len(fields) == 6:
+                    held.add(fields[5])
+        except OSError:  # the process ended meanwhile, or is not ours to read
+            continue
+    return held
+
+
+def remove_orphan_mpi_shm(before: set[Path], shm: Path = Path("/dev/shm")) -> list[Path]:
+    """Removes the MPI shared-memory files (:data:`MPI_SHM`) in ``shm`` that are not in ``before`` (they
+    appeared since) and that no live process holds (the rank that created them is gone, and no other rank
+    maps them); returns them, sorted. Files that were there before, or that a process still holds, are left."""
+    new = sorted(mpi_shm_files(shm) - before)
+    if not new:
+        return []
+    held = held_files()
+    gone = [f for f in new if str(f) not in held]
+    for f in gone:
+        f.unlink(missing_ok=True)
+    return gone
+
+
+@pytest.fixture(autouse=True)
+def _mpi_shm_of_killed_ranks(request: pytest.FixtureRequest) -> Iterator[None]:
+    """After each real-execution test, removes the MPI shared-memory files its killed ranks left
+    (:func:`remove_orphan_mpi_shm`); other tests start no MPI rank."""
+    if request.node.get_closest_marker("real") is None:
+        yield
+        return
+    before = mpi_shm_files()
+    yield
+    remove_orphan_mpi_shm(before)

@@ -14,7 +14,6 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pandas as pd
@@ -60,53 +59,6 @@ def leftovers() -> list[Path]:
     return [p for p in _cosched_runs() if p not in _FOREIGN and not _live_other_run(p)]
 
 
-#: The shared-memory files of MPICH 4 (its MPL library creates them with mkstemp at this fixed path in
-#: MPI_Init and unlinks them once every rank of the node has attached; no setting moves them): a rank
-#: SIGKILLed in between leaves one.
-MPICH_SHM = "mpich_shar_tmp*"
-
-
-def held_files() -> set[str]:
-    """Every file some live process has open (``/proc/*/fd``) or mapped (``/proc/*/maps``)."""
-    held: set[str] = set()
-    for proc in Path("/proc").iterdir():
-        if not proc.name.isdigit():
-            continue
-        try:
-            for fd in (proc / "fd").iterdir():
-                try:
-                    held.add(os.readlink(fd))
-                except OSError:
-                    pass
-            for line in (proc / "maps").read_text().splitlines():
-                fields = line.split(maxsplit=5)
-                if len(fields) == 6:
-                    held.add(fields[5])
-        except OSError:  # the process ended meanwhile, or is not ours to read
-            continue
-    return held
-
-
-def remove_orphan_mpich_shm(before: set[Path], shm: Path = Path("/dev/shm")) -> list[Path]:
-    """Removes the MPICH shared-memory files in ``shm`` that are not in ``before`` (they appeared since)
-    and that no live process holds (the rank that created them is gone, and no other rank maps them);
-    returns them, sorted. Files that were there before, or that a process still holds, are left."""
-    new = sorted(set(shm.glob(MPICH_SHM)) - before)
-    if not new:
-        return []
-    held = held_files()
-    gone = [f for f in new if str(f) not in held]
-    for f in gone:
-        f.unlink(missing_ok=True)
-    return gone
-
-
-@pytest.fixture(autouse=True)
-def _mpich_shm_of_killed_ranks() -> Iterator[None]:
-    """Removes, after each test, the MPICH files the ranks it killed left (:func:`remove_orphan_mpich_shm`)."""
-    before = set(Path("/dev/shm").glob(MPICH_SHM))
-    yield
-    remove_orphan_mpich_shm(before)
 
 
 @pytest.fixture(scope="module")

@@ -13,10 +13,10 @@ Then (after the next start, one tiny `cosched run`, when the run was SIGKILLed) 
 process the run started is left (frozen, stopped or running), that no cgroup of the run is left in
 any hierarchy (so no weight stays raised and nothing stays frozen), and that no
 `/dev/shm/cosched.<run>.*` segment, no state file and no work folder (`cosched-run-<PID>-*`) is left.
-A SIGKILLed MPICH rank leaves MPICH's own shared-memory file (`/dev/shm/mpich_shar_tmp*`: MPICH 4's MPL
-creates it with mkstemp at that fixed path, no setting moves it, so a run cannot tell its jobs' files
-apart): each test of this file removes those that appeared while it ran and that no live process holds
-open or mapped (:func:`remove_orphan_mpich_shm`), and only those.
+A SIGKILLed rank leaves its MPI library's own shared-memory files (`/dev/shm/mpich_shar_tmp*`,
+`ucx_shm_posix_*`: fixed paths no setting moves, so a run cannot tell its jobs' files apart): after each
+real-execution test, conftest.py removes those that appeared while it ran and that no live process holds
+open or mapped (`remove_orphan_mpi_shm`), and only those.
 Each run uses its own state directory
 (``COSCHED_STATE_DIR``) and is identified by its run id (``r<pid>``), so runs of others on the
 machine are neither touched nor counted. Only processes this test started are ended, by PID.
@@ -43,72 +43,40 @@ from test_real_agent import (
     BUILD,
     CGROUP_ROOTS,
     FINEGRAIN_C,
-    MPICH_SHM,
     config,
-    held_files,
-    remove_orphan_mpich_shm,
 )
-from test_real_agent import _mpich_shm_of_killed_ranks as _mpich_shm_of_killed_ranks  # autouse here too
 
 from coscheduling import real
 
-from conftest import wait_for
+from conftest import MPI_SHM, mpi_shm_files, remove_orphan_mpi_shm, wait_for
 
 KINDS = ["run-SIGKILL", "run-SIGTERM", "run-SIGINT", "rank-SIGKILL", "launcher-SIGKILL", "run-SIGHUP"]
 GANG = "gang[quantum_ms=100,rows=2]"
 
 
-def test_only_new_mpich_files_no_process_holds_are_removed(tmp_path: Path) -> None:
+def test_only_new_mpi_shm_files_no_process_holds_are_removed(tmp_path: Path) -> None:
     """In a folder standing for /dev/shm: ``old`` was there before (kept although no one holds it),
-    ``held`` is new and open in a live child (kept), ``orphan`` is new and held by no one (removed), and
-    ``other`` has another name (kept). Once the child has ended, ``held`` goes too."""
-    old, held, orphan, other = (tmp_path / n for n in ("mpich_shar_tmpOLD", "mpich_shar_tmpHLD",
-                                                      "mpich_shar_tmpORF", "cosched.r1.0.0"))
+    ``held`` is new and open in a live child (kept), ``orphan`` (MPICH's) and ``ucx`` (UCX's) are new and held
+    by no one (removed), and ``other`` has another name (kept). Once the child has ended, ``held`` goes too."""
+    assert MPI_SHM == ("mpich_shar_tmp*", "ucx_shm_posix_*")
+    old, held, orphan, ucx, other = (tmp_path / n for n in ("mpich_shar_tmpOLD", "mpich_shar_tmpHLD",
+                                                           "mpich_shar_tmpORF", "ucx_shm_posix_1f", "cosched.r1.0.0"))
     old.write_bytes(b"")
-    before = set(tmp_path.glob(MPICH_SHM))
-    for f in (held, orphan, other):
+    before = mpi_shm_files(tmp_path)
+    assert before == {old}
+    for f in (held, orphan, ucx, other):
         f.write_bytes(b"")
     child = subprocess.Popen([sys.executable, "-c", "import sys, time; f = open(sys.argv[1]); print(1, flush=True); "
                               "time.sleep(60)", str(held)], stdout=subprocess.PIPE, text=True)
     try:
         assert child.stdout is not None and child.stdout.readline() == "1\n"  # the file is open
-        assert remove_orphan_mpich_shm(before, tmp_path) == [orphan]
-        assert old.exists() and held.exists() and other.exists() and not orphan.exists()
+        assert remove_orphan_mpi_shm(before, tmp_path) == [orphan, ucx]
+        assert old.exists() and held.exists() and other.exists() and not orphan.exists() and not ucx.exists()
     finally:
         child.kill()
         child.wait()
-    assert remove_orphan_mpich_shm(before, tmp_path) == [held]
+    assert remove_orphan_mpi_shm(before, tmp_path) == [held]
     assert old.exists() and other.exists()
-
-
-def test_the_file_of_an_mpich_rank_killed_in_mpi_init_is_removed() -> None:
-    """MPICH 4 creates /dev/shm/mpich_shar_tmp* in MPI_Init and unlinks it once every rank of the node has
-    attached: SIGKILLing the job as soon as the file appears leaves it (seen in 3 launches of 5 on this
-    machine). Up to 10 launches of a 2-rank probe until one leaves a file; the rule removes exactly the
-    files left, and the files that were there before stay."""
-    before = set(Path("/dev/shm").glob(MPICH_SHM))
-    left: set[Path] = set()
-    for _ in range(10):
-        job = subprocess.Popen(["mpiexec.mpich", "-n", "2", str(BUILD / "cosched-probe-mpich"), "pingpong", "100", "8"],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-        try:
-            seen = set(before)
-            while job.poll() is None and seen == before:
-                seen |= set(Path("/dev/shm").glob(MPICH_SHM))
-                time.sleep(0.0005)
-        finally:
-            if job.poll() is None:
-                os.killpg(job.pid, signal.SIGKILL)  # the launcher's own session: what this test started
-            job.wait()
-        created = {str(f) for f in seen - before}
-        wait_for(lambda created=created: not held_files() & created, 10, "the killed ranks to end")
-        left = set(Path("/dev/shm").glob(MPICH_SHM)) - before
-        if left:
-            break
-    assert left, "no launch of 10 left an MPICH file"
-    assert remove_orphan_mpich_shm(before) == sorted(left)
-    assert not any(f.exists() for f in left)
-    assert all(f.exists() for f in before)
 
 
 @pytest.fixture(scope="module")
