@@ -903,6 +903,15 @@ pub const S002_COLUMNS: [&str; 4] = ["exec_s", "msgs_per_s", "kb_per_s", "cpu_pc
 ///   of the table's 352 MB) give 6,954 against 4,333 kB/s (1.60x, past the factor
 ///   1.5); IS is 38.8% busy against 42.3% (within 15 points; 31.0% before the
 ///   per-byte CPU) with no load imbalance (the fit's bound).
+///   Of the missing 41.4 s, 18.9 s are CPU (IS's compute on the Xeon or TCP's
+///   per-byte cost: the table's one CPU column cannot split them) and 22.5 s are
+///   off the CPU: the all-to-all moves its 25.2 MB per node at 54% of the assumed
+///   11 MB/s. The traffic itself matches (S002's 352 MB per node is within 5% of
+///   the model's 369 MB counted with the alltoallv's self part, which a profiler of
+///   MPI calls sees and no link carries). TCP segment loss under all-to-all with
+///   Linux's 200 ms minimum retransmission timeout would explain the time off the
+///   CPU, but no source gives the loss rate: not modelled
+///   (docs/models/seed-parameters.md §2.4).
 /// - CG kb_per_s: 1,794 against 2,700 kB/s (-34%, just past the factor 1.5). With
 ///   the per-byte CPU the fitted imbalance that holds CG at seed 002's 59.4% busy
 ///   rose from 12.3% to 13.6%, so the run waits longer (495.6 s against 417.2 s;
