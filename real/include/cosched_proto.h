@@ -74,7 +74,7 @@
 
 #include <stdint.h>
 
-#define COSCHED_PROTO_VERSION 2u /* 2: spin_seen_ns and the collective's first-message event */
+#define COSCHED_PROTO_VERSION 3u /* 2: spin_seen_ns and the collective's first-message event; 3: coll_posted */
 #define COSCHED_SHM_MAGIC 0x4d485343u /* "CSHM" little-endian */
 #define COSCHED_SPIN_UNTIL_SHIFT 40    /* spin_until: tag << 40 | end in ns from wait_start_ns */
 
@@ -227,7 +227,10 @@ struct cosched_rank_shm {     /* 256 bytes, no padding */
     uint64_t changed_spin_ns; /* time spun in those waits */
     uint64_t spin_seen_ns;    /* CLOCK_MONOTONIC time of the latest test of a spinning wait: the agent
                                * takes a rank SPINNING with an old one as waiting for a CPU, not on one */
-    uint64_t reserved[2];     /* zero; room for later fields */
+    /* The collective's messages this rank sends that a member has posted as MESSAGE events (shim/coll.c), by
+     * the parity of the collective's number: (number << 32) | one bit per message. Written by any member of
+     * the rank's communicators on this machine (compare-and-swap). */
+    uint64_t coll_posted[2];
 };
 
 #endif /* COSCHED_PROTO_H */

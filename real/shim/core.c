@@ -560,7 +560,7 @@ static int proc_running(int32_t pid) {
  * (another of its threads may be, which the agent counts as running). */
 static int message_wanted(int w) {
     uint32_t m = LD(&g.me->event_mask) & (COSCHED_SKIP_OFF_CPU | COSCHED_SKIP_ON_CPU_WAITING | COSCHED_SKIP_ON_CPU_BUSY);
-    struct cosched_rank_shm *p = m ? peer(w) : NULL;
+    struct cosched_rank_shm *p = m ? cs_shm_of(w) : NULL;
     if (!p) return 1;
     uint32_t skip;
     switch (LD(&p->state)) {
@@ -870,32 +870,34 @@ static int coll_forward_budget(MPI_Comm comm) {
     return 1 + rounds;
 }
 
-/* The message a member sends first in a collective, as a MESSAGE event for the agents (the policies'
- * on_message: the seeds' NIC saw the library's collective messages arrive like any other): to member
- * (rank + 1) mod size of `comm`, the first round of the dissemination barrier and, for 2 members, the
- * only partner of every algorithm; later rounds, sent by the library after receiving, are not seen. */
-static void coll_first_message(MPI_Comm comm) {
-    int me = -1, size = 0;
-    PMPI_Comm_rank(comm, &me);
-    PMPI_Comm_size(comm, &size);
-    if (me < 0 || size < 2) return;
+struct cosched_rank_shm *cs_shm_of(int w) { return w == g.rank ? g.me : peer(w); }
+
+int cs_world_of(MPI_Comm comm, int rank) {
     pthread_mutex_lock(&g_lock);
-    int w = world_rank(comm, (me + 1) % size);
+    int w = world_rank(comm, rank);
     pthread_mutex_unlock(&g_lock);
-    if (w < 0 || w == g.rank) return;
-    if (message_wanted(w)) send_event(COSCHED_MSG_MESSAGE, w, g.rank, 0, peer(w) ? 1 : 0);
+    return w;
+}
+
+/* A collective's message from world rank `from` to world rank `to`, of 0 bytes (shim/coll.c); `to` may be
+ * this rank (another member completed its sender's dependencies by entering). */
+void cs_post_message(int to, int from) {
+    if (to < 0 || from < 0 || to == from) return;
+    if (message_wanted(to)) send_event(COSCHED_MSG_MESSAGE, to, from, 0, cs_shm_of(to) ? 1 : 0);
 }
 
 /* Entering wakes nobody: the library has sent none of the collective's messages yet (a member woken
  * now finds nothing and sleeps again). The wait (cs_wait) passes the wake-up on once its own calls have
- * had the chance to send them. The agents are told of the member's first message (coll_first_message). */
-void cs_coll_enter(MPI_Comm comm, int coll) {
+ * had the chance to send them. The agents are told of the collective's messages this entry lets the
+ * simulator's algorithm send (shim/coll.c); the count of collectives entered is bumped first (sequentially
+ * consistent), so of two members entering at once at least one sees the other. */
+void cs_coll_enter(MPI_Comm comm, int coll, int root) {
     if (!cs_ready) return;
-    RADD(&g.me->collectives, 1);
+    uint64_t number = ADD(&g.me->collectives, 1) + 1;
     ADD(&g.me->coll_depth, 1u);
     if (coll_nesting++ == 0) coll_comm = comm;
     send_event(COSCHED_MSG_COLL_ENTER, g.rank, coll, 0, 0);
-    coll_first_message(comm);
+    cs_coll_messages(comm, coll, root, number);
 }
 
 void cs_coll_exit(MPI_Comm comm, int coll) {

@@ -50,8 +50,17 @@ void cs_req_track_recv(MPI_Request req, MPI_Comm comm, MPI_Datatype type);
 int cs_req_take(MPI_Request req, MPI_Comm *comm, MPI_Datatype *type);
 int cs_req_is_recv(MPI_Request req);
 
-/* Collectives. */
-void cs_coll_enter(MPI_Comm comm, int coll);
+/* Collectives: `root` is the root of a rooted collective, -1 otherwise. */
+void cs_coll_enter(MPI_Comm comm, int coll, int root);
 void cs_coll_exit(MPI_Comm comm, int coll);
+
+/* A collective's messages as MESSAGE events (coll.c): those the simulator's algorithm for `coll` sends once
+ * this member, whose count of collectives entered is now `number`, has entered. */
+void cs_coll_messages(MPI_Comm comm, int coll, int root, uint64_t number);
+/* For coll.c: the segment of world rank `w` on this machine (this rank's own included; NULL if none), the
+ * world rank of `rank` of `comm` (-1 if none), and posting a 0-byte MESSAGE event from `from` to `to`. */
+struct cosched_rank_shm *cs_shm_of(int w);
+int cs_world_of(MPI_Comm comm, int rank);
+void cs_post_message(int to, int from);
 
 #endif

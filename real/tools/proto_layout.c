@@ -32,7 +32,7 @@ int main(void) {
     FIELD(cosched_rank_shm, bytes_recv); FIELD(cosched_rank_shm, waits); FIELD(cosched_rank_shm, wait_ns);
     FIELD(cosched_rank_shm, spin_ns_total); FIELD(cosched_rank_shm, block_ns); FIELD(cosched_rank_shm, blocks);
     FIELD(cosched_rank_shm, collectives); FIELD(cosched_rank_shm, wait_id);
-    FIELD(cosched_rank_shm, spin_changes); FIELD(cosched_rank_shm, changed_spin_ns); FIELD(cosched_rank_shm, spin_seen_ns); FIELD(cosched_rank_shm, reserved);
+    FIELD(cosched_rank_shm, spin_changes); FIELD(cosched_rank_shm, changed_spin_ns); FIELD(cosched_rank_shm, spin_seen_ns); FIELD(cosched_rank_shm, coll_posted);
     printf("}}}\n");
     return 0;
 }

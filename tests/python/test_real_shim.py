@@ -195,8 +195,8 @@ def test_proto_layout_matches_the_documented_sizes(real_build: Path) -> None:
     assert out["cosched_msg"]["size"] == 48 and out["cosched_rank_shm"]["size"] == 256
     assert out["cosched_job_msg"]["size"] == 140
     offs = out["cosched_rank_shm"]["offsets"]
-    assert offs["wake_seq"] % 4 == 0 and offs["spin_seen_ns"] + 8 == offs["reserved"]
-    assert offs["reserved"] + 2 * 8 == 256
+    assert offs["wake_seq"] % 4 == 0 and offs["spin_seen_ns"] + 8 == offs["coll_posted"]
+    assert offs["coll_posted"] + 2 * 8 == 256
 
 
 # ---------------------------------------------------------------------------------------------
@@ -380,19 +380,19 @@ class FakeAgent:
 
 
 def run_calls_under(real_build: Path, tmp_path: Path, mpi: str,
-                    mask: int = EVERY_EVENT) -> tuple[list[tuple], list[dict]]:
-    """`cosched-probe calls` on 4 ranks (job 7) under a fake agent asking for BLOCK waits and the events of
+                    mask: int = EVERY_EVENT, n: int = 4) -> tuple[list[tuple], list[dict]]:
+    """`cosched-probe calls` on `n` ranks (job 7) under a fake agent asking for BLOCK waits and the events of
     `mask`: the messages the agent got and the ranks' shim log lines."""
     run = "t" + uuid.uuid4().hex[:12]
-    log = tmp_path / f"shim-{mask}.log"
-    agent = FakeAgent(tmp_path / f"agent-{mask}.sock", run, mask)
+    log = tmp_path / f"shim-{mask}-{n}.log"
+    agent = FakeAgent(tmp_path / f"agent-{mask}-{n}.sock", run, mask)
     try:
-        r = mpirun(mpi, 4, [str(real_build / f"cosched-probe-{mpi}"), "calls"],
+        r = mpirun(mpi, n, [str(real_build / f"cosched-probe-{mpi}"), "calls"],
                    env={"COSCHED_AGENT": str(agent.path), "COSCHED_RUN": run, "COSCHED_JOB": "7",
                         "COSCHED_REQUIRED": "1", "COSCHED_LOG": str(log)})
         assert r.returncode == 0, r.stdout + r.stderr
         # Served by an agent, the shim leaves its segment for the agent to unlink.
-        assert segments(run) == [f"cosched.{run}.7.{r}" for r in range(4)]
+        assert segments(run) == [f"cosched.{run}.7.{r}" for r in range(n)]
     finally:
         agent.close()
         for name in segments(run):
@@ -406,30 +406,50 @@ def run_calls_under(real_build: Path, tmp_path: Path, mpi: str,
         return list(agent.msgs), log_lines(log)
 
 
+#: The collectives' messages `cosched-probe calls` posts as MESSAGE events of 0 bytes, (source, destination)
+#: world ranks, worked by hand from the simulator's algorithms (real/shim/coll.c), by the job's size.
+#: 4 ranks: barrier (dissemination, rounds d = 1, 2): r -> r + 1, r -> r + 2 (mod 4), 8; bcast from 0
+#: (binomial): 0 -> 2, 0 -> 1, 2 -> 3; reduce to 0: 1 -> 0, 2 -> 0, 3 -> 2; allreduce (recursive doubling):
+#: r -> r xor 1, r -> r xor 2, 8; alltoall and allgather: the first message r -> r + 1, 4 each. 30 in all.
+#: 3 ranks: barrier (d = 1, 2 mod 3): 6; bcast: 0 -> 2, 0 -> 1 (rank 2's child would be 3); reduce: 1 -> 0,
+#: 2 -> 0; allreduce (pof2 = 2, rank 2 extra): 2 -> 0 (its data), 0 -> 1, 1 -> 0, 0 -> 2 (the result);
+#: alltoall and allgather r -> r + 1, 3 each. 20 in all.
+COLL_MESSAGES = {
+    4: [(r, (r + d) % 4) for r in range(4) for d in (1, 2)] + [(0, 2), (0, 1), (2, 3)] + [(1, 0), (2, 0), (3, 2)]
+    + [(r, r ^ m) for r in range(4) for m in (1, 2)] + [(r, (r + 1) % 4) for r in range(4)] * 2,
+    3: [(r, (r + d) % 3) for r in range(3) for d in (1, 2)] + [(0, 2), (0, 1)] + [(1, 0), (2, 0)]
+    + [(2, 0), (0, 1), (1, 0), (0, 2)] + [(r, (r + 1) % 3) for r in range(3)] * 2,
+}
+#: The point-to-point sends of `cosched-probe calls`, (source, destination) world ranks: pairs 0-1 and 2-3
+#: exchange on MPI_COMM_WORLD (5 sends each way); 2 -> 0 and 3 -> 1 are sends on a sub-communicator (rank 1 to
+#: rank 0 of it), translated to world ranks. With 3 ranks rank 2 has no pair and its half holds 0 and 2.
+P2P_PAIRS = {4: {(0, 1), (1, 0), (2, 3), (3, 2), (2, 0), (3, 1)}, 3: {(0, 1), (1, 0), (2, 0)}}
+
+
+@pytest.mark.parametrize("n", [4, 3])
 @pytest.mark.parametrize("mpi", MPIS)
 def test_shim_registers_with_an_agent_and_sends_the_events_asked_for(real_build: Path, tmp_path: Path,
-                                                                     mpi: str) -> None:
-    msgs, ranks = run_calls_under(real_build, tmp_path, mpi)
+                                                                     mpi: str, n: int) -> None:
+    msgs, ranks = run_calls_under(real_build, tmp_path, mpi, n=n)
     version = proto_layout(real_build)["version"]
-    for rank in range(4):
+    for rank in range(n):
         mine = [m for m in msgs if m[3] == rank and m[0] in (REGISTER, UNREGISTER)]
         assert [m[0] for m in mine] == [REGISTER, UNREGISTER], mine
-        assert mine[0][1] == version and mine[0][2] == 7 and mine[0][5] == 4  # version, job, arg = world size
+        assert mine[0][1] == version and mine[0][2] == 7 and mine[0][5] == n  # version, job, arg = world size
     by_type = {t: [m for m in msgs if m[0] == t] for t in (WAIT_BEGIN, WAIT_END, COLL_ENTER, COLL_EXIT, MESSAGE)}
     # 6 collectives per rank (barrier, bcast, reduce, allreduce, alltoall, allgather), entered and left.
-    assert len(by_type[COLL_ENTER]) == len(by_type[COLL_EXIT]) == 24
+    assert len(by_type[COLL_ENTER]) == len(by_type[COLL_EXIT]) == 6 * n
     assert {m[5] for m in by_type[COLL_ENTER]} == {0, 1, 2, 3, 4, 5}
     # Every send: MESSAGE to the destination's world rank (field rank), source rank in arg, bytes in a.
-    # Ranks 0-1 and 2-3 exchange on MPI_COMM_WORLD; 2 -> 0 and 3 -> 1 are sends on a sub-communicator
-    # (rank 1 to rank 0 of it), translated to world ranks. Each collective entered also posts one
-    # MESSAGE of 0 bytes for the member's first message, to member (rank + 1) mod 4 of MPI_COMM_WORLD.
+    # The collectives' messages: 0 bytes, each exactly once whichever member posted it, however the
+    # members' entries interleaved.
     sends = [m for m in by_type[MESSAGE] if m[7] != 0]
-    firsts = [(m[5], m[3]) for m in by_type[MESSAGE] if m[7] == 0]
+    colls = [(m[5], m[3]) for m in by_type[MESSAGE] if m[7] == 0]
     pairs = [(m[5], m[3]) for m in sends]
     assert all(m[7] == 4 for m in sends), sends
-    assert set(pairs) == {(0, 1), (1, 0), (2, 3), (3, 2), (2, 0), (3, 1)}, pairs
-    assert pairs.count((2, 0)) == pairs.count((3, 1)) == 1
-    assert sorted(firsts) == sorted([(r, (r + 1) % 4) for r in range(4)] * 6), firsts
+    assert set(pairs) == P2P_PAIRS[n], pairs
+    assert pairs.count((2, 0)) == 1
+    assert sorted(colls) == sorted(COLL_MESSAGES[n]), colls
     assert len(by_type[WAIT_BEGIN]) == len(by_type[WAIT_END]) >= 1
     assert all(d["agent"] is True for d in ranks)
     # The agent asked for BLOCK waits: every wait blocked, none spun.
@@ -439,27 +459,28 @@ def test_shim_registers_with_an_agent_and_sends_the_events_asked_for(real_build:
 @pytest.mark.parametrize("mpi", MPIS)
 def test_shim_skips_the_message_events_the_mask_names_by_the_destinations_state(real_build: Path, tmp_path: Path,
                                                                                 mpi: str) -> None:
-    # Every rank's MESSAGE events: one per point-to-point send (the log's msgs_sent) and one per collective
-    # entered (24: 6 collectives x 4 ranks, each to member rank + 1 mod 4, a rank of this node).
+    # Every rank's MESSAGE events: one per point-to-point send (the log's msgs_sent) and the collectives'
+    # messages (COLL_MESSAGES: 30 for 4 ranks, all to ranks of this node).
     # Waits BLOCK, so a destination is BLOCKED (off a CPU) or COMPUTING, never SPINNING.
     # (1) All three skip bits: every state is skipped (a computing one without reading /proc, since it
     # would be skipped on a CPU or off one), so no MESSAGE event reaches the agent and each is counted.
     msgs, ranks = run_calls_under(real_build, tmp_path, mpi, EVERY_EVENT | SKIP_OFF_CPU | SKIP_ON_CPU_WAITING
                                   | SKIP_ON_CPU_BUSY)
-    total = sum(d["msgs_sent"] for d in ranks) + 24
+    total = sum(d["msgs_sent"] for d in ranks) + len(COLL_MESSAGES[4])
     assert [m for m in msgs if m[0] == MESSAGE] == []
     assert sum(d["events_skipped"] for d in ranks) == total
     assert len([m for m in msgs if m[0] == COLL_ENTER]) == 24  # the other events are untouched
     # (2) Only "on a CPU and waiting": no destination is ever in that state under BLOCK waits, so every
     # MESSAGE event is posted and none counted as skipped.
     msgs, ranks = run_calls_under(real_build, tmp_path, mpi, EVERY_EVENT | SKIP_ON_CPU_WAITING)
-    assert len([m for m in msgs if m[0] == MESSAGE]) == sum(d["msgs_sent"] for d in ranks) + 24
+    assert len([m for m in msgs if m[0] == MESSAGE]) == sum(d["msgs_sent"] for d in ranks) + len(COLL_MESSAGES[4])
     assert sum(d["events_skipped"] for d in ranks) == 0
     # (3) DCS's bits (on a CPU, waiting or not): a blocked destination gets its event, a computing one only
     # when its /proc state is not R; posted and skipped add up to every message.
     msgs, ranks = run_calls_under(real_build, tmp_path, mpi, EVERY_EVENT | SKIP_ON_CPU_WAITING | SKIP_ON_CPU_BUSY)
     posted = len([m for m in msgs if m[0] == MESSAGE])
-    assert posted + sum(d["events_skipped"] for d in ranks) == sum(d["msgs_sent"] for d in ranks) + 24
+    skipped = sum(d["events_skipped"] for d in ranks)
+    assert posted + skipped == sum(d["msgs_sent"] for d in ranks) + len(COLL_MESSAGES[4])
 
 
 def test_shim_under_the_real_node_agent(real_build: Path, node_agent: Path, tmp_path: Path) -> None:

@@ -7,8 +7,9 @@
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 /// 2: the segment's `spin_seen_ns` (a spinning rank stamps its tests) and the
-/// MESSAGE event for a collective member's first message.
-pub const PROTO_VERSION: u32 = 2;
+/// MESSAGE event for a collective member's first message; 3: a collective's
+/// messages posted as the simulator's algorithms send them (`coll_posted`).
+pub const PROTO_VERSION: u32 = 3;
 pub const SHM_MAGIC: u32 = 0x4d48_5343;
 /// `spin_until` holds a wait's tag above this bit and the spin's end below it.
 pub const SPIN_UNTIL_SHIFT: u32 = 40;
@@ -166,7 +167,9 @@ pub struct RankShm {
     pub changed_spin_ns: AtomicU64,
     /// CLOCK_MONOTONIC time of the latest test of a spinning wait.
     pub spin_seen_ns: AtomicU64,
-    pub reserved: [AtomicU64; 2],
+    /// The collective's messages this rank sends that a member has posted as
+    /// MESSAGE events (written by the shims only; `real/include/cosched_proto.h`).
+    pub coll_posted: [AtomicU64; 2],
 }
 
 /// Byte view of a plain `#[repr(C)]` packet.
@@ -393,7 +396,7 @@ pub fn layout() -> Vec<(&'static str, usize, usize)> {
         f!(r, RankShm, "spin_changes", spin_changes),
         f!(r, RankShm, "changed_spin_ns", changed_spin_ns),
         f!(r, RankShm, "spin_seen_ns", spin_seen_ns),
-        f!(r, RankShm, "reserved", reserved),
+        f!(r, RankShm, "coll_posted", coll_posted),
     ]
 }
 

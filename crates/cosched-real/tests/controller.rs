@@ -140,15 +140,16 @@ fn an_interruption_ends_the_running_jobs_and_restores() {
 }
 
 #[test]
-fn collectives_reach_a_message_policy_as_their_first_message() {
+fn collectives_reach_a_message_policy_as_their_algorithms_messages() {
     // One job of 2 ranks running the probe's `calls`: point-to-point sends
     // (rank 0: Send, Ssend, Isend, Isend, Sendrecv; rank 1: Send, Isend, Isend,
-    // Sendrecv: 9 messages) then six collectives (Barrier, Bcast, Reduce,
-    // Allreduce, Alltoall, Allgather), each posting one MESSAGE event per member
-    // for its first message (12). NLS subscribes to no event, DCS to MESSAGE
-    // for a receiver off a CPU: the difference in the agent's events plus the
-    // events the shims skipped (receiver on a CPU, their log's events_skipped)
-    // is the 21 MESSAGE events.
+    // Sendrecv: 9 messages) then six collectives, posting the MESSAGE events of
+    // the simulator's algorithms (real/shim/coll.c): Barrier, Allreduce,
+    // Alltoall, Allgather one per member (8), Bcast from 0 only 0 -> 1 and
+    // Reduce to 0 only 1 -> 0 (2): 10. NLS subscribes to no event, DCS to
+    // MESSAGE for a receiver off a CPU: the difference in the agent's events
+    // plus the events the shims skipped (receiver on a CPU, their log's
+    // events_skipped) is the 19 MESSAGE events.
     let events = |policy: &str| {
         let s = spec(
             &format!("ctl-coll-{policy}"),
@@ -176,7 +177,7 @@ fn collectives_reach_a_message_policy_as_their_first_message() {
     assert_eq!(nls_skipped, 0, "NLS subscribes to no MESSAGE event");
     assert_eq!(
         dcs - nls + dcs_skipped,
-        9 + 12,
+        9 + 10,
         "events: nls {nls}, dcs {dcs}, skipped by dcs's shims {dcs_skipped}"
     );
 }
