@@ -38,6 +38,7 @@ from __future__ import annotations
 import ast
 import importlib
 import re
+import traceback
 from collections.abc import Iterable
 from typing import Any, Protocol, runtime_checkable
 
@@ -66,6 +67,13 @@ def _value(text: str) -> Any:
         return text
 
 
+def _raised(e: BaseException) -> str:
+    """``Type: message (FILE:LINE)``: an exception raised by the user's code, with the line that raised it."""
+    frames = traceback.extract_tb(e.__traceback__)
+    where = f" ({frames[-1].filename}:{frames[-1].lineno})" if frames else ""
+    return f"{type(e).__name__}: {e}{where}"
+
+
 def load(name: str) -> ClusterPolicy:
     """Builds the policy object a ``python:module:Class[key=value,...]`` name refers to."""
     from . import _core
@@ -79,6 +87,8 @@ def load(name: str) -> ClusterPolicy:
         module = importlib.import_module(m["module"])
     except ImportError as e:
         raise ValueError(f"policy {name!r}: cannot import module {m['module']!r}: {e}") from None
+    except Exception as e:  # the module's own code raised while it was imported
+        raise ValueError(f"policy {name!r}: importing module {m['module']!r} raised {_raised(e)}") from None
     cls = getattr(module, m["cls"], None)
     if cls is None:
         raise ValueError(f"policy {name!r}: module {m['module']!r} has no {m['cls']!r}")
@@ -86,6 +96,9 @@ def load(name: str) -> ClusterPolicy:
         obj = cls(**params)
     except TypeError as e:
         raise ValueError(f"policy {name!r}: bad parameters: {e}") from None
+    except Exception as e:  # the constructor raised
+        raise ValueError(f"policy {name!r}: {m['cls']}({', '.join(f'{k}={v!r}' for k, v in params.items())}) "
+                         f"raised {_raised(e)}") from None
     if not isinstance(obj, ClusterPolicy):
         raise ValueError(f"policy {name!r}: {m['cls']} has no on_events(now_s, events, free_procs, total_procs)")
     return obj

@@ -186,3 +186,36 @@ def test_the_command_runs_without_click_installed(tmp_path):
                        check=False)
     assert r.returncode == 2, (r.returncode, r.stderr)
     assert "No such option: --bogus" in r.stderr and "Traceback" not in r.stderr, r.stderr
+
+
+RAISING_POLICIES = '''\
+class BadInit:
+    def __init__(self, depth=1):
+        raise KeyError("depth")
+
+    def on_events(self, now_s, events, free_procs, total_procs):
+        return []
+'''
+
+
+@pytest.mark.parametrize(
+    ("source", "cls", "needles"),
+    [
+        (RAISING_POLICIES, "BadInit[depth=2]", ["BadInit(depth=2) raised KeyError: 'depth'", ".py:3)"]),
+        ("import math\nmath.sqrt(-1)\n", "X", ["importing module", "raised ValueError: math domain error",
+                                               ".py:2)"]),
+    ],
+    ids=["constructor", "import"],
+)
+def test_a_python_policy_that_raises_while_built_is_a_clear_error(tmp_path, monkeypatch, slices, source, cls,
+                                                                   needles):
+    # A module of the user's whose import or constructor raises: exit 2, the policy, the exception and the
+    # line that raised it, no traceback, nothing written.
+    module = f"userpolicy_{tmp_path.name.replace('-', '_')}"
+    (tmp_path / f"{module}.py").write_text(source)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    out = tmp_path / "o"
+    r = run_cli(["simulate", "--trace", slices["CTC-SP2-1996-3.1-cln"], "--policy", f"python:{module}:{cls}",
+                 "--out", out])
+    check_failed(r, 2, f"python:{module}:{cls}", *needles)
+    assert not out.exists()
