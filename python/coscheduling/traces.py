@@ -43,9 +43,11 @@ def _kind(path: Path) -> str:
 
 
 def _open_text(path: Path) -> io.TextIOBase:
+    """The text of an SWF file; a leading UTF-8 byte order mark is skipped (as the Rust reader does), so the
+    first header line is read as one."""
     if path.name.endswith(".gz"):
-        return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8", errors="replace")
-    return open(path, encoding="utf-8", errors="replace")  # noqa: SIM115
+        return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8-sig", errors="replace")
+    return open(path, encoding="utf-8-sig", errors="replace")  # noqa: SIM115
 
 
 def read_swf(path: str | Path) -> tuple[list[str], pd.DataFrame]:
@@ -68,13 +70,9 @@ def read_swf(path: str | Path) -> tuple[list[str], pd.DataFrame]:
     return header, df
 
 
-def read_any(path: str | Path) -> tuple[list[str], pd.DataFrame]:
-    """Reads an SWF, Parquet (written by :func:`convert`) or JSON (``{"header": [...], "jobs": [...]}``) trace."""
-    p = Path(path)
-    kind = _kind(p)
-    if kind == "swf":
-        return read_swf(p)
-    if kind == "parquet":
+def _read_table(p: Path) -> tuple[list[str], pd.DataFrame]:
+    """The header and records of a Parquet or JSON trace, as stored (the values not yet checked)."""
+    if p.suffix == ".parquet":
         table = pq.read_table(p)
         meta = table.schema.metadata or {}
         header = json.loads(meta.get(_HEADER_KEY, b"[]"))
@@ -84,11 +82,59 @@ def read_any(path: str | Path) -> tuple[list[str], pd.DataFrame]:
             doc = json.loads(p.read_text(encoding="utf-8"))
         except json.JSONDecodeError as e:
             raise ValueError(f"{p}: line {e.lineno}: not valid JSON: {e.msg}") from None
-        header, df = doc.get("header", []), pd.DataFrame(doc.get("jobs", []))
+        if not isinstance(doc, dict):
+            raise ValueError(f'{p}: expected an object {{"header": [...], "jobs": [...]}}, found a '
+                             f"{type(doc).__name__}")
+        header, jobs = doc.get("header", []), doc.get("jobs")
+        if not isinstance(header, list) or not all(isinstance(h, str) for h in header):
+            raise ValueError(f'{p}: "header" must be a list of strings (the SWF header lines)')
+        if not isinstance(jobs, list):
+            raise ValueError(f'{p}: "jobs" must be a list of records, found '
+                             f"{'nothing' if jobs is None else type(jobs).__name__}")
+        bad = next((k for k, j in enumerate(jobs) if not isinstance(j, dict)), None)
+        if bad is not None:
+            raise ValueError(f"{p}: record {bad + 1}: expected an object of the 18 SWF fields, found "
+                             f"{type(jobs[bad]).__name__}")
+        df = pd.DataFrame(jobs, columns=list(SWF_FIELDS) if not jobs else None)
     missing = [c for c in SWF_FIELDS if c not in df.columns]
     if missing:
         raise ValueError(f"{p}: missing field(s) {missing}")
     return list(header), df[list(SWF_FIELDS)]
+
+
+def _checked(p: Path, header: list[str], df: pd.DataFrame, *, machine_size_from_nodes: bool = False,
+             machine_size: int | None = None) -> dict[str, object]:
+    """Checks the records of a Parquet or JSON trace by the Rust SWF reader's rules (written out as SWF to a
+    temporary file) and returns their statistics. An error names the file and the record (1-based)."""
+    import re
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as d:
+        tmp = Path(d) / f"{p.stem}.swf"
+        tmp.write_text(_swf_text(header, df), encoding="utf-8")
+        try:
+            text = _core.trace_info(tmp, machine_size_from_nodes=machine_size_from_nodes, machine_size=machine_size)
+        except ValueError as e:
+            msg = re.sub(re.escape(str(tmp)) + r":(\d+):",
+                         lambda m: f"{p}: record {int(m[1]) - len(header)}:", str(e))
+            raise ValueError(msg.replace(str(tmp), str(p))) from None
+    stats: dict[str, object] = json.loads(text)
+    stats["origin"] = str(p)
+    stats["warnings"] = [str(w).replace(str(tmp), str(p)) for w in stats.get("warnings") or []]  # type: ignore[union-attr]
+    return stats
+
+
+def read_any(path: str | Path) -> tuple[list[str], pd.DataFrame]:
+    """Reads an SWF, Parquet (written by :func:`convert`) or JSON (``{"header": [...], "jobs": [...]}``) trace.
+    Every record is checked by the SWF reader's rules: an error names the file and the line (SWF) or the
+    record (Parquet, JSON) and field."""
+    p = Path(path)
+    kind = _kind(p)
+    if kind == "swf":
+        return read_swf(p)
+    header, df = _read_table(p)
+    _checked(p, header, df)
+    return header, df
 
 
 def _swf_text(header: list[str], df: pd.DataFrame) -> str:
@@ -194,25 +240,13 @@ def info(path: str | Path, *, machine_size_from_nodes: bool = False,
          machine_size: int | None = None) -> dict[str, object]:
     """Statistics of a trace in any format (``cosched trace info``): an SWF trace goes to the Rust reader as it
     is; a Parquet or JSON trace is written out as SWF to a temporary file first, so the statistics and the
-    checks are the same (error messages then name the file and the SWF line of that record)."""
-    import tempfile
-
+    checks are the same (error messages then name the file and the record)."""
     p = Path(path)
     if p.suffix not in (".parquet", ".json"):  # SWF, whatever the name
         return json.loads(_core.trace_info(p, machine_size_from_nodes=machine_size_from_nodes,
                                            machine_size=machine_size))
-    header, df = read_any(p)
-    with tempfile.TemporaryDirectory() as d:
-        tmp = Path(d) / f"{p.stem}.swf"
-        tmp.write_text(_swf_text(header, df), encoding="utf-8")
-        try:
-            text = _core.trace_info(tmp, machine_size_from_nodes=machine_size_from_nodes, machine_size=machine_size)
-        except ValueError as e:
-            raise ValueError(str(e).replace(str(tmp), f"{p} (as SWF)")) from None
-    stats: dict[str, object] = json.loads(text)
-    stats["origin"] = str(p)
-    stats["warnings"] = [str(w).replace(str(tmp), str(p)) for w in stats.get("warnings") or []]  # type: ignore[union-attr]
-    return stats
+    header, df = _read_table(p)
+    return _checked(p, header, df, machine_size_from_nodes=machine_size_from_nodes, machine_size=machine_size)
 
 
 def first_records(src: str | Path, dst: str | Path, n: int) -> None:

@@ -177,3 +177,54 @@ def test_write_swf_gzip_closes_its_file_and_round_trips(tmp_path: Path, monkeypa
     h2, d2 = traces.read_swf(out)
     assert h2 == header
     pd.testing.assert_frame_equal(d2, df.head(50), check_dtype=False)
+
+
+def test_a_byte_order_mark_does_not_lose_the_header(tmp_path: Path) -> None:
+    # The SWF reader skips a leading UTF-8 BOM; the header read for conversions must too, else the
+    # converted trace loses MaxProcs (and every later run of it fails for want of a machine size).
+    src = tmp_path / "bom.swf"
+    src.write_bytes(b"\xef\xbb\xbf; MaxProcs: 8\n; MaxNodes: 8\n1 0 0 10 2 -1 -1 2 20 -1 1 1 1 -1 -1 -1 -1 -1\n")
+    header, df = traces.read_swf(src)
+    assert header == ["MaxProcs: 8", "MaxNodes: 8"] and len(df) == 1
+    r = run_cli(["trace", "convert", src, tmp_path / "t.json"])
+    assert r.exit_code == 0, r.stderr
+    assert traces.read_any(tmp_path / "t.json")[0] == header
+
+
+JOB = {"job_number": 1, "submit_time": 0, "wait_time": 0, "run_time": 10, "allocated_procs": 2, "avg_cpu_time": -1,
+       "used_memory": -1, "requested_procs": 2, "requested_time": 20, "requested_memory": -1, "status": 1,
+       "user_id": 1, "group_id": 1, "executable": -1, "queue": -1, "partition": -1, "preceding_job": -1,
+       "think_time": -1}
+
+
+@pytest.mark.parametrize(
+    ("doc", "needle"),
+    [
+        ({"header": ["MaxProcs: 8"], "jobs": [JOB, {**JOB, "allocated_procs": "abc"}]},
+         'record 2: field 5 (allocated_procs): not a number (value "abc")'),
+        ({"header": ["MaxProcs: 8"], "jobs": [JOB, {**JOB, "allocated_procs": -5}]},
+         'record 2: field 5 (allocated_procs): negative value (value "-5")'),
+        ({"header": ["MaxProcs: 8"], "jobs": [{**JOB, "run_time": None}]},
+         'record 1: field 4 (run_time): not a number (value "None")'),
+        ([JOB], 'expected an object {"header": [...], "jobs": [...]}, found a list'),
+        ({"header": [], "jobs": {"a": 1}}, '"jobs" must be a list of records, found dict'),
+        ({"header": [], "jobs": [JOB, 5]}, "record 2: expected an object of the 18 SWF fields, found int"),
+    ],
+    ids=["non-numeric", "negative-procs", "null", "not-an-object", "jobs-not-a-list", "record-not-an-object"],
+)
+@pytest.mark.parametrize("command", ["info", "convert", "slice", "scale-load"])
+def test_a_bad_json_trace_is_refused_by_every_trace_tool(tmp_path: Path, doc, needle, command) -> None:
+    # Before writing anything: exit 2, the file and record named, no traceback, no output file.
+    import json
+
+    src = tmp_path / "t.json"
+    src.write_text(json.dumps(doc))
+    dst = tmp_path / "out.swf"
+    args = {"info": ["trace", "info", src], "convert": ["trace", "convert", src, dst],
+            "slice": ["trace", "slice", src, dst, "--first", "1"],
+            "scale-load": ["trace", "scale-load", src, dst, "--factor", "2"]}[command]
+    r = run_cli(args)
+    assert r.exit_code == 2, (r.exit_code, r.stdout, r.stderr)
+    assert "Traceback" not in r.stdout + r.stderr
+    assert f"{src}: {needle}" in r.stderr, r.stderr
+    assert not dst.exists()
