@@ -9,10 +9,15 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 
-__all__ = ["gantt"]
+__all__ = ["gantt", "merge_spans"]
+
+#: The Gantt chart's width (inches) and resolution (dots per inch).
+FIG_WIDTH_IN = 11
+DPI = 110
 
 #: Kinds of timeline segments (docs/formats/timeline.md) and how they are drawn.
 _STYLE = {
@@ -23,6 +28,19 @@ _STYLE = {
     "swap_out": {"alpha": 0.8, "hatch": "++"},
     "io": {"alpha": 0.6, "hatch": ".."},
 }
+
+
+def merge_spans(starts: np.ndarray, ends: np.ndarray, gap: float) -> tuple[np.ndarray, np.ndarray]:
+    """The union of the intervals ``[starts[i], ends[i])`` (sorted by start), with gaps shorter than
+    ``gap`` closed: the starts and ends of the merged runs."""
+    if len(starts) == 0:
+        return starts, ends
+    order = np.argsort(starts, kind="stable")
+    s, e = starts[order], np.maximum.accumulate(ends[order])
+    new_run = np.concatenate(([True], s[1:] - e[:-1] >= gap))
+    first = np.flatnonzero(new_run)
+    last = np.concatenate((first[1:] - 1, [len(s) - 1]))
+    return s[first], e[last]
 
 
 def gantt(
@@ -54,16 +72,24 @@ def gantt(
     jobs = sorted(set(int(j) for j in t["job"]))
     cmap = plt.get_cmap("tab20")
     color = {j: cmap(k % 20) for k, j in enumerate(jobs)}
-    fig, ax = plt.subplots(figsize=(11, max(2.5, 0.28 * len(lanes) + 1.2)))
+    fig, ax = plt.subplots(figsize=(FIG_WIDTH_IN, max(2.5, 0.28 * len(lanes) + 1.2)))
+    # Less than one pixel of the plot: the whole figure's width in pixels is more than the axes'.
+    pixel_s = (hi - lo) / (FIG_WIDTH_IN * DPI)
     for (kind, job), grp in t.groupby(["kind", "job"], sort=True):
         style = _STYLE.get(str(kind), {"alpha": 1.0, "hatch": None})
         c = style.get("color", color[int(job)])
         for lane, rows in grp.groupby(["node", "cpu"], sort=True):
             y = index[(int(lane[0]), int(lane[1]))]
-            s = rows["start_s"].clip(lower=lo)
-            e = rows["end_s"].clip(upper=hi)
+            s = rows["start_s"].clip(lower=lo).to_numpy()
+            e = rows["end_s"].clip(upper=hi).to_numpy()
             ax.broken_barh(list(zip(s, e - s, strict=True)), (y - 0.4, 0.8), facecolors=c,
-                           alpha=style["alpha"], hatch=style["hatch"], linewidth=0)
+                           alpha=style["alpha"], linewidth=0)
+            if style["hatch"]:
+                # Hatching costs far more to draw than a fill: it is drawn once over each run of segments
+                # that lie less than a pixel apart (thousands of spin segments a second at fine grain).
+                ms, me = merge_spans(s, e, pixel_s)
+                ax.broken_barh(list(zip(ms, me - ms, strict=True)), (y - 0.4, 0.8), facecolors="none",
+                               alpha=style["alpha"], hatch=style["hatch"], linewidth=0)
     ax.set_yticks(range(len(lanes)), [f"n{n} {'disk' if c < 0 else f'cpu{c}'}" for n, c in lanes], fontsize=6)
     ax.set_ylim(-0.6, len(lanes) - 0.4)
     ax.invert_yaxis()
@@ -78,6 +104,6 @@ def gantt(
     ax.legend(handles=handles, fontsize=6, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     fig.tight_layout()
     out = Path(path)
-    fig.savefig(out, format="png", dpi=110, metadata={"Software": None})
+    fig.savefig(out, format="png", dpi=DPI, metadata={"Software": None})
     plt.close(fig)
     return out
