@@ -273,3 +273,41 @@ def test_quick_real_vs_sim_structure_and_mechanism(tmp_path: Path) -> None:
     assert not [p for root in CGROUP_ROOTS if root.is_dir() for p in root.iterdir() if p.name.startswith(run)]
     assert not list(Path("/dev/shm").glob(f"{run}*"))
     assert not list((tmp_path / "state").glob(f"{run}*"))
+
+
+def test_resimulate_keeps_the_recorded_real_side_and_simulates_again(tmp_path: Path) -> None:
+    """A recorded run (calibration.json, table.csv) simulated again with a given OS model: the real columns
+    are the recorded ones, each simulated response is that of the recorded preset with the model swapped
+    (the same configuration run directly gives the same figure: same seed), and the error is
+    (simulated + launch - real) / real; an unknown model is refused."""
+    bench = {
+        "mpi": {"mpich": {"spin_8": {"p10_us": 10.0}, "block_8": {"p10_us": 15.0},
+                          "spin_1m": {"p10_us": 10.0 + 1048.576}}},
+        "context_switch": {"switch_us": 3.0}, "compute": {"cpu_speed": 1.0},
+    }
+    grain = realsim.Grain("fine", 0.4, 20, 2)
+    folder = tmp_path / "run"
+    folder.mkdir()
+    calib = {"microbenchmarks": bench, "presets": {"mpich": realsim.preset(bench, "mpich", "cfs")},
+             "grains": [vars(grain)], "provenance": {"options": {"quick": True}}}
+    (folder / "calibration.json").write_text(json.dumps(calib))
+    rows = [{"mpi": "mpich", "granularity": "fine", "app": grain.app, "jobs": 1, "scheme": "DEDICATED",
+             "real_mean_response_s": 0.05, "real_runs_s": "0.05 0.05 0.05", "sim_mean_response_s": 9.0,
+             "launch_s": 0.01, "sim_with_launch_s": 9.01, "error": 179.2},
+            {"mpi": "mpich", "granularity": "fine", "app": grain.app, "jobs": 2, "scheme": "NLS",
+             "real_mean_response_s": 0.2, "real_runs_s": "0.2 0.2 0.2", "sim_mean_response_s": 9.0,
+             "launch_s": 0.01, "sim_with_launch_s": 9.01, "error": 44.05}]
+    pd.DataFrame(rows).to_csv(folder / "table.csv", index=False)
+    table, fit, agreement = realsim.resimulate(folder, "rr")
+    assert fit["chosen"] == "rr"
+    plat = realsim.preset(bench, "mpich", "rr")
+    for r, jobs in zip(table.itertuples(), (1, 2), strict=True):
+        direct = realsim.run_sim(realsim.sim_config(plat, grain, "fcfs", "nls", jobs=jobs), tmp_path / f"d{jobs}")
+        assert r.sim_mean_response_s == direct["mean_response_s"]
+        assert r.real_mean_response_s == rows[jobs - 1]["real_mean_response_s"]
+        assert r.error == pytest.approx((r.sim_mean_response_s + 0.01 - r.real_mean_response_s)
+                                        / r.real_mean_response_s)
+    assert 0.0 <= table.set_index("scheme").loc["NLS", "sim_co_run"] <= 1.0
+    assert [a["granularity"] for a in agreement] == ["fine"]
+    with pytest.raises(ValueError, match="unknown OS model 'bfs'"):
+        realsim.resimulate(folder, "bfs")

@@ -857,6 +857,92 @@ def _report(table: Any, agreement: list[dict[str, Any]], calib: dict[str, Any]) 
     return "\n".join(lines) + "\n"
 
 
+
+def _sim_row(calib: dict[str, Any], real: dict[str, Any], plat: dict[str, Any], root: Path) -> dict[str, Any]:
+    """One recorded row ``real`` (a row of ``table.csv``) simulated again with the preset ``plat``: the real
+    columns kept, the simulated ones and the error recomputed."""
+    g = next(Grain(**x) for x in calib["grains"] if x["name"] == real["granularity"])
+    scheme = real["scheme"]
+    if scheme == "DEDICATED":
+        policy, node_policy, jobs = "fcfs", "nls", 1
+    else:
+        sim_node = {lab: npol for lab, _, _, npol in BASELINES}
+        policy, node_policy = next(((pol, npol) for lab, pol, npol in SCHEMES if lab == scheme),
+                                   ("fcfs", sim_node.get(scheme, "nls")))
+        jobs = g.jobs
+    key = root / f"{real['mpi']}-{g.name}-{scheme.lower()}"
+    sim = float(run_sim(sim_config(plat, g, policy, node_policy, jobs=jobs), key)["mean_response_s"])
+    row = {k: v for k, v in real.items() if not k.startswith("sim_") and k != "error"}
+    row["sim_mean_response_s"] = sim
+    row["sim_with_launch_s"] = sim + float(real["launch_s"])
+    row["error"] = (row["sim_with_launch_s"] - row["real_mean_response_s"]) / row["real_mean_response_s"]
+    if scheme != "DEDICATED":
+        row.update({f"sim_{k}": v for k, v in sim_trace(key).items()})
+    return row
+
+
+def resimulate(folder: Path, os_model: str | None = None,
+               say: Callable[[str], None] = lambda s: None) -> tuple[Any, dict[str, Any], list[dict[str, Any]]]:
+    """The simulated side of a recorded run (``folder``: its ``calibration.json`` and ``table.csv``)
+    computed again with this build, against the real medians recorded there (no real run): the OS model is
+    fitted again on the recorded time-sharing measurement (:func:`osfit.fit`, as step 2), or is
+    ``os_model`` (a label of ``osfit.CANDIDATES``); every other preset field is the recorded
+    measurement's. Returns the table, the fit record and the rank agreement, as :func:`measure`."""
+    import pandas as pd
+
+    calib = json.loads((folder / "calibration.json").read_text())
+    recorded = pd.read_csv(folder / "table.csv")
+    bench = calib["microbenchmarks"]
+    mpis = list(calib["presets"])
+    quick = bool(calib["provenance"].get("options", {}).get("quick", False))
+    with tempfile.TemporaryDirectory(prefix="cosched-resim-") as tmp:
+        root = Path(tmp)
+        if os_model is None:
+            fit = osfit.fit(bench["timeshare"], lambda t: platform(bench, mpis[0], t), *timeshare_size(quick),
+                            root / "osfit", say)
+        else:
+            fit = {"chosen": os_model, "chosen_by": "given"}
+        rows = []
+        for real in recorded.to_dict("records"):
+            say(f"{real['mpi']} {real['granularity']} {real['scheme']}")
+            plat = preset(bench, real["mpi"], fit["chosen"])
+            rows.append(_sim_row(calib, real, plat, root / "sim"))
+    return pd.DataFrame(rows), fit, _agreement(rows)
+
+
+def summary_lines(table: Any, agreement: list[dict[str, Any]]) -> list[str]:
+    """Per (MPI, granularity): the mean |error| over the schemes (the dedicated case left out), Kendall's
+    tau, and each scheme's error and simulated co-run share."""
+    out = []
+    for a in agreement:
+        rs = table[(table.mpi == a["mpi"]) & (table.granularity == a["granularity"]) & (table.scheme != "DEDICATED")]
+        parts = " ".join(f"{r.scheme} {r.error:+.1%} (co-run {r.sim_co_run:.2f})" for r in rs.itertuples())
+        out.append(f"{a['mpi']} {a['granularity']}: mean |error| {rs.error.abs().mean():.1%}, "
+                   f"Kendall tau {a['kendall_tau']:+.2f}; {parts}")
+    return out
+
+
+def main(argv: list[str] | None = None) -> None:
+    """``python -m coscheduling.experiments.realsim resimulate FOLDER -o OUT [--os LABEL]``: see
+    :func:`resimulate`; writes ``OUT/table.csv`` and ``OUT/resimulation.json`` (the fit and the agreement)
+    and prints the per-case summary."""
+    import argparse
+
+    ap = argparse.ArgumentParser(prog="python -m coscheduling.experiments.realsim")
+    ap.add_argument("command", choices=["resimulate"])
+    ap.add_argument("folder", type=Path, help="a `cosched reproduce real-vs-sim` output folder")
+    ap.add_argument("-o", "--out", type=Path, required=True)
+    ap.add_argument("--os", dest="os_model", default=None, help="an OS candidate label (default: fitted again)")
+    args = ap.parse_args(argv)
+    table, fit, agreement = resimulate(args.folder, args.os_model, say=_say)
+    args.out.mkdir(parents=True, exist_ok=True)
+    table.to_csv(args.out / "table.csv", index=False)
+    doc = {"source": str(args.folder), "os_timeshare_fit": fit, "agreement": agreement}
+    (args.out / "resimulation.json").write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n")
+    print(f"OS model: {fit['chosen']}")
+    print("\n".join(summary_lines(table, agreement)))
+
+
 register(
     Experiment(
         id=ID,
@@ -866,3 +952,7 @@ register(
         analyze=_analyze,
     )
 )
+
+
+if __name__ == "__main__":
+    main()

@@ -18,10 +18,11 @@
 //!
 //! Nice values (-20 to 19, 0 by default): [`linux24`] uses the kernel's per-nice base
 //! quantum and goodness term, [`cfs`] the kernel's weight table, [`mlfq`] Solaris TS's
-//! user priority, [`eevdf`] the cfs weights; [`rr`] ignores them.
+//! user priority, [`eevdf`] the cfs weight table; [`rr`] ignores them.
 //!
 //! Models: [`linux24`] (epoch/counter goodness), [`cfs`] (fair, virtual runtime),
-//! [`eevdf`] (the cfs accounting with EEVDF's tick-ended, protected slices),
+//! [`eevdf`] (EEVDF: eligibility, deadlines ended at ticks, lag placement, delayed
+//! dequeue, slice protection),
 //! [`mlfq`] (Solaris TS dispatch table), [`rr`] (strict round robin). Built by
 //! name with [`build`].
 
