@@ -311,3 +311,11 @@ def test_resimulate_keeps_the_recorded_real_side_and_simulates_again(tmp_path: P
     assert [a["granularity"] for a in agreement] == ["fine"]
     with pytest.raises(ValueError, match="unknown OS model 'bfs'"):
         realsim.resimulate(folder, "bfs")
+    rows[1]["scheme"] = "FAST"
+    pd.DataFrame(rows).to_csv(folder / "table.csv", index=False)
+    with pytest.raises(ValueError, match="table.csv row mpich fine: unknown scheme 'FAST'"):
+        realsim.resimulate(folder, "rr")
+    rows[1].update(scheme="NLS", granularity="medium")
+    pd.DataFrame(rows).to_csv(folder / "table.csv", index=False)
+    with pytest.raises(ValueError, match="granularity 'medium' is not among the calibration's grains"):
+        realsim.resimulate(folder, "rr")

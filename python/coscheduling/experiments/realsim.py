@@ -861,8 +861,13 @@ def _report(table: Any, agreement: list[dict[str, Any]], calib: dict[str, Any]) 
 def _sim_row(calib: dict[str, Any], real: dict[str, Any], plat: dict[str, Any], root: Path) -> dict[str, Any]:
     """One recorded row ``real`` (a row of ``table.csv``) simulated again with the preset ``plat``: the real
     columns kept, the simulated ones and the error recomputed."""
-    g = next(Grain(**x) for x in calib["grains"] if x["name"] == real["granularity"])
+    g = next((Grain(**x) for x in calib["grains"] if x["name"] == real["granularity"]), None)
+    if g is None:
+        raise ValueError(f"table.csv row {real['mpi']} {real['scheme']}: granularity {real['granularity']!r} is "
+                         f"not among the calibration's grains {[x['name'] for x in calib['grains']]}")
     scheme = real["scheme"]
+    if scheme != "DEDICATED" and scheme not in {lab for lab, *_ in SCHEMES} | {lab for lab, *_ in BASELINES}:
+        raise ValueError(f"table.csv row {real['mpi']} {real['granularity']}: unknown scheme {scheme!r}")
     if scheme == "DEDICATED":
         policy, node_policy, jobs = "fcfs", "nls", 1
     else:
