@@ -8,6 +8,7 @@ written; 2 bad input (trace, configuration, option or policy name); 130 interrup
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import sys
@@ -103,6 +104,21 @@ def user_errors() -> Iterator[None]:
         raise fail(str(e), 1) from None
     except OSError as e:
         raise fail(f"{e.filename or ''}: {e.strerror or e}".lstrip(": "), 1) from None
+
+
+def check_out_dir(out: Path) -> None:
+    """Refuses an output folder that cannot be made or written, before any work: it exists and is not a
+    folder, a parent on its path is a file, or the deepest existing folder on its path is not writable."""
+    parent = out
+    while not parent.exists():
+        if parent == parent.parent or parent.is_symlink():  # a root that is absent, or a broken link
+            break
+        parent = parent.parent
+    if parent.exists() and not parent.is_dir():
+        what = "it" if parent == out else str(parent)
+        raise OSError(errno.ENOTDIR, f"cannot write the results here: {what} is a file, not a folder", str(out))
+    if parent.is_dir() and not os.access(parent, os.W_OK | os.X_OK):
+        raise OSError(errno.EACCES, f"cannot write the results here: {parent} is not writable", str(out))
 
 
 def fmt(v: Any, digits: int = 2) -> str:
@@ -267,13 +283,20 @@ def simulate(
                 raise ValueError(
                     f"{', '.join(given)}: with a CONFIG file, set these options in the file ({config})"
                 )
-            result = api.run(config=config, timeline=timeline)
-            title = f"{config}"
             out = out if out is not None else Path("results") / config.stem
         else:
             assert trace is not None
             if timeline:
                 raise ValueError("--timeline: only process-level configurations have a timeline")
+            if trace.suffix in (".parquet", ".json"):
+                raise ValueError(f"{trace}: --trace reads SWF traces (.swf, .swf.gz); convert this one first: "
+                                 f"cosched trace convert {trace} {trace.with_suffix('.swf')}")
+        if out is not None:
+            check_out_dir(out)
+        if config is not None:
+            result = api.run(config=config, timeline=timeline)
+            title = f"{config}"
+        else:
             result = api.run(
                 trace,
                 policy=policy or "easy",
@@ -1303,7 +1326,10 @@ def calibrate(
         t.add_row(*[fmt(v, 3) if isinstance(v, float) else str(v) for v in row])
     console().print(t)
     if committed is not None:
-        diffs = cal.differences(doc, committed)
+        # Only the schemes refitted are compared (--scheme chooses them): the others were not fitted.
+        chosen = {k: {s: v for s, v in committed.get(k, {}).items() if s in schemes}
+                  for k in ("efficiency", "fit_error")}
+        diffs = cal.differences(doc, {**committed, **chosen})
         if diffs:
             for d in diffs:
                 console().print(f"differs: {escape(d)}")

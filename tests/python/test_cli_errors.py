@@ -219,3 +219,64 @@ def test_a_python_policy_that_raises_while_built_is_a_clear_error(tmp_path, monk
                  "--out", out])
     check_failed(r, 2, f"python:{module}:{cls}", *needles)
     assert not out.exists()
+
+
+MARKS_ITS_RUN = '''\
+from pathlib import Path
+
+
+class Marks:
+    def __init__(self, mark):
+        Path(mark).write_text("ran")
+
+    def on_events(self, now_s, events, free_procs, total_procs):
+        return [("start", e[1]) for e in events if e[0] == "submitted"]
+'''
+
+
+@pytest.mark.parametrize("where", ["out", "parent"])
+def test_an_output_folder_that_cannot_be_made_is_refused_before_the_run(tmp_path, monkeypatch, slices, where):
+    # --out names a file (or a folder under a file): exit 1 naming it, before the policy is even built (its
+    # constructor would leave the mark), and the file untouched.
+    module = f"marks_{tmp_path.name.replace('-', '_')}"
+    (tmp_path / f"{module}.py").write_text(MARKS_ITS_RUN)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    out = blocker if where == "out" else blocker / "sub"
+    mark = tmp_path / "mark"
+    r = run_cli(["simulate", "--trace", slices["CTC-SP2-1996-3.1-cln"], "--out", out,
+                 "--policy", f"python:{module}:Marks[mark='{mark}']"])
+    check_failed(r, 1, f"{out}: cannot write the results here: "
+                 + ("it is a file" if where == "out" else f"{blocker} is a file"))
+    assert not mark.exists()
+    assert blocker.read_text() == "x"
+
+
+@pytest.mark.parametrize("ext", ["parquet", "json"])
+def test_simulate_names_the_conversion_for_a_trace_that_is_not_swf(tmp_path, slices, ext):
+    trace = tmp_path / f"t.{ext}"
+    assert run_cli(["trace", "convert", slices["CTC-SP2-1996-3.1-cln"], trace]).exit_code == 0
+    r = run_cli(["simulate", "--trace", trace, "--out", tmp_path / "o"])
+    check_failed(r, 2, f"{trace}: --trace reads SWF traces", f"cosched trace convert {trace} {tmp_path / 't.swf'}")
+    assert not (tmp_path / "o").exists()
+
+
+def test_calibrate_check_of_some_schemes_compares_only_those(tmp_path, monkeypatch):
+    # `calibrate --check -s hybrid` refits hybrid only: the committed table's other schemes are not stale.
+    # The fit is replaced by the committed table's own hybrid entries, so the check must find a match.
+    import json
+
+    from coscheduling import calibrate as cal
+
+    committed = json.loads(cal.committed_table().read_text())
+    fitted = {**committed, "efficiency": {"hybrid": committed["efficiency"]["hybrid"]},
+              "fit_error": {"hybrid": committed["fit_error"]["hybrid"]}}
+    monkeypatch.setattr(cal, "fit", lambda *a, **k: fitted)
+    r = run_cli(["calibrate", "--check", "-s", "hybrid", "--work", tmp_path])
+    assert r.exit_code == 0, r.stdout + r.stderr
+    assert "the table matches a fit with this cosched" in r.stdout
+    fitted["efficiency"]["hybrid"] = {**committed["efficiency"]["hybrid"], "high": [1.0, 0.5, 0.5]}
+    r = run_cli(["calibrate", "--check", "-s", "hybrid", "--work", tmp_path])
+    assert r.exit_code == 1 and "1 value(s) differ" in r.stderr
+    assert "differs: efficiency.hybrid.high" in r.stdout and "nls" not in r.stdout.split("differs", 1)[1]
