@@ -39,12 +39,12 @@ equal weight the same request size ``base_slice`` whatever the number of runnabl
 CPUs, the default ``SCHED_TUNABLESCALING_LOG``) and 4 ms (one tick at HZ = 250: without the HRTICK
 feature a slice ends at the first tick after it expired); Linux 2.4's 60 ms base slice (``NICE_TO_TICKS(0)
 = 6`` ticks at HZ = 100); the Solaris TS dispatch table (``mlfq``); round robin at its default quantum and
-at one tick of this machine (4 ms); and the ``eevdf`` model (``os/eevdf.rs``: slices ended at the first
-tick after ``slice_ms``, ``RUN_TO_PARITY`` protection of a freshly picked process against non-boosted
-wake-ups) with ``tick_ms`` 4 (HZ = 250) and ``slice_ms`` 0.75 (``sysctl_sched_base_slice``), 1.5 (scaled for
-2 CPUs) and 4 (one tick), labelled ``eevdf-rtp-*``, after the others so that a tie keeps the earlier
-choice. What the running kernel exposes of its slice is recorded with the fit
-(:func:`kernel_slice_sources`).
+at one tick of this machine (4 ms); and the ``eevdf`` model (``os/eevdf.rs``, docs/models/eevdf.md: EEVDF
+entity by entity, eligibility, deadlines and slices ended at the first tick that finds the deadline
+reached, ``RUN_TO_PARITY`` protection, lag placement and delayed dequeue) with ``tick_ms`` 4 (HZ = 250) and
+``slice_ms`` 0.75 (``sysctl_sched_base_slice``), 1.5 (scaled for 2 CPUs) and 4 (one tick), labelled
+``eevdf-rtp-*``, after the others so that a tie keeps the earlier choice. What the running kernel exposes
+of its slice is recorded with the fit (:func:`kernel_slice_sources`).
 """
 
 from __future__ import annotations
