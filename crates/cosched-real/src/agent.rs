@@ -1398,8 +1398,14 @@ impl Agent {
                 procs: &h.pids,
                 ranks: &self.ranks,
             };
+            // A rank whose boost until run is pending is not boosted again
+            // (that would restart its checks at every tick and event).
             if let Some(p) = h.policy.recommend(&view) {
-                if !rank_on_cpu(&self.ranks, p) {
+                let pending = self
+                    .ranks
+                    .get(&p)
+                    .is_some_and(|r| r.boost_until_run.is_some());
+                if !pending && !rank_on_cpu(&self.ranks, p) {
                     out.push(NodeAction::BoostUntilRun(p));
                 }
             }
@@ -1427,8 +1433,7 @@ impl Agent {
                         RunMark::Used(self.nodes[node].mech.usage_ns(p).unwrap_or(0))
                     };
                     if let Some(r) = self.ranks.get_mut(&p) {
-                        r.boost_until_run =
-                            Some((mark, 0, Instant::now() + BOOST_CHECK));
+                        r.boost_until_run = Some((mark, 0, Instant::now() + BOOST_CHECK));
                     }
                     self.boost(node, p)
                 }
@@ -1487,6 +1492,7 @@ impl Agent {
             .filter_map(|(&p, r)| r.boost_until_run.map(|u| (p, r.node, u)))
             .filter(|(_, _, (_, _, due))| *due <= now)
             .collect();
+        let mut ran_ranks = vec![];
         for (p, node, (mark, checks, _)) in pending {
             let ran = match mark {
                 RunMark::Spinning(t) => self.ranks[&p]
@@ -1507,21 +1513,51 @@ impl Agent {
                 }
                 _ => {
                     r.boost_until_run = None;
-                    if !ran {
+                    if ran {
+                        ran_ranks.push(p);
+                    } else {
                         self.stats.boosts_expired += 1;
                     }
                     let _ = self.nodes[node].mech.set_boost(p, false);
                 }
             }
         }
+        for p in ran_ranks {
+            self.tell_running(p);
+        }
+        self.fire_periodic_ops(now);
+    }
+
+    /// A boosted rank has run (a boost-until-run check saw it): its policy's
+    /// `running` op, if it has one (PB: a standing recommendation is taken once
+    /// its rank runs, so it is not boosted again before the next scan). The
+    /// agent learns of the dispatch at its next check, up to 250 us late.
+    fn tell_running(&mut self, p: u32) {
+        let Some(r) = self.ranks.get(&p) else { return };
+        let wants = self.nodes[r.node]
+            .hosted
+            .get(&r.spec)
+            .is_some_and(|h| h.policy.ops().contains(Ops::RUNNING));
+        if wants {
+            self.dispatch(p, |pol, v, out| pol.running(v, p, out));
+        }
+    }
+
+    /// The policies' periodic ops that are due at `now`: `tick` every [`TICK`]
+    /// and `on_timer` every `period`. Each op sees the time it was due, on its
+    /// own grid, not the time the timer fired: a policy that counts ticks (PB's
+    /// scan "at the first tick at or after" the last one + its period) then acts
+    /// every ceil(period / tick) ticks as in the simulator, however late each
+    /// wake-up is.
+    fn fire_periodic_ops(&mut self, now: Instant) {
         for node in 0..self.nodes.len() {
             let specs: Vec<String> = self.nodes[node].hosted.keys().cloned().collect();
             for spec in specs {
                 let h = self.nodes[node].hosted.get_mut(&spec).unwrap();
-                let (mut fire_timer, mut fire_tick) = (false, false);
+                let (mut fire_timer, mut fire_tick) = (None, None);
                 if let (Some(t), Some(p)) = (h.next_timer, h.period) {
                     if t <= now {
-                        fire_timer = true;
+                        fire_timer = Some(t);
                         h.next_timer = if h.pids.is_empty() {
                             None
                         } else {
@@ -1531,7 +1567,7 @@ impl Agent {
                 }
                 if let Some(t) = h.next_tick {
                     if t <= now {
-                        fire_tick = true;
+                        fire_tick = Some(t);
                         h.next_tick = if h.pids.is_empty() {
                             None
                         } else {
@@ -1539,20 +1575,20 @@ impl Agent {
                         };
                     }
                 }
-                if !(fire_timer || fire_tick) || h.pids.is_empty() {
+                if (fire_timer.is_none() && fire_tick.is_none()) || h.pids.is_empty() {
                     continue;
                 }
                 let mut out = vec![];
-                let view = View {
-                    now: SimTime(self.start.elapsed().as_nanos() as i64),
+                let at = |t: Instant| View {
+                    now: SimTime(t.saturating_duration_since(self.start).as_nanos() as i64),
                     procs: &h.pids,
                     ranks: &self.ranks,
                 };
-                if fire_tick {
-                    h.policy.tick(&view, &mut out);
+                if let Some(t) = fire_tick {
+                    h.policy.tick(&at(t), &mut out);
                 }
-                if fire_timer {
-                    h.policy.on_timer(&view, &mut out);
+                if let Some(t) = fire_timer {
+                    h.policy.on_timer(&at(t), &mut out);
                 }
                 self.apply(node, &spec, out, u64::MAX);
             }

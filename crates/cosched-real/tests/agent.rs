@@ -488,3 +488,85 @@ fn a_frozen_ranks_pending_boost_is_not_checked() {
     );
     assert_ne!(boosted, "1024", "the boost waits for the thaw");
 }
+
+/// A fake rank with one unconsumed message in its segment (`arrivals` = 1 at
+/// the offset given after the socket), asleep 5 ms at a time with 0.3 ms of
+/// CPU in between: off a CPU at almost every scan, so PB's scan selects it
+/// whenever its turn comes, and a boost until run sees it run within 5.3 ms.
+const PB_RANK: &str = r#"
+off = int(sys.argv[5])
+m[off:off + 8] = struct.pack("<Q", 1)
+print(ack[5], flush=True)
+end = time.time() + 60
+while time.time() < end:
+    time.sleep(0.005)
+    t = time.thread_time()
+    while time.thread_time() - t < 0.0003:
+        pass
+"#;
+
+/// When each of two cgroup leaves goes from its normal weight to boosted, in ms
+/// since the start, over `secs` seconds (read every 0.25 ms; the test thread
+/// sleeps in between, the agent runs at real-time priority).
+fn boost_starts(leaves: &[PathBuf; 2], secs: f64) -> Vec<f64> {
+    let t0 = std::time::Instant::now();
+    let mut up = [false; 2];
+    let mut starts = vec![];
+    while t0.elapsed().as_secs_f64() < secs {
+        for (k, leaf) in leaves.iter().enumerate() {
+            let now_up = shares(leaf) != "1024";
+            if now_up && !up[k] {
+                starts.push(t0.elapsed().as_secs_f64() * 1e3);
+            }
+            up[k] = now_up;
+        }
+        std::thread::sleep(Duration::from_micros(250));
+    }
+    starts
+}
+
+#[test]
+fn pb_scans_on_the_agents_ticks_at_its_period_rounded_up_to_ticks() {
+    // PB runs its endpoint scan from the `tick` op, which the agent calls on a
+    // one-shot timerfd every 4 ms (its OS tick; no polling). Two sleeping ranks
+    // of one job each hold an unconsumed message, so each scan selects the other
+    // one (round robin) and the agent boosts the selected rank until it runs:
+    // the boosts' starts alternate between the two rank cgroups, one per scan.
+    // By hand, 4 ms ticks: period 20 ms -> a scan every 20 / 4 = 5 ticks = 20 ms;
+    // period 10 ms -> the first tick at or after 10 ms is the 3rd, 12 ms (the
+    // simulator's rule, pb.rs: every ceil(period / tick) ticks). The median of
+    // the intervals between successive boost starts must be within 1.5 ms of it.
+    let _g = serial();
+    let off = std::mem::offset_of!(proto::RankShm, arrivals).to_string();
+    for (period_us, expected_ms) in [(20_000, 20.0), (10_000, 12.0)] {
+        let t = Scratch::new();
+        let run = format!("t-pb{period_us}");
+        let s = t.sock(&run);
+        let _a = agent(&t, &run, &s, "nls");
+        let c = Client::connect(&s, Duration::from_secs(10)).unwrap();
+        c.declare(4, &format!("pb[period_us={period_us}]"), false)
+            .unwrap();
+        let ranks: Vec<_> = (0..2)
+            .map(|r| common::fake_rank(PB_RANK, &run, 4, r, &s, &[&off]))
+            .collect();
+        let cg = Cgroups::detect().cpu.unwrap();
+        let leaves = [0, 1]
+            .map(|r: usize| cg.path(&format!("cosched.{run}.n0/j4r{r}p{}", ranks[r].proc.0.id())));
+        assert!(
+            within(200, || leaves.iter().all(|l| l.exists())),
+            "the ranks' cgroups"
+        );
+        let starts = boost_starts(&leaves, 1.2);
+        let mut gaps: Vec<f64> = starts.windows(2).map(|w| w[1] - w[0]).collect();
+        assert!(
+            gaps.len() >= 20,
+            "period {period_us} us: boosts at {starts:?}"
+        );
+        gaps.sort_by(f64::total_cmp);
+        let median = gaps[gaps.len() / 2];
+        assert!(
+            (median - expected_ms).abs() <= 1.5,
+            "period {period_us} us: median interval {median:.2} ms, expected {expected_ms} ms; intervals {gaps:?}"
+        );
+    }
+}
