@@ -8,7 +8,6 @@ written; 2 bad input (trace, configuration, option or policy name); 130 interrup
 from __future__ import annotations
 
 import contextlib
-import errno
 import json
 import os
 import sys
@@ -26,7 +25,7 @@ from rich.table import Table
 
 from . import __version__, _core, api
 from .demo import DEMO_POLICIES, DEMO_TRACE
-from .output import command_line, git_commit, write_csv_atomic
+from .output import check_out_dir, command_line, git_commit, write_csv_atomic
 
 if TYPE_CHECKING:
     pass
@@ -104,21 +103,6 @@ def user_errors() -> Iterator[None]:
         raise fail(str(e), 1) from None
     except OSError as e:
         raise fail(f"{e.filename or ''}: {e.strerror or e}".lstrip(": "), 1) from None
-
-
-def check_out_dir(out: Path) -> None:
-    """Refuses an output folder that cannot be made or written, before any work: it exists and is not a
-    folder, a parent on its path is a file, or the deepest existing folder on its path is not writable."""
-    parent = out
-    while not parent.exists():
-        if parent == parent.parent or parent.is_symlink():  # a root that is absent, or a broken link
-            break
-        parent = parent.parent
-    if parent.exists() and not parent.is_dir():
-        what = "it" if parent == out else str(parent)
-        raise OSError(errno.ENOTDIR, f"cannot write the results here: {what} is a file, not a folder", str(out))
-    if parent.is_dir() and not os.access(parent, os.W_OK | os.X_OK):
-        raise OSError(errno.EACCES, f"cannot write the results here: {parent} is not writable", str(out))
 
 
 def fmt(v: Any, digits: int = 2) -> str:

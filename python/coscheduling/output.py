@@ -365,6 +365,22 @@ def _sigterm_cleans_up() -> Iterator[None]:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
+def check_out_dir(out: Path) -> None:
+    """Refuses an output folder that cannot be made or written, with an OSError naming it and why: it exists
+    and is not a folder, a parent on its path is a file, or the deepest existing folder on its path is not
+    writable. Commands call it before their work; :func:`write_atomic` calls it before it writes."""
+    parent = out
+    while not parent.exists():
+        if parent == parent.parent or parent.is_symlink():  # a root that is absent, or a broken link
+            break
+        parent = parent.parent
+    if parent.exists() and not parent.is_dir():
+        what = "it" if parent == out else str(parent)
+        raise OSError(errno.ENOTDIR, f"cannot write the results here: {what} is a file, not a folder", str(out))
+    if parent.is_dir() and not os.access(parent, os.W_OK | os.X_OK):
+        raise OSError(errno.EACCES, f"cannot write the results here: {parent} is not writable", str(out))
+
+
 def write_atomic(
     out_dir: str | os.PathLike[str],
     writers: Mapping[str, Callable[[Path], None]],
@@ -379,6 +395,7 @@ def write_atomic(
     removed, and so is ``out_dir`` if this call created it.
     """
     out = Path(out_dir)
+    check_out_dir(out)
     created: list[Path] = []
     for parent in reversed([out, *out.parents]):
         if not parent.exists():

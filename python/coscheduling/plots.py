@@ -43,6 +43,17 @@ def merge_spans(starts: np.ndarray, ends: np.ndarray, gap: float) -> tuple[np.nd
     return s[first], e[last]
 
 
+def _ranges(values: Sequence[int]) -> str:
+    """Sorted integers as ranges: ``[0, 1, 2, 5]`` -> ``"0-2, 5"``."""
+    out: list[str] = []
+    for v in values:
+        if out and v == int(out[-1].split("-")[-1]) + 1:
+            out[-1] = f"{out[-1].split('-')[0]}-{v}"
+        else:
+            out.append(str(v))
+    return ", ".join(out)
+
+
 def gantt(
     timeline: pd.DataFrame,
     path: str | Path,
@@ -64,9 +75,13 @@ def gantt(
     hi = float(t["end_s"].max()) if end is None else float(end)
     if not len(t) or hi <= lo:
         raise ValueError(f"timeline: empty window [{lo}, {hi}] s")
-    t = t[(t["end_s"] > lo) & (t["start_s"] < hi)]
     if nodes is not None:
+        have = sorted(set(int(n) for n in t["node"]))
+        absent = sorted(set(nodes) - set(have))
+        if absent:
+            raise ValueError(f"node(s) {absent}: not in the timeline; its nodes: {_ranges(have)}")
         t = t[t["node"].isin(list(nodes))]
+    t = t[(t["end_s"] > lo) & (t["start_s"] < hi)]
     lanes = sorted({(int(n), int(c)) for n, c in zip(t["node"], t["cpu"], strict=True)})
     index = {lane: k for k, lane in enumerate(lanes)}
     jobs = sorted(set(int(j) for j in t["job"]))

@@ -15,6 +15,7 @@ from __future__ import annotations
 import copy
 import itertools
 import json
+import re
 import tomllib
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -207,4 +208,7 @@ def _core_check(s: RunSpec) -> None:
             _core.load_config(path)
         except ValueError as e:
             point = ", ".join(f"{k}={v!r}" for k, v in s.labels.items())
-            raise ValueError(f"sweep point ({point}): {str(e).replace(str(path), 'configuration')}") from None
+            # The point's configuration is one line of JSON written here: its line and column mean nothing
+            # to the spec's author; the message names the field.
+            msg = re.sub(r"^: line \d+, column \d+:", ":", str(e).replace(str(path), ""))
+            raise ValueError(f"sweep point ({point}): configuration{msg}") from None

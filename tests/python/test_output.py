@@ -265,3 +265,17 @@ def test_interrupted_write_leaves_no_temporaries(tmp_path, sig):
         output.settle(out)  # what the next run into the folder does first
     assert [p.name for p in out.iterdir()] == ["jobs.csv"]
     assert (out / "jobs.csv").read_bytes() == b"previous"
+
+
+@pytest.mark.parametrize("under", [False, True])
+def test_an_output_folder_that_is_a_file_is_named(tmp_path, under):
+    # Any command's atomic write (report --out, gantt --out, trace convert, ...) names the file in the way,
+    # not "File exists" / "Not a directory"; nothing is written and the file is untouched.
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    out = blocker / "sub" if under else blocker
+    with pytest.raises(OSError) as e:
+        output.write_atomic(out, {"a.txt": lambda p: p.write_text("a")})
+    what = f"{blocker} is a file" if under else "it is a file"
+    assert e.value.filename == str(out) and e.value.strerror == f"cannot write the results here: {what}, not a folder"
+    assert blocker.read_text() == "x"

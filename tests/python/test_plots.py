@@ -43,3 +43,12 @@ def test_gantt_hatches_sub_pixel_runs_of_spin_once(tmp_path: Path, monkeypatch: 
     assert sum(k for k, h in drawn if h is None) == 2 * n
     assert [k for k, h in drawn if h is not None] == [1]
     assert (tmp_path / "g.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_gantt_of_nodes_the_timeline_lacks_is_an_error(tmp_path: Path) -> None:
+    # Nodes 0, 1, 2 and 5 hold segments; asking for 4 and 9 names both and the nodes there are.
+    tl = pd.DataFrame({"node": [0, 1, 2, 5], "cpu": 0, "job": 0, "rank": 0, "pid": 0, "start_s": 0.0,
+                       "end_s": 1.0, "kind": "useful"})
+    with pytest.raises(ValueError, match=r"node\(s\) \[4, 9\]: not in the timeline; its nodes: 0-2, 5"):
+        plots.gantt(tl, tmp_path / "g.png", nodes=[9, 0, 4])
+    assert not (tmp_path / "g.png").exists()

@@ -139,3 +139,16 @@ def test_trace_load_axis_example(tmp_path: Path) -> None:
         a = c.run(config=cfg).jobs
         b = c.run(scaled, policy="easy").jobs
         pd.testing.assert_frame_equal(a, b)
+
+
+def test_a_mistyped_grid_key_is_named_without_a_position_in_generated_json(tmp_path: Path) -> None:
+    # The point's configuration is generated (one line of JSON): "line 1, column 21" would point nowhere the
+    # spec's author can look; the message names the point and the unknown key.
+    spec = tmp_path / "typo.toml"
+    spec.write_text(f'name = "t"\n[base.workload]\ntrace = "{DEMO_TRACE}"\n[base.scheduler]\npolicy = "easy"\n'
+                    '[grid]\n"scheduler.polcy" = ["fcfs"]\n')
+    r = run_cli(["sweep", str(spec), "--out", str(tmp_path / "o")])
+    assert r.exit_code == 2
+    assert "sweep point (scheduler.polcy='fcfs'): configuration: unknown field `polcy`" in r.stderr, r.stderr
+    assert "column" not in r.stderr
+    assert not (tmp_path / "o").exists()
