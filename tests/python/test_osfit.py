@@ -183,6 +183,8 @@ def test_the_eevdf_candidates_end_slices_at_the_tick_and_protect_fresh_slices(tm
         assert s["slice3_p50_us"] == pytest.approx(slice_us, abs=1.0), label
         assert s["held_p50_us"] == 0.0, label
         assert 0.0 < s["held_mean_us"] < 4000.0, label
+        # The wake-ups of every seed of WAKE_SEEDS pooled: 2 sleepers x 100 rounds (the least simulated) each.
+        assert s["held_samples"] == 2 * 100 * len(osfit.WAKE_SEEDS), label
     assert osfit.candidate_os("eevdf-rtp-1.5ms", 0.3) == {"model": "eevdf", "slice_ms": 1.5, "tick_ms": 4.0}
 
 
