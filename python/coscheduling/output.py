@@ -40,7 +40,7 @@ OUTPUT_FILES = ("jobs.csv", "jobs.parquet", "summary.json")
 RESULT_FILES = (*OUTPUT_FILES, "timeline.parquet")
 
 #: Version of the output contract (docs/formats/): jobs columns, summary and provenance keys.
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 
 
 def _file_mode() -> int:

@@ -58,7 +58,7 @@ def test_summary_text_nan_is_null_and_order_is_fixed():
     assert text.endswith("}\n")
     doc = json.loads(text)
     assert list(doc) == ["format_version", "b", "a", "provenance"]
-    assert doc["format_version"] == 2
+    assert doc["format_version"] == 3
     assert doc["a"] is None and doc["provenance"] == {"z": 1, "y": None}
 
 

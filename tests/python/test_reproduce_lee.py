@@ -35,7 +35,7 @@ def test_quick_version_writes_report_tables_and_plots(exp_id: str, quick_reprodu
     assert verdicts and set(verdicts) <= VERDICTS, verdicts
     runs = pd.read_csv(out / "runs.csv")
     assert (runs["jobs_completed"] == runs["jobs_total"]).all()
-    assert runs["process_own_s"].gt(0).all()
+    assert runs["measure_perturb_own_s"].gt(0).all()
     for png in re.findall(r"!\[[^]]*\]\(([^)]+)\)", text):
         assert (out / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     for csv in out.glob("*.csv"):
@@ -128,10 +128,10 @@ def test_table3_rules_pass_and_fail() -> None:
 
 def test_pooled_statistics_combine_runs() -> None:
     runs = pd.DataFrame([
-        {"app": "lee-LU", **{f"process_{c}_{k}": v for c in ("gang", "ngr", "ngn")
+        {"app": "lee-LU", **{f"measure_perturb_{c}_{k}": v for c in ("gang", "ngr", "ngn")
                              for k, v in (("n", 2), ("msg_mean", 1.0), ("msg_sd", 0.0), ("prog_mean_s", 1e-3),
                                           ("prog_sd_s", 0.0))}},
-        {"app": "lee-LU", **{f"process_{c}_{k}": v for c in ("gang", "ngr", "ngn")
+        {"app": "lee-LU", **{f"measure_perturb_{c}_{k}": v for c in ("gang", "ngr", "ngn")
                              for k, v in (("n", 2), ("msg_mean", 3.0), ("msg_sd", 0.0), ("prog_mean_s", 3e-3),
                                           ("prog_sd_s", 0.0))}},
     ])

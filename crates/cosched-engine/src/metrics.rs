@@ -133,68 +133,14 @@ pub struct ProcessSummary {
     pub gang_switches: u64,
     /// Flexible gang: running processes preempted by a process woken by its disk completion.
     pub gang_io_preemptions: u64,
-    /// Flexible gang: CPU time processes ran outside their own row's slot, seconds.
-    pub gang_fragment_s: f64,
-    /// Time processes woken by a disk completion waited for a CPU while a CPU
-    /// of their node ran another job's process, seconds (docs/formats/summary.md).
-    pub priority_inversion_s: f64,
     /// Node-policy actions the engine refused because they could not apply (a
     /// process of another node or one that has ended, a spin change for a process
     /// that is not spinning in a wait).
     pub policy_action_errors: u64,
-    /// Gang runs: each job's final online gangedness estimate (seed 003 §5).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub gangedness: Option<Vec<GangednessSummary>>,
-    /// The perturbation harness's figures (`gang-perturb` runs only).
-    #[serde(flatten, skip_serializing_if = "Option::is_none")]
-    pub perturb: Option<PerturbSummary>,
-}
-
-/// One job's online gangedness estimate in a gang run (seed 003 §5;
-/// `cosched_engine::process::gangedness`): its record counts per set (gang,
-/// non-gang-running `ngr`, non-gang-non-running `ngn`), mean messages per gang and
-/// per ngn record, the ratio ngn / gang (null when undefined), the class
-/// (`low`, `high` or `unknown`) and when it was first decided.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
-pub struct GangednessSummary {
-    pub job: usize,
-    pub app: String,
-    pub gang_n: u64,
-    pub ngr_n: u64,
-    pub ngn_n: u64,
-    pub gang_msg_mean: Option<f64>,
-    pub ngn_msg_mean: Option<f64>,
-    pub ratio: Option<f64>,
-    pub class: String,
-    /// When the class first left `unknown`, seconds (null if it never did).
-    pub decided_s: Option<f64>,
-}
-
-/// Figures of a `gang-perturb` run (seed 003 §4-5), flattened into the process
-/// counters: job 0's run time in its own slots, the perturbations applied, and per
-/// class of processor-quantum (gang, non-gang-running `ngr`, non-gang-non-running
-/// `ngn`) the record count, mean and SD of messages received and of the other
-/// ranks' progress (useful CPU seconds), and the message ratio ngn / gang.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
-pub struct PerturbSummary {
-    pub own_s: f64,
-    pub perturbations: u32,
-    pub gang_n: u64,
-    pub gang_msg_mean: f64,
-    pub gang_msg_sd: f64,
-    pub gang_prog_mean_s: f64,
-    pub gang_prog_sd_s: f64,
-    pub ngr_n: u64,
-    pub ngr_msg_mean: f64,
-    pub ngr_msg_sd: f64,
-    pub ngr_prog_mean_s: f64,
-    pub ngr_prog_sd_s: f64,
-    pub ngn_n: u64,
-    pub ngn_msg_mean: f64,
-    pub ngn_msg_sd: f64,
-    pub ngn_prog_mean_s: f64,
-    pub ngn_prog_sd_s: f64,
-    pub msg_ratio: f64,
+    /// What the run's observers measured, one entry per measure under its
+    /// name (`cosched_engine::process::observe::Measures::summary`; the
+    /// entries and their keys are in docs/formats/summary.md).
+    pub measures: serde_json::Map<String, serde_json::Value>,
 }
 
 /// Linear-interpolation percentile of a sorted slice (numpy "linear"); NaN if empty.

@@ -14,6 +14,7 @@ use cosched_contract::slots::{
     SlotSetup, SlotView,
 };
 use cosched_des::SimTime;
+use cosched_engine::process::gangedness;
 use cosched_engine::process::{simulate_processes, ProcError, ProcJob, ProcOptions, ProcOutput};
 use cosched_policies::process::gang::{factory, Gang};
 use cosched_policies::process::perturb::{draw, GangPerturb};
@@ -686,7 +687,11 @@ fn the_engine_reports_each_class_change_at_the_slot_end() {
         *log.lock().unwrap(),
         vec![(0, GangClass::Low), (1, GangClass::Low)]
     );
-    let est = out.measures.gangedness().unwrap();
+    let est = &out
+        .measures
+        .get::<gangedness::Estimates>(gangedness::NAME)
+        .unwrap()
+        .jobs;
     let decided: Vec<Option<SimTime>> = est.iter().map(|e| e.decided).collect();
     assert_eq!(decided, [Some(MS(10)), Some(MS(20))]);
 }

@@ -6,11 +6,8 @@
 
 use crate::{Error, RunResult, Timings};
 use cosched_des::SimTime;
-use cosched_engine::metrics::{
-    summarize_busy, GangednessSummary, MeasuredBusy, PerturbSummary, ProcessSummary,
-};
+use cosched_engine::metrics::{summarize_busy, MeasuredBusy, ProcessSummary};
 use cosched_engine::process::admit::AdmissionFactory;
-use cosched_engine::process::observe::Measures;
 use cosched_engine::process::policy::NodePolicy;
 use cosched_engine::process::{simulate_processes, ProcError, ProcJob, ProcOptions};
 use cosched_engine::{JobRecord, JobStatus, SimOutput};
@@ -398,15 +395,8 @@ fn run_admitting(
         ack_boosts: c.ack_boosts,
         gang_switches: c.gang_switches,
         gang_io_preemptions: c.gang_io_preemptions,
-        gang_fragment_s: m.ns(Measures::GANG_FRAGMENT) as f64 / 1e9,
-        priority_inversion_s: m.ns(Measures::PRIORITY_INVERSION) as f64 / 1e9,
         policy_action_errors: c.action_errors.total(),
-        gangedness: m.gangedness().map(|est| {
-            est.iter()
-                .map(|e| gangedness_summary(e, &jobs[e.job].program))
-                .collect()
-        }),
-        perturb: m.perturb().map(perturb_summary),
+        measures: m.summary(),
     });
     Ok(RunResult {
         timeline: std::mem::take(&mut out.timeline),
@@ -420,57 +410,6 @@ fn run_admitting(
             metrics_s: t1.elapsed().as_secs_f64(),
         },
     })
-}
-
-/// A job's gangedness estimate in summary form (non-finite numbers become null).
-fn gangedness_summary(
-    e: &cosched_engine::process::gangedness::JobEstimate,
-    program: &cosched_model::program::Program,
-) -> GangednessSummary {
-    let finite = |x: f64| x.is_finite().then_some(x);
-    let c = &e.counts;
-    GangednessSummary {
-        job: e.job,
-        app: program.app(),
-        gang_n: c.gang.n,
-        ngr_n: c.non_gang_running.n,
-        ngn_n: c.non_gang_non_running.n,
-        gang_msg_mean: finite(c.gang.msg_mean()),
-        ngn_msg_mean: finite(c.non_gang_non_running.msg_mean()),
-        ratio: finite(e.ratio),
-        class: e.class.name().to_string(),
-        decided_s: e.decided.map(SimTime::as_secs_f64),
-    }
-}
-
-/// The summary figures of the perturbation harness (`gang-perturb`).
-fn perturb_summary(p: &cosched_engine::process::perturb::PerturbOutput) -> PerturbSummary {
-    use cosched_engine::process::perturb::QuantumClass as C;
-    let (g, r, n) = (
-        p.stats(C::Gang),
-        p.stats(C::NonGangRunning),
-        p.stats(C::NonGangNonRunning),
-    );
-    PerturbSummary {
-        own_s: p.own_ns as f64 / 1e9,
-        perturbations: p.applied,
-        gang_n: g.n,
-        gang_msg_mean: g.msg_mean,
-        gang_msg_sd: g.msg_sd,
-        gang_prog_mean_s: g.progress_mean_ns / 1e9,
-        gang_prog_sd_s: g.progress_sd_ns / 1e9,
-        ngr_n: r.n,
-        ngr_msg_mean: r.msg_mean,
-        ngr_msg_sd: r.msg_sd,
-        ngr_prog_mean_s: r.progress_mean_ns / 1e9,
-        ngr_prog_sd_s: r.progress_sd_ns / 1e9,
-        ngn_n: n.n,
-        ngn_msg_mean: n.msg_mean,
-        ngn_msg_sd: n.msg_sd,
-        ngn_prog_mean_s: n.progress_mean_ns / 1e9,
-        ngn_prog_sd_s: n.progress_sd_ns / 1e9,
-        msg_ratio: p.message_ratio(),
-    }
 }
 
 /// A seed 000 style job mix (seed 000 §5.1; the draw rules are assumption G-WL-4 of

@@ -38,17 +38,33 @@ fn scheme_counters_are_exported_in_the_summary() {
         "ack_boosts",
         "gang_switches",
         "gang_io_preemptions",
-        "gang_fragment_s",
     ] {
         assert!(json["process"].get(key).is_some(), "missing process.{key}");
     }
     assert_eq!(json["process"]["policy_interrupts"], p.policy_interrupts);
+    // The observers' entries: every run measures priority inversion; the
+    // gang-only measures are absent.
+    let measures = |j: &serde_json::Value| -> Vec<String> {
+        j["process"]["measures"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .cloned()
+            .collect()
+    };
+    assert_eq!(measures(&json), ["priority_inversion"]);
+    assert!(json["process"]["measures"]["priority_inversion"]["total_s"].is_number());
 
     for node in ["nls", "block"] {
         let r = run("fcfs", node);
         let p = r.summary.process.as_ref().unwrap();
         assert_eq!(
-            (p.policy_interrupts, p.boosts, p.boost_preemptions, p.ack_boosts),
+            (
+                p.policy_interrupts,
+                p.boosts,
+                p.boost_preemptions,
+                p.ack_boosts
+            ),
             (0, 0, 0, 0),
             "{node}"
         );
@@ -64,6 +80,15 @@ fn scheme_counters_are_exported_in_the_summary() {
     // Fragmentation is the CPU capacity over the makespan not spent on useful work.
     let capacity = 16.0 * gang.summary.makespan_s;
     assert!((p.cpu_fragmentation - (1.0 - p.useful_s / capacity)).abs() < 1e-12);
-    assert!(p.cpu_fragmentation > 0.0 && p.cpu_fragmentation < 1.0, "{p:?}");
+    assert!(
+        p.cpu_fragmentation > 0.0 && p.cpu_fragmentation < 1.0,
+        "{p:?}"
+    );
     assert_eq!(p.gang_io_preemptions, 0);
+    let json = serde_json::to_value(&gang.summary).unwrap();
+    assert_eq!(
+        measures(&json),
+        ["gang_fragment", "gangedness", "priority_inversion"]
+    );
+    assert!(json["process"]["measures"]["gang_fragment"]["total_s"].is_number());
 }

@@ -300,9 +300,9 @@ def mix_table(g: Gathered, st: Settings) -> tuple[pd.DataFrame, pd.DataFrame]:
     resp["io_slowdown"] = io.groupby("scheme")["slowdown"].mean().reindex(resp["scheme"]).to_numpy()
     runs = g.runs[g.runs["scheme"] != DEDICATED]
     util = runs.groupby("scheme", as_index=False)[
-        ["utilization", "makespan_s", "process_priority_inversion_s"]].mean()
+        ["utilization", "makespan_s", "measure_priority_inversion_total_s"]].mean()
     resp = _order(resp.merge(util, on="scheme").rename(
-        columns={"process_priority_inversion_s": "prio_inversion_s"}))
+        columns={"measure_priority_inversion_total_s": "prio_inversion_s"}))
     long = jobs.groupby(["scheme", "cls"], as_index=False)["response_s"].mean()
     resp.attrs["dedicated_io_s"] = float(ded.mean()) if not ded_runs.empty else float("nan")
     return resp[["scheme", *CLASSES, "all", "io_slowdown", "prio_inversion_s", "utilization",
@@ -311,12 +311,12 @@ def mix_table(g: Gathered, st: Settings) -> tuple[pd.DataFrame, pd.DataFrame]:
 
 def gangedness_table(g: Gathered, st: Settings) -> pd.DataFrame:
     """Each job's final online gangedness estimate under FLEX (per seed) and FLEX-DECLARED's
-    declared class, from the runs' ``process.gangedness`` lists."""
+    declared class, from the runs' ``process.measures.gangedness.jobs`` lists."""
     classes = [c for c, _ in mix_jobs(st)]
     declared = {a for a in FLEX_DECLARED.split("low=")[1].split(",")[0].split("/")}
     rows = []
     for _, r in g.runs[g.runs["scheme"] == "FLEX"].iterrows():
-        cell = r.get("process_gangedness")
+        cell = r.get("measure_gangedness_jobs")
         for e in json.loads(cell) if isinstance(cell, str) else []:
             rows.append({
                 "seed": int(r["seed"]), "job": int(e["job"]), "cls": classes[int(e["job"])], "app": e["app"],

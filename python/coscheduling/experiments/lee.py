@@ -119,10 +119,10 @@ def perturb_specs(prefix: str, apps: Sequence[str], envs: Sequence[Env], counts:
 
 def deltas(runs: pd.DataFrame) -> pd.DataFrame:
     """Change of run time (own quanta) per application, environment and count, mean over draws."""
-    base = runs[runs["env"] == "none"].set_index("app")["process_own_s"]
+    base = runs[runs["env"] == "none"].set_index("app")["measure_perturb_own_s"]
     r = runs[runs["env"] != "none"].copy()
-    r["delta_q"] = (r["process_own_s"] - r["app"].map(base)) / QUANTUM_S
-    r["applied"] = r["process_perturbations"]
+    r["delta_q"] = (r["measure_perturb_own_s"] - r["app"].map(base)) / QUANTUM_S
+    r["applied"] = r["measure_perturb_perturbations"]
     return r.groupby(["app", "env", "count"], sort=False).agg(
         delta_q=("delta_q", "mean"), applied=("applied", "mean"), draws=("draw", "count")).reset_index()
 
@@ -461,12 +461,12 @@ def pooled(runs: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for app, g in runs.groupby("app", sort=False):
         for c in ("gang", "ngr", "ngn"):
-            n = g[f"process_{c}_n"].astype(float)
+            n = g[f"measure_perturb_{c}_n"].astype(float)
             N = float(n.sum())
             row: dict[str, Any] = {"app": app, "class": CLASS_NAMES[c], "n": int(N)}
             for what, scale in (("msg", 1.0), ("prog", 1e9)):
-                mcol = f"process_{c}_{what}_mean" + ("_s" if what == "prog" else "")
-                scol = f"process_{c}_{what}_sd" + ("_s" if what == "prog" else "")
+                mcol = f"measure_perturb_{c}_{what}_mean" + ("_s" if what == "prog" else "")
+                scol = f"measure_perturb_{c}_{what}_sd" + ("_s" if what == "prog" else "")
                 m = g[mcol].astype(float).fillna(0.0) * scale
                 sd = g[scol].astype(float).fillna(0.0) * scale
                 if N:

@@ -241,9 +241,13 @@ def gather(specs: Sequence[RunSpec], root: Path, executed: list[str] | None = No
         for k, v in summary.items():
             if k != "provenance" and not isinstance(v, dict | list):
                 row[k] = v
-        for k, v in (summary.get("process") or {}).items():
-            # Lists (a gang run's per-job gangedness estimates) stay one JSON cell.
-            row[f"process_{k}"] = json.dumps(v, sort_keys=True) if isinstance(v, list) else v
+        process = dict(summary.get("process") or {})
+        for name, entry in (process.pop("measures", None) or {}).items():
+            for k, v in entry.items():
+                # Lists (a gang run's per-job gangedness estimates) stay one JSON cell.
+                row[f"measure_{name}_{k}"] = json.dumps(v, sort_keys=True) if isinstance(v, list) else v
+        for k, v in process.items():
+            row[f"process_{k}"] = v
         # The run's power model (idle B and busy W per node), for energy tables.
         plat = (summary.get("provenance") or {}).get("platform") or {}
         for k in ("idle_watts", "busy_watts"):

@@ -2,7 +2,6 @@
 //! interrupts, the gang bit, fragment filling and the round cost.
 
 use super::gang::GangParams;
-use super::observe::Measures;
 use super::tests::Spin;
 use super::*;
 use cosched_contract::process::{FlexParams, GangBit, LowGang};
@@ -105,7 +104,7 @@ fn io_completion_preempts_the_active_row_only_with_io_preempt() {
         "waits for its own slot at 100 ms"
     );
     // The hog lost 1 ms of its slot to the interrupt.
-    assert!(with.measures.ns(Measures::GANG_FRAGMENT) == MS);
+    assert!(with.measures.ns(super::fragment::NAME) == MS);
 }
 
 #[test]
@@ -127,12 +126,12 @@ fn gang_bit_gives_a_blocked_processs_slot_to_another_row() {
     assert_eq!(segs[2], (0, 31.0, 32.0), "the owner takes its slot back");
     assert_eq!(ms(with.jobs[0].end), 32.0);
     assert_eq!(ms(with.jobs[1].end), 42.0);
-    assert_eq!(with.measures.ns(Measures::GANG_FRAGMENT), 30 * MS);
+    assert_eq!(with.measures.ns(super::fragment::NAME), 30 * MS);
     // Without the gang bit the node idles while the owner is blocked.
     let without = run(&jobs, &opts(50, 2, 0, FlexParams::default()));
     assert_eq!(ms(without.jobs[0].end), 32.0);
     assert_eq!(ms(without.jobs[1].end), 72.0);
-    assert_eq!(without.measures.ns(Measures::GANG_FRAGMENT), 0);
+    assert_eq!(without.measures.ns(super::fragment::NAME), 0);
 }
 
 #[test]
@@ -165,7 +164,7 @@ fn fill_gives_fragments_to_low_gangedness_jobs_only() {
         ..Default::default()
     };
     let out = run(&jobs[..2], &opts(50, 3, 0, flex));
-    assert_eq!(out.measures.ns(Measures::GANG_FRAGMENT), 0);
+    assert_eq!(out.measures.ns(super::fragment::NAME), 0);
 }
 
 #[test]
@@ -197,7 +196,7 @@ fn gang_bit_is_per_job() {
         };
         run(&jobs, &opts(50, 2, 0, flex))
             .measures
-            .ns(Measures::GANG_FRAGMENT)
+            .ns(super::fragment::NAME)
     };
     assert!(lent(GangBit::All) > 0);
     assert!(lent(GangBit::Apps(vec!["io-bound".into()])) > 0);
@@ -216,7 +215,7 @@ fn priority_inversion_counts_a_disk_woken_process_waiting_behind_another_job() {
             ..Default::default()
         };
         let out = run(&jobs, &opts(50, 2, 0, flex));
-        out.measures.ns(Measures::PRIORITY_INVERSION)
+        out.measures.ns(super::inversion::NAME)
     };
     assert_eq!(inv(false), 39 * MS);
     assert_eq!(inv(true), 0, "the I/O interrupt runs it at once");
@@ -228,7 +227,7 @@ fn priority_inversion_counts_a_disk_woken_process_waiting_behind_another_job() {
         ..Default::default()
     };
     let out = simulate_processes(&plat, &jobs, &|| Box::new(Spin), &fcfs).expect("run");
-    let wait_ns = out.measures.ns(Measures::PRIORITY_INVERSION);
+    let wait_ns = out.measures.ns(super::inversion::NAME);
     assert_eq!(wait_ns, 0);
     assert_eq!(ms(out.jobs[0].end), 62.0, "1 ms + 60 ms of I/O + 1 ms");
 }
@@ -267,10 +266,11 @@ fn auto_mix(low: LowGang) -> ProcOutput {
 fn auto_classifies_enum_low_and_water_high_after_warm_up() {
     use super::gangedness::{GangClass, GangednessParams};
     let out = auto_mix(LowGang::Auto(GangednessParams::default()));
-    let est = out
+    let est = &out
         .measures
-        .gangedness()
-        .expect("gang runs export the estimate");
+        .get::<super::gangedness::Estimates>(super::gangedness::NAME)
+        .expect("gang runs export the estimate")
+        .jobs;
     let (enum_, water) = (&est[0], &est[1]);
     assert!(
         enum_.counts.gang.n >= 32 && enum_.counts.non_gang_non_running.n >= 32,

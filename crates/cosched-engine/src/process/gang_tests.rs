@@ -307,15 +307,16 @@ fn a_run_subscribes_the_observers_its_options_ask_for() {
         |out: &ProcOutput| -> Vec<&'static str> { out.measures.iter().map(|(n, _)| n).collect() };
     let shared = run(&plat, &jobs, &ProcOptions::default());
     assert_eq!(names(&shared), ["priority_inversion"]);
-    assert!(shared.measures.gangedness().is_none());
+    assert!(shared.measures.entry(gangedness::NAME).is_none());
     let g = run(&plat, &jobs, &gang(20, 1000, false));
     assert_eq!(
         names(&g),
         ["priority_inversion", "gang_fragment", "gangedness"]
     );
-    assert_eq!(g.measures.ns(observe::Measures::PRIORITY_INVERSION), 0);
-    assert_eq!(g.measures.ns(observe::Measures::GANG_FRAGMENT), 0);
-    assert_eq!(g.measures.gangedness().map(Vec::len), Some(2));
+    assert_eq!(g.measures.ns(super::inversion::NAME), 0);
+    assert_eq!(g.measures.ns(super::fragment::NAME), 0);
+    let est = g.measures.get::<gangedness::Estimates>(gangedness::NAME);
+    assert_eq!(est.map(|e| e.jobs.len()), Some(2));
 }
 
 /// Two ranks on two nodes under gang (one 20 ms slot after another, switches

@@ -59,6 +59,7 @@ pub use cosched_contract::process::{
 };
 use cosched_contract::process::{GangParams, LowGang, DEFAULT_EST_QUANTUM};
 use cosched_des::SimTime;
+use serde::Serialize;
 
 /// Running counts of one set of records.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -142,6 +143,61 @@ pub struct JobEstimate {
     pub class: GangClass,
     /// When the job's class first left `unknown` (at a slot end), if it did.
     pub decided: Option<SimTime>,
+}
+
+/// The report's entry name in [`Measures`] (summary `process.measures`).
+pub const NAME: &str = "gangedness";
+
+/// The report: every job's final estimate, with its application's name.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Estimates {
+    pub jobs: Vec<JobEstimate>,
+    /// The application of each job (`Program::app`).
+    pub apps: Vec<String>,
+}
+
+/// One job's estimate in the summary (docs/formats/summary.md,
+/// `measures.gangedness`): non-finite numbers become null.
+#[derive(Serialize)]
+struct JobSummary<'a> {
+    job: usize,
+    app: &'a str,
+    gang_n: u64,
+    ngr_n: u64,
+    ngn_n: u64,
+    gang_msg_mean: Option<f64>,
+    ngn_msg_mean: Option<f64>,
+    ratio: Option<f64>,
+    class: &'static str,
+    /// When the class first left `unknown`, seconds.
+    decided_s: Option<f64>,
+}
+
+impl Measure for Estimates {
+    /// `{"jobs": [...]}`, one object per job in job order.
+    fn summary(&self) -> serde_json::Value {
+        let finite = |x: f64| x.is_finite().then_some(x);
+        let jobs: Vec<JobSummary<'_>> = self
+            .jobs
+            .iter()
+            .map(|e| {
+                let c = &e.counts;
+                JobSummary {
+                    job: e.job,
+                    app: &self.apps[e.job],
+                    gang_n: c.gang.n,
+                    ngr_n: c.non_gang_running.n,
+                    ngn_n: c.non_gang_non_running.n,
+                    gang_msg_mean: finite(c.gang.msg_mean()),
+                    ngn_msg_mean: finite(c.non_gang_non_running.msg_mean()),
+                    ratio: finite(e.ratio),
+                    class: e.class.name(),
+                    decided_s: e.decided.map(SimTime::as_secs_f64),
+                }
+            })
+            .collect();
+        serde_json::json!({ "jobs": jobs })
+    }
 }
 
 /// The estimator's state inside a run.
@@ -441,10 +497,9 @@ impl observe::Observer for Observer {
     }
 
     fn report(self: Box<Self>, probe: &Probe<'_, '_>, into: &mut Measures) {
-        into.put(
-            Measures::GANGEDNESS,
-            Measure::Gangedness(self.estimates(probe.jobs())),
-        );
+        let jobs = self.estimates(probe.jobs());
+        let apps = (0..probe.jobs()).map(|j| probe.app(j)).collect();
+        into.put(NAME, Estimates { jobs, apps });
     }
 }
 

@@ -3,7 +3,7 @@
 //! compute-bound job to use the CPU while processes of an I/O-bound job is
 //! ready to run"; DESIGN.md §6).
 //!
-//! Definition (docs/formats/summary.md, `priority_inversion_s`): from the
+//! Definition (docs/formats/summary.md, `measures.priority_inversion`): from the
 //! moment a disk completion makes a process runnable until it next gets a CPU,
 //! the time during which at least one CPU of its node runs a process of another
 //! job. Time the process waits while its node's CPUs are idle (a gang switch, a
@@ -16,9 +16,12 @@
 //! two settlements; the engine's probe says, at each settlement, which waiting
 //! process is kept from a CPU by another job.
 
-use super::observe::{Measure, Measures, Observer, Probe, Signal, Signals};
+use super::observe::{Measures, Observer, Probe, Signal, Signals, TotalNs};
 use crate::os::Pid;
 use cosched_des::SimTime;
+
+/// The report's entry name in [`Measures`] (summary `process.measures`).
+pub const NAME: &str = "priority_inversion";
 
 /// Per node: processes woken by their disk and not yet run, and the time
 /// since which the node's inversion is counted; the total so far.
@@ -113,7 +116,7 @@ impl Observer for Inversion {
     }
 
     fn report(self: Box<Self>, _probe: &Probe<'_, '_>, into: &mut Measures) {
-        into.put(Measures::PRIORITY_INVERSION, Measure::Ns(self.total_ns));
+        into.put(NAME, TotalNs(self.total_ns));
     }
 }
 

@@ -28,12 +28,14 @@
 //! before it does anything else, so a signal no observer takes at the moment
 //! costs one test.
 
-use super::gangedness::{self, JobEstimate};
-use super::perturb::{PerturbOutput, Recorder};
-use super::{fragment, inversion, PState, Pid, Sim};
+use super::perturb::Recorder;
+use super::{fragment, gangedness, inversion, PState, Pid, Sim};
 use cosched_contract::process::GangClass;
 use cosched_contract::slots::{MatrixView, PerturbView};
 use cosched_des::SimTime;
+use std::any::Any;
+use std::fmt;
+use std::sync::Arc;
 
 /// An engine signal. Each fires at the instant `Probe::now` and is told to
 /// the observers subscribed to its [`Signals`] bit.
@@ -124,69 +126,82 @@ pub enum Measurement {
     Gangedness { job: usize, class: GangClass },
 }
 
-/// One entry of the output's observer section.
-#[derive(Clone, Debug)]
-pub enum Measure {
-    /// A time, ns.
-    Ns(i64),
-    /// Each job's final gangedness estimate.
-    Gangedness(Vec<JobEstimate>),
-    /// The perturbation harness's records.
-    Perturb(PerturbOutput),
+/// [`Any`] for every type, so that an entry of [`Measures`] can be read back
+/// as its own type ([`Measures::get`]).
+pub trait AsAny {
+    fn as_any(&self) -> &dyn Any;
+}
+
+impl<T: Any> AsAny for T {
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+/// One entry of the output's observer section: an observer's figures, typed
+/// for Rust readers ([`Measures::get`]) and with their summary form.
+pub trait Measure: AsAny + fmt::Debug + Send + Sync {
+    /// The entry's object under `process.measures` in summary.json
+    /// (docs/formats/summary.md: each observer's keys, in summary units).
+    fn summary(&self) -> serde_json::Value;
+}
+
+/// A total time, ns (the priority inversion, the fragment time); summary
+/// form `{"total_s": seconds}`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TotalNs(pub i64);
+
+impl Measure for TotalNs {
+    fn summary(&self) -> serde_json::Value {
+        serde_json::json!({ "total_s": self.0 as f64 / 1e9 })
+    }
 }
 
 /// The extensible section of a run's output the observers report into: named
 /// entries in the order they were reported (observers in [`Observers::of`]
-/// order). A new measurement adds its own names; the summary reads them by
-/// name.
+/// order). Each observer's file holds its entry names and types; the summary
+/// takes every entry's own summary form ([`Measures::summary`]), so a new
+/// observer adds no summary field.
 #[derive(Clone, Debug, Default)]
-pub struct Measures(Vec<(&'static str, Measure)>);
+pub struct Measures(Vec<(&'static str, Arc<dyn Measure>)>);
 
 impl Measures {
-    /// Entry names of the observers of this engine.
-    pub const PRIORITY_INVERSION: &'static str = "priority_inversion";
-    pub const GANG_FRAGMENT: &'static str = "gang_fragment";
-    pub const GANGEDNESS: &'static str = "gangedness";
-    pub const PERTURB: &'static str = "perturb";
-
     /// Adds entry `name` (an observer reports each of its names once).
-    pub fn put(&mut self, name: &'static str, m: Measure) {
-        debug_assert!(self.get(name).is_none(), "{name} reported twice");
-        self.0.push((name, m));
+    pub fn put(&mut self, name: &'static str, m: impl Measure + 'static) {
+        debug_assert!(self.entry(name).is_none(), "{name} reported twice");
+        self.0.push((name, Arc::new(m)));
     }
 
     /// Entry `name`, if an observer of the run reported it.
-    pub fn get(&self, name: &str) -> Option<&Measure> {
-        self.0.iter().find(|(n, _)| *n == name).map(|(_, m)| m)
+    pub fn entry(&self, name: &str) -> Option<&dyn Measure> {
+        self.0
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, m)| m.as_ref())
+    }
+
+    /// Entry `name` as its own type `T` (`None` when absent, or of another type).
+    pub fn get<T: Measure + 'static>(&self, name: &str) -> Option<&T> {
+        self.entry(name)?.as_any().downcast_ref()
     }
 
     /// Entry `name` as a time in ns (0 when absent: the run had no such observer).
     pub fn ns(&self, name: &str) -> i64 {
-        match self.get(name) {
-            Some(Measure::Ns(x)) => *x,
-            _ => 0,
-        }
-    }
-
-    /// The gangedness estimates (gang runs).
-    pub fn gangedness(&self) -> Option<&Vec<JobEstimate>> {
-        match self.get(Self::GANGEDNESS) {
-            Some(Measure::Gangedness(e)) => Some(e),
-            _ => None,
-        }
-    }
-
-    /// The perturbation records (runs whose slot policy perturbs).
-    pub fn perturb(&self) -> Option<&PerturbOutput> {
-        match self.get(Self::PERTURB) {
-            Some(Measure::Perturb(p)) => Some(p),
-            _ => None,
-        }
+        self.get::<TotalNs>(name).map_or(0, |t| t.0)
     }
 
     /// Every entry, in report order.
-    pub fn iter(&self) -> impl Iterator<Item = (&'static str, &Measure)> {
-        self.0.iter().map(|(n, m)| (*n, m))
+    pub fn iter(&self) -> impl Iterator<Item = (&'static str, &dyn Measure)> {
+        self.0.iter().map(|(n, m)| (*n, m.as_ref()))
+    }
+
+    /// The summary's `process.measures` object: each entry's summary form
+    /// under its name (keys in alphabetical order, as every JSON object the
+    /// summary builds from maps).
+    pub fn summary(&self) -> serde_json::Map<String, serde_json::Value> {
+        self.iter()
+            .map(|(n, m)| (n.to_string(), m.summary()))
+            .collect()
     }
 }
 
@@ -225,6 +240,11 @@ impl Probe<'_, '_> {
     /// The job of process `pid`.
     pub fn job_of(&self, pid: Pid) -> usize {
         self.0.procs[pid as usize].job
+    }
+
+    /// The application name of job `j`'s program.
+    pub fn app(&self, j: usize) -> String {
+        self.0.jobs[j].program.app()
     }
 
     /// The node of process `pid`.
@@ -388,5 +408,27 @@ impl Sim<'_> {
             o.report(&probe, &mut m);
         }
         m
+    }
+}
+
+#[cfg(test)]
+mod unit {
+    use super::*;
+
+    #[test]
+    fn entries_read_back_by_type_and_summarize_under_their_names() {
+        // 1,500,000,000 ns is 1.5 s; an entry of another type or name reads
+        // as absent (0 ns).
+        let mut m = Measures::default();
+        m.put("b_time", TotalNs(1_500_000_000));
+        m.put("a_time", TotalNs(250));
+        assert_eq!(m.get::<TotalNs>("b_time"), Some(&TotalNs(1_500_000_000)));
+        assert_eq!(m.ns("a_time"), 250);
+        assert_eq!(m.ns("missing"), 0);
+        let s = serde_json::Value::Object(m.summary());
+        assert_eq!(
+            s.to_string(),
+            r#"{"a_time":{"total_s":2.5e-7},"b_time":{"total_s":1.5}}"#
+        );
     }
 }

@@ -27,6 +27,7 @@ use super::observe::{Measure, Measures, Observer, Probe, Signal, Signals};
 use crate::os::Pid;
 use cosched_contract::slots::MatrixView;
 use cosched_des::SimTime;
+use serde::Serialize;
 
 /// Class of a processor-quantum record.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -59,6 +60,9 @@ pub struct QuantumStat {
     /// Useful CPU time of the target's other ranks during the slot, ns.
     pub sender_progress_ns: i64,
 }
+
+/// The report's entry name in [`Measures`] (summary `process.measures`).
+pub const NAME: &str = "perturb";
 
 /// What the harness measured.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -119,6 +123,65 @@ impl PerturbOutput {
         } else {
             f64::NAN
         }
+    }
+}
+
+/// The harness's figures in the summary (docs/formats/summary.md,
+/// `measures.perturb`): the target's run time in its own slots, the
+/// perturbations applied, and per class of processor-quantum (gang,
+/// non-gang-running `ngr`, non-gang-non-running `ngn`) the record count, mean
+/// and SD of messages received and of the other ranks' progress (useful CPU
+/// seconds), and the message ratio ngn / gang.
+#[derive(Serialize)]
+struct Summary {
+    own_s: f64,
+    perturbations: u32,
+    gang_n: u64,
+    gang_msg_mean: f64,
+    gang_msg_sd: f64,
+    gang_prog_mean_s: f64,
+    gang_prog_sd_s: f64,
+    ngr_n: u64,
+    ngr_msg_mean: f64,
+    ngr_msg_sd: f64,
+    ngr_prog_mean_s: f64,
+    ngr_prog_sd_s: f64,
+    ngn_n: u64,
+    ngn_msg_mean: f64,
+    ngn_msg_sd: f64,
+    ngn_prog_mean_s: f64,
+    ngn_prog_sd_s: f64,
+    msg_ratio: f64,
+}
+
+impl Measure for PerturbOutput {
+    fn summary(&self) -> serde_json::Value {
+        let (g, r, n) = (
+            self.stats(QuantumClass::Gang),
+            self.stats(QuantumClass::NonGangRunning),
+            self.stats(QuantumClass::NonGangNonRunning),
+        );
+        let s = Summary {
+            own_s: self.own_ns as f64 / 1e9,
+            perturbations: self.applied,
+            gang_n: g.n,
+            gang_msg_mean: g.msg_mean,
+            gang_msg_sd: g.msg_sd,
+            gang_prog_mean_s: g.progress_mean_ns / 1e9,
+            gang_prog_sd_s: g.progress_sd_ns / 1e9,
+            ngr_n: r.n,
+            ngr_msg_mean: r.msg_mean,
+            ngr_msg_sd: r.msg_sd,
+            ngr_prog_mean_s: r.progress_mean_ns / 1e9,
+            ngr_prog_sd_s: r.progress_sd_ns / 1e9,
+            ngn_n: n.n,
+            ngn_msg_mean: n.msg_mean,
+            ngn_msg_sd: n.msg_sd,
+            ngn_prog_mean_s: n.progress_mean_ns / 1e9,
+            ngn_prog_sd_s: n.progress_sd_ns / 1e9,
+            msg_ratio: self.message_ratio(),
+        };
+        serde_json::to_value(s).expect("numbers and counts serialize")
     }
 }
 
@@ -341,7 +404,7 @@ impl Observer for Recorder {
 
     fn report(self: Box<Self>, probe: &Probe<'_, '_>, into: &mut Measures) {
         let applied = probe.perturbation().map_or(0, |p| p.applied());
-        into.put(Measures::PERTURB, Measure::Perturb(self.finish(applied)));
+        into.put(NAME, self.finish(applied));
     }
 }
 

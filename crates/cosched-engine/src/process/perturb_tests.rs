@@ -63,7 +63,10 @@ fn run(target: &str, kind: Kind, choice: Choice, count: u32, seed: u64) -> Pertu
             "perturb"
         ]
     );
-    out.measures.perturb().cloned().expect("perturb output")
+    out.measures
+        .get::<super::perturb::PerturbOutput>(super::perturb::NAME)
+        .cloned()
+        .expect("perturb output")
 }
 
 /// Change of the run time in own quanta per perturbation.
