@@ -26,7 +26,8 @@ The protocol (:class:`ClusterPolicy`)::
 
 In a process-level configuration (``fidelity = "process"``) a fresh object is built for each run
 and hosted as the admission at MPL 1: ``procs``, ``free_procs`` and ``total_procs`` count nodes,
-and the estimates are the class's requested walltimes (``estimates=request``, docs/formats/policies.md).
+and the estimates follow the configuration's ``workload.estimates`` (``"requested"``: the class's requested
+walltimes, ``easy``'s ``estimates=request``; ``"exact"``: each job's dedicated runtime; docs/formats/policies.md).
 
 The engine validates every decision; an invalid one, or an exception raised by the policy,
 stops the run with that error. An optional ``dump() -> str`` describes the state for the

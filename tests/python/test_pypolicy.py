@@ -189,6 +189,44 @@ def test_a_python_policy_s_exception_stops_a_process_level_run(tmp_path: Path) -
         c.run(config=_process_config(tmp_path, f"python:{__name__}:RejectsAll"))
 
 
+class SeesEstimates:
+    """FCFS that records the estimate of every job it is told of (class-wide: a run builds its own object)."""
+
+    seen: list[float] = []
+
+    def __init__(self) -> None:
+        self.queue: list[tuple[int, int]] = []
+
+    def on_events(self, now_s, events, free_procs, total_procs):  # noqa: ANN001, ANN201
+        for e in events:
+            if e[0] == "submitted":
+                SeesEstimates.seen.append(e[3])
+                self.queue.append((e[1], e[2]))
+        out = []
+        while self.queue and self.queue[0][1] <= free_procs:
+            job, procs = self.queue.pop(0)
+            free_procs -= procs
+            out.append(("start", job))
+        return out
+
+
+def test_a_process_level_python_policy_gets_the_configuration_s_estimates(tmp_path: Path) -> None:
+    # As at job fidelity, `workload.estimates` chooses what the policy is told. "requested" (the
+    # default): each class's requested walltime, its longest dedicated runtime rounded up to 600 s,
+    # so 600 s for each of the three Emp jobs. "exact": each job's dedicated runtime on lee4
+    # (1 ns per instruction, no noise or switch cost): Emp[quanta=q] computes q quanta of 500,000 ns,
+    # so 20 -> 0.010 s, 10 -> 0.005 s, 4 -> 0.002 s.
+    policy = f"python:{__name__}:SeesEstimates"
+    SeesEstimates.seen = []
+    c.run(config=_process_config(tmp_path, policy))
+    assert SeesEstimates.seen == [600.0, 600.0, 600.0]
+    cfg = _process_config(tmp_path, policy)
+    cfg.write_text(cfg.read_text().replace("[workload]\n", '[workload]\nestimates = "exact"\n'))
+    SeesEstimates.seen = []
+    c.run(config=cfg)
+    assert SeesEstimates.seen == pytest.approx([0.010, 0.005, 0.002], abs=1e-12)
+
+
 class RejectsAll:
     def on_events(self, now_s, events, free_procs, total_procs):  # noqa: ANN001, ANN201
         return [("reject", e[1]) for e in events if e[0] == "submitted"]

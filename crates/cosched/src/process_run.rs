@@ -12,7 +12,7 @@ use cosched_engine::process::policy::NodePolicy;
 use cosched_engine::process::{simulate_processes, ProcError, ProcJob, ProcOptions};
 use cosched_engine::{JobRecord, JobStatus, SimOutput};
 use cosched_model::node::NodePlatform;
-use cosched_model::{ConfigError, JobSpec, Platform, RunConfig, Workload};
+use cosched_model::{ConfigError, EstimateSource, JobSpec, Platform, RunConfig, Workload};
 use cosched_policies::ProcAdmission;
 use std::time::Instant;
 
@@ -199,10 +199,9 @@ pub type AdmissionMaker<'a> = &'a dyn Fn(Vec<SimTime>) -> AdmissionFactory;
 
 /// Runs a validated process-level configuration under an admission policy the
 /// caller builds (a policy the registry does not know, such as one written in
-/// Python): `admission` gets each job's runtime estimate (the default
-/// `estimates=request` of `easy` and `conservative`,
-/// [`cosched_policies::process::batch::Estimates::DEFAULT`]) and returns the
-/// factory the engine calls once per run. The run is at MPL 1, as every
+/// Python): `admission` gets each job's runtime estimate, of the kind the
+/// configuration's `workload.estimates` names ([`estimates_of`]), and returns
+/// the factory the engine calls once per run. The run is at MPL 1, as every
 /// hosted job-level policy's; `scheduler.policy` only names it in the summary.
 pub fn run_process_config_admitting(
     cfg: &RunConfig,
@@ -211,10 +210,23 @@ pub fn run_process_config_admitting(
 ) -> Result<RunResult, Error> {
     run_admitting(cfg, timeline, |opts, estimates| {
         opts.mpl = 1;
-        let est = estimates(cosched_policies::process::batch::Estimates::DEFAULT)?;
+        let est = estimates(estimates_of(cfg.workload.estimates))?;
         opts.admission = Some(admission(est));
         Ok(())
     })
+}
+
+/// The process-level estimates a configuration's `workload.estimates` names,
+/// as at job fidelity: `"requested"`, the requested walltime (at process
+/// fidelity the class's, `estimates=request` with `round_s=600`,
+/// [`cosched_policies::process::batch::Estimates::DEFAULT`]); `"exact"`, the
+/// real runtime (each job's dedicated runtime, `estimates=perfect`).
+pub fn estimates_of(source: EstimateSource) -> cosched_policies::process::batch::Estimates {
+    use cosched_policies::process::batch::Estimates;
+    match source {
+        EstimateSource::Requested => Estimates::DEFAULT,
+        EstimateSource::Exact => Estimates::Perfect,
+    }
 }
 
 /// Each job's runtime estimate of a kind, for the run being set up.
