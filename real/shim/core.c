@@ -897,7 +897,8 @@ void cs_coll_enter(MPI_Comm comm, int coll, int root) {
     ADD(&g.me->coll_depth, 1u);
     if (coll_nesting++ == 0) coll_comm = comm;
     send_event(COSCHED_MSG_COLL_ENTER, g.rank, coll, 0, 0);
-    cs_coll_messages(comm, coll, root, number);
+    /* Every rank of a job has its policy's event mask: all or none of the members work out the messages. */
+    if (g.sock >= 0 && (LD(&g.me->event_mask) & (1u << COSCHED_MSG_MESSAGE))) cs_coll_messages(comm, coll, root, number);
 }
 
 void cs_coll_exit(MPI_Comm comm, int coll) {
