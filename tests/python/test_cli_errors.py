@@ -280,3 +280,16 @@ def test_calibrate_check_of_some_schemes_compares_only_those(tmp_path, monkeypat
     r = run_cli(["calibrate", "--check", "-s", "hybrid", "--work", tmp_path])
     assert r.exit_code == 1 and "1 value(s) differ" in r.stderr
     assert "differs: efficiency.hybrid.high" in r.stdout and "nls" not in r.stdout.split("differs", 1)[1]
+
+
+def test_a_configuration_naming_a_parquet_trace_names_the_conversion(tmp_path, slices):
+    # The SWF reader itself tells a Parquet file (magic PAR1) from SWF text, so a configuration's
+    # workload.trace (read by the core, not by the CLI's --trace check) gets the same clear error.
+    trace = tmp_path / "t.parquet"
+    assert run_cli(["trace", "convert", slices["CTC-SP2-1996-3.1-cln"], trace]).exit_code == 0
+    cfg = tmp_path / "exp.toml"
+    cfg.write_text('[workload]\ntrace = "t.parquet"\n[scheduler]\npolicy = "easy"\n')
+    r = run_cli(["simulate", cfg, "--out", tmp_path / "o"], cwd=tmp_path)
+    check_failed(r, 2, f"{trace}: not an SWF trace but a Parquet file; convert it to SWF first "
+                 f"(cosched trace convert {trace} OUT.swf)")
+    assert not (tmp_path / "o").exists()

@@ -152,9 +152,15 @@ pub enum SwfError {
         found: usize,
     },
     #[error(
-        "{path}: no machine size: the header has no MaxProcs or MaxNodes; pass a machine size"
+        "{path}: no machine size: the header has no MaxProcs or MaxNodes (or only 0); give one \
+         (cosched simulate --machine-size N, a configuration's workload.machine_size)"
     )]
     NoMachineSize { path: String },
+    /// A file of another format given as an SWF trace (e.g. the Parquet or JSON of `cosched trace convert`).
+    #[error(
+        "{path}: not an SWF trace but {what}; convert it to SWF first (cosched trace convert {path} OUT.swf)"
+    )]
+    NotSwf { path: String, what: &'static str },
     #[error("{path}:{line}: header field {key}: {msg} (value {value:?})")]
     BadHeader {
         path: String,
@@ -217,7 +223,9 @@ fn parse_header_line(
             slot.get_or_insert(v);
             Ok(())
         }
-        Some(_) => Err(bad(format!("larger than the largest supported value {limit}"))),
+        Some(_) => Err(bad(format!(
+            "larger than the largest supported value {limit}"
+        ))),
         None => Err(bad("not a non-negative integer".into())),
     }
 }
@@ -380,11 +388,27 @@ pub fn read_swf(path: &Path) -> Result<SwfTrace, SwfError> {
     } else {
         raw
     };
+    if let Some(what) = other_format(&bytes) {
+        return Err(SwfError::NotSwf { path: origin, what });
+    }
     let text = match String::from_utf8(bytes) {
         Ok(s) => s,
         Err(e) => e.into_bytes().iter().map(|&b| b as char).collect(),
     };
     parse_swf(&text, &origin)
+}
+
+/// The format of a file that is certainly not SWF text: Parquet (its magic `PAR1`) or JSON (an SWF
+/// line starts with a digit, `-` or `;`, never with `{` or `[`).
+fn other_format(bytes: &[u8]) -> Option<&'static str> {
+    if bytes.starts_with(b"PAR1") {
+        return Some("a Parquet file");
+    }
+    let body = bytes.strip_prefix(b"\xef\xbb\xbf").unwrap_or(bytes);
+    match body.iter().find(|b| !b.is_ascii_whitespace()) {
+        Some(b'{' | b'[') => Some("a JSON file"),
+        _ => None,
+    }
 }
 
 // ---------------------------------------------------------------------------

@@ -576,7 +576,8 @@ fn no_machine_size_is_an_error() {
     let e = machine_size(&t, &opts(), &mut Vec::new()).unwrap_err();
     assert!(matches!(e, SwfError::NoMachineSize { .. }), "{e:?}");
     let msg = format!(
-        "{}: no machine size: the header has no MaxProcs or MaxNodes; pass a machine size",
+        "{}: no machine size: the header has no MaxProcs or MaxNodes (or only 0); give one \
+         (cosched simulate --machine-size N, a configuration's workload.machine_size)",
         t.origin
     );
     assert_eq!(e.to_string(), msg);
@@ -588,6 +589,41 @@ fn no_machine_size_is_an_error() {
         machine_size(&t, &opts(), &mut Vec::new()),
         Err(SwfError::NoMachineSize { .. })
     ));
+}
+
+#[test]
+fn a_parquet_or_json_file_read_as_swf_is_named_as_such() {
+    // `read_swf` of the Parquet magic "PAR1", or of text whose first non-blank character is `{` or `[`
+    // (after a byte order mark), names the format and the conversion instead of "expected 18 fields".
+    let dir = std::env::temp_dir().join(format!("cosched-notswf-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for (name, bytes, what) in [
+        ("t.parquet", &b"PAR1\x15\x04"[..], "a Parquet file"),
+        (
+            "t.json",
+            &b"\n  {\"header\": [], \"jobs\": []}"[..],
+            "a JSON file",
+        ),
+        ("u.json", &b"\xef\xbb\xbf[1, 2]"[..], "a JSON file"),
+    ] {
+        let path = dir.join(name);
+        std::fs::write(&path, bytes).unwrap();
+        let e = read_swf(&path).unwrap_err();
+        let p = path.display();
+        assert_eq!(
+            e.to_string(),
+            format!("{p}: not an SWF trace but {what}; convert it to SWF first (cosched trace convert {p} OUT.swf)")
+        );
+    }
+    // An SWF file is still read: a header line, then a record.
+    let path = dir.join("ok.swf");
+    std::fs::write(
+        &path,
+        "; MaxProcs: 4\n1 0 0 10 2 -1 -1 2 20 -1 1 1 1 -1 -1 -1 -1 -1\n",
+    )
+    .unwrap();
+    assert_eq!(read_swf(&path).unwrap().records.len(), 1);
+    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 // ---------------------------------------------------------------------------
