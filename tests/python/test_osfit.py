@@ -168,7 +168,7 @@ def test_the_simulated_microbenchmark_follows_each_models_rule(tmp_path: Path) -
 
 def test_the_eevdf_candidates_end_slices_at_the_tick_and_protect_fresh_slices(tmp_path: Path) -> None:
     """The ``eevdf`` model through the engine, one CPU, 4 ms tick, 2 us context switch. Slices: a spinner
-    picked at a tick t has its deadline at most one slice ahead (0.75, 1.5 or 4 ms of virtual time, which
+    picked at a tick t has its deadline at most one slice ahead (0.75, 1.4, 1.5 or 4 ms of virtual time, which
     is CPU time at nice 0, counted from the pick), so the tick at t + 4 ms finds it reached and ends the
     slice; the switch's 2 us are in it: 4 ms less 2 us = 3,998 us, for 2 and for 3 spinners alike.
     Held: most sleepers wake with a positive lag or after the spinner's deadline passed, and preempt at
@@ -177,7 +177,8 @@ def test_the_eevdf_candidates_end_slices_at_the_tick_and_protect_fresh_slices(tm
     def sim(label: str) -> dict[str, float]:
         return osfit.simulate(_platform(osfit.candidate_os(label, 0.0)), 0.5, 20, tmp_path / label)
 
-    for label, slice_us in (("eevdf-rtp-0.75ms", 3998.0), ("eevdf-rtp-1.5ms", 3998.0), ("eevdf-rtp-4ms", 3998.0)):
+    for label, slice_us in (("eevdf-rtp-0.75ms", 3998.0), ("eevdf-rtp-1.5ms", 3998.0), ("eevdf-rtp-4ms", 3998.0),
+                            ("eevdf-rtp-1.4ms", 3998.0)):
         s = sim(label)
         assert s["slice2_p50_us"] == pytest.approx(slice_us, abs=1.0), label
         assert s["slice3_p50_us"] == pytest.approx(slice_us, abs=1.0), label

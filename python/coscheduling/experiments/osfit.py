@@ -43,9 +43,11 @@ feature a slice ends at the first tick after it expired); Linux 2.4's 60 ms base
 at one tick of this machine (4 ms); and the ``eevdf`` model (``os/eevdf.rs``, docs/models/eevdf.md: EEVDF
 entity by entity, eligibility, deadlines and slices ended at the first tick that finds the deadline
 reached, ``RUN_TO_PARITY`` protection, lag placement and delayed dequeue) with ``tick_ms`` 4 (HZ = 250) and
-``slice_ms`` 0.75 (``sysctl_sched_base_slice``), 1.5 (scaled for 2 CPUs) and 4 (one tick), labelled
-``eevdf-rtp-*``, after the others so that a tie keeps the earlier choice. What the running kernel exposes
-of its slice is recorded with the fit (:func:`kernel_slice_sources`).
+``slice_ms`` 0.75 (``sysctl_sched_base_slice`` until it became 0.70 ms), 1.5 (scaled for 2 CPUs), 4 (one
+tick) and, last, 1.4 (the current mainline base slice, 0.70 ms, scaled for 2 CPUs: what a sched_switch trace
+of this machine's kernel shows, a sleeper that reads its CPU clock being switched out after 1,400 us of run,
+docs/real.md), labelled ``eevdf-rtp-*``, after the others so that a tie keeps the earlier choice. What the
+running kernel exposes of its slice is recorded with the fit (:func:`kernel_slice_sources`).
 """
 
 from __future__ import annotations
@@ -74,6 +76,7 @@ CANDIDATES: tuple[tuple[str, dict[str, Any]], ...] = (
     ("eevdf-rtp-0.75ms", {"model": "eevdf", "slice_ms": 0.75, "tick_ms": 4.0}),
     ("eevdf-rtp-1.5ms", {"model": "eevdf", "slice_ms": 1.5, "tick_ms": 4.0}),
     ("eevdf-rtp-4ms", {"model": "eevdf", "slice_ms": 4.0, "tick_ms": 4.0}),
+    ("eevdf-rtp-1.4ms", {"model": "eevdf", "slice_ms": 1.4, "tick_ms": 4.0}),
 )
 #: The figures compared, us: the median run slice of 2 and of 3 spinners; the median and the mean time a
 #: spinner held the CPU after a sleeper's wake-up (the median: whether a woken task usually preempts; the

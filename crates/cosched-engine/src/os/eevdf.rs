@@ -49,9 +49,9 @@
 //! its lag; group scheduling (autogroup, cgroups) is not modelled.
 //!
 //! Parameters (`OsConfig::Eevdf`): `slice_ms`, the base slice
-//! (`sysctl_sched_base_slice` = 0.75 ms, scaled by `1 + ilog2(min(CPUs, 8))` under
-//! the default `SCHED_TUNABLESCALING_LOG`, `get_update_sysctl_factor`: 1.5 ms on
-//! 2 CPUs); `tick_ms`, the timer period (4 ms at HZ = 250, the default `CONFIG_HZ`,
+//! (`sysctl_sched_base_slice` = 0.75 ms in 6.6, 0.70 ms in current mainline, scaled by
+//! `1 + ilog2(min(CPUs, 8))` under the default `SCHED_TUNABLESCALING_LOG`,
+//! `get_update_sysctl_factor`: 1.5 or 1.4 ms on 2 CPUs); `tick_ms`, the timer period (4 ms at HZ = 250, the default `CONFIG_HZ`,
 //! `kernel/Kconfig.hz`). The tick's phase is the node's ([`super::build_on_node`]).
 
 use super::cfs::weight_of;
