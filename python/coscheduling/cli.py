@@ -297,6 +297,11 @@ def simulate(
             title = f"{trace.name}"
         for w in result.warnings:
             warn(w)
+        if not result.summary.get("jobs_total"):
+            dropped = result.summary.get("jobs_dropped") or 0
+            warn(f"{config if config is not None else trace}: no job to simulate"
+                 + (f" ({dropped} dropped: never ran or no processor count)" if dropped else "")
+                 + "; every statistic is empty")
         if out is not None:
             result.write(out)
     console().print(summary_table(result.summary, f"{result.summary['policy']} on {title}"))
@@ -426,9 +431,11 @@ def report(
     """Write a self-contained HTML report: summary table, response time and slowdown per policy (a sweep's seeds
     pooled), utilization and energy over time, and for one run's schedule in a window a Gantt chart, the
     Ousterhout matrix (gang runs) and a slot view."""
+    from .output import settle_tree
     from .report import find_runs, write_report
 
     with user_errors():
+        settle_tree(results)  # a run killed while moving its files into place: completed before reading
         dest = out if out is not None else results / "report.html"
         window = None
         if start is not None or end is not None:

@@ -279,6 +279,17 @@ def settle(out_dir: str | os.PathLike[str]) -> None:
         _settle_locked(out)
 
 
+def settle_tree(root: str | os.PathLike[str]) -> None:
+    """:func:`settle` of ``root`` and of every folder below it that holds a staging folder (a sweep's or an
+    experiment's runs): call it before reading a tree of results a killed writer may have left half moved."""
+    top = Path(root)
+    if not top.is_dir():
+        return
+    folders = {top} | {p.parent for p in top.rglob(f"{_STAGING_PREFIX}*{_STAGING_SUFFIX}") if p.is_dir()}
+    for folder in sorted(folders):
+        settle(folder)
+
+
 def _settle_locked(out: Path) -> None:
     for staging in sorted(out.glob(f"{_STAGING_PREFIX}*{_STAGING_SUFFIX}")):
         if not staging.is_dir():

@@ -293,3 +293,14 @@ def test_a_configuration_naming_a_parquet_trace_names_the_conversion(tmp_path, s
     check_failed(r, 2, f"{trace}: not an SWF trace but a Parquet file; convert it to SWF first "
                  f"(cosched trace convert {trace} OUT.swf)")
     assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize(("records", "note"), [("", ""), ("1 0 0 -1 2 -1 -1 2 20 -1 0 1 1 -1 -1 -1 -1 -1\n",
+                                                      " (1 dropped: never ran or no processor count)")])
+def test_a_trace_without_a_usable_job_is_warned_of(tmp_path, records, note):
+    # A header alone, or only a job that never ran (run time -1): the run is empty, and says so.
+    trace = tmp_path / "empty.swf"
+    trace.write_text(HEADER + records)
+    r = run_cli(["simulate", "--trace", trace])
+    assert r.exit_code == 0, r.stderr
+    assert f"warning: {trace}: no job to simulate{note}; every statistic is empty" in r.stderr, r.stderr

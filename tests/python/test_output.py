@@ -279,3 +279,18 @@ def test_an_output_folder_that_is_a_file_is_named(tmp_path, under):
     what = f"{blocker} is a file" if under else "it is a file"
     assert e.value.filename == str(out) and e.value.strerror == f"cannot write the results here: {what}, not a folder"
     assert blocker.read_text() == "x"
+
+
+def test_report_completes_a_set_a_killed_writer_left_half_moved(result, tmp_path):
+    # A run killed between its renames: jobs.csv of the new set in place, its summary.json still staged
+    # (committed). `cosched report` must read the whole new set, not the new jobs.csv with the old summary.
+    from conftest import run_cli
+
+    run = tmp_path / "sweep" / "runs" / "r1"
+    write_outputs(run, result.table, {**result.summary, "mean_wait_s": 1.0}, {"seed": 0})
+    new_summary = summary_text({**result.summary, "mean_wait_s": 2.0}, {"seed": 0}).encode()
+    _staging(run, "9-z", {"summary.json": new_summary}, committed=True)
+    r = run_cli(["report", tmp_path / "sweep", "--out", tmp_path / "r.html"])
+    assert r.exit_code == 0, r.stderr
+    assert (run / "summary.json").read_bytes() == new_summary
+    assert not list(run.glob(".cosched-*"))
