@@ -368,8 +368,11 @@ def trace_scale_load(
 
     with user_errors():
         traces.scale_load(src, dst, factor, by=by.value)
-        info = api.trace_info(dst)
-    console().print(f"wrote {escape(str(dst))}; offered load {fmt(info.get('offered_load'), 3)}")
+    try:
+        load = f"offered load {fmt(api.trace_info(dst).get('offered_load'), 3)}"
+    except ValueError as e:  # e.g. a header without a machine size: the scaled trace is written all the same
+        load = f"offered load not computed: {e}"
+    console().print(f"wrote {escape(str(dst))}; {escape(load)}")
 
 
 @trace_app.command("generate")

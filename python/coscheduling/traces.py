@@ -28,6 +28,9 @@ SWF_FIELDS = (
     "queue", "partition", "preceding_job", "think_time",
 )
 _HEADER_KEY = b"cosched.swf_header"
+#: The machine size given to the SWF reader when only the records are checked (conversions, windows, load
+#: scaling): these need no machine size, so a trace whose header has none can still be converted or scaled.
+_ANY_MACHINE_SIZE = 2**32 - 1
 
 
 def _is_swf(path: Path) -> bool:
@@ -53,7 +56,8 @@ def _open_text(path: Path) -> io.TextIOBase:
 def read_swf(path: str | Path) -> tuple[list[str], pd.DataFrame]:
     """The header comment lines (without their ';') and the records, one column per field."""
     p = Path(path)
-    _core.trace_info(p, machine_size_from_nodes=False, machine_size=None)  # validates; errors name line and field
+    # Validates every record (errors name line and field); the machine size does not matter here.
+    _core.trace_info(p, machine_size_from_nodes=False, machine_size=_ANY_MACHINE_SIZE)
     header: list[str] = []
     with _open_text(p) as f:
         for line in f:
@@ -133,7 +137,7 @@ def read_any(path: str | Path) -> tuple[list[str], pd.DataFrame]:
     if kind == "swf":
         return read_swf(p)
     header, df = _read_table(p)
-    _checked(p, header, df)
+    _checked(p, header, df, machine_size=_ANY_MACHINE_SIZE)
     return header, df
 
 

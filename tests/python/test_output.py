@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -294,3 +295,16 @@ def test_report_completes_a_set_a_killed_writer_left_half_moved(result, tmp_path
     assert r.exit_code == 0, r.stderr
     assert (run / "summary.json").read_bytes() == new_summary
     assert not list(run.glob(".cosched-*"))
+
+
+def test_an_output_folder_under_a_read_only_folder_is_named(tmp_path, monkeypatch):
+    # (The tests run as root, whom permissions do not stop: the access check is what is exercised.)
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    real_access = output.os.access
+    monkeypatch.setattr(output.os, "access", lambda p, mode: Path(p) != ro and real_access(p, mode))
+    with pytest.raises(OSError) as e:
+        output.write_atomic(ro / "a" / "b", {"x.txt": lambda p: p.write_text("x")})
+    assert e.value.filename == str(ro / "a" / "b")
+    assert e.value.strerror == f"cannot write the results here: {ro} is not writable"
+    assert list(ro.iterdir()) == []

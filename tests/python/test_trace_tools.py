@@ -228,3 +228,20 @@ def test_a_bad_json_trace_is_refused_by_every_trace_tool(tmp_path: Path, doc, ne
     assert "Traceback" not in r.stdout + r.stderr
     assert f"{src}: {needle}" in r.stderr, r.stderr
     assert not dst.exists()
+
+
+def test_a_trace_without_a_machine_size_can_still_be_converted_windowed_and_scaled(tmp_path: Path) -> None:
+    # Only simulating needs the machine size; the trace tools check the records alone. Two jobs submitted
+    # at 0 and 50 s: the window [0, 20) keeps the first; scaling the load by 2 halves the gap (50 -> 25).
+    src = tmp_path / "nosize.swf"
+    src.write_text("; Note: no size\n1 0 0 10 2 -1 -1 2 20 -1 1 1 1 -1 -1 -1 -1 -1\n"
+                   "2 50 0 10 2 -1 -1 2 20 -1 1 1 1 -1 -1 -1 -1 -1\n")
+    r = run_cli(["trace", "convert", src, tmp_path / "t.json"])
+    assert r.exit_code == 0, r.stderr
+    assert traces.read_any(tmp_path / "t.json")[1]["submit_time"].tolist() == [0, 50]
+    r = run_cli(["trace", "slice", tmp_path / "t.json", tmp_path / "w.swf", "--start", "0", "--end", "20"])
+    assert r.exit_code == 0 and "(1 jobs)" in r.stdout, r.stderr
+    r = run_cli(["trace", "scale-load", src, tmp_path / "s.swf", "--factor", "2"])
+    assert r.exit_code == 0, r.stderr
+    assert "offered load not computed" in r.stdout and "no machine size" in r.stdout
+    assert traces.read_swf(tmp_path / "s.swf")[1]["submit_time"].tolist() == [0, 25]
