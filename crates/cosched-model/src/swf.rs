@@ -153,7 +153,7 @@ pub enum SwfError {
     },
     #[error(
         "{path}: no machine size: the header has no MaxProcs or MaxNodes (or only 0); give one \
-         (cosched simulate --machine-size N, a configuration's workload.machine_size)"
+         with --machine-size N (cosched simulate, cosched trace info) or a configuration's workload.machine_size"
     )]
     NoMachineSize { path: String },
     /// A file of another format given as an SWF trace (e.g. the Parquet or JSON of `cosched trace convert`).
@@ -691,9 +691,10 @@ pub fn to_workload(
         ));
     }
     if w.dropped_no_procs > 0 {
+        let n = w.dropped_no_procs;
+        let jobs_word = if n == 1 { "job" } else { "jobs" };
         w.warnings.push(format!(
-            "{origin}: {} jobs dropped: neither allocated (field 5) nor requested (field 8) processors is known",
-            w.dropped_no_procs
+            "{origin}: {n} {jobs_word} dropped: no processor count (allocated, field 5, and requested, field 8, are both -1 or 0)"
         ));
     }
     if let Some(n) = max_jobs {

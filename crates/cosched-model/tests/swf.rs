@@ -311,9 +311,25 @@ fn processors_allocated_then_requested_then_dropped() {
     assert_eq!(
         summary[0],
         &format!(
-            "{}: 2 jobs dropped: neither allocated (field 5) nor requested (field 8) processors is known",
+            "{}: 2 jobs dropped: no processor count (allocated, field 5, and requested, field 8, are both -1 or 0)",
             t.origin
         )
+    );
+    // One such record: "1 job", singular.
+    let one = parse_swf(
+        "; MaxProcs: 8\n1 0 0 10 0 -1 -1 -1 20 -1 1 1 1 -1 -1 -1 -1 -1\n",
+        "one.swf",
+    )
+    .unwrap();
+    let (w, _) = to_workload(&one, &opts(), None).unwrap();
+    assert!(
+        w.warnings.contains(
+            &"one.swf: 1 job dropped: no processor count (allocated, field 5, and \
+             requested, field 8, are both -1 or 0)"
+                .to_string()
+        ),
+        "{:?}",
+        w.warnings
     );
 }
 
@@ -577,7 +593,7 @@ fn no_machine_size_is_an_error() {
     assert!(matches!(e, SwfError::NoMachineSize { .. }), "{e:?}");
     let msg = format!(
         "{}: no machine size: the header has no MaxProcs or MaxNodes (or only 0); give one \
-         (cosched simulate --machine-size N, a configuration's workload.machine_size)",
+         with --machine-size N (cosched simulate, cosched trace info) or a configuration's workload.machine_size",
         t.origin
     );
     assert_eq!(e.to_string(), msg);
