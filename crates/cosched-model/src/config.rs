@@ -313,6 +313,8 @@ pub struct NodePlatformConfig {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub byte_overhead_ns: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub eager_copy_ns: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub interrupt_us: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context_switch_us: Option<f64>,
@@ -339,6 +341,7 @@ impl NodePlatformConfig {
             (self.send_overhead_us, &mut p.send_overhead_us),
             (self.recv_overhead_us, &mut p.recv_overhead_us),
             (self.byte_overhead_ns, &mut p.byte_overhead_ns),
+            (self.eager_copy_ns, &mut p.eager_copy_ns),
             (self.interrupt_us, &mut p.interrupt_us),
             (self.context_switch_us, &mut p.context_switch_us),
         ] {

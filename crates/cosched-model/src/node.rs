@@ -176,6 +176,14 @@ pub struct NodePlatform {
     /// receive overhead when the message is consumed.
     #[serde(default)]
     pub byte_overhead_ns: f64,
+    /// CPU time the sender and the receiver each spend per byte of an eager message
+    /// (shorter than `eager_limit_bytes`), nanoseconds, on top of
+    /// `byte_overhead_ns`: an MPI library that copies an eager message through a
+    /// staging buffer at both ends (MPICH-GM's short protocol). Rendezvous messages
+    /// move by DMA from and to the user's buffers and pay nothing here. Charged like
+    /// `byte_overhead_ns`. 0: no copies.
+    #[serde(default)]
+    pub eager_copy_ns: f64,
     /// CPU time charged to a process woken by a message interrupt, microseconds.
     pub interrupt_us: f64,
     /// CPU time of a context switch between two processes, microseconds.
@@ -234,6 +242,21 @@ pub const LINUX_TICK_NOISE_US: f64 = 10.0;
 /// `tcp_recvmsg` copies it out), which seed 002's MPICH over TCP pays inside its
 /// MPI calls.
 pub const GHANESH_BYTE_NS: f64 = 8.0 / 1.8;
+
+/// MPICH-GM's copy of an eager message at each end on seed 000's nodes, ns per byte
+/// (G-NET-5). The short protocol (`mpid/ch_gm/gmpi_chshort.c`, MPICH-GM 1.2.4..8b,
+/// the nearest version found to the seed's 1.2.5..9) copies the user's buffer into a
+/// GM send buffer at the sender (`MPID_CH_Eagerb_send_short` and `_isend_short`:
+/// `memcpy` after `gmpi_allocate_packet`) and out of GM's receive buffer into the
+/// user's at the receiver (`MPID_CH_Eagerb_recv_short`; an unexpected message is
+/// copied twice, into a `MALLOC`ed buffer and at the matching receive, which is not
+/// modelled). The copy runs at the bus's peak: the Athlon's EV6 system bus moves 8
+/// bytes per transfer (AMD: "operating at 200 MHz, is capable of delivering 1.6
+/// Gbytes/sec data bandwidth"), at 266 MHz on Athlons past 1.4 GHz (assumption for
+/// the seed's unnamed 1.76 GHz model): 2.128 GB/s; a memory-to-memory copy moves each
+/// byte over it twice (read, write), so 1.064 GB/s, 1 / 1.064 = 0.9398 ns per byte.
+/// A copy between cache-resident buffers is faster (sweep range 0.2 to 1.4 ns).
+pub const CHOI_EAGER_COPY_NS: f64 = 2.0 / (266e6 * 8.0) * 1e9;
 
 /// Seed 000's one-way MPI latency, application to application, µs (S000 §5.1
 /// "around 9.7µsec ... This includes protocol processing overheads on both the
@@ -347,6 +370,7 @@ impl NodePlatform {
             ("send_overhead_us", self.send_overhead_us),
             ("recv_overhead_us", self.recv_overhead_us),
             ("byte_overhead_ns", self.byte_overhead_ns),
+            ("eager_copy_ns", self.eager_copy_ns),
             ("interrupt_us", self.interrupt_us),
             ("context_switch_us", self.context_switch_us),
             ("idle_watts", self.idle_watts),
@@ -395,6 +419,12 @@ impl NodePlatform {
             0.0,
             BYTE_OVERHEAD_NS_MAX,
         )?;
+        plausible(
+            "eager_copy_ns",
+            self.eager_copy_ns,
+            0.0,
+            BYTE_OVERHEAD_NS_MAX,
+        )?;
         // A tick handler of up to 10 ms: beyond the plausible range of any OS timer.
         plausible("os_noise_tick_us", self.os_noise_tick_us, 0.0, 1e4)?;
         if !(self.busy_watts.is_finite() && self.busy_watts >= self.idle_watts) {
@@ -435,7 +465,8 @@ impl NodePlatform {
                 bandwidth_mb_s: 200.0, // assumption G-NET-1: Myrinet 2000 with GM, PCI-limited host; per direction, at the sender's and the receiver's NIC
                 send_overhead_us: CHOI_OVERHEAD_US, // G-NET-2: GM's host cost (scaled) + MPICH-GM's, half each side
                 recv_overhead_us: CHOI_OVERHEAD_US, // G-NET-2
-                byte_overhead_ns: 0.0, // GM: the NIC moves the bytes by DMA (MPICH-GM's eager copies are not modelled)
+                byte_overhead_ns: 0.0, // GM: the NIC moves the bytes by DMA
+                eager_copy_ns: CHOI_EAGER_COPY_NS, // G-NET-5: MPICH-GM's short protocol copies at both ends (memcpy)
                 interrupt_us: 10.0, // assumption G-OS-3
                 context_switch_us: 5.0, // assumption G-OS-2
                 // MPICH-GM (ch_gm, gmpi.h, GMPI_VERSION 1.2.4..8b): GMPI_EAGER_SIZE_DEFAULT = 1024*16-96 = 16288
@@ -459,6 +490,7 @@ impl NodePlatform {
                 send_overhead_us: 25.0, // assumption G-NET-3
                 recv_overhead_us: 25.0, // assumption G-NET-3
                 byte_overhead_ns: GHANESH_BYTE_NS, // G-NET-3: Linux 2.4 TCP's copy and checksum, 8 cycles per byte at 1.8 GHz
+                eager_copy_ns: 0.0, // S002's MPI over TCP is not named: the stack's copies are in byte_overhead_ns
                 interrupt_us: 10.0,   // assumption G-OS-3
                 context_switch_us: 5.0, // assumption G-OS-2
                 eager_limit_bytes: None, // S002 does not name its MPI over Ethernet: no rendezvous (assumption G-NET-4)
@@ -487,6 +519,7 @@ impl NodePlatform {
                 send_overhead_us: 0.01, // S003 §2 "roughly 10 cycles to send"
                 recv_overhead_us: 0.1, // S003 §2 "roughly 100 cycles to process a null active message"
                 byte_overhead_ns: 0.0, // S003's active messages: no per-byte host cost stated
+                eager_copy_ns: 0.0,
                 interrupt_us: 0.1,     // S003 §2: the same interrupt-driven receive
                 context_switch_us: 0.0, // G-S003-3: switch cost not stated ("small")
                 eager_limit_bytes: None, // S003's active messages have no rendezvous
@@ -508,6 +541,7 @@ impl NodePlatform {
                 send_overhead_us: 0.01,
                 recv_overhead_us: 0.1,
                 byte_overhead_ns: 0.0,
+                eager_copy_ns: 0.0,
                 interrupt_us: 0.1,
                 context_switch_us: 0.0,
                 eager_limit_bytes: None, // S003's active messages have no rendezvous
@@ -582,6 +616,33 @@ mod tests {
             let e = with(bad).unwrap_err();
             assert!(
                 e.starts_with("byte_overhead_ns: must be a finite number"),
+                "{e}"
+            );
+        }
+    }
+
+    #[test]
+    fn only_the_myrinet_preset_copies_eager_messages() {
+        // G-NET-5 by hand: the EV6 bus at 266 MHz x 8 bytes = 2.128 GB/s; a copy
+        // moves each byte twice, 1.064 GB/s: 1 / 1.064 = 0.93985 ns per byte (a 16 KB
+        // eager message: 15.4 us of copy at each end).
+        let c = NodePlatform::preset("choi2004").unwrap();
+        let copy = c.eager_copy_ns;
+        assert!((copy - 0.939_85).abs() < 1e-5, "{copy}");
+        for name in ["ghanesh", "lee4", "lee32"] {
+            let p = NodePlatform::preset(name).unwrap();
+            assert_eq!(p.eager_copy_ns, 0.0, "{name}");
+        }
+        let with = |v: f64| {
+            let mut p = c.clone();
+            p.eager_copy_ns = v;
+            p.validate()
+        };
+        assert_eq!(with(1e3), Ok(()));
+        for bad in [-0.5, 1000.5, f64::NAN] {
+            let e = with(bad).unwrap_err();
+            assert!(
+                e.starts_with("eager_copy_ns: must be a finite number"),
                 "{e}"
             );
         }

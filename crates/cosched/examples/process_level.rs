@@ -21,6 +21,7 @@ fn main() {
         send_overhead_us: 1.0,
         recv_overhead_us: 1.0,
         byte_overhead_ns: 0.0,
+        eager_copy_ns: 0.0,
         interrupt_us: 10.0,
         context_switch_us: 5.0,
         eager_limit_bytes: None,

@@ -898,10 +898,10 @@ pub const S002_COLUMNS: [&str; 4] = ["exec_s", "msgs_per_s", "kb_per_s", "cpu_pc
 ///   11 MB/s each way) dominates IS. Its compute (seed 000's fitted constant at the
 ///   EP-fitted speed, 1.18 s per iteration) plus TCP's per-byte host CPU (4.444 ns
 ///   per byte at each end, G-NET-3: 50.4 MB x 4.444 ns = 0.22 s per iteration) gives
-///   15.4 CPU-s per process against the 34.3 seed 002 measured (42.3% of 81.2 s).
+///   15.5 CPU-s per process against the 34.3 seed 002 measured (42.3% of 81.2 s).
 ///   The run takes 39.8 s against 81.2 s (0.49x), so the 277 MB per node (within 21%
-///   of the table's 352 MB) give 6,954 against 4,333 kB/s (1.60x, past the factor
-///   1.5); IS is 38.8% busy against 42.3% (within 15 points; 31.0% before the
+///   of the table's 352 MB) give 6,950 against 4,333 kB/s (1.60x, past the factor
+///   1.5); IS is 38.9% busy against 42.3% (within 15 points; 31.0% before the
 ///   per-byte CPU) with no load imbalance (the fit's bound).
 ///   Of the missing 41.4 s, 18.9 s are CPU (IS's compute on the Xeon or TCP's
 ///   per-byte cost: the table's one CPU column cannot split them) and 22.5 s are

@@ -256,6 +256,7 @@ fn config_text() -> impl Strategy<Value = String> {
         "node_platform.send_overhead_us",
         "node_platform.recv_overhead_us",
         "node_platform.byte_overhead_ns",
+        "node_platform.eager_copy_ns",
         "node_platform.interrupt_us",
         "node_platform.context_switch_us",
         "node_platform.os_noise_tick_us",

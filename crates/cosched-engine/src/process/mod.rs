@@ -247,6 +247,9 @@ struct Sim<'a> {
     recv_ns: i64,
     /// CPU per message byte at each end (`NodePlatform::byte_overhead_ns`).
     byte_ns: f64,
+    /// CPU per eager message byte at each end, on top of `byte_ns`
+    /// (`NodePlatform::eager_copy_ns`).
+    eager_copy_ns: f64,
     interrupt_ns: i64,
     cs_ns: i64,
     latency_ns: i64,
@@ -335,6 +338,7 @@ pub fn simulate_processes(
         send_ns: us(plat.send_overhead_us),
         recv_ns: us(plat.recv_overhead_us),
         byte_ns: plat.byte_overhead_ns,
+        eager_copy_ns: plat.eager_copy_ns,
         interrupt_ns: us(plat.interrupt_us),
         cs_ns: us(plat.context_switch_us),
         latency_ns: us(plat.latency_us),

@@ -5,7 +5,10 @@
 //!   every message when it has none): the send completes once the message is
 //!   copied out (the sender pays its CPU cost only, MPICH-GM's short protocol);
 //!   the sender node's NIC then transmits it and it lands in the receiver's
-//!   buffer whether or not the receiver runs.
+//!   buffer whether or not the receiver runs. The copies are the platform's
+//!   `eager_copy_ns` per byte at each end (MPICH-GM's `memcpy` into a GM send
+//!   buffer, and out of GM's receive buffer when the receive consumes it),
+//!   charged with the send and the receive overheads.
 //! - **Rendezvous** (at least `eager_limit_bytes`): the sender's request-to-send
 //!   (a control message, `latency` on the wire) waits at the receiver until the
 //!   receiver answers it, which it does only while it executes an MPI wait
@@ -375,10 +378,17 @@ impl Sim<'_> {
         }
     }
 
-    /// The CPU time one end of a message spends on its `bytes` (the platform's
-    /// `byte_overhead_ns` per byte, rounded to the ns).
+    /// The CPU time one end of a message spends on its `bytes`: the platform's
+    /// `byte_overhead_ns` per byte, and its `eager_copy_ns` per byte too when the
+    /// message is eager (the MPI library's copy through a staging buffer),
+    /// rounded to the ns.
     pub(super) fn bytes_cpu_ns(&self, bytes: u64) -> i64 {
-        (bytes as f64 * self.byte_ns).round() as i64
+        let copy = if bytes < self.eager_limit {
+            self.eager_copy_ns
+        } else {
+            0.0
+        };
+        (bytes as f64 * (self.byte_ns + copy)).round() as i64
     }
 
     /// A message's data lands in `to`'s buffer.

@@ -79,13 +79,60 @@ fn each_end_pays_the_per_byte_cpu_of_a_message() {
     // 3,500 ns = 5,003,500 ns. Useful CPU: 6 ms of compute + 3,000 + 3,500 ns.
     let (mut plat, jobs) = pair(eager_sender(), late_receiver());
     plat.byte_overhead_ns = 2.0;
-    let make = || -> Box<dyn NodePolicy> { Box::new(super::tests::Block) };
-    let out = simulate_processes(&plat, &jobs, &make, &ProcOptions::default()).expect("run");
+    let out = run_with_byte_costs(&plat, &jobs);
     assert_eq!(out.proc_end[0].as_ns(), 1_003_000);
     assert_eq!(out.proc_cpu_ns[0], 1_003_000);
     assert_eq!(out.proc_end[1].as_ns(), 5_003_500);
     assert_eq!(out.proc_cpu_ns[1], 5_003_500);
     assert_eq!(out.counters.useful_ns, 6 * MS + 3_000 + 3_500);
+}
+
+/// A run in which every wait blocks, without the test runner's work check (which
+/// counts no per-byte CPU; the engine's own invariant does).
+fn run_with_byte_costs(plat: &NodePlatform, jobs: &[ProcJob]) -> ProcOutput {
+    let make = || -> Box<dyn NodePolicy> { Box::new(super::tests::Block) };
+    simulate_processes(plat, jobs, &make, &ProcOptions::default()).expect("run")
+}
+
+/// [`pair`] with rank 0 sending `bytes` to the late receiver, at `copy` ns of eager
+/// copy per byte at each end, every wait blocking.
+fn copy_run(bytes: u64, copy: f64) -> ProcOutput {
+    let mut sender = eager_sender();
+    sender[0] = Op::Send {
+        to: 1,
+        bytes,
+        tag: 1,
+    };
+    let (mut plat, jobs) = pair(sender, late_receiver());
+    plat.eager_copy_ns = copy;
+    run_with_byte_costs(&plat, &jobs)
+}
+
+#[test]
+fn an_eager_message_pays_the_copies_a_rendezvous_one_does_not() {
+    // MPICH-GM's eager copies at 1.5 ns per byte at each end (`eager_copy_ns`), no
+    // TCP cost. Rank 0 sends 1000 bytes (eager), then computes 1 ms; rank 1 computes
+    // 5 ms, then receives. By hand (o_s = 1 us, o_r = 1.5 us): the send costs 1,000 +
+    // 1,000 x 1.5 = 2,500 ns of CPU, so rank 0 ends at 1,002,500 ns; the receive
+    // costs 1,500 + 1,500 = 3,000 ns: rank 1 ends at 5,003,000 ns.
+    let out = copy_run(1000, 1.5);
+    assert_eq!(out.proc_end[0].as_ns(), 1_002_500);
+    assert_eq!(out.proc_cpu_ns[0], 1_002_500);
+    assert_eq!(out.proc_end[1].as_ns(), 5_003_000);
+    assert_eq!(out.counters.useful_ns, 6 * MS + 2_500 + 3_000);
+    // 16,288 bytes (the limit) go by rendezvous: DMA from and to the user's
+    // buffers, no copy, so the run is the one without the copy cost.
+    let big = |copy: f64| {
+        let out = copy_run(16_288, copy);
+        assert_eq!(out.counters.rendezvous, 1);
+        (out.proc_end, out.proc_cpu_ns)
+    };
+    assert_eq!(big(1.5), big(0.0));
+    // One byte less is eager: 16,287 x 1.5 = 24,430.5, rounded to 24,431 ns at each end.
+    let out = copy_run(16_287, 1.5);
+    assert_eq!(out.counters.rendezvous, 0);
+    assert_eq!(out.proc_cpu_ns[0], 1_000 + 24_431 + MS);
+    assert_eq!(out.proc_cpu_ns[1], 5 * MS + 1_500 + 24_431);
 }
 
 #[test]

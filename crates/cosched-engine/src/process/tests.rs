@@ -129,6 +129,7 @@ pub(super) fn platform(nodes: u32, os: OsConfig) -> NodePlatform {
         send_overhead_us: 1.0,
         recv_overhead_us: 1.5,
         byte_overhead_ns: 0.0,
+        eager_copy_ns: 0.0,
         interrupt_us: 5.0,
         context_switch_us: 0.0,
         eager_limit_bytes: None,
