@@ -606,7 +606,10 @@ impl RunConfig {
     }
 
     /// Semantic checks serde cannot express.
-    #[expect(clippy::too_many_lines, reason = "every semantic check of a configuration, one after the other, each naming its field")]
+    #[expect(
+        clippy::too_many_lines,
+        reason = "every semantic check of a configuration, one after the other, each naming its field"
+    )]
     pub fn validate(&self, origin: &str) -> Result<(), ConfigError> {
         let bad = |field: &str, msg: String| {
             Err(ConfigError::Invalid {
@@ -684,10 +687,15 @@ impl RunConfig {
             return bad("scheduler.policy", "must not be empty".into());
         }
         let l = &self.limits;
-        if let Some(t) = l.max_sim_time_s.filter(|t| !(t.is_finite() && *t > 0.0 && *t <= 9e9)) {
+        if let Some(t) = l
+            .max_sim_time_s
+            .filter(|t| !(t.is_finite() && *t > 0.0 && *t <= 9e9))
+        {
             return bad(
                 "limits.max_sim_time_s",
-                format!("must be a number > 0 and at most 9e9 (the range of simulated time), got {t}"),
+                format!(
+                    "must be a number > 0 and at most 9e9 (the range of simulated time), got {t}"
+                ),
             );
         }
         if l.max_events == Some(0) {
@@ -722,7 +730,9 @@ fn json_msg(e: &serde_json::Error) -> String {
     format!("line {}, column {}: {msg}", e.line(), e.column())
 }
 
-/// Formats a TOML error as "line L, column C: message".
+/// Formats a TOML error as "line L, column C: message", or "line L, column C: field `a.b`:
+/// message" when the error points at a value (a wrong type or an out-of-range number: serde's
+/// message names the type, not the key).
 fn toml_msg(e: &toml::de::Error, text: &str) -> String {
     match e.span() {
         Some(span) => {
@@ -734,10 +744,52 @@ fn toml_msg(e: &toml::de::Error, text: &str) -> String {
                 .map(|l| l.chars().count())
                 .unwrap_or(0)
                 + 1;
-            format!("line {line}, column {col}: {}", e.message())
+            let field = toml_path_at(text, &span)
+                .map(|p| format!("field `{p}`: "))
+                .unwrap_or_default();
+            format!("line {line}, column {col}: {field}{}", e.message())
         }
         None => e.message().to_string(),
     }
+}
+
+/// The dotted name (`platform.nodes`, `workload.jobs[0].procs`) of the TOML value whose span is
+/// exactly `span`, if the text parses and one is.
+fn toml_path_at(text: &str, span: &std::ops::Range<usize>) -> Option<String> {
+    let doc = toml_edit::ImDocument::parse(text).ok()?;
+    let path = table_path(doc.as_table(), span)?;
+    Some(path.trim_start_matches('.').to_string())
+}
+
+fn table_path(t: &toml_edit::Table, span: &std::ops::Range<usize>) -> Option<String> {
+    t.iter()
+        .find_map(|(k, item)| item_path(item, span).map(|p| format!(".{k}{p}")))
+}
+
+fn item_path(item: &toml_edit::Item, span: &std::ops::Range<usize>) -> Option<String> {
+    match item {
+        toml_edit::Item::Value(v) => value_path(v, span),
+        toml_edit::Item::Table(t) => table_path(t, span),
+        toml_edit::Item::ArrayOfTables(a) => a
+            .iter()
+            .enumerate()
+            .find_map(|(i, t)| table_path(t, span).map(|p| format!("[{i}]{p}"))),
+        toml_edit::Item::None => None,
+    }
+}
+
+fn value_path(v: &toml_edit::Value, span: &std::ops::Range<usize>) -> Option<String> {
+    let inner = match v {
+        toml_edit::Value::Array(a) => a
+            .iter()
+            .enumerate()
+            .find_map(|(i, x)| value_path(x, span).map(|p| format!("[{i}]{p}"))),
+        toml_edit::Value::InlineTable(t) => t
+            .iter()
+            .find_map(|(k, x)| value_path(x, span).map(|p| format!(".{k}{p}"))),
+        _ => None,
+    };
+    inner.or_else(|| (v.span().as_ref() == Some(span)).then(String::new))
 }
 
 #[cfg(test)]
@@ -755,16 +807,55 @@ placement = "random"
 "#;
 
     #[test]
+    fn a_toml_value_of_the_wrong_type_names_its_field() {
+        let err = |text: &str| {
+            RunConfig::from_str_with(text, "c.toml", None)
+                .unwrap_err()
+                .to_string()
+        };
+        // GOOD is 8 lines (a blank first line, then seed ... placement); `[platform]` is line 9 and
+        // `nodes = -1` line 10, its value at column 9 (after "nodes = ").
+        assert_eq!(
+            err(&format!("{GOOD}[platform]\nnodes = -1\n")),
+            "c.toml: line 10, column 9: field `platform.nodes`: invalid value: integer `-1`, expected u32"
+        );
+        // Inside an inline table of an array: the element's index and key.
+        let e = err(
+            "fidelity = \"process\"\n[workload]\njobs = [{ app = \"CG\", procs = 4 }, \
+                     { app = \"EP\", procs = \"four\" }]\n",
+        );
+        assert!(
+            e.starts_with(
+                "c.toml: line 3, column 58: field `workload.jobs[1].procs`: invalid type"
+            ),
+            "{e}"
+        );
+        // A key error keeps serde's own message, which names the key.
+        let e = err(&GOOD.replace("placement", "placment"));
+        assert!(
+            e.starts_with("c.toml: line 8, column 1: unknown field `placment`"),
+            "{e}"
+        );
+    }
+
+    #[test]
     fn node_platform_costs_replace_the_presets_and_are_validated() {
         let parse = |extra: &str| -> NodePlatformConfig {
             toml::from_str(&format!("preset = \"lee4\"\n{extra}")).unwrap()
         };
         let base = parse("").platform().unwrap();
-        let p = parse("latency_us = 12.5\nbandwidth_mb_s = 3000\ninterrupt_us = 4\ncontext_switch_us = 2")
-            .platform()
-            .unwrap();
+        let p = parse(
+            "latency_us = 12.5\nbandwidth_mb_s = 3000\ninterrupt_us = 4\ncontext_switch_us = 2",
+        )
+        .platform()
+        .unwrap();
         assert_eq!(
-            (p.latency_us, p.bandwidth_mb_s, p.interrupt_us, p.context_switch_us),
+            (
+                p.latency_us,
+                p.bandwidth_mb_s,
+                p.interrupt_us,
+                p.context_switch_us
+            ),
             (12.5, 3000.0, 4.0, 2.0)
         );
         // The costs not given keep the preset's values.
@@ -775,9 +866,14 @@ placement = "random"
         let e = parse("latency_us = -1").platform().unwrap_err();
         assert!(e.contains("latency_us"), "{e}");
         let e = parse("latency_us = 1e300").platform().unwrap_err();
-        assert!(e.starts_with("latency_us: must be a finite number between 0 and 1000000"), "{e}");
+        assert!(
+            e.starts_with("latency_us: must be a finite number between 0 and 1000000"),
+            "{e}"
+        );
         // Absent overrides stay out of the canonical form.
-        assert!(!serde_json::to_string(&parse("")).unwrap().contains("latency_us"));
+        assert!(!serde_json::to_string(&parse(""))
+            .unwrap()
+            .contains("latency_us"));
     }
 
     #[test]
