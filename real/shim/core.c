@@ -95,9 +95,12 @@ static struct {
     uint64_t wakeups, timeouts, no_sleeps, timeout_ends, coll_forwards;
 } g = {.sock = -1};
 
-/* The collective this thread is in (set by cs_coll_enter, cleared by the matching cs_coll_exit). */
+/* The collective this thread is in (set by cs_coll_enter, cleared by the matching cs_coll_exit): its
+ * communicator, kind, root and number, and whether its messages were worked out (shim/coll.c). */
 static __thread int coll_nesting;
 static __thread MPI_Comm coll_comm;
+static __thread int coll_kind, coll_root, coll_modelled;
+static __thread uint64_t coll_number;
 
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -572,6 +575,11 @@ static int message_wanted(int w) {
     case COSCHED_STATE_BLOCKED:
         skip = COSCHED_SKIP_OFF_CPU;
         break;
+    case COSCHED_STATE_FINISHED:
+        /* Past MPI_Finalize (a send is counted after the library posted it, so its receiver may have taken
+         * it and finished): nothing to do for it, skipped under any skip bit. */
+        skip = m;
+        break;
     case COSCHED_STATE_COMPUTING:
         /* Off a CPU by /proc is not enough to skip (another thread may be R, which the agent takes as
          * running); when both are skipped there is nothing to tell. */
@@ -895,16 +903,21 @@ void cs_coll_enter(MPI_Comm comm, int coll, int root) {
     if (!cs_ready) return;
     uint64_t number = ADD(&g.me->collectives, 1) + 1;
     ADD(&g.me->coll_depth, 1u);
-    if (coll_nesting++ == 0) coll_comm = comm;
+    int outer = coll_nesting++ == 0;
+    if (outer) coll_comm = comm;
     send_event(COSCHED_MSG_COLL_ENTER, g.rank, coll, 0, 0);
-    /* Every rank of a job has its policy's event mask: all or none of the members work out the messages. */
-    if (g.sock >= 0 && (LD(&g.me->event_mask) & (1u << COSCHED_MSG_MESSAGE))) cs_coll_messages(comm, coll, root, number);
+    /* Served by an agent, every member works out the messages (their events, and the unconsumed messages
+     * the policies read); standalone, none does. */
+    if (outer) {
+        coll_kind = coll, coll_root = root, coll_number = number, coll_modelled = g.sock >= 0;
+        if (coll_modelled) cs_coll_messages(comm, coll, root, number);
+    }
 }
 
 void cs_coll_exit(MPI_Comm comm, int coll) {
     if (!cs_ready) return;
     __atomic_fetch_sub(&g.me->coll_depth, 1u, __ATOMIC_SEQ_CST);
-    if (coll_nesting > 0) coll_nesting--;
+    if (coll_nesting > 0 && --coll_nesting == 0 && coll_modelled) cs_coll_taken(comm, coll_kind, coll_root, coll_number);
     send_event(COSCHED_MSG_COLL_EXIT, g.rank, coll, 0, 0);
     wake_comm_collective(comm);
 }

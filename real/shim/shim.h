@@ -57,6 +57,8 @@ void cs_coll_exit(MPI_Comm comm, int coll);
 /* A collective's messages as MESSAGE events (coll.c): those the simulator's algorithm for `coll` sends once
  * this member, whose count of collectives entered is now `number`, has entered. */
 void cs_coll_messages(MPI_Comm comm, int coll, int root, uint64_t number);
+/* Leaving collective `number`: adds to this member's `consumed` the messages to it (barrier, allreduce). */
+void cs_coll_taken(MPI_Comm comm, int coll, int root, uint64_t number);
 /* For coll.c: the segment of world rank `w` on this machine (this rank's own included; NULL if none), the
  * world rank of `rank` of `comm` (-1 if none), and posting a 0-byte MESSAGE event from `from` to `to`. */
 struct cosched_rank_shm *cs_shm_of(int w);
