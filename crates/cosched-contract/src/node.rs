@@ -127,23 +127,26 @@ pub enum DequeueReason {
     Stopped,
 }
 
-/// The optional ops a policy implements among those the engine calls only on
-/// request ([`NodePolicy::ops`]). A set of flags: combine with `|`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Ops(u8);
+bitflags::bitflags! {
+    /// The optional ops a policy implements among those the engine calls only on
+    /// request ([`NodePolicy::ops`]). A set of flags: combine with `|`.
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+    pub struct Ops: u8 {
+        const ENQUEUE = 1;
+        const DEQUEUE = 1 << 1;
+        const RUNNING = 1 << 2;
+        const STOPPING = 1 << 3;
+        const TICK = 1 << 4;
+        const ON_ACK = 1 << 5;
+        const WAIT_END = 1 << 6;
+    }
+}
 
 impl Ops {
     /// None of them (the default).
-    pub const NONE: Ops = Ops(0);
-    pub const ENQUEUE: Ops = Ops(1);
-    pub const DEQUEUE: Ops = Ops(1 << 1);
-    pub const RUNNING: Ops = Ops(1 << 2);
-    pub const STOPPING: Ops = Ops(1 << 3);
-    pub const TICK: Ops = Ops(1 << 4);
-    pub const ON_ACK: Ops = Ops(1 << 5);
-    pub const WAIT_END: Ops = Ops(1 << 6);
+    pub const NONE: Ops = Ops::empty();
     /// Every op above.
-    pub const ALL: Ops = Ops(0b111_1111);
+    pub const ALL: Ops = Ops::all();
     /// Each op above with its name, in declaration order.
     pub const NAMED: [(Ops, &'static str); 7] = [
         (Ops::ENQUEUE, "enqueue"),
@@ -154,18 +157,6 @@ impl Ops {
         (Ops::ON_ACK, "on_ack"),
         (Ops::WAIT_END, "on_wait_end"),
     ];
-
-    /// Whether every op of `other` is in this set.
-    pub fn contains(self, other: Ops) -> bool {
-        self.0 & other.0 == other.0
-    }
-}
-
-impl std::ops::BitOr for Ops {
-    type Output = Ops;
-    fn bitor(self, o: Ops) -> Ops {
-        Ops(self.0 | o.0)
-    }
 }
 
 /// How a process waits.
@@ -558,7 +549,14 @@ mod tests {
             Ops::WAIT_END | Ops::TICK
         }
         fn running(&mut self, _v: &dyn NodeView, _p: Pid, _o: &mut Vec<NodeAction>) {}
-        fn on_wait_end(&mut self, _v: &dyn NodeView, _p: Pid, _e: &WaitEnd, _o: &mut Vec<NodeAction>) {}
+        fn on_wait_end(
+            &mut self,
+            _v: &dyn NodeView,
+            _p: Pid,
+            _e: &WaitEnd,
+            _o: &mut Vec<NodeAction>,
+        ) {
+        }
     }
 
     #[test]
@@ -581,7 +579,7 @@ mod tests {
         let mut all = Ops::NONE;
         for (op, _) in Ops::NAMED {
             assert!(!all.contains(op) || op == Ops::NONE);
-            all = all | op;
+            all |= op;
         }
         assert_eq!(all, Ops::ALL);
     }
