@@ -45,6 +45,9 @@ def test_policies_lists_the_time_sharing_models() -> None:
     names = {p["name"]: p for p in c.policies()}
     assert "gang" in names and "timeshare" in names
     assert {q["name"] for q in names["timeshare"]["params"]} == {"scheme", "mpl", "intensity", "table"}
+    # One level label for both models, as docs/formats/policies.md lists them; the catalog has four levels.
+    assert {p["level"] for p in c.policies() if p["name"] in ("timeshare",)} == {"cluster (job-level time sharing)"}
+    assert {p["level"] for p in c.policies()} == {"cluster", "node", "process", "cluster (job-level time sharing)"}
 
 
 def test_gang_rows_are_in_the_job_table() -> None:

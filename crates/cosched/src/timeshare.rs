@@ -44,7 +44,7 @@ pub fn catalog() -> Vec<PolicyInfo> {
         },
         PolicyInfo {
             name: "timeshare",
-            level: "cluster (time sharing, job level)",
+            level: "cluster (job-level time sharing)",
             summary: "FCFS admission with an MPL; jobs slowed by a node scheme's fitted interference.",
             params: vec![
                 ParamInfo { name: "scheme", kind: "string", default: "hybrid", doc: "node-level scheme of the table" },
