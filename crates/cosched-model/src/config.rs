@@ -361,6 +361,10 @@ pub struct MetricsConfig {
     /// Bounded-slowdown threshold in seconds: max(1, response / max(runtime, threshold)).
     #[serde(default = "default_bsld")]
     pub bounded_slowdown_threshold_s: f64,
+    /// Process fidelity: measure each job's wait time (summary entry
+    /// `process.measures.wait_time`). Off by default: it follows every wait.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub wait_time: bool,
 }
 
 fn default_bsld() -> f64 {
@@ -371,6 +375,7 @@ impl Default for MetricsConfig {
     fn default() -> Self {
         Self {
             bounded_slowdown_threshold_s: default_bsld(),
+            wait_time: false,
         }
     }
 }
@@ -629,6 +634,9 @@ impl RunConfig {
                 if self.node_platform.is_some() {
                     return bad("node_platform", "only at fidelity \"process\"".into());
                 }
+                if self.metrics.wait_time {
+                    return bad("metrics.wait_time", "only at fidelity \"process\"".into());
+                }
             }
             "process" => {
                 if self.workload.trace.is_some() {
@@ -884,6 +892,17 @@ placement = "random"
         assert_eq!(c.workload.options().estimates, EstimateSource::Exact);
         assert_eq!(c.scheduler.placement, Placement::Random);
         assert_eq!(c.metrics.bounded_slowdown_threshold_s, 10.0);
+    }
+
+    #[test]
+    fn metrics_wait_time_is_off_out_of_the_canonical_form_and_process_only() {
+        let c = RunConfig::from_str_with(GOOD, "x.toml", None).unwrap();
+        assert!(!c.metrics.wait_time);
+        assert!(!serde_json::to_string(&c).unwrap().contains("wait_time"));
+        let on = format!("{GOOD}[metrics]\nwait_time = true\n");
+        let e = RunConfig::from_str_with(&on, "x.toml", None).unwrap_err();
+        assert!(e.to_string().contains("metrics.wait_time"), "{e}");
+        assert!(e.to_string().contains("only at fidelity \"process\""), "{e}");
     }
 
     #[test]

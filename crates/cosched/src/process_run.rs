@@ -304,6 +304,7 @@ fn run_admitting(
         time_limit: SimTime::checked_from_secs_f64(cfg.limits.sim_time_s("process"))
             .unwrap_or(SimTime::MAX),
         event_limit: cfg.limits.events("process"),
+        measure_waits: cfg.metrics.wait_time,
         ..Default::default()
     };
     admit(&mut opts, &|kind| {

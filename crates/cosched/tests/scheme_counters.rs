@@ -88,7 +88,12 @@ fn scheme_counters_are_exported_in_the_summary() {
     let json = serde_json::to_value(&gang.summary).unwrap();
     assert_eq!(
         measures(&json),
-        ["gang_fragment", "gangedness", "priority_inversion"]
+        [
+            "gang_fragment",
+            "gangedness",
+            "io_interrupts",
+            "priority_inversion"
+        ]
     );
     assert!(json["process"]["measures"]["gang_fragment"]["total_s"].is_number());
 }

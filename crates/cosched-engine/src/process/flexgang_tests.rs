@@ -105,6 +105,17 @@ fn io_completion_preempts_the_active_row_only_with_io_preempt() {
     );
     // The hog lost 1 ms of its slot to the interrupt.
     assert!(with.measures.ns(super::fragment::NAME) == MS);
+    // The interrupt per job: the I/O job (0) took the hog's (1) CPU, once.
+    let per_job = |o: &ProcOutput| -> Vec<(u64, u64)> {
+        use super::io_interrupts::{IoInterrupts, NAME};
+        let m = o.measures.get::<IoInterrupts>(NAME).expect("gang runs");
+        m.jobs
+            .iter()
+            .map(|j| (j.interrupting, j.interrupted))
+            .collect()
+    };
+    assert_eq!(per_job(&with), [(1, 0), (0, 1)]);
+    assert_eq!(per_job(&without), [(0, 0), (0, 0)]);
 }
 
 #[test]

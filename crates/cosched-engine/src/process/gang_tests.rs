@@ -307,11 +307,24 @@ fn a_run_subscribes_the_observers_its_options_ask_for() {
         |out: &ProcOutput| -> Vec<&'static str> { out.measures.iter().map(|(n, _)| n).collect() };
     let shared = run(&plat, &jobs, &ProcOptions::default());
     assert_eq!(names(&shared), ["priority_inversion"]);
+    let waits = ProcOptions {
+        measure_waits: true,
+        ..ProcOptions::default()
+    };
+    assert_eq!(
+        names(&run(&plat, &jobs, &waits)),
+        ["priority_inversion", "wait_time"]
+    );
     assert!(shared.measures.entry(gangedness::NAME).is_none());
     let g = run(&plat, &jobs, &gang(20, 1000, false));
     assert_eq!(
         names(&g),
-        ["priority_inversion", "gang_fragment", "gangedness"]
+        [
+            "priority_inversion",
+            "gang_fragment",
+            "gangedness",
+            "io_interrupts"
+        ]
     );
     assert_eq!(g.measures.ns(super::inversion::NAME), 0);
     assert_eq!(g.measures.ns(super::fragment::NAME), 0);
@@ -400,26 +413,9 @@ fn a_descheduled_gang_job_waiting_for_its_slot_is_not_reported() {
     // (27.013 ms); rank 0, woken, pays the 5 us interrupt and the 1.5 us
     // receive: job 0 ends at 27.0195 ms.
     let plat = platform(2, 0.0);
-    let mut b = Builder::new(2);
-    b.each(|r| {
-        if r == 0 {
-            vec![Op::Recv {
-                from: Some(1),
-                tag: 9,
-            }]
-        } else {
-            vec![
-                Op::Compute { ns: 15_000_000 },
-                Op::Send {
-                    to: 0,
-                    bytes: 1000,
-                    tag: 9,
-                },
-            ]
-        }
-    });
+    let pair = super::testkit::late_message_of(15_000_000, 1000, super::testkit::SendBy::Send);
     let jobs = [
-        ProcJob::new(b.build("pair", 1.0), SimTime::ZERO),
+        ProcJob::new(pair.build("pair", 1.0), SimTime::ZERO),
         compute(2, 25),
     ];
     let out = simulate_processes(

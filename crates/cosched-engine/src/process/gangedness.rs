@@ -464,12 +464,7 @@ impl Observer {
 /// (`SlotPolicy::on_gangedness`); its report is every job's final estimate.
 impl observe::Observer for Observer {
     fn signals(&self) -> Signals {
-        Signals::SLOT_STARTED
-            .with(Signals::SLOT_ENDED)
-            .with(Signals::MESSAGE)
-            .with(Signals::PROGRESS)
-            .with(Signals::RELEASED)
-            .with(Signals::PROCESS_ENDED)
+        Signals::QUANTUM_RECORDS | Signals::RELEASED | Signals::PROCESS_ENDED
     }
 
     fn on(&mut self, s: &Signal<'_>, probe: &Probe<'_, '_>) {

@@ -5,10 +5,11 @@
 //! ([`NodeAction`]), each at the moment [`Apply`] says. An action that cannot
 //! apply is a counted [`ActionError`], never applied.
 
+use super::observe::{Signal, Signals};
 use super::{Apply, Cond, Ev, PState, Pid, Sim, View, Waiting};
 use cosched_contract::node::{
     ActionError, DequeueReason, EnqueueReason, NodeAction, NodePolicy, NodeView, Ops, WaitEnd,
-    WaitEndCause, WaitMode,
+    WaitEndCause, WaitKind, WaitMode,
 };
 use cosched_des::SimTime;
 
@@ -152,20 +153,45 @@ impl Sim<'_> {
     }
 
     /// Tells the policy of `pid`'s node that the wait `w` ended (only with
-    /// [`Ops::WAIT_END`]; not for a disk burst).
+    /// [`Ops::WAIT_END`]; not for a disk burst), after the observers that take
+    /// [`Signal::WaitEnded`]. Inlined up to the test whether anyone listens.
+    #[inline]
     pub(super) fn hook_wait_end(&mut self, pid: Pid, w: Waiting, by: WaitEndCause, now: SimTime) {
         let node = self.procs[pid as usize].node;
         let Some(kind) = w.kind else { return };
-        if !self.nodes[node as usize].ops.contains(Ops::WAIT_END) {
-            return;
+        let told = self.nodes[node as usize].ops.contains(Ops::WAIT_END);
+        let observed = self.obs.wants(Signals::WAIT_ENDED);
+        if told || observed {
+            self.wait_ended(pid, (w, kind), by, (told, observed), now);
         }
+    }
+
+    /// [`Sim::hook_wait_end`] for a wait of `kind` that the policy (`told`)
+    /// or an observer (`observed`) listens to.
+    #[inline(never)]
+    fn wait_ended(
+        &mut self,
+        pid: Pid,
+        (w, kind): (Waiting, WaitKind),
+        by: WaitEndCause,
+        (told, observed): (bool, bool),
+        now: SimTime,
+    ) {
+        let node = self.procs[pid as usize].node;
+        let p = &self.procs[pid as usize];
         let end = WaitEnd {
             kind,
             waited: now - w.since,
-            spun: SimTime(self.procs[pid as usize].spin_ns - w.spin_at),
+            spun: SimTime(p.spin_ns - w.spin_at),
             blocked: w.blocked,
             by,
         };
+        if observed {
+            self.signal(Signal::WaitEnded { pid, end });
+        }
+        if !told {
+            return;
+        }
         let apply = if by == WaitEndCause::Dispatched {
             Apply::Deferred
         } else {

@@ -92,9 +92,7 @@ impl Observer for Inversion {
         if self.waiting_n == 0 {
             Signals::IO_WOKEN
         } else {
-            Signals::IO_WOKEN
-                .with(Signals::DISPATCHED)
-                .with(Signals::RELEASED)
+            Signals::IO_WOKEN | Signals::DISPATCHED | Signals::RELEASED
         }
     }
 

@@ -100,6 +100,9 @@ pub struct ProcOptions {
     /// The admission policy outside gang mode ([`admit`]; `None`: the
     /// reference strict FCFS under `mpl`, `cosched_contract::admission::Fcfs`).
     pub admission: Option<admit::AdmissionFactory>,
+    /// Measure each job's wait time ([`super::wait_time`]). Off by default:
+    /// it follows every wait of the run.
+    pub measure_waits: bool,
 }
 
 impl Default for ProcOptions {
@@ -114,6 +117,7 @@ impl Default for ProcOptions {
             event_limit: DEFAULT_EVENT_LIMIT,
             slots: None,
             admission: None,
+            measure_waits: false,
         }
     }
 }

@@ -48,6 +48,7 @@ impl Sim<'_> {
                 blocked_at: now,
                 cpu_ns: 0,
                 spin_ns: 0,
+                slept_ns: 0,
                 end: SimTime::MAX,
                 mem_kb: kb(self.jobs[j].program.memory_mb),
                 resident_kb: 0,

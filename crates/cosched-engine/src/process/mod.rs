@@ -74,11 +74,13 @@ mod hooks;
 mod interp;
 mod invariants;
 mod inversion;
+mod io_interrupts;
 mod job;
 mod lifecycle;
 mod memory;
 mod net;
 pub mod observe;
+mod observers;
 mod osnoise;
 mod output;
 mod paging;
@@ -90,6 +92,7 @@ mod state;
 mod timeline;
 mod view;
 mod wait;
+mod wait_time;
 /// The node-policy contract (defined in `cosched-contract`).
 pub mod policy {
     pub use cosched_contract::node::*;
@@ -300,7 +303,7 @@ pub fn simulate_processes(
     let streams = RngStreams::new(opts.seed);
     let policies: Vec<Box<dyn NodePolicy>> = (0..plat.nodes).map(|_| make_policy()).collect();
     let nodes = new_nodes(plat, opts, &policies, &streams, tick);
-    let obs = observe::Observers::of(plat.nodes, slots.as_ref());
+    let obs = observers::of((plat.nodes, jobs.len()), slots.as_ref(), opts);
     let mut sim = Sim {
         plat,
         jobs,

@@ -3,7 +3,7 @@
 //!
 //! **Contract.** An [`Observer`] subscribes to some of the engine's
 //! [`Signal`]s ([`Observer::signals`]); the engine calls [`Observer::on`] for
-//! each one, in the order listed in [`Observers::of`], at the moments the
+//! each one, in the order of the run's list (`super::observers::of`), at the moments the
 //! signals' documentation gives, with a read-only [`Probe`] of the engine. An
 //! observer cannot change the run: it gets no mutable access to the engine,
 //! schedules nothing and draws from no random stream. The one thing it may
@@ -15,10 +15,14 @@
 //! invariant error) and writes them into its entries of the output's
 //! extensible section ([`Measures`], [`Observer::report`]).
 //!
-//! **Which observers a run has** ([`Observers::of`]): the priority-inversion
-//! measure ([`super::inversion`]) in every run; in gang mode (a slot policy),
-//! the fragment-time counter ([`super::fragment`]) and the online gangedness
-//! estimator ([`super::gangedness`]); and the perturbation bookkeeping
+//! **Which observers a run has** (`super::observers::of`, a file of its own
+//! so that this contract names no observer): the priority-inversion
+//! measure ([`super::inversion`]) in every run; the wait time per job
+//! ([`super::wait_time`]) when the options ask for it
+//! (`ProcOptions::measure_waits`: it follows every wait); in gang mode (a slot policy), the
+//! fragment-time counter ([`super::fragment`]), the online gangedness
+//! estimator ([`super::gangedness`]) and the I/O interrupts per job
+//! ([`super::io_interrupts`]); and the perturbation bookkeeping
 //! ([`super::perturb`]) when the slot policy perturbs the schedule
 //! (`SlotPolicy::perturbation`).
 //!
@@ -28,8 +32,8 @@
 //! before it does anything else, so a signal no observer takes at the moment
 //! costs one test.
 
-use super::perturb::Recorder;
-use super::{fragment, gangedness, inversion, PState, Pid, Sim};
+use super::{PState, Pid, Sim};
+use cosched_contract::node::{WaitEnd, WaitKind};
 use cosched_contract::process::GangClass;
 use cosched_contract::slots::{MatrixView, PerturbView};
 use cosched_des::SimTime;
@@ -65,6 +69,24 @@ pub enum Signal<'a> {
     /// A disk completion makes `pid` (blocked in its I/O burst) runnable; the
     /// node's CPUs are as before the wake-up.
     IoWoken { pid: Pid },
+    /// `pid` begins a wait of kind `kind` (one told to the node policy's
+    /// `on_wait_begin`; not a disk burst), on its CPU, after the policy chose
+    /// its wait mode and before it spins or blocks.
+    WaitBegan { pid: Pid, kind: WaitKind },
+    /// A wait of `pid` (one that began with [`Signal::WaitBegan`]) ended:
+    /// its condition was noticed now. `end` is what the node policy's
+    /// `on_wait_end` is told (kind, length, spin, whether it blocked, what
+    /// ended it).
+    WaitEnded { pid: Pid, end: WaitEnd },
+    /// An I/O interrupt (gang mode): `pid`, just woken by its disk completion,
+    /// takes CPU `cpu` of `node` at once from `victim`, which the slot policy
+    /// chose (`SlotPolicy::on_wake`); fired before `victim` is released.
+    IoInterrupt {
+        node: u32,
+        cpu: u32,
+        pid: Pid,
+        victim: Pid,
+    },
     /// A gang slot starts (after a switch, or the first slot): the slot
     /// policy's matrix has its new active row.
     SlotStarted,
@@ -73,33 +95,35 @@ pub enum Signal<'a> {
     SlotEnded,
 }
 
-/// A set of [`Signal`] kinds (one bit each).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Signals(u16);
+bitflags::bitflags! {
+    /// A set of [`Signal`] kinds (one bit each): combine with `|`.
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+    pub struct Signals: u16 {
+        const JOB_STARTED = 1;
+        const JOB_ENDED = 1 << 1;
+        const PROCESS_ENDED = 1 << 2;
+        const DISPATCHED = 1 << 3;
+        const RELEASED = 1 << 4;
+        const PROGRESS = 1 << 5;
+        const MESSAGE = 1 << 6;
+        const IO_WOKEN = 1 << 7;
+        const SLOT_STARTED = 1 << 8;
+        const SLOT_ENDED = 1 << 9;
+        const WAIT_BEGAN = 1 << 10;
+        const WAIT_ENDED = 1 << 11;
+        const IO_INTERRUPT = 1 << 12;
+    }
+}
 
 impl Signals {
-    pub const NONE: Self = Self(0);
-    pub const JOB_STARTED: Self = Self(1);
-    pub const JOB_ENDED: Self = Self(1 << 1);
-    pub const PROCESS_ENDED: Self = Self(1 << 2);
-    pub const DISPATCHED: Self = Self(1 << 3);
-    pub const RELEASED: Self = Self(1 << 4);
-    pub const PROGRESS: Self = Self(1 << 5);
-    pub const MESSAGE: Self = Self(1 << 6);
-    pub const IO_WOKEN: Self = Self(1 << 7);
-    pub const SLOT_STARTED: Self = Self(1 << 8);
-    pub const SLOT_ENDED: Self = Self(1 << 9);
-
-    /// Both sets.
-    #[must_use]
-    pub const fn with(self, o: Self) -> Self {
-        Self(self.0 | o.0)
-    }
-
-    /// Whether `self` holds every kind of `o`.
-    pub const fn contains(self, o: Self) -> bool {
-        self.0 & o.0 == o.0
-    }
+    pub const NONE: Self = Self::empty();
+    /// What per-quantum records of a gang run follow (the gangedness
+    /// estimator, the perturbation bookkeeping): slot starts and ends, and the
+    /// messages and progress within them.
+    pub const QUANTUM_RECORDS: Self = Self::SLOT_STARTED
+        .union(Self::SLOT_ENDED)
+        .union(Self::MESSAGE)
+        .union(Self::PROGRESS);
 
     /// The kind of `s`.
     #[inline]
@@ -115,6 +139,9 @@ impl Signals {
             Signal::IoWoken { .. } => Self::IO_WOKEN,
             Signal::SlotStarted => Self::SLOT_STARTED,
             Signal::SlotEnded => Self::SLOT_ENDED,
+            Signal::WaitBegan { .. } => Self::WAIT_BEGAN,
+            Signal::WaitEnded { .. } => Self::WAIT_ENDED,
+            Signal::IoInterrupt { .. } => Self::IO_INTERRUPT,
         }
     }
 }
@@ -158,7 +185,7 @@ impl Measure for TotalNs {
 }
 
 /// The extensible section of a run's output the observers report into: named
-/// entries in the order they were reported (observers in [`Observers::of`]
+/// entries in the order they were reported (observers in `observers::of`
 /// order). Each observer's file holds its entry names and types; the summary
 /// takes every entry's own summary form ([`Measures::summary`]), so a new
 /// observer adds no summary field.
@@ -247,6 +274,19 @@ impl Probe<'_, '_> {
         self.0.jobs[j].program.app()
     }
 
+    /// The time process `pid` has spent blocked so far (off every CPU and not
+    /// runnable: asleep in a wait, parked by a yielding wait, in its disk
+    /// burst, or waiting for its pages), ns.
+    pub fn slept_ns(&self, pid: Pid) -> i64 {
+        let p = &self.0.procs[pid as usize];
+        let now = if p.state == PState::Blocked {
+            (self.now() - p.state_since).as_ns()
+        } else {
+            0
+        };
+        p.slept_ns + now
+    }
+
     /// The node of process `pid`.
     pub fn node_of(&self, pid: Pid) -> u32 {
         self.0.procs[pid as usize].node
@@ -312,20 +352,10 @@ pub struct Observers {
 }
 
 impl Observers {
-    /// The observers of a run on `nodes` nodes with the slot policy of `slots`
-    /// (gang mode), if any (module documentation: which ones).
-    pub(super) fn of(nodes: u32, slots: Option<&super::slots::Slots>) -> Self {
-        let mut list: Vec<Box<dyn Observer>> = vec![Box::new(inversion::Inversion::new(nodes))];
-        if let Some(s) = slots {
-            let p = s.policy();
-            list.push(Box::new(fragment::Fragment::default()));
-            list.push(Box::new(gangedness::Observer::new(p.gang())));
-            if let Some(pv) = p.perturbation() {
-                list.push(Box::new(Recorder::new(pv.target())));
-            }
-        }
+    /// These observers, each with the signals it takes now.
+    pub(super) fn new(list: Vec<Box<dyn Observer>>) -> Self {
         let list: Vec<_> = list.into_iter().map(|o| (o.signals(), o)).collect();
-        let wants = list.iter().fold(Signals::NONE, |w, (s, _)| w.with(*s));
+        let wants = list.iter().fold(Signals::NONE, |w, (s, _)| w | *s);
         Self {
             list,
             wants,
@@ -362,7 +392,7 @@ impl Sim<'_> {
                 *w = o.signals();
             }
         }
-        self.obs.wants = list.iter().fold(Signals::NONE, |u, (w, _)| u.with(*w));
+        self.obs.wants = list.iter().fold(Signals::NONE, |u, (w, _)| u | *w);
         self.obs.list = list;
     }
 

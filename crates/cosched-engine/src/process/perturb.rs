@@ -366,12 +366,7 @@ impl Recorder {
 /// report, the records with the policy's count of applied perturbations.
 impl Observer for Recorder {
     fn signals(&self) -> Signals {
-        Signals::JOB_STARTED
-            .with(Signals::JOB_ENDED)
-            .with(Signals::SLOT_STARTED)
-            .with(Signals::SLOT_ENDED)
-            .with(Signals::MESSAGE)
-            .with(Signals::PROGRESS)
+        Signals::QUANTUM_RECORDS | Signals::JOB_STARTED | Signals::JOB_ENDED
     }
 
     fn on(&mut self, s: &Signal<'_>, probe: &Probe<'_, '_>) {

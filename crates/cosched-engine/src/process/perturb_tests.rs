@@ -52,7 +52,7 @@ fn run(target: &str, kind: Kind, choice: Choice, count: u32, seed: u64) -> Pertu
     };
     let out = simulate_processes(&plat, &jobs, &|| Box::new(Spin), &opts).expect("run");
     // A perturbing slot policy subscribes every observer, each reporting under
-    // its name in the order of `Observers::of`.
+    // its name in the order of `observers::of`.
     let names: Vec<&str> = out.measures.iter().map(|(n, _)| n).collect();
     assert_eq!(
         names,
@@ -60,6 +60,7 @@ fn run(target: &str, kind: Kind, choice: Choice, count: u32, seed: u64) -> Pertu
             "priority_inversion",
             "gang_fragment",
             "gangedness",
+            "io_interrupts",
             "perturb"
         ]
     );

@@ -313,6 +313,12 @@ impl Sim<'_> {
         };
         if i.io {
             self.counters.gang_io_preemptions += 1;
+            self.signal(Signal::IoInterrupt {
+                node,
+                cpu: i.cpu,
+                pid,
+                victim: r,
+            });
         }
         self.account(node, i.cpu, now);
         self.release_cpu(node, i.cpu, r, Stop::Preempted, now);

@@ -93,6 +93,9 @@ pub(super) struct Proc<'a> {
     pub(super) blocked_at: SimTime,
     pub(super) cpu_ns: i64,
     pub(super) spin_ns: i64,
+    /// Time spent blocked (off every CPU, not runnable) so far, up to its last
+    /// change of state, ns.
+    pub(super) slept_ns: i64,
     pub(super) end: SimTime,
     /// Footprint and resident part, KB.
     pub(super) mem_kb: i64,

@@ -117,6 +117,11 @@ pub enum SendBy {
 /// rank 1 first computes `compute_ns`, then sends them (`send`). The builder is
 /// returned so that a test can append operations before it names the program.
 pub fn late_message(compute_ns: i64, send: SendBy) -> Builder {
+    late_message_of(compute_ns, 8, send)
+}
+
+/// [`late_message`] with a message of `bytes` bytes.
+pub fn late_message_of(compute_ns: i64, bytes: u64, send: SendBy) -> Builder {
     let mut b = Builder::new(2);
     b.each(|r| {
         if r == 0 {
@@ -129,12 +134,12 @@ pub fn late_message(compute_ns: i64, send: SendBy) -> Builder {
         ops.push(match send {
             SendBy::Send => Op::Send {
                 to: 0,
-                bytes: 8,
+                bytes,
                 tag: 1,
             },
             SendBy::Isend | SendBy::IsendWait => Op::Isend {
                 to: 0,
-                bytes: 8,
+                bytes,
                 tag: 1,
             },
         });

@@ -68,6 +68,7 @@ impl Sim<'_> {
 
     /// Moves `pid` to `state`, recording on the timeline the ready or blocked
     /// interval it leaves.
+    #[inline]
     pub(super) fn set_state(&mut self, pid: Pid, state: PState, now: SimTime) {
         let p = &mut self.procs[pid as usize];
         if let Some(t) = &mut self.timeline {
@@ -88,6 +89,9 @@ impl Sim<'_> {
                     kind,
                 });
             }
+        }
+        if p.state == PState::Blocked {
+            p.slept_ns += (now - p.state_since).as_ns();
         }
         p.state = state;
         p.state_since = now;

@@ -10,6 +10,7 @@
 //! runnable again, without an interrupt, when its condition holds (it notices at
 //! its next dispatch) or when a CPU of its node would be idle (it spins there).
 
+use super::observe::Signal;
 use super::{Apply, Cond, PState, Pid, Sim, Stop, View, Waiting, Wake};
 use cosched_contract::node::{DequeueReason, EnqueueReason, Ops, WaitEndCause, WaitKind, WaitMode};
 use cosched_des::SimTime;
@@ -196,6 +197,7 @@ impl Sim<'_> {
             spin_at: self.procs[pid as usize].spin_ns,
             blocked: false,
         });
+        self.signal(Signal::WaitBegan { pid, kind });
         self.with_policy(node, now, Apply::NextPoint, |pol, v, out| {
             pol.on_wait_begin(v, pid, kind, out)
         });
