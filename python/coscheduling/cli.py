@@ -600,6 +600,7 @@ def demo(
     from .experiments.runner import default_workers
 
     with user_errors():
+        check_out_dir(out)
         err = console(True)
         progress = Progress(
             TextColumn("{task.description}"),
@@ -1228,6 +1229,7 @@ def sweep(
             console().print(t)
             return
         folder = out if out is not None else Path("sweeps") / sp["name"]
+        check_out_dir(folder)
         client = None
         if dask is not None:
             try:
@@ -1303,6 +1305,9 @@ def calibrate(
         schemes = cal.schemes_arg(scheme)
         st = cal.Settings(schemes=schemes, **(cal.QUICK if quick else cal.FULL))
         folder = work if work is not None else (Path(tmp) if check else Path("calibrate-runs"))
+        check_out_dir(folder)
+        if not check:
+            check_out_dir(out.parent if str(out.parent) else Path("."))
         err = console(True)
         with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                       console=err, disable=not err.is_terminal) as bar:
@@ -1393,6 +1398,7 @@ def reproduce(
     with user_errors():
         experiments.get(experiment)
         folder = out if out is not None else Path("reproduce") / experiment
+        check_out_dir(folder)
         n_seeds = seeds if seeds is not None else (1 if quick else experiments.FULL_SEEDS)
         settings = experiments.Settings(quick=quick, seeds=n_seeds, repeat=repeat, calibration=calibration)
         err = console(True)

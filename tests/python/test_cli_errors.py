@@ -304,3 +304,29 @@ def test_a_trace_without_a_usable_job_is_warned_of(tmp_path, records, note):
     r = run_cli(["simulate", "--trace", trace])
     assert r.exit_code == 0, r.stderr
     assert f"warning: {trace}: no job to simulate{note}; every statistic is empty" in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "named"),
+    [
+        (["demo", "--no-replay", "--out", "{f}"], "{f}: cannot write the results here: it is a file"),
+        (["reproduce", "lee-fig2", "--quick", "--out", "{f}/x"], "{f}/x: cannot write the results here: {f} is a file"),
+        (["sweep", str(Path(__file__).resolve().parents[2] / "examples" / "sweeps" / "kth.toml"), "--out", "{f}"],
+         "{f}: cannot write the results here: it is a file"),
+        (["calibrate", "--quick", "-s", "nls", "-o", "{f}/t.json", "--work", "{w}"],
+         "{f}: cannot write the results here: it is a file"),
+        (["calibrate", "--quick", "-s", "nls", "-o", "{w}.json", "--work", "{f}/w"],
+         "{f}/w: cannot write the results here: {f} is a file"),
+    ],
+    ids=["demo", "reproduce", "sweep", "calibrate-out", "calibrate-work"],
+)
+def test_commands_refuse_an_output_folder_under_a_file_before_their_runs(tmp_path, args, named):
+    # Each names the file in the way before running anything: no work folder is made, no run is made.
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    work = tmp_path / "work"
+    fill = {"f": str(blocker), "w": str(work)}
+    r = run_cli([a.format(**fill) for a in args], cwd=tmp_path)
+    check_failed(r, 1, named.format(**fill))
+    assert not work.exists() and not Path(f"{work}.json").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["file"]
