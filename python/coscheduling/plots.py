@@ -81,7 +81,12 @@ def gantt(
         if absent:
             raise ValueError(f"node(s) {absent}: not in the timeline; its nodes: {_ranges(have)}")
         t = t[t["node"].isin(list(nodes))]
+    span = (float(t["start_s"].min()), float(t["end_s"].max()))
     t = t[(t["end_s"] > lo) & (t["start_s"] < hi)]
+    if not len(t):
+        raise ValueError(f"timeline: nothing ran in the window [{lo:g}, {hi:g}] s"
+                         + (f" on node(s) {_ranges(sorted(set(nodes)))}" if nodes is not None else "")
+                         + f"; the timeline spans [{span[0]:g}, {span[1]:g}] s")
     lanes = sorted({(int(n), int(c)) for n, c in zip(t["node"], t["cpu"], strict=True)})
     index = {lane: k for k, lane in enumerate(lanes)}
     jobs = sorted(set(int(j) for j in t["job"]))

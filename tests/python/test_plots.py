@@ -52,3 +52,15 @@ def test_gantt_of_nodes_the_timeline_lacks_is_an_error(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match=r"node\(s\) \[4, 9\]: not in the timeline; its nodes: 0-2, 5"):
         plots.gantt(tl, tmp_path / "g.png", nodes=[9, 0, 4])
     assert not (tmp_path / "g.png").exists()
+
+
+def test_gantt_of_a_window_where_nothing_ran_is_an_error(tmp_path: Path) -> None:
+    # Segments [0, 1) s on node 0 and [2, 3) s on node 1: the window [5, 6) holds none, and node 1 has none
+    # in [0, 1.5); an empty chart would say nothing, the error says where the timeline is.
+    tl = pd.DataFrame({"node": [0, 1], "cpu": 0, "job": 0, "rank": 0, "pid": 0, "start_s": [0.0, 2.0],
+                       "end_s": [1.0, 3.0], "kind": "useful"})
+    with pytest.raises(ValueError, match=r"nothing ran in the window \[5, 6\] s; the timeline spans \[0, 3\] s"):
+        plots.gantt(tl, tmp_path / "g.png", start=5.0, end=6.0)
+    with pytest.raises(ValueError, match=r"window \[0, 1.5\] s on node\(s\) 1; the timeline spans \[2, 3\] s"):
+        plots.gantt(tl, tmp_path / "g.png", start=0.0, end=1.5, nodes=[1])
+    assert not (tmp_path / "g.png").exists()
