@@ -398,7 +398,9 @@ mod differential {
         fn a_hosted_policy_starts_jobs_when_the_job_level_engine_does((nodes, spec) in arb_case()) {
             let mut spec = spec;
             spec.sort_by_key(|&(_, _, at, _)| at);
-            for policy in ["easy", "conservative", "fcfs"] {
+            // Every job-level cluster policy of the registry, hosted.
+            let cluster = cosched_policies::catalog().into_iter().filter(|i| i.level == "cluster");
+            for policy in cluster.map(|i| i.name) {
                 let (process, job) = starts_at_both_levels(policy, nodes, &spec);
                 prop_assert_eq!(process, job, "{}", policy);
             }
