@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -70,6 +71,9 @@ def gantt(
     missing = {"node", "cpu", "job", "start_s", "end_s", "kind"} - set(timeline.columns)
     if missing:
         raise ValueError(f"timeline: missing columns {sorted(missing)}")
+    for name, v in (("start", start), ("end", end)):
+        if v is not None and not math.isfinite(v):
+            raise ValueError(f"timeline: the window's {name} must be a finite number of seconds, got {v}")
     t = timeline[timeline["cpu"] >= -1]
     lo = float(t["start_s"].min()) if start is None else float(start)
     hi = float(t["end_s"].max()) if end is None else float(end)

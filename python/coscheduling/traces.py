@@ -9,6 +9,7 @@ from __future__ import annotations
 import gzip
 import io
 import json
+import math
 from pathlib import Path
 
 import pandas as pd
@@ -197,6 +198,8 @@ def convert(src: str | Path, dst: str | Path) -> Path:
 def time_window(src: str | Path, dst: str | Path, start_s: float, end_s: float, *, rebase: bool = True) -> int:
     """Keeps the jobs submitted in ``[start_s, end_s)``; with ``rebase`` their submit times are shifted so the
     window starts at 0. Returns the number of jobs kept."""
+    if math.isnan(start_s) or math.isnan(end_s):
+        raise ValueError(f"window: start and end must be numbers of seconds, got start {start_s}, end {end_s}")
     if not end_s > start_s:
         raise ValueError(f"window: end ({end_s}) must be after start ({start_s})")
     header, df = read_any(src)
@@ -215,8 +218,8 @@ def scale_load(src: str | Path, dst: str | Path, factor: float, *, by: str = "in
     """Multiplies the offered load by ``factor``: ``by="interarrival"`` divides the gaps between submit
     times by it (same jobs, denser arrivals); ``by="runtime"`` multiplies run, requested and average CPU
     times by it (same arrivals, longer jobs). Times are rounded to whole seconds, as SWF stores them."""
-    if not factor > 0:
-        raise ValueError(f"factor: must be > 0, got {factor}")
+    if not (factor > 0 and math.isfinite(factor)):
+        raise ValueError(f"factor: must be a finite number > 0, got {factor}")
     if by not in ("interarrival", "runtime"):
         raise ValueError(f"by: must be interarrival or runtime, got {by!r}")
     header, df = read_any(src)

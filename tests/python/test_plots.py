@@ -64,3 +64,11 @@ def test_gantt_of_a_window_where_nothing_ran_is_an_error(tmp_path: Path) -> None
     with pytest.raises(ValueError, match=r"window \[0, 1.5\] s on node\(s\) 1; the timeline spans \[2, 3\] s"):
         plots.gantt(tl, tmp_path / "g.png", start=0.0, end=1.5, nodes=[1])
     assert not (tmp_path / "g.png").exists()
+
+
+@pytest.mark.parametrize("bound", ["start", "end"])
+def test_gantt_window_bounds_must_be_finite(tmp_path: Path, bound: str) -> None:
+    tl = pd.DataFrame({"node": [0], "cpu": 0, "job": 0, "rank": 0, "pid": 0, "start_s": [0.0], "end_s": [1.0],
+                       "kind": "useful"})
+    with pytest.raises(ValueError, match=f"the window's {bound} must be a finite number of seconds, got nan"):
+        plots.gantt(tl, tmp_path / "g.png", **{bound: float("nan")})

@@ -245,3 +245,21 @@ def test_a_trace_without_a_machine_size_can_still_be_converted_windowed_and_scal
     assert r.exit_code == 0, r.stderr
     assert "offered load not computed" in r.stdout and "no machine size" in r.stdout
     assert traces.read_swf(tmp_path / "s.swf")[1]["submit_time"].tolist() == [0, 25]
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["scale-load", "{src}", "{dst}", "--factor", "inf"], "factor: must be a finite number > 0, got inf"),
+        (["scale-load", "{src}", "{dst}", "--factor", "nan"], "factor: must be a finite number > 0, got nan"),
+        (["slice", "{src}", "{dst}", "--start", "nan"], "window: start and end must be numbers of seconds, got "
+                                                        "start nan, end inf"),
+    ],
+    ids=["factor-inf", "factor-nan", "start-nan"],
+)
+def test_non_finite_trace_tool_arguments_are_refused(tmp_path: Path, args, needle) -> None:
+    # An infinite load factor would put every submission at the first one (gaps / inf = 0) and exit 0.
+    fill = {"src": str(DEMO_TRACE), "dst": str(tmp_path / "o.swf")}
+    r = run_cli(["trace", *[a.format(**fill) for a in args]])
+    assert r.exit_code == 2 and needle in r.stderr, (r.exit_code, r.stderr)
+    assert not (tmp_path / "o.swf").exists()
