@@ -77,6 +77,8 @@ def read_swf(path: str | Path) -> tuple[list[str], pd.DataFrame]:
 
 def _read_table(p: Path) -> tuple[list[str], pd.DataFrame]:
     """The header and records of a Parquet or JSON trace, as stored (the values not yet checked)."""
+    if not p.is_file():
+        raise ValueError(f"{p}: {'not a file' if p.exists() else 'no such file'}")
     if p.suffix == ".parquet":
         table = pq.read_table(p)
         meta = table.schema.metadata or {}

@@ -263,3 +263,18 @@ def test_non_finite_trace_tool_arguments_are_refused(tmp_path: Path, args, needl
     r = run_cli(["trace", *[a.format(**fill) for a in args]])
     assert r.exit_code == 2 and needle in r.stderr, (r.exit_code, r.stderr)
     assert not (tmp_path / "o.swf").exists()
+
+
+@pytest.mark.parametrize("ext", ["parquet", "json"])
+@pytest.mark.parametrize("command", ["info", "convert"])
+def test_a_missing_parquet_or_json_trace_is_bad_input(tmp_path: Path, ext: str, command: str) -> None:
+    # As for a missing SWF trace: exit 2 and the reason (pyarrow's own error gave the path alone, exit 1).
+    src = tmp_path / f"nope.{ext}"
+    args = ["trace", "info", src] if command == "info" else ["trace", "convert", src, tmp_path / "o.swf"]
+    r = run_cli(args)
+    assert r.exit_code == 2 and f"{src}: no such file" in r.stderr, (r.exit_code, r.stderr)
+    folder = tmp_path / f"folder.{ext}"
+    folder.mkdir()
+    args = ["trace", "info", folder] if command == "info" else ["trace", "convert", folder, tmp_path / "o.swf"]
+    r = run_cli(args)
+    assert r.exit_code == 2 and f"{folder}: not a file" in r.stderr, (r.exit_code, r.stderr)
