@@ -402,46 +402,6 @@ fn new_nodes(
         .collect()
 }
 
-impl Sim<'_> {
-    /// The run's output, after its end-of-run checks; background jobs that never
-    /// started (every foreground job ended first) get an empty record at the end.
-    fn finish(mut self) -> Result<ProcOutput, ProcError> {
-        // Background jobs that never started (every foreground job ended first).
-        let end = self.q.now();
-        for r in self.records.iter_mut().filter(|r| r.is_none()) {
-            *r = Some(ProcJobRecord {
-                start: end,
-                end,
-                nodes: Vec::new(),
-            });
-        }
-        self.check_invariants()?;
-        let measures = self.observed();
-        let node_busy_ns = self
-            .nodes
-            .iter()
-            .map(|n| n.cpus.iter().map(|c| c.busy_ns).sum())
-            .collect();
-        Ok(ProcOutput {
-            jobs: self
-                .records
-                .into_iter()
-                .map(|r| r.expect("every job ended"))
-                .collect(),
-            counters: self.counters,
-            node_busy_ns,
-            proc_job: self.procs.iter().map(|p| p.job).collect(),
-            proc_cpu_ns: self.procs.iter().map(|p| p.cpu_ns).collect(),
-            proc_spin_ns: self.procs.iter().map(|p| p.spin_ns).collect(),
-            proc_compute_ns: self.procs.iter().map(|p| p.compute_ns).collect(),
-            proc_end: self.procs.iter().map(|p| p.end).collect(),
-            timeline: self.timeline.unwrap_or_default(),
-            end: self.q.now(),
-            measures,
-        })
-    }
-}
-
 impl<'a> Sim<'a> {
     /// The event loop: handles events in (time, sequence) order until every
     /// foreground job has ended or the run fails.

@@ -1,8 +1,10 @@
 //! What a process-level run produces: each job's record, the timeline's
-//! segments, the run's counters ([`ProcOutput`]).
+//! segments, the run's counters ([`ProcOutput`]), and its assembly at the end
+//! of a run (`Sim::finish`).
 
 use super::observe::Measures;
 use super::policy::ActionErrorCounts;
+use super::Sim;
 #[allow(unused_imports)] // named by the doc links
 use super::{
     policy::{ActionError, NodeAction},
@@ -141,4 +143,44 @@ pub struct ProcOutput {
     /// (gang mode) and the perturbation records (when the slot policy perturbs),
     /// each under its name.
     pub measures: Measures,
+}
+
+impl Sim<'_> {
+    /// The run's output, after its end-of-run checks; background jobs that never
+    /// started (every foreground job ended first) get an empty record at the end.
+    pub(super) fn finish(mut self) -> Result<ProcOutput, super::ProcError> {
+        // Background jobs that never started (every foreground job ended first).
+        let end = self.q.now();
+        for r in self.records.iter_mut().filter(|r| r.is_none()) {
+            *r = Some(ProcJobRecord {
+                start: end,
+                end,
+                nodes: Vec::new(),
+            });
+        }
+        self.check_invariants()?;
+        let measures = self.observed();
+        let node_busy_ns = self
+            .nodes
+            .iter()
+            .map(|n| n.cpus.iter().map(|c| c.busy_ns).sum())
+            .collect();
+        Ok(ProcOutput {
+            jobs: self
+                .records
+                .into_iter()
+                .map(|r| r.expect("every job ended"))
+                .collect(),
+            counters: self.counters,
+            node_busy_ns,
+            proc_job: self.procs.iter().map(|p| p.job).collect(),
+            proc_cpu_ns: self.procs.iter().map(|p| p.cpu_ns).collect(),
+            proc_spin_ns: self.procs.iter().map(|p| p.spin_ns).collect(),
+            proc_compute_ns: self.procs.iter().map(|p| p.compute_ns).collect(),
+            proc_end: self.procs.iter().map(|p| p.end).collect(),
+            timeline: self.timeline.unwrap_or_default(),
+            end: self.q.now(),
+            measures,
+        })
+    }
 }
