@@ -1209,7 +1209,8 @@ def sweep(
         typer.Option("--dask", help="Run on the Dask distributed scheduler at this address (tcp://HOST:PORT); "
                      "workers must see the output folder and the traces.", show_default=False),
     ] = None,
-    dry_run: Annotated[bool, typer.Option("--dry-run", help="List the runs and exit.")] = False,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Check every run's configuration, list the runs "
+                                          "and exit.")] = False,
 ) -> None:
     """Run a grid of configurations (policies x loads x seeds x parameters) and gather the results into
     results.parquet. Finished runs are cached by configuration hash: an interrupted sweep resumes."""
@@ -1220,6 +1221,7 @@ def sweep(
         sp = sw.load_spec(spec)
         runs = sw.expand(sp)
         if dry_run:
+            sw.check(runs)
             t = Table(title=f"sweep {escape(sp['name'])}: {len(runs)} runs", header_style="bold")
             t.add_column("run")
             for k in sp.get("grid", {}):

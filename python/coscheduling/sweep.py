@@ -174,9 +174,7 @@ def run_sweep(
     and writes ``results.parquet``; returns the results table and the gathered runs."""
     root = Path(out)
     specs = expand(spec)
-    # Validate every configuration before running anything.
-    for s in specs:
-        _core_check(s)
+    check(specs)  # every configuration, before running anything
     gathered = run_specs(specs, root, workers=workers, command=command, progress=progress, advance=advance,
                          execute=_dask_execute(client) if client is not None else None)
     _check_provenance(root, gathered.executed)
@@ -196,6 +194,13 @@ def _check_provenance(root: Path, executed: list[str]) -> None:
             raise RuntimeError(f"run {key} was executed by cosched {prov.get('version')} (commit "
                                f"{prov.get('git_commit')}), not by this one ({_core.__version__}, commit "
                                f"{git_commit()}): Dask workers need the same coscheduling installed")
+
+
+def check(specs: list[RunSpec]) -> None:
+    """Loads every point's configuration as a run would (the core's checks): the first bad one is a
+    ValueError naming the point and the field."""
+    for s in specs:
+        _core_check(s)
 
 
 def _core_check(s: RunSpec) -> None:

@@ -152,3 +152,14 @@ def test_a_mistyped_grid_key_is_named_without_a_position_in_generated_json(tmp_p
     assert "sweep point (scheduler.polcy='fcfs'): configuration: unknown field `polcy`" in r.stderr, r.stderr
     assert "column" not in r.stderr
     assert not (tmp_path / "o").exists()
+
+
+def test_dry_run_checks_every_point(tmp_path: Path) -> None:
+    # A dry run is how one checks a spec: a point whose configuration the core refuses is the same error as in
+    # a real run (exit 2, the point and the field named), not a listing with exit 0.
+    spec = tmp_path / "bad.toml"
+    spec.write_text(f'name = "t"\n[base.workload]\ntrace = "{DEMO_TRACE}"\n[base.scheduler]\npolicy = "easy"\n'
+                    '[grid]\n"workload.max_jobs" = [10, "x"]\n')
+    r = run_cli(["sweep", str(spec), "--dry-run"])
+    assert r.exit_code == 2, (r.exit_code, r.stdout, r.stderr)
+    assert "sweep point (workload.max_jobs='x'): configuration: " in r.stderr, r.stderr
