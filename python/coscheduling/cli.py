@@ -272,7 +272,7 @@ def simulate(
             assert trace is not None
             if timeline:
                 raise ValueError("--timeline: only process-level configurations have a timeline")
-            if trace.suffix in (".parquet", ".json"):
+            if trace.suffix in (".parquet", ".json") and trace.exists():
                 raise ValueError(f"{trace}: --trace reads SWF traces (.swf, .swf.gz); convert this one first: "
                                  f"cosched trace convert {trace} {trace.with_suffix('.swf')}")
         if out is not None:

@@ -330,3 +330,9 @@ def test_commands_refuse_an_output_folder_under_a_file_before_their_runs(tmp_pat
     check_failed(r, 1, named.format(**fill))
     assert not work.exists() and not Path(f"{work}.json").exists()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["file"]
+
+
+def test_a_missing_parquet_trace_is_reported_missing_not_to_be_converted(tmp_path):
+    r = run_cli(["simulate", "--trace", tmp_path / "nope.parquet"])
+    check_failed(r, 2, f"{tmp_path / 'nope.parquet'}: No such file")
+    assert "convert" not in r.stderr
