@@ -368,10 +368,9 @@ def trace_scale_load(
 
     with user_errors():
         traces.scale_load(src, dst, factor, by=by.value)
-    try:
-        load = f"offered load {fmt(api.trace_info(dst).get('offered_load'), 3)}"
-    except ValueError as e:  # e.g. a header without a machine size: the scaled trace is written all the same
-        load = f"offered load not computed: {e}"
+    offered = api.trace_info(dst).get("offered_load")
+    load = (f"offered load {fmt(offered, 3)}" if offered is not None
+            else "offered load not computed: no machine size in the header (MaxProcs, MaxNodes)")
     console().print(f"wrote {escape(str(dst))}; {escape(load)}")
 
 

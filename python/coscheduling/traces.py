@@ -245,12 +245,32 @@ def scale_load(src: str | Path, dst: str | Path, factor: float, *, by: str = "in
     write_any(dst, [*header, f"cosched: offered load scaled by {factor:g} ({by})"], df)
 
 
+#: Statistics that depend on the machine size: absent (None) when the trace gives none.
+MACHINE_STATS = ("machine_procs", "machine_nodes", "procs_per_node", "machine_size_source", "jobs_wider_than_machine",
+                 "offered_load")
+
+
 def info(path: str | Path, *, machine_size_from_nodes: bool = False,
          machine_size: int | None = None) -> dict[str, object]:
     """Statistics of a trace in any format (``cosched trace info``): an SWF trace goes to the Rust reader as it
     is; a Parquet or JSON trace is written out as SWF to a temporary file first, so the statistics and the
-    checks are the same (error messages then name the file and the record)."""
-    p = Path(path)
+    checks are the same (error messages then name the file and the record). A trace whose header gives no
+    machine size (and no ``machine_size``) still gets every other statistic: those of ``MACHINE_STATS`` are
+    None, with a warning saying how to give one."""
+    try:
+        return _info(Path(path), machine_size_from_nodes, machine_size)
+    except ValueError as e:
+        if machine_size is not None or ": no machine size:" not in str(e):
+            raise
+        stats = _info(Path(path), machine_size_from_nodes, _ANY_MACHINE_SIZE)
+    stats.update(dict.fromkeys(MACHINE_STATS))
+    stats["warnings"] = [w for w in stats.get("warnings") or [] if "more processors than the machine" not in w]  # type: ignore[union-attr]
+    stats["warnings"].append(f"{path}: no machine size in the header (MaxProcs, MaxNodes): the machine's "  # type: ignore[union-attr]
+                             "statistics are omitted; give one with --machine-size N")
+    return stats
+
+
+def _info(p: Path, machine_size_from_nodes: bool, machine_size: int | None) -> dict[str, object]:
     if p.suffix not in (".parquet", ".json"):  # SWF, whatever the name
         return json.loads(_core.trace_info(p, machine_size_from_nodes=machine_size_from_nodes,
                                            machine_size=machine_size))

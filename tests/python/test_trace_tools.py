@@ -278,3 +278,19 @@ def test_a_missing_parquet_or_json_trace_is_bad_input(tmp_path: Path, ext: str, 
     args = ["trace", "info", folder] if command == "info" else ["trace", "convert", folder, tmp_path / "o.swf"]
     r = run_cli(args)
     assert r.exit_code == 2 and f"{folder}: not a file" in r.stderr, (r.exit_code, r.stderr)
+
+
+def test_trace_info_without_a_machine_size_gives_the_other_statistics(tmp_path: Path) -> None:
+    # Two jobs of 2 processors, 10 s each, submitted at 0 and 50 s, no MaxProcs/MaxNodes: span 50 s, mean
+    # runtime 10 s; the machine's figures (offered load, ...) are None, with a warning; --machine-size 8
+    # gives them: offered load = 2 x 2 x 10 / (8 x 50) = 0.1.
+    src = tmp_path / "nosize.swf"
+    src.write_text("; Note: no size\n1 0 0 10 2 -1 -1 2 20 -1 1 1 1 -1 -1 -1 -1 -1\n"
+                   "2 50 0 10 2 -1 -1 2 20 -1 1 1 1 -1 -1 -1 -1 -1\n")
+    s = api.trace_info(src)
+    assert (s["jobs"], s["span_s"], s["runtime_mean_s"]) == (2, 50.0, 10.0)
+    assert all(s[k] is None for k in traces.MACHINE_STATS)
+    assert any("no machine size in the header" in w for w in s["warnings"])
+    r = run_cli(["trace", "info", src])
+    assert r.exit_code == 0 and "give one with --machine-size N" in r.stderr, r.stderr
+    assert api.trace_info(src, machine_size=8)["offered_load"] == pytest.approx(0.1)
