@@ -417,6 +417,11 @@ fn dcs_pair(run: &str) -> DcsPair {
         .cpu
         .unwrap()
         .path(&format!("cosched.{run}.n0/j2r1p{}", r1.0.id()));
+    // Rank 1 asleep before rank 0's message: a receiver that has printed but
+    // not yet reached its sleep (a loaded machine) runs once boosted, and the
+    // boost until run then ends at once, which is not what these tests test.
+    let asleep = |pid: u32| within(500, || !procfs::running(pid));
+    assert!(asleep(r1.0.id()), "rank 1 never fell asleep");
     let (r0, _) = fake_rank(run, 2, 0, &s);
     DcsPair {
         agent,
