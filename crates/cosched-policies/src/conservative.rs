@@ -13,6 +13,14 @@
 //! - Jobs whose reservation starts now are started. A job therefore starts
 //!   early only into a hole that delays no reservation.
 //!
+//! Search shortcuts (same schedule as the plain scan of [`Conservative::reference`]):
+//! a job is searched for only from the first step that can hold it, and from the
+//! reservation of a recent job that could not move and needs no more processors
+//! for no longer; and only up to its horizon, the latest end of the processors
+//! given back since the start of the last compression (a window that is feasible
+//! now but was not at the job's last try holds a point where processors were
+//! given back, so it starts before that end).
+//!
 //! Parameters: none.
 
 use crate::profile::{Profile, Records};
@@ -58,6 +66,12 @@ pub struct Conservative {
     records: Records,
     /// Scratch list of jobs that could not move in the current pass.
     failed: Vec<(u32, SimTime, SimTime)>,
+    /// The latest end of the processors given back by the moves of the last
+    /// compression, or of this one while it runs (`SimTime::ZERO` when none).
+    moved_end: SimTime,
+    /// The latest end of the processors given back since the start of the last
+    /// compression (see the horizon in the placing walk).
+    gained: SimTime,
     /// Use the plain scan for every job (the reference the pruned search is tested against).
     plain: bool,
 }
@@ -107,6 +121,8 @@ impl ClusterPolicy for Conservative {
             .get_or_insert_with(|| Profile::new(now, view.total_procs()));
         profile.advance(now);
         let mut compress = false;
+        // The latest end of the processors given back in this batch.
+        let mut released_end = SimTime::ZERO;
         let first_new = self.queue.len();
         for e in events {
             match *e {
@@ -114,6 +130,7 @@ impl ClusterPolicy for Conservative {
                     let est_end = self.est_end[j.idx()];
                     if est_end > now {
                         profile.release(now, est_end - now, view.job(j).procs);
+                        released_end = released_end.max(est_end);
                         compress = true;
                     }
                 }
@@ -140,6 +157,11 @@ impl ClusterPolicy for Conservative {
         // counts, or fewer.
         let failed = &mut self.failed;
         failed.clear();
+        // The latest end of the processors given back since the start of the last
+        // compression: by its moves, this batch's releases and this pass's moves.
+        if compress {
+            self.gained = std::mem::take(&mut self.moved_end).max(released_end);
+        }
         for k in upto..self.queue.len() {
             let Queued {
                 job: j,
@@ -162,9 +184,21 @@ impl ClusterPolicy for Conservative {
                     None => continue,
                 }
             } else {
+                // The horizon. At its last try (placed, moved, or found unable to
+                // move, in the last compression or since) the job had no feasible
+                // window starting in [now, old) with its own slot given back.
+                // Since then only the moves after it in that compression, this
+                // batch's releases and the moves before it in this pass have given
+                // processors back, each on a stretch ending by `self.gained`; the
+                // rest only took processors. A window feasible now but not then
+                // holds a point whose free count rose, so it starts before
+                // `self.gained`: the earliest feasible start, if any, is before
+                // `horizon`, and a search that finds none before `horizon` finds
+                // none before `old`.
+                let horizon = old.min(self.gained);
                 // Both tests only reject jobs that cannot move, so their order
                 // does not change the schedule: the cheaper one goes first.
-                let Some(first) = profile.first_fit_before_lazy(records, need, old) else {
+                let Some(first) = profile.first_fit_before_lazy(records, need, horizon) else {
                     continue;
                 };
                 let bound = failed
@@ -172,7 +206,7 @@ impl ClusterPolicy for Conservative {
                     .filter(|f| f.0 <= need && f.1 <= dur && f.2 <= old)
                     .map(|f| f.2)
                     .max();
-                if bound == Some(old) {
+                if bound.is_some_and(|b| b >= horizon) {
                     continue;
                 }
                 // The profile starts at `now`, so only a bound can start the search later.
@@ -180,7 +214,7 @@ impl ClusterPolicy for Conservative {
                     Some(b) if b > now => (b, profile.step_index_from(first, b)),
                     _ => (now, first),
                 };
-                match profile.earlier_before(first, from, need, dur, old) {
+                match profile.earlier_before(first, from, need, dur, old, horizon) {
                     Some(t) => {
                         records.truncate(profile.move_earlier(old, t, dur, need));
                         // The move gives processors back only from the later of its
@@ -188,6 +222,9 @@ impl ClusterPolicy for Conservative {
                         // later than that still fails.
                         let gain = old.max(t.saturating_add(dur));
                         failed.retain(|f| f.2 <= gain);
+                        let end = old.saturating_add(dur);
+                        self.gained = self.gained.max(end);
+                        self.moved_end = self.moved_end.max(end);
                         t
                     }
                     None => {

@@ -226,7 +226,9 @@ impl Profile {
     }
 
     /// [`Profile::earlier_than`] starting the search at step `first` (whose start is
-    /// at or before `from`), for callers that know no earlier step can hold the job.
+    /// at or before `from`), for callers that know no earlier step can hold the job,
+    /// and giving up at `horizon` (at most `old`), for callers that know no start
+    /// in `[horizon, old)` is feasible unless an earlier one is.
     ///
     /// It reads only the steps that start before `old`: once a candidate start
     /// before `old` is free up to `old`, the rest of its window lies in the job's
@@ -242,7 +244,9 @@ impl Profile {
         need: u32,
         dur: SimTime,
         old: SimTime,
+        horizon: SimTime,
     ) -> Option<SimTime> {
+        debug_assert!(horizon <= old);
         let (times, free) = (&self.times[first..], &self.free[first..]);
         let mut start = from.max(times[0]);
         let mut stop = old.min(start.saturating_add(dur));
@@ -252,13 +256,13 @@ impl Profile {
             }
             if f < need {
                 start = times.get(k + 1).copied().unwrap_or(SimTime::MAX);
-                if start >= old {
+                if start >= horizon {
                     return None;
                 }
                 stop = old.min(start.saturating_add(dur));
             }
         }
-        (start < old).then_some(start)
+        (start < horizon).then_some(start)
     }
 
     /// Adds `parts[i].2` (signed, non-zero) free processors on
@@ -443,7 +447,7 @@ mod tests {
     fn accelerated_search_matches_the_plain_scan() {
         use proptest::prelude::*;
         let ops = proptest::collection::vec((0i64..50, 1i64..20, 1u32..=8), 0..25);
-        proptest!(ProptestConfig::with_cases(500), |(ops in ops, need in 1u32..=8, dur in 1i64..30, old in 0i64..80, from in 0i64..10)| {
+        proptest!(ProptestConfig::with_cases(500), |(ops in ops, need in 1u32..=8, dur in 1i64..30, old in 0i64..80, from in 0i64..10, horizon in 0i64..90)| {
             let mut p = Profile::new(s(0), 8);
             for (t, d, n) in ops {
                 if p.earliest(s(t), n, s(d)) == s(t) {
@@ -464,11 +468,18 @@ mod tests {
             }
             let fast = p.first_fit_before(&prefix, need, old).and_then(|first| {
                 let first = first.max(p.step_index(s(from)));
-                p.earlier_before(first, s(from), need, s(dur), old)
+                p.earlier_before(first, s(from), need, s(dur), old, old)
             });
             prop_assert_eq!(plain, fast);
             // Without the running maximum: every start step is allowed.
-            prop_assert_eq!(plain, p.earlier_before(p.step_index(s(from)), s(from), need, s(dur), old));
+            let all = p.step_index(s(from));
+            prop_assert_eq!(plain, p.earlier_before(all, s(from), need, s(dur), old, old));
+            // A horizon keeps the answers before it.
+            let horizon = old.min(s(horizon));
+            prop_assert_eq!(
+                plain.filter(|&t| t < horizon),
+                p.earlier_before(all, s(from), need, s(dur), old, horizon)
+            );
         });
     }
 
@@ -593,10 +604,18 @@ mod tests {
         let moved = [(s(0), 4), (s(2), 7), (s(3), 10), (s(5), 6), (s(15), 10)];
         assert_eq!(p.steps(), &moved);
         // The search reads only the steps before the job's own slot at `old`.
-        assert_eq!(p.earlier_before(0, s(0), 6, s(4), s(5)), Some(s(2)));
-        assert_eq!(p.earlier_before(0, s(0), 8, s(1), s(5)), Some(s(3)));
-        assert_eq!(p.earlier_before(0, s(0), 8, s(1), s(3)), None);
-        assert_eq!(p.earlier_before(0, s(0), 11, s(1), s(15)), None);
+        assert_eq!(p.earlier_before(0, s(0), 6, s(4), s(5), s(5)), Some(s(2)));
+        assert_eq!(p.earlier_before(0, s(0), 8, s(1), s(5), s(5)), Some(s(3)));
+        assert_eq!(p.earlier_before(0, s(0), 8, s(1), s(3), s(3)), None);
+        assert_eq!(p.earlier_before(0, s(0), 11, s(1), s(15), s(15)), None);
+        // The horizon, for a job of 6 processors for 4 s reserved at 15: step 0
+        // has 4 < 6 free, so the first candidate start is 2, and [2, 6) has 7, 10
+        // and 6 free, so the job can start at 2 (horizon 15, none). With horizon 2
+        // the candidate 2 is not before it: the search gives up, none. With
+        // horizon 3 it is: 2.
+        assert_eq!(p.earlier_before(0, s(0), 6, s(4), s(15), s(15)), Some(s(2)));
+        assert_eq!(p.earlier_before(0, s(0), 6, s(4), s(15), s(2)), None);
+        assert_eq!(p.earlier_before(0, s(0), 6, s(4), s(15), s(3)), Some(s(2)));
     }
 
     /// A move that inserts two breakpoints and removes two: the steps between the
@@ -705,7 +724,7 @@ mod tests {
                 (1, Some((a, b, c))) => {
                     let from = now.max(s(x));
                     let slow = p.earlier_than(from, c, b, a);
-                    let fast = p.earlier_before(p.step_index(from), from, c, b, a);
+                    let fast = p.earlier_before(p.step_index(from), from, c, b, a, a);
                     prop_assert_eq!(slow, fast);
                     match slow {
                         Some(to) => {
