@@ -28,24 +28,33 @@ pub fn packing(eligible: &[u32], size: usize, load: impl Fn(u32) -> u32) -> Vec<
     if size == 0 {
         return Vec::new();
     }
-    assert!(size <= eligible.len(), "{size} nodes wanted, {} eligible", eligible.len());
+    assert!(
+        size <= eligible.len(),
+        "{size} nodes wanted, {} eligible",
+        eligible.len()
+    );
     let loads: Vec<u32> = eligible.iter().map(|&n| load(n)).collect();
     let mut levels = loads.clone();
-    levels.sort_unstable();
     // The least-loaded layer with room: the size-th smallest load.
-    let layer = levels[size - 1];
+    let layer = *levels.select_nth_unstable(size - 1).1;
     let room: Vec<(u32, u32)> = eligible
         .iter()
         .zip(&loads)
         .filter(|&(_, &l)| l <= layer)
         .map(|(&n, &l)| (n, l))
         .collect();
-    let best = room
-        .windows(size)
-        .filter(|w| w[size - 1].0 - w[0].0 == size as u32 - 1)
-        .min_by_key(|w| (w.iter().map(|&(_, l)| u64::from(l)).sum::<u64>(), w[0].0));
-    if let Some(w) = best {
-        return w.iter().map(|&(n, _)| n).collect();
+    // Window sums from prefix sums: O(eligible) whatever the job's size.
+    let prefix: Vec<u64> = std::iter::once(0)
+        .chain(room.iter().scan(0u64, |acc, &(_, l)| {
+            *acc += u64::from(l);
+            Some(*acc)
+        }))
+        .collect();
+    let best = (0..=room.len() - size)
+        .filter(|&i| room[i + size - 1].0 - room[i].0 == size as u32 - 1)
+        .min_by_key(|&i| (prefix[i + size] - prefix[i], room[i].0));
+    if let Some(i) = best {
+        return room[i..i + size].iter().map(|&(n, _)| n).collect();
     }
     let mut by_load = room;
     by_load.sort_by_key(|&(n, l)| (l, n));

@@ -5,7 +5,11 @@
 //!
 //! - [`Placement::Packing`]: the first free run of at least `k` consecutive
 //!   processors (first fit, so the job occupies contiguous nodes); when no run is
-//!   long enough, the lowest-numbered free processors.
+//!   long enough, the lowest-numbered free processors. This is the shared PACKING
+//!   rule (`cosched_contract::place::packing`) with a single layer (a free
+//!   processor holds nothing, so every candidate has load 0), kept here on free
+//!   ranges so that an allocation costs O(free ranges), not O(processors); a test
+//!   checks both give the same processors.
 //! - [`Placement::Random`]: `k` processors drawn uniformly without replacement
 //!   among the free ones, from the seeded stream named `"placement"`.
 
@@ -228,6 +232,34 @@ mod tests {
         assert_eq!(a.allocate(4), vec![(5, 9)]); // contiguous run exists later
         assert_eq!(a.allocate(4), vec![(0, 3), (9, 10)]); // fragmented fallback
         assert_eq!(a.free_count(), 0);
+    }
+
+    proptest::proptest! {
+        /// PACKING over free processors is the shared rule
+        /// (`cosched_contract::place::packing`) with one layer: every free
+        /// processor has load 0, so the least-loaded layer is the free set and the
+        /// emptiest contiguous run is the first one. Random allocate/release
+        /// sequences give the same processors both ways.
+        #[test]
+        fn packing_is_the_shared_rule_with_one_layer(
+            ops in proptest::collection::vec((1u32..12, proptest::bool::ANY), 1..40)
+        ) {
+            let mut a = alloc(24, Placement::Packing);
+            let mut held: Vec<Vec<Range>> = Vec::new();
+            for (k, free_one) in ops {
+                if free_one && !held.is_empty() {
+                    a.release(&held.remove(0));
+                }
+                if k > a.free_count() {
+                    continue;
+                }
+                let free: Vec<u32> = (0..24).filter(|&p| a.is_free(p)).collect();
+                let want = to_ranges(&cosched_contract::place::packing(&free, k as usize, |_| 0));
+                let got = a.allocate(k);
+                proptest::prop_assert_eq!(&got, &want);
+                held.push(got);
+            }
+        }
     }
 
     #[test]

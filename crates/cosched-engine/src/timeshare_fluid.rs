@@ -4,9 +4,11 @@
 //! Model:
 //! - Every processor holds at most `mpl` processes. A job of `procs` processes gets
 //!   `procs` distinct processors with fewer than `mpl` processes each, by the
-//!   process-level admission rule (PACKING: the first run of consecutive eligible
-//!   processors, else the lowest-numbered; NO PACKING: drawn at random); FCFS, a
-//!   head that does not fit blocks the queue; a job wider than the machine is rejected.
+//!   placement rule shared with the process level and the real controller
+//!   ([`cosched_contract::place::packing`]; PACKING: contiguous processors in the
+//!   least-loaded layer first, the gang matrix's rule for rows; NO PACKING: drawn
+//!   at random); FCFS, a head that does not fit blocks the queue; a job wider than
+//!   the machine is rejected.
 //! - A job whose most loaded processor holds `k` processes progresses at rate
 //!   `efficiency(class, k) / k` of dedicated speed (its slowest rank sets its pace),
 //!   where `efficiency` is the scheme's fitted table (1 for `k = 1`; perfect sharing
@@ -23,6 +25,7 @@ use crate::alloc::{node_count, Range};
 use crate::cluster::{EngineError, EngineStats, JobRecord, JobStatus, SimOutput};
 use crate::gang_fluid::fluid_instant;
 use crate::metrics::MeasuredBusy;
+use cosched_contract::place::packing;
 use cosched_des::{RngStream, RngStreams, SimTime};
 use cosched_model::{JobSpec, Placement, Platform, Workload};
 use rand::seq::SliceRandom;
@@ -263,7 +266,13 @@ impl<'a> Fluid<'a> {
             if eligible.len() < need {
                 break;
             }
-            let chosen = choose(&eligible, need, self.p.placement, &mut self.rng);
+            let chosen = choose(
+                &eligible,
+                need,
+                self.p.placement,
+                &self.cpus.load,
+                &mut self.rng,
+            );
             self.queue.pop_front();
             self.stats.decisions += 1;
             self.start(j, chosen, now, t_ns, affected);
@@ -339,14 +348,18 @@ impl<'a> Fluid<'a> {
 }
 
 /// The processors a job of `need` processes gets among the `eligible` ones
-/// (sorted): PACKING, the first run of consecutive ones, else the
-/// lowest-numbered; NO PACKING, drawn at random.
-fn choose(eligible: &[u32], need: usize, placement: Placement, rng: &mut RngStream) -> Vec<u32> {
+/// (sorted), `load[c]` being processor `c`'s process count: PACKING, the shared
+/// rule (contiguous processors in the least-loaded layer with room, see
+/// [`packing`]); NO PACKING, drawn at random (loads unused).
+fn choose(
+    eligible: &[u32],
+    need: usize,
+    placement: Placement,
+    load: &[u32],
+    rng: &mut RngStream,
+) -> Vec<u32> {
     match placement {
-        Placement::Packing => eligible
-            .windows(need.max(1))
-            .find(|w| w[need - 1] - w[0] == need as u32 - 1)
-            .map_or_else(|| eligible[..need].to_vec(), |w| w.to_vec()),
+        Placement::Packing => packing(eligible, need, |c| load[c as usize]),
         Placement::Random => {
             let mut c: Vec<u32> = eligible.choose_multiple(rng, need).copied().collect();
             c.sort_unstable();
@@ -417,10 +430,33 @@ mod tests {
         assert!((end(&o, 1) - 15.0).abs() < 1e-6);
         let sum: f64 = b.job_cpu_s.iter().sum();
         assert!((sum - b.total_proc_s).abs() < 1e-6);
-        // A job on other processors is not affected (MPL 1 forces disjoint processors; at MPL 2
-        // the admission rule, as at process level, takes the first eligible run: the same ones).
+        // A job on other processors is not affected (MPL 1 forces disjoint processors).
         let (o, _) = run(vec![job(0.0, 5.0, 2), job(0.0, 10.0, 2)], 4, 1, &[1.0]);
         assert!((end(&o, 0) - 5.0).abs() < 1e-6 && (end(&o, 1) - 10.0).abs() < 1e-6);
+    }
+
+    #[test]
+    fn packing_fills_the_least_loaded_layer_first() {
+        // 4 processors, MPL 2, loads [1, 1, 0, 0]: a 2-wide job goes to 2-3 (layer 0 has
+        // exactly the 2 empty processors, contiguous), not onto the first run 0-1.
+        let mut rng = RngStreams::new(0).stream("placement");
+        let all = [0, 1, 2, 3];
+        let c = choose(&all, 2, Placement::Packing, &[1, 1, 0, 0], &mut rng);
+        assert_eq!(c, vec![2, 3]);
+        // Through a run: job 0 (2 wide) takes 0-1 on the empty machine; job 1 (2 wide)
+        // then sees loads [1, 1, 0, 0] and gets 2-3 (the old first-run rule stacked it
+        // on 0-1, halving both jobs' speed on a half-empty machine).
+        // Job 2 (3 wide, at 1 s) sees loads [1, 1, 1, 1]: layer 1, runs 0-2 and 1-3 both
+        // total 3, the lowest-numbered wins: 0-2.
+        let (o, _) = run(
+            vec![job(0.0, 10.0, 2), job(0.0, 10.0, 2), job(1.0, 1.0, 3)],
+            4,
+            2,
+            &[1.0, 1.0],
+        );
+        assert_eq!(o.records[0].alloc, vec![(0, 2)]);
+        assert_eq!(o.records[1].alloc, vec![(2, 4)]);
+        assert_eq!(o.records[2].alloc, vec![(0, 3)]);
     }
 
     #[test]
