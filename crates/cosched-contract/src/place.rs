@@ -34,22 +34,24 @@ pub fn packing(eligible: &[u32], size: usize, load: impl Fn(u32) -> u32) -> Vec<
         eligible.len()
     );
     let loads: Vec<u32> = eligible.iter().map(|&n| load(n)).collect();
-    let mut levels = loads.clone();
     // The least-loaded layer with room: the size-th smallest load.
-    let layer = *levels.select_nth_unstable(size - 1).1;
-    let room: Vec<(u32, u32)> = eligible
-        .iter()
-        .zip(&loads)
-        .filter(|&(_, &l)| l <= layer)
-        .map(|(&n, &l)| (n, l))
-        .collect();
+    let layer = nth_smallest(&loads, size - 1);
+    let mut room: Vec<(u32, u32)> = Vec::with_capacity(eligible.len());
+    room.extend(
+        eligible
+            .iter()
+            .zip(&loads)
+            .filter(|&(_, &l)| l <= layer)
+            .map(|(&n, &l)| (n, l)),
+    );
     // Window sums from prefix sums: O(eligible) whatever the job's size.
-    let prefix: Vec<u64> = std::iter::once(0)
-        .chain(room.iter().scan(0u64, |acc, &(_, l)| {
-            *acc += u64::from(l);
-            Some(*acc)
-        }))
-        .collect();
+    let mut prefix: Vec<u64> = Vec::with_capacity(room.len() + 1);
+    let mut acc = 0u64;
+    prefix.push(acc);
+    for &(_, l) in &room {
+        acc += u64::from(l);
+        prefix.push(acc);
+    }
     let best = (0..=room.len() - size)
         .filter(|&i| room[i + size - 1].0 - room[i].0 == size as u32 - 1)
         .min_by_key(|&i| (prefix[i + size] - prefix[i], room[i].0));
@@ -63,6 +65,28 @@ pub fn packing(eligible: &[u32], size: usize, load: impl Fn(u32) -> u32) -> Vec<
     out
 }
 
+/// The `k`-th smallest (0-based) of `loads`, `k < loads.len()`: counted when
+/// the loads are below the number of units (the usual case, loads bounded by the
+/// MPL), else selected.
+fn nth_smallest(loads: &[u32], k: usize) -> u32 {
+    let max = loads.iter().copied().max().unwrap_or(0) as usize;
+    if max < loads.len() {
+        let mut count = vec![0usize; max + 1];
+        for &l in loads {
+            count[l as usize] += 1;
+        }
+        let mut seen = 0;
+        for (l, &c) in count.iter().enumerate() {
+            seen += c;
+            if seen > k {
+                return l as u32;
+            }
+        }
+    }
+    let mut v = loads.to_vec();
+    *v.select_nth_unstable(k).1
+}
+
 #[cfg(test)]
 mod unit {
     use super::*;
@@ -72,6 +96,26 @@ mod unit {
             .filter(|&n| loads[n as usize] < mpl)
             .collect();
         packing(&eligible, size, |n| loads[n as usize])
+    }
+
+    #[test]
+    fn nth_smallest_counts_or_selects() {
+        // Sorted [0, 0, 2, 3]: 0th and 1st are 0, 2nd is 2, 3rd is 3 (counted: max 3 < 4 loads).
+        let l = [3, 0, 2, 0];
+        let got: Vec<u32> = (0..4).map(|k| nth_smallest(&l, k)).collect();
+        assert_eq!(got, vec![0, 0, 2, 3]);
+        // Sorted [5, 100]: max 100 >= 2 loads, selected: 1st is 100.
+        assert_eq!(nth_smallest(&[100, 5], 1), 100);
+        assert_eq!(nth_smallest(&[100, 5], 0), 5);
+        // Every load vector of 4 values in 0..7 (both paths): the k-th of the sorted vector.
+        for code in 0..7u32.pow(4) {
+            let l: Vec<u32> = (0..4).map(|i| code / 7u32.pow(i) % 7).collect();
+            let mut sorted = l.clone();
+            sorted.sort_unstable();
+            for (k, &want) in sorted.iter().enumerate() {
+                assert_eq!(nth_smallest(&l, k), want, "{l:?} k={k}");
+            }
+        }
     }
 
     #[test]
