@@ -14,12 +14,17 @@
 //!   the queue. A job wider than the machine is rejected.
 //! - The non-empty rows are served round robin, each for a quantum `q`, and each
 //!   switch costs `c` (global synchronization plus context switch), during which no
-//!   job progresses. With `R` non-empty rows a running job therefore progresses at
-//!   rate `q / (R (q + c))` of real time. Changes of `R` (arrivals, completions)
+//!   job progresses. With `R >= 2` non-empty rows a running job therefore progresses at
+//!   rate `q / (R (q + c))` of real time. With one non-empty row (`rows = 1`, or
+//!   several rows of which one is occupied) the row that runs next is the row already
+//!   running: no process on any CPU changes, so no switch is paid (Ousterhout 1982: a
+//!   slot switch is a context switch of the processors between rows) and its jobs run
+//!   at rate 1, as under FCFS. Changes of `R` (arrivals, completions)
 //!   change every job's rate at once; between them completion times follow in
 //!   closed form.
 //! - Busy time: each job's work (`runtime x procs`) plus the switches, charged to
-//!   every processor of the machine while some row is non-empty (the switch is global).
+//!   every processor of the machine while two or more rows are non-empty (the switch
+//!   is global).
 //!
 //! Differences from the process-level gang scheduler (same rows, placement, starts at
 //! submission; ends within `R (q + c) + slots x cs` in the differential test, measured
@@ -35,7 +40,9 @@
 //!   start of the slot; the fluid model has no such cost (its run times are dedicated
 //!   run times, which include the one context switch of a dedicated run);
 //! - the process level stops the rotation (no switch cost) while the matrix is
-//!   empty, as the fluid model does; with one non-empty row both still pay `c` per quantum.
+//!   empty, as the fluid model does; with one non-empty row the process level still
+//!   pays `c` per quantum (its slot timer switches to the next non-empty row even when
+//!   that is the active row), the fluid model pays nothing.
 //!
 //! Runs in O((n + rows) log n) for n jobs.
 
@@ -95,10 +102,12 @@ pub fn simulate_gang(
     let mut run = Matrix::new(jobs, platform, p);
     loop {
         let r = run.rows.iter().filter(|r| r.jobs > 0).count();
+        // The share of real time spent switching: none with one non-empty row.
+        let switching = if r > 1 { run.c / (run.q + run.c) } else { 0.0 };
         let rate = if r == 0 {
             0.0
         } else {
-            run.q / (r as f64 * (run.q + run.c))
+            (1.0 - switching) / r as f64
         };
         let t_arrival = jobs.get(run.next_arrival).map(|j| j.submit.as_ns() as f64);
         let t_finish = run
@@ -114,7 +123,7 @@ pub fn simulate_gang(
         // Advance to t.
         if r > 0 {
             run.service += (t - run.now) * rate;
-            run.busy_switch_ns += (t - run.now) * (run.c / (run.q + run.c)) * run.total as f64;
+            run.busy_switch_ns += (t - run.now) * switching * run.total as f64;
         }
         run.now = t;
         let t_ns = fluid_instant(run.now, run.finishing.first().map(|&(_, j)| j), jobs)?;
@@ -194,7 +203,10 @@ impl<'a> Matrix<'a> {
         self.finishing.remove(&(k, j));
         self.service = self.service.max(f64::from_bits(k));
         self.stats.events += 1;
-        self.records[j].end = Some(t_ns);
+        // A job never ends before its dedicated run time: at full speed (one non-empty
+        // row) the rounding of the service sum (f64 ns, ~4 ns at 3e16 ns) could say so.
+        let start = self.records[j].start.expect("a running job has started");
+        self.records[j].end = Some(t_ns.max(start.saturating_add(self.jobs[j].runtime)));
         let row = &mut self.rows[self.row_of[j]];
         row.alloc.release(&self.records[j].alloc);
         row.jobs -= 1;
@@ -350,9 +362,30 @@ mod tests {
     }
 
     #[test]
-    fn a_job_alone_is_slowed_only_by_the_switch_share() {
-        let out = run(vec![job(0.0, 90.0, 4)], 4, &params(3, 90.0, 10.0));
-        assert!((secs(out.records[0].end) - 100.0).abs() < 1e-6);
+    fn one_non_empty_row_pays_no_switch() {
+        // One job, rows = 1, quantum 1 s, switch 10 ms: the next row is always the
+        // running one, so no switch: response = run time = 90 s.
+        let out = run(vec![job(0.0, 90.0, 4)], 4, &params(1, 1000.0, 10.0));
+        assert_eq!(secs(out.records[0].end), 90.0);
+        // Three rows of which only row 0 is occupied: the same, 90 s.
+        let out = run(vec![job(0.0, 90.0, 4)], 4, &params(3, 1000.0, 10.0));
+        assert_eq!(secs(out.records[0].end), 90.0);
+    }
+
+    #[test]
+    fn two_occupied_rows_pay_the_switch_every_quantum() {
+        // Two 4-wide jobs on 4 processors, rows = 2, quantum 1 s, switch 10 ms: while
+        // both run each progresses at q / (R (q + c)) = 1 / (2 x 1.01) of real time.
+        // - 10 s and 10 s: both end at 10 x 2 x 1.01 = 20.2 s;
+        // - 5 s and 10 s: the first ends at 5 x 2.02 = 10.1 s, the second then has 5 s
+        //   left and runs alone with no switch: ends at 15.1 s.
+        for (runtimes, ends) in [([10.0, 10.0], [20.2, 20.2]), ([5.0, 10.0], [10.1, 15.1])] {
+            let jobs = runtimes.iter().map(|&r| job(0.0, r, 4)).collect();
+            let out = run(jobs, 4, &params(2, 1000.0, 10.0));
+            for (record, end) in out.records.iter().zip(ends) {
+                assert!((secs(record.end) - end).abs() < 1e-6, "{runtimes:?}");
+            }
+        }
     }
 
     #[test]
@@ -393,12 +426,14 @@ mod tests {
 
     #[test]
     fn busy_time_is_work_plus_switches_and_rejects_too_wide_jobs() {
-        let w = Workload::from_jobs(vec![job(0.0, 90.0, 2), job(0.0, 5.0, 8)], "t");
+        let jobs = vec![job(0.0, 45.0, 4), job(0.0, 45.0, 4), job(0.0, 5.0, 8)];
+        let w = Workload::from_jobs(jobs, "t");
         let g = simulate_gang(&w, &Platform::new(4, 1), &params(3, 90.0, 10.0)).unwrap();
         let (out, busy) = (g.out, g.busy);
-        assert_eq!(out.records[1].status, JobStatus::Rejected);
-        assert_eq!(g.rows, vec![Some(0), None]);
-        // 100 s of wall time with a row non-empty: 10% switching on 4 processors.
-        assert!((busy.total_proc_s - (90.0 * 2.0 + 0.1 * 100.0 * 4.0)).abs() < 1e-6);
+        assert_eq!(out.records[2].status, JobStatus::Rejected);
+        assert_eq!(g.rows, vec![Some(0), Some(1), None]);
+        // Two rows non-empty for 45 x 2 x 100 / 90 = 100 s of wall time: 10% switching
+        // on 4 processors, 0.1 x 100 x 4 = 40 processor-seconds, plus the work 2 x 45 x 4.
+        assert!((busy.total_proc_s - (2.0 * 45.0 * 4.0 + 0.1 * 100.0 * 4.0)).abs() < 1e-6);
     }
 }
