@@ -218,7 +218,7 @@ pub fn run_trace_with(
                 }
                 timeshare::run_model(&workload, &platform, &model, run.bsld_threshold_s)
             } else {
-                let mut p = cosched_policies::build(&run.policy)?;
+                let mut p = timeshare::build_cluster(&run.policy)?;
                 run_simulation(&workload, &platform, p.as_mut(), &sim, run.bsld_threshold_s)
             }
         }
@@ -290,7 +290,7 @@ pub fn load_config(path: &std::path::Path) -> Result<RunConfig, Error> {
     let checked = if cfg.fidelity == "process" {
         cosched_policies::build_process(&cfg.scheduler.policy).map(|_| ())
     } else {
-        cosched_policies::build(&cfg.scheduler.policy).map(|_| ())
+        timeshare::build_cluster(&cfg.scheduler.policy).map(|_| ())
     };
     if let Err(e) = checked {
         return Err(ConfigError::Invalid {
@@ -322,7 +322,7 @@ pub fn run_workload(
     if let Some(model) = timeshare::model_of(policy, placement, seed)? {
         return timeshare::run_model(workload, platform, &model, bsld_threshold_s);
     }
-    let mut p = cosched_policies::build(policy)?;
+    let mut p = timeshare::build_cluster(policy)?;
     run_workload_with(
         workload,
         platform,

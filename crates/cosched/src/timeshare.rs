@@ -132,6 +132,25 @@ pub fn model_of(
     }
 }
 
+/// The job-level policy names accepted besides the registry's, as an unknown-policy
+/// error lists them.
+pub const JOB_LEVEL_FORMS: &str = "gang[...], timeshare[...], python:module:Class";
+
+/// Builds the registry's cluster policy named by `policy`; an unknown name lists the
+/// registry's policies and the job-level models accepted before it ([`model_of`],
+/// Python policies).
+pub fn build_cluster(
+    policy: &str,
+) -> Result<Box<dyn cosched_engine::ClusterPolicy>, RegistryError> {
+    cosched_policies::build(policy).map_err(|e| match e {
+        RegistryError::UnknownPolicy { name, valid } => RegistryError::UnknownPolicy {
+            name,
+            valid: format!("{valid}, {JOB_LEVEL_FORMS}"),
+        },
+        e => e,
+    })
+}
+
 fn bad(spec: &PolicySpec, msg: &str) -> Error {
     Error::from(RegistryError::BadValue {
         policy: spec.name.clone(),
@@ -189,6 +208,19 @@ pub fn run_model(
 #[cfg(test)]
 mod tests {
     use cosched_contract::process::GangParams;
+
+    #[test]
+    fn unknown_policy_lists_the_job_level_models_too() {
+        let e = super::build_cluster("sjf").err().unwrap().to_string();
+        assert!(
+            e.starts_with("unknown policy \"sjf\"; valid policies: fcfs, easy, conservative"),
+            "{e}"
+        );
+        assert!(
+            e.ends_with(", gang[...], timeshare[...], python:module:Class"),
+            "{e}"
+        );
+    }
 
     /// The documented defaults of `gang` at both fidelities (the job-level model
     /// here, the process-level scheme in cosched-policies) are the contract's.
