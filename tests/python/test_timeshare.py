@@ -31,7 +31,7 @@ def test_gang_rows_share_time_and_cost_switches() -> None:
 
 
 def test_bad_model_parameters_are_named() -> None:
-    with pytest.raises(ValueError, match="quantum_ms > 0"):
+    with pytest.raises(ValueError, match=r'parameter quantum_ms="0": must be a number > 0'):
         c.run(DEMO_TRACE, policy="gang[quantum_ms=0]", max_jobs=10)
     with pytest.raises(ValueError, match="unknown parameter"):
         c.run(DEMO_TRACE, policy="gang[slots=2]", max_jobs=10)

@@ -72,15 +72,22 @@ pub fn model_of(
             let ms = |x: f64| SimTime::from_secs_f64(x / 1e3);
             // The process-level gang scheduler's defaults (G-SCH-6).
             use cosched_contract::process::GangParams as Defaults;
-            let rows: u32 = spec.get("rows", Defaults::DEFAULT_ROWS)?;
-            let q: f64 = spec.get("quantum_ms", Defaults::DEFAULT_QUANTUM_MS)?;
-            let c: f64 = spec.get::<f64>("switch_us", Defaults::DEFAULT_SWITCH_US)? / 1000.0;
-            if rows == 0 || !(q.is_finite() && q > 0.0) || !(c.is_finite() && c >= 0.0) {
-                return Err(bad(
-                    &spec,
-                    "rows >= 1, quantum_ms > 0 and switch_us >= 0 are required",
-                ));
-            }
+            let rows: u32 = spec
+                .get("rows", Defaults::DEFAULT_ROWS)
+                .ok()
+                .filter(|&r| r >= 1)
+                .ok_or_else(|| bad(&spec, "rows", "must be an integer >= 1"))?;
+            let q: f64 = spec
+                .get("quantum_ms", Defaults::DEFAULT_QUANTUM_MS)
+                .ok()
+                .filter(|q: &f64| q.is_finite() && *q > 0.0)
+                .ok_or_else(|| bad(&spec, "quantum_ms", "must be a number > 0"))?;
+            let c: f64 = spec
+                .get("switch_us", Defaults::DEFAULT_SWITCH_US)
+                .ok()
+                .filter(|c: &f64| c.is_finite() && *c >= 0.0)
+                .ok_or_else(|| bad(&spec, "switch_us", "must be a number >= 0"))?
+                / 1000.0;
             Ok(Some(JobLevelModel::Gang(GangParams {
                 rows,
                 quantum: ms(q),
@@ -97,6 +104,7 @@ pub fn model_of(
             if !CLASSES.contains(&intensity.as_str()) {
                 return Err(bad(
                     &spec,
+                    "intensity",
                     &format!("intensity must be one of {}", CLASSES.join(", ")),
                 ));
             }
@@ -116,6 +124,7 @@ pub fn model_of(
             if eff.len() < mpl as usize {
                 return Err(bad(
                     &spec,
+                    "mpl",
                     &format!("the table covers MPL up to {}", eff.len()),
                 ));
             }
@@ -151,11 +160,17 @@ pub fn build_cluster(
     })
 }
 
-fn bad(spec: &PolicySpec, msg: &str) -> Error {
+/// A parameter of `spec` that breaks its rule `msg` (its value as given, or
+/// `(default)`).
+fn bad(spec: &PolicySpec, param: &str, msg: &str) -> Error {
     Error::from(RegistryError::BadValue {
         policy: spec.name.clone(),
-        param: "(parameters)".into(),
-        value: format!("{:?}", spec.params),
+        param: param.into(),
+        value: spec
+            .params
+            .get(param)
+            .cloned()
+            .unwrap_or_else(|| "(default)".into()),
         msg: msg.into(),
     })
 }
@@ -208,6 +223,37 @@ pub fn run_model(
 #[cfg(test)]
 mod tests {
     use cosched_contract::process::GangParams;
+
+    #[test]
+    fn bad_gang_parameters_name_the_parameter_and_the_rule() {
+        let err = |p: &str| {
+            super::model_of(p, Default::default(), 0)
+                .err()
+                .unwrap()
+                .to_string()
+        };
+        assert_eq!(
+            err("gang[rows=0]"),
+            "policy gang: parameter rows=\"0\": must be an integer >= 1"
+        );
+        assert_eq!(
+            err("gang[rows=-1]"),
+            "policy gang: parameter rows=\"-1\": must be an integer >= 1"
+        );
+        assert_eq!(
+            err("gang[quantum_ms=0]"),
+            "policy gang: parameter quantum_ms=\"0\": must be a number > 0"
+        );
+        assert_eq!(
+            err("gang[switch_us=-5]"),
+            "policy gang: parameter switch_us=\"-5\": must be a number >= 0"
+        );
+        assert_eq!(
+            err("timeshare[intensity=extreme]"),
+            "policy timeshare: parameter intensity=\"extreme\": intensity must be one of \
+             very-low, low, medium, high"
+        );
+    }
 
     #[test]
     fn unknown_policy_lists_the_job_level_models_too() {
