@@ -178,7 +178,8 @@ pub fn run_trace_with(
     policy: Option<&mut dyn ClusterPolicy>,
 ) -> Result<RunResult, Error> {
     let t0 = Instant::now();
-    let mut trace = swf::read_swf(&run.trace)?;
+    let mut trace =
+        swf::read_swf(&run.trace).map_err(|e| trace_error(e, run.origin.as_deref()))?;
     if let Some((factor, by)) = run.load_scale {
         if !(factor.is_finite() && factor > 0.0) {
             return Err(Error::Invalid(format!(
@@ -226,6 +227,20 @@ pub fn run_trace_with(
     let mut r = r.map_err(|e| limit_error(e, run.origin.as_deref()))?;
     r.timings.parse_s = parse_s;
     Ok(r)
+}
+
+/// A trace that cannot be read, named with the configuration file and field that give
+/// it when the run comes from one.
+fn trace_error(e: SwfError, origin: Option<&str>) -> Error {
+    match (&e, origin) {
+        (SwfError::Io { .. }, Some(o)) => ConfigError::Invalid {
+            path: o.to_string(),
+            field: "workload.trace".into(),
+            msg: e.to_string(),
+        }
+        .into(),
+        _ => e.into(),
+    }
 }
 
 /// A job-level watchdog error as a run failure (exit 1) naming the configuration
