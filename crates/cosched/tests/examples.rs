@@ -67,7 +67,8 @@ fn config_with_an_unknown_policy_names_file_and_field() {
     .unwrap();
     let e = cosched::load_config(&path).unwrap_err().to_string();
     // Every cluster-level policy of the registry, in its order (fcfs, easy,
-    // conservative, then any added later).
+    // conservative, then any added later), then the job-level forms resolved
+    // before the registry (time-sharing models, Python policies).
     let valid: Vec<&str> = cosched::policies::catalog()
         .into_iter()
         .filter(|p| p.level == "cluster")
@@ -77,9 +78,10 @@ fn config_with_an_unknown_policy_names_file_and_field() {
     assert_eq!(
         e,
         format!(
-            "{}: field `scheduler.policy`: unknown policy \"sjf\"; valid policies: {}",
+            "{}: field `scheduler.policy`: unknown policy \"sjf\"; valid policies: {}, {}",
             path.display(),
-            valid.join(", ")
+            valid.join(", "),
+            cosched::timeshare::JOB_LEVEL_FORMS
         )
     );
 }
