@@ -8,6 +8,7 @@ mod common;
 use common::{compute, proc_platform, Spin};
 use cosched_contract::admission::AdmissionError;
 use cosched_contract::node::Pid;
+use cosched_contract::process::{Choice, Kind, PerturbParams};
 use cosched_contract::process::{FlexParams, GangClass, GangParams, LowGang};
 use cosched_contract::slots::{
     Interrupt, MatrixView, PerturbView, SlotDecision, SlotError, SlotFactory, SlotPolicy,
@@ -18,9 +19,8 @@ use cosched_engine::process::gangedness;
 use cosched_engine::process::{simulate_processes, ProcError, ProcJob, ProcOptions, ProcOutput};
 use cosched_policies::process::gang::{factory, Gang};
 use cosched_policies::process::perturb::{draw, GangPerturb};
-use cosched_contract::process::{Choice, Kind, PerturbParams};
-use std::sync::{Arc, Mutex};
 use std::cell::RefCell;
+use std::sync::{Arc, Mutex};
 
 const MS: fn(i64) -> SimTime = SimTime::from_ms;
 
@@ -326,7 +326,10 @@ fn next_slot(p: &mut dyn SlotPolicy, m: &mut Machine) {
         p.on_slot_timer(m)[..],
         [SlotDecision::Switch { .. }]
     ));
-    assert!(matches!(p.on_switch_done(m)[..], [SlotDecision::Run { .. }]));
+    assert!(matches!(
+        p.on_switch_done(m)[..],
+        [SlotDecision::Run { .. }]
+    ));
 }
 
 fn perturbed(kind: Kind, m: &Machine) -> GangPerturb {
@@ -411,7 +414,13 @@ fn a_giveaway_gives_the_perturbed_node_to_the_target_in_the_next_slot() {
     p.on_job_end(0, &m);
     m.runnable = vec![2, 3];
     assert_eq!(p.next(&m), None, "the active row is the competitor's");
-    next_slot(&mut p, &mut m);
+    // The competitor's row is the only one left: its next slot starts
+    // without a switch.
+    m.now += MS(10);
+    assert!(matches!(
+        p.on_slot_timer(&m)[..],
+        [SlotDecision::Run { row: 1, .. }]
+    ));
     assert_eq!((p.pick(1, &m), p.perturbed().len()), (Some(3), 0));
 }
 
@@ -453,7 +462,6 @@ fn the_engine_switches_both_nodes_at_each_slot_timer() {
     // Switches at 10, 20 and 25; at 30 the matrix is empty and the cycle stops.
     assert_eq!(out.counters.gang_switches, 3);
 }
-
 
 /// What the estimator reported to a policy (`on_gangedness`), in order.
 type Log = Arc<Mutex<Vec<(usize, GangClass)>>>;
@@ -650,10 +658,7 @@ fn the_setup_checks_read_the_geometry_the_slot_policy_carries() {
         &opts,
     )
     .unwrap_err();
-    assert!(
-        err.to_string().contains("gang needs rows >= 1"),
-        "{err}"
-    );
+    assert!(err.to_string().contains("gang needs rows >= 1"), "{err}");
 }
 
 #[test]
@@ -681,7 +686,12 @@ fn the_engine_reports_each_class_change_at_the_slot_end() {
         )
     };
     let log = Log::default();
-    let told = logged(&p, |g, v| g.next(v), |g, node, v| g.pick(node, v), log.clone());
+    let told = logged(
+        &p,
+        |g, v| g.next(v),
+        |g, node, v| g.pick(node, v),
+        log.clone(),
+    );
     let out = run(&[compute(2, 15), compute(2, 15)], p, told).unwrap();
     assert_eq!(
         *log.lock().unwrap(),

@@ -180,19 +180,31 @@ fn fill_gives_fragments_to_low_gangedness_jobs_only() {
 
 #[test]
 fn round_precomputation_adds_to_the_switch_starting_each_round() {
-    // One row, 95 ms of work in 10 ms slots: 9 switches of 1 ms.
-    let jobs = [compute("a", 95)];
-    let plain = run(&jobs, &opts(10, 1, 1000, FlexParams::default()));
-    assert_eq!(plain.counters.gang_switches, 9);
-    assert_eq!(ms(plain.jobs[0].end), 104.0);
+    // Rows 0 and 1: jobs a and b, 25 ms of work each, on the one node; 10 ms
+    // slots, 1 ms switches. By hand: a [0, 10), switch, b [11, 21), switch,
+    // a [22, 32), switch, b [33, 43), switch, a [44, 49): a ends and its
+    // emptied row ends the slot; switch, b [50, 55): b ends at 55 ms.
+    // 5 switches (at 10, 21, 32, 43 and 49 ms).
+    let jobs = [compute("a", 25), compute("b", 25)];
+    let plain = run(&jobs, &opts(10, 2, 1000, FlexParams::default()));
+    assert_eq!(plain.counters.gang_switches, 5);
+    assert_eq!(ms(plain.jobs[0].end), 49.0);
+    assert_eq!(ms(plain.jobs[1].end), 55.0);
     let rounds = FlexParams {
         round_slots: 2,
         round: SimTime::from_us(500),
         ..Default::default()
     };
-    let out = run(&jobs, &opts(10, 1, 1000, rounds));
-    // Switches 1, 3, 5, 7 and 9 start a round.
-    assert_eq!(ms(out.jobs[0].end), 104.0 + 5.0 * 0.5);
+    let out = run(&jobs, &opts(10, 2, 1000, rounds.clone()));
+    // Switches 1, 3 and 5 start a round: 0.5 ms more each; a passes two of
+    // them (1 and 3) before its end, b all three.
+    assert_eq!(ms(out.jobs[0].end), 49.0 + 2.0 * 0.5);
+    assert_eq!(ms(out.jobs[1].end), 55.0 + 3.0 * 0.5);
+    // One row alone: its slots follow each other without a switch, so no
+    // round is precomputed either: 25 ms of work end at 25 ms.
+    let alone = run(&jobs[..1], &opts(10, 1, 1000, rounds));
+    assert_eq!(alone.counters.gang_switches, 0);
+    assert_eq!(ms(alone.jobs[0].end), 25.0);
 }
 
 #[test]

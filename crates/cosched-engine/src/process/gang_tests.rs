@@ -4,6 +4,9 @@ use super::gang::GangParams;
 use super::tests::Spin;
 use super::*;
 use cosched_contract::admission::Fcfs;
+use cosched_contract::slots::{
+    MatrixView, SlotDecision, SlotError, SlotFactory, SlotPolicy, SlotView,
+};
 use cosched_model::node::OsConfig;
 use cosched_model::program::Builder;
 
@@ -108,25 +111,135 @@ fn gang_runs_one_row_per_slot_and_switches_cost_the_parameters() {
     assert!(out.counters.gang_switches >= slots.len() as u64 - 1);
 }
 
+/// Gang with 3 rows, `quantum_ms` slots and `switch_us` switches, no
+/// context-switch cost on the platform of the test.
+fn gang3(quantum_ms: i64, switch_us: i64) -> ProcOptions {
+    gang(quantum_ms, switch_us, false)
+}
+
 #[test]
-fn a_single_job_under_gang_pays_only_the_switches() {
+fn a_single_job_under_gang_runs_at_its_dedicated_time_without_switches() {
+    // One job of 2 ranks computing 2500 ms, alone in a 3-row matrix, 1 s slots,
+    // 1 ms switches: row 0 is the only non-empty row, so at 1 s and 2 s a new
+    // slot of row 0 starts without a switch (the same processes keep their
+    // CPUs). By hand: 0 switches, no idle time, the job ends at 2500 ms, its
+    // dedicated time.
+    let plat = platform(2, 0.0);
+    let jobs = vec![compute(2, 2500)];
+    let dedicated = run(&plat, &jobs, &ProcOptions::default()).jobs[0].end;
+    let out = run(&plat, &jobs, &gang3(1000, 1000));
+    assert_eq!(dedicated, SimTime::from_ms(2500));
+    assert_eq!(out.jobs[0].end, SimTime::from_ms(2500));
+    assert_eq!(out.counters.gang_switches, 0);
+}
+
+#[test]
+fn a_single_bsp_job_under_gang_pays_no_switch_and_no_context_switch() {
+    // 4 ranks, 40 x (2 ms compute + barrier), 10 ms slots, 0.5 ms switches, a
+    // 5 us context switch: the job alone never changes rows, so the slots
+    // renew without a switch and every CPU resumes the process it held (no
+    // context switch): the gang run ends exactly at the dedicated time.
     let plat = platform(4, 5.0);
     let jobs = vec![bsp(4, 40, 2)];
-    let dedicated = run(&plat, &jobs, &ProcOptions::default()).jobs[0].end;
+    let dedicated = run(&plat, &jobs, &ProcOptions::default());
     let out = run(&plat, &jobs, &gang(10, 500, false));
-    let t = out.jobs[0].end;
-    let n = out.counters.gang_switches as i64;
-    // One switch per elapsed quantum: n = floor(t / (Q + S)).
+    assert_eq!(out.jobs[0].end, dedicated.jobs[0].end);
+    assert_eq!(out.counters.gang_switches, 0);
     assert_eq!(
-        n,
-        t.as_ns() / (SimTime::from_ms(10) + SimTime::from_us(500)).as_ns()
+        out.counters.context_switches,
+        dedicated.counters.context_switches
     );
-    assert!(n > 0);
-    // Overhead: each switch idles the machine 0.5 ms (the same process resumes: no
-    // context switch); a barrier in flight at a switch may lose at most its latency.
-    let overhead = t - dedicated;
-    assert!(overhead >= SimTime(450_000 * n), "{overhead}");
-    assert!(overhead <= SimTime(550_000 * n), "{overhead}");
+}
+
+#[test]
+fn two_rows_pay_a_switch_per_quantum_until_one_job_is_left() {
+    // Job 0 computes 1500 ms (row 0), job 1 2900 ms (row 1), 2 ranks each on 2
+    // nodes; 1 s slots, 1 ms switches, no context-switch cost. By hand:
+    // row 0 [0, 1000) ms, switch, row 1 [1001, 2001), switch, row 0
+    // [2002, 2502): job 0 ends (1500 ms done) and its emptied row ends its slot
+    // at once: switch [2502, 2503), row 1 from 2503 with 1900 ms left. Job 1 is
+    // alone: at 3503 its slot renews without a switch and it ends at 4403 ms.
+    // Switches: 3 (at 1000, 2001, 2502 ms), each idling 1 ms.
+    let plat = platform(2, 0.0);
+    let jobs = vec![compute(2, 1500), compute(2, 2900)];
+    let out = run(&plat, &jobs, &gang3(1000, 1000));
+    assert_eq!(out.jobs[0].end, SimTime::from_ms(2502));
+    assert_eq!(out.jobs[1].end, SimTime::from_ms(4403));
+    assert_eq!(out.counters.gang_switches, 3);
+}
+
+/// The gang policy, except that at a slot timer it asks for the row after
+/// the one the gang policy runs, without a switch.
+struct RunsAnotherRow(Box<dyn SlotPolicy>);
+
+impl SlotPolicy for RunsAnotherRow {
+    fn name(&self) -> String {
+        "runs-another-row".into()
+    }
+    fn on_arrival(&mut self, job: usize, v: &dyn SlotView) {
+        self.0.on_arrival(job, v);
+    }
+    fn next(&mut self, v: &dyn SlotView) -> Option<SlotDecision> {
+        self.0.next(v)
+    }
+    fn on_started(&mut self, j: usize, p: Pid, n: &[u32], v: &dyn SlotView) -> Vec<SlotDecision> {
+        self.0.on_started(j, p, n, v)
+    }
+    fn on_job_end(&mut self, job: usize, v: &dyn SlotView) {
+        self.0.on_job_end(job, v);
+    }
+    fn on_slot_timer(&mut self, v: &dyn SlotView) -> Vec<SlotDecision> {
+        let ds = self.0.on_slot_timer(v);
+        ds.into_iter()
+            .map(|d| match d {
+                SlotDecision::Run { row, until } => SlotDecision::Run {
+                    row: row + 1,
+                    until,
+                },
+                d => d,
+            })
+            .collect()
+    }
+    fn pick(&self, node: u32, v: &dyn SlotView) -> Option<Pid> {
+        self.0.pick(node, v)
+    }
+    fn matrix(&self) -> Option<&dyn MatrixView> {
+        self.0.matrix()
+    }
+    fn gang(&self) -> Option<&GangParams> {
+        self.0.gang()
+    }
+}
+
+#[test]
+fn a_slot_timer_run_of_another_row_without_a_switch_is_refused() {
+    // One job in row 0, 10 ms slots: at 10 ms the wrapped policy asks for row 1
+    // without a switch, which the engine refuses (a new row needs a Switch).
+    let params = GangParams {
+        quantum: SimTime::from_ms(10),
+        rows: 3,
+        switch: SimTime::from_us(1000),
+        alternate: false,
+        flex: Default::default(),
+    };
+    let opts = ProcOptions {
+        slots: Some(SlotFactory::new(move |setup| {
+            let inner = cosched_policies::process::gang::Gang::new(params.clone(), setup);
+            Box::new(RunsAnotherRow(Box::new(inner)))
+        })),
+        ..Default::default()
+    };
+    let r = simulate_processes(
+        &platform(2, 0.0),
+        &[compute(2, 50)],
+        &|| Box::new(Spin),
+        &opts,
+    );
+    assert!(
+        matches!(&r, Err(ProcError::Slot(SlotError::Misplaced(m)))
+            if m.contains("row 1") && m.contains("row 0 runs")),
+        "{r:?}"
+    );
 }
 
 #[test]
@@ -208,15 +321,20 @@ fn several_jobs_per_row_share_slots_only_on_distinct_nodes() {
         }
     }
     assert!(slots.len() > 6, "{}", slots.len());
+    // Every job runs only in its row's slots (job 5 took row 0's free cells).
+    let row = [0, 0, 1, 1, 2, 0];
     for (start, end, in_slot) in &slots {
+        let in_slot: Vec<usize> = in_slot.iter().copied().collect();
+        // A slot lasts at most a quantum, unless its row is the only one left
+        // (its slots then follow each other without a switch).
+        let others_later = segs
+            .iter()
+            .any(|s| s.start >= *end && row[s.job] != row[in_slot[0]]);
         assert!(
-            *end - *start <= q,
+            *end - *start <= q || !others_later,
             "slot at {start} lasts {}",
             *end - *start
         );
-        let in_slot: Vec<usize> = in_slot.iter().copied().collect();
-        // Every job runs only in its row's slots (job 5 took row 0's free cells).
-        let row = [0, 0, 1, 1, 2, 0];
         assert!(
             in_slot.iter().all(|&j| row[j] == row[in_slot[0]]),
             "slot at {start} mixes rows: jobs {in_slot:?}"

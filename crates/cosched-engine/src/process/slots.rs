@@ -31,6 +31,8 @@ pub(super) struct Slots {
     gen: u64,
     /// A global switch is in progress (every node idle).
     pub switching: bool,
+    /// The row whose slot runs (`None` during a switch or while stopped).
+    row: Option<usize>,
     /// Total idle time of the global switches, ns.
     pub idle_ns: i64,
 }
@@ -42,6 +44,7 @@ impl Slots {
             policy: Some(policy),
             gen: 0,
             switching: false,
+            row: None,
             idle_ns: 0,
         }
     }
@@ -158,7 +161,9 @@ impl Sim<'_> {
                     });
                 }
                 self.slot_timer_at(until, now)?;
-                self.slots.as_mut().expect("gang mode").switching = false;
+                let s = self.slots.as_mut().expect("gang mode");
+                s.switching = false;
+                s.row = Some(row);
                 self.signal(Signal::SlotStarted);
                 if resume {
                     for node in 0..self.plat.nodes {
@@ -173,6 +178,7 @@ impl Sim<'_> {
                 let s = self.slots.as_mut().expect("gang mode");
                 s.gen += 1;
                 s.switching = false;
+                s.row = None;
                 Ok(())
             }
         }
@@ -213,14 +219,57 @@ impl Sim<'_> {
         Ok(())
     }
 
-    /// The slot timer fired (generation `gen`).
+    /// The slot timer fired (generation `gen`). A `Run` of the running row
+    /// is a new slot of that row without a switch ([`Self::slot_renew`]); a
+    /// `Run` of another row is refused (a new row needs a `Switch`).
     pub(super) fn slot_timer(&mut self, gen: u64, now: SimTime) {
         if self.slots.as_ref().expect("gang mode").gen != gen {
             return;
         }
         for d in self.slot_op(|p, v| p.on_slot_timer(v)) {
-            if let Err(e) = self.slot_apply(d, now, false) {
+            let running = self.slots.as_ref().expect("gang mode").row;
+            let r = match d {
+                SlotDecision::Run { row, until } if running == Some(row) => {
+                    self.slot_renew(row, until, now)
+                }
+                SlotDecision::Run { row, .. } if running.is_some() => {
+                    Err(SlotError::Misplaced(format!(
+                        "Run of row {row} in on_slot_timer while row {} runs: another row starts after a Switch",
+                        running.unwrap_or(row)
+                    )))
+                }
+                d => self.slot_apply(d, now, false),
+            };
+            if let Err(e) = r {
                 return self.slot_fail(e);
+            }
+        }
+    }
+
+    /// A new slot of the running row `row` until `until`, without a switch:
+    /// no idle time and no switch counted. The slot's end and the new slot's
+    /// start are signalled as at a switch (every CPU taken back and accounted,
+    /// so the observers' per-slot records stay whole), and every node
+    /// dispatches again at once: each CPU resumes the process it held, which
+    /// costs no context switch.
+    fn slot_renew(&mut self, row: usize, until: SimTime, now: SimTime) -> Result<(), SlotError> {
+        self.take_cpus_back(now);
+        self.signal_slot_end();
+        self.slot_apply(SlotDecision::Run { row, until }, now, true)
+    }
+
+    /// Every CPU of the machine is taken back: its process, accounted, waits
+    /// on its node's dispatcher.
+    fn take_cpus_back(&mut self, now: SimTime) {
+        for node in 0..self.plat.nodes {
+            for cpu in 0..self.plat.cpus_per_node {
+                if let Some(pid) = self.nodes[node as usize].cpus[cpu as usize].cur {
+                    self.account(node, cpu, now);
+                    self.release_cpu(node, cpu, pid, Stop::Preempted, now);
+                    self.nodes[node as usize]
+                        .sched
+                        .enqueue(pid, Wake::Preempted, now);
+                }
             }
         }
     }
@@ -235,21 +284,12 @@ impl Sim<'_> {
         }
         let s = self.slots.as_mut().expect("gang mode");
         s.switching = true;
+        s.row = None;
         s.idle_ns += idle.as_ns();
         s.gen += 1;
         let gen = s.gen;
         self.counters.gang_switches += 1;
-        for node in 0..self.plat.nodes {
-            for cpu in 0..self.plat.cpus_per_node {
-                if let Some(pid) = self.nodes[node as usize].cpus[cpu as usize].cur {
-                    self.account(node, cpu, now);
-                    self.release_cpu(node, cpu, pid, Stop::Preempted, now);
-                    self.nodes[node as usize]
-                        .sched
-                        .enqueue(pid, Wake::Preempted, now);
-                }
-            }
-        }
+        self.take_cpus_back(now);
         self.signal_slot_end();
         self.q
             .schedule(now + idle, Ev::GangResume { gen })

@@ -40,8 +40,11 @@
 //!   interrupts, which give it the non-gang quanta its estimate needs;
 //!   assumption G-S003-5).
 //! - **Two-level hierarchy** (S003 §2: the global component "pre-comput[es] a
-//!   round of several time-slices"): every `round_slots` slots the switch that
-//!   starts a new round also costs `round`, every node idle.
+//!   round of several time-slices"): every `round_slots` switches the switch
+//!   that starts a new round also costs `round`, every node idle. A slot that
+//!   follows its own row without a switch (one occupied row) costs nothing and
+//!   does not count towards a round: a round of one row has nothing to
+//!   precompute or distribute.
 //!
 //! Parameters: [`FlexParams`], parsed with the gang scheme's policy string
 //! (`super::gang::build`, which documents each one's source).
