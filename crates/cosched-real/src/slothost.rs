@@ -19,7 +19,9 @@
 //! [`SlotMechanism`] chooses among the policy's; [`SlotDecision::Run`],
 //! [`SlotDecision::WakeAt`], [`SlotDecision::Switch`] and
 //! [`SlotDecision::Stop`] set the host's timers. Each node's CPU is held as
-//! the engine holds it: a global switch (or a stop) takes every CPU back, a
+//! the engine holds it: a global switch (or a stop) takes every CPU back (a
+//! slot timer's `Run` of the running row, the next slot of a lone row, takes
+//! none: no switch; of another row, it is refused), a
 //! process that ends gives its CPU up, and an idle CPU (outside a switch,
 //! while a row is active) runs the policy's [`SlotPolicy::pick`] for its
 //! node, asked right after each start and after the decisions of an instant;
@@ -497,6 +499,17 @@ impl<M: SlotMechanism> SlotHost<M> {
                 if matches!(d, SlotDecision::Admit { .. }) {
                     return Err(SlotError::Misplaced(format!("{d:?} in {op}")).to_string());
                 }
+                // A slot timer's Run of the running row is its next slot
+                // without a switch (the CPUs keep their processes); another
+                // row needs a Switch first.
+                if let (SlotDecision::Run { row, .. }, Some(a)) = (&d, self.st.active) {
+                    if op == "on_slot_timer" && *row != a {
+                        return Err(SlotError::Misplaced(format!(
+                            "Run of row {row} in on_slot_timer while row {a} runs: another row starts after a Switch"
+                        ))
+                        .to_string());
+                    }
+                }
                 self.apply(d)?;
             }
             // Events of one instant are carried out together (a switch
@@ -724,7 +737,11 @@ impl<M: SlotMechanism> SlotHost<M> {
         frozen.sort_unstable();
         let nodes: Vec<Option<Key>> = picks
             .iter()
-            .map(|p| p.and_then(|p| self.st.owner(p)).and_then(|(j, _)| self.st.entry(j)).map(|e| e.key))
+            .map(|p| {
+                p.and_then(|p| self.st.owner(p))
+                    .and_then(|(j, _)| self.st.entry(j))
+                    .map(|e| e.key)
+            })
             .collect();
         let m = self.policy.matrix();
         let mut rows: Vec<(Key, usize)> = self
@@ -841,7 +858,10 @@ mod tests {
         h.arrive(10, 1, "a", 0).unwrap();
         h.arrive(11, 2, "b", 0).unwrap();
         // B starts running: its rank 1 fills node 1, which row 0 leaves idle.
-        assert_eq!(h.mech.started, vec![(10, vec![0], true), (11, vec![0, 1], true)]);
+        assert_eq!(
+            h.mech.started,
+            vec![(10, vec![0], true), (11, vec![0, 1], true)]
+        );
         h.advance(250 * MS).unwrap();
         let runs = per_node_runs(&h);
         assert_eq!(runs[0], (0, vec![Some(10), None]));
@@ -858,7 +878,10 @@ mod tests {
         assert_eq!((s.run.clone(), s.frozen.clone()), (vec![10, 11], vec![]));
         // A ends at 250: row 0 emptied, B's slot at once, on both nodes.
         h.end(10, 250 * MS).unwrap();
-        assert_eq!(per_node_runs(&h).last(), Some(&(250, vec![Some(11), Some(11)])));
+        assert_eq!(
+            per_node_runs(&h).last(),
+            Some(&(250, vec![Some(11), Some(11)]))
+        );
         // Without alternate node 1 idles in row 0's slots.
         let mut plain = host_on("gang[rows=2,quantum_ms=100,switch_us=0]", 2, true);
         plain.arrive(10, 1, "a", 0).unwrap();
@@ -870,7 +893,9 @@ mod tests {
         );
         // A mechanism that freezes whole jobs refuses alternate when parsed,
         // and a per-node pick when it gets one.
-        assert!(gang_policy(spec, true).unwrap_err().contains("node by node"));
+        assert!(gang_policy(spec, true)
+            .unwrap_err()
+            .contains("node by node"));
         let p = gang_policy_with(spec, true, true).unwrap();
         let mut whole = SlotHost::new(
             &cosched_policies::process::gang::factory(p),
@@ -901,6 +926,33 @@ mod tests {
             let e = gang_policy(&format!("gang[{key}]"), true).unwrap_err();
             assert!(e.contains("node by node"), "{key}: {e}");
         }
+    }
+
+    #[test]
+    fn a_lone_row_runs_its_next_slots_without_a_switch() {
+        // 2 nodes, 3 rows, 100 ms slots, 1 ms switches; A (10) alone in row 0.
+        // By hand: at 100, 200 and 300 ms the slot timer starts row 0's next
+        // slot without a switch: 0 switches, each slot handed over runs A
+        // until the next quantum (no idle gap of 1 ms).
+        let mut h = host("gang[rows=3,quantum_ms=100,switch_us=1000]", 2);
+        h.arrive(10, 2, "a", 0).unwrap();
+        h.advance(350 * MS).unwrap();
+        let slots: Vec<(u64, Vec<Key>, Option<u64>)> = h
+            .mech
+            .slots
+            .iter()
+            .filter(|s| s.at > 0)
+            .map(|s| (s.at / MS, s.run.clone(), s.until.map(|u| u / MS)))
+            .collect();
+        assert_eq!(
+            slots,
+            vec![
+                (100, vec![10], Some(200)),
+                (200, vec![10], Some(300)),
+                (300, vec![10], Some(400))
+            ]
+        );
+        assert_eq!(h.st.switches, 0);
     }
 
     /// (at ms, running jobs) of every slot handed over.
