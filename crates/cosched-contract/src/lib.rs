@@ -12,8 +12,7 @@
 //!   wait modes and recommendations; [`NodeView`] is what it may read.
 //! - [`admission`]: process-level cluster scheduling, admission: an
 //!   [`AdmissionPolicy`] is told of arrivals and ends and starts jobs through an
-//!   [`AdmissionControl`] the mechanism implements; [`admission::Fcfs`] is the
-//!   reference admission.
+//!   [`AdmissionControl`] the mechanism implements.
 //! - [`slots`]: process-level cluster scheduling, time slots: a
 //!   [`SlotPolicy`] (gang scheduling and its flexible options) is a table of
 //!   ops called at the moments of the schedule (arrival, end, slot timer,
@@ -25,19 +24,18 @@
 //!   decision ([`SlotError`]).
 //! - [`process`]: process-level cluster scheduling (gang matrix, flexible
 //!   gang, perturbation harness): the parameters of the schemes.
-//! - [`gang`]: the Ousterhout matrix's placement and slot cycle, shared by the
-//!   simulator, the single-machine controller and the Slurm gang coordinator.
-//! - [`place`]: PACKING node placement, shared by the simulator and the
-//!   single-machine controller.
+//!
+//! Rule code that the mechanisms and the policies share (the Ousterhout
+//! matrix, PACKING placement, the reference FCFS admission) implements these
+//! contracts and lives in `cosched-rules`, not here.
 //!
 //! Dependencies: `cosched-des <- cosched-model <- cosched-contract <-
-//! cosched-policies`; the engine depends on this crate, not on the policies.
+//! cosched-rules <- {cosched-policies, cosched-engine, cosched-real}`; the
+//! engine depends on the contract and the rules, not on the policies.
 
 pub mod admission;
 pub mod cluster;
-pub mod gang;
 pub mod node;
-pub mod place;
 pub mod process;
 pub mod slots;
 

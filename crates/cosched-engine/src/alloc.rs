@@ -6,7 +6,7 @@
 //! - [`Placement::Packing`]: the first free run of at least `k` consecutive
 //!   processors (first fit, so the job occupies contiguous nodes); when no run is
 //!   long enough, the lowest-numbered free processors. This is the shared PACKING
-//!   rule (`cosched_contract::place::packing`) with a single layer (a free
+//!   rule (`cosched_rules::place::packing`) with a single layer (a free
 //!   processor holds nothing, so every candidate has load 0), kept here on free
 //!   ranges so that an allocation costs O(free ranges), not O(processors); a test
 //!   checks both give the same processors.
@@ -236,7 +236,7 @@ mod tests {
 
     proptest::proptest! {
         /// PACKING over free processors is the shared rule
-        /// (`cosched_contract::place::packing`) with one layer: every free
+        /// (`cosched_rules::place::packing`) with one layer: every free
         /// processor has load 0, so the least-loaded layer is the free set and the
         /// emptiest contiguous run is the first one. Random allocate/release
         /// sequences give the same processors both ways.
@@ -254,7 +254,7 @@ mod tests {
                     continue;
                 }
                 let free: Vec<u32> = (0..24).filter(|&p| a.is_free(p)).collect();
-                let want = to_ranges(&cosched_contract::place::packing(&free, k as usize, |_| 0));
+                let want = to_ranges(&cosched_rules::place::packing(&free, k as usize, |_| 0));
                 let got = a.allocate(k);
                 proptest::prop_assert_eq!(&got, &want);
                 held.push(got);

@@ -5,7 +5,7 @@
 //! - Every processor holds at most `mpl` processes. A job of `procs` processes gets
 //!   `procs` distinct processors with fewer than `mpl` processes each, by the
 //!   placement rule shared with the process level and the real controller
-//!   ([`cosched_contract::place::packing`]; PACKING: contiguous processors in the
+//!   ([`cosched_rules::place::packing`]; PACKING: contiguous processors in the
 //!   least-loaded layer first, the gang matrix's rule for rows; NO PACKING: drawn
 //!   at random); FCFS, a head that does not fit blocks the queue; a job wider than
 //!   the machine is rejected.
@@ -25,9 +25,9 @@ use crate::alloc::{node_count, Range};
 use crate::cluster::{EngineError, EngineStats, JobRecord, JobStatus, SimOutput};
 use crate::gang_fluid::fluid_instant;
 use crate::metrics::MeasuredBusy;
-use cosched_contract::place::packing;
 use cosched_des::{RngStream, RngStreams, SimTime};
 use cosched_model::{JobSpec, Placement, Platform, Workload};
+use cosched_rules::place::packing;
 use rand::seq::SliceRandom;
 use std::collections::{BTreeSet, VecDeque};
 

@@ -2,7 +2,9 @@
 //! the policies are hosted by any mechanism through `cosched-contract`, so this
 //! crate must not depend on the simulator engine (only its tests may), and the
 //! two mechanisms, the simulator engine and real execution, depend on the
-//! contract and not on each other. Only the binding crate knows PyO3.
+//! contract and not on each other. The rule code they and the policies share
+//! (`cosched-rules`) depends on the contract only. Only the binding crate
+//! knows PyO3.
 
 /// The `[dependencies]` table of a manifest (not the dev-dependencies).
 fn dependencies(manifest: &str) -> &str {
@@ -30,12 +32,13 @@ fn workspace_deps(manifest: &str) -> Vec<&str> {
 fn policies_do_not_depend_on_the_engine() {
     let deps = workspace_deps(include_str!("../Cargo.toml"));
     assert!(deps.contains(&"cosched-contract"), "{deps:?}");
+    assert!(deps.contains(&"cosched-rules"), "{deps:?}");
     assert!(!deps.contains(&"cosched-engine"), "{deps:?}");
 }
 
 #[test]
 fn every_crate_depends_only_on_the_crates_the_graph_allows() {
-    let crates: [(&str, &str, &[&str]); 8] = [
+    let crates: [(&str, &str, &[&str]); 9] = [
         (
             "cosched-des",
             include_str!("../../cosched-des/Cargo.toml"),
@@ -52,14 +55,29 @@ fn every_crate_depends_only_on_the_crates_the_graph_allows() {
             &["cosched-des", "cosched-model"],
         ),
         (
+            "cosched-rules",
+            include_str!("../../cosched-rules/Cargo.toml"),
+            &["cosched-contract"],
+        ),
+        (
             "cosched-policies",
             include_str!("../Cargo.toml"),
-            &["cosched-contract", "cosched-des", "cosched-model"],
+            &[
+                "cosched-contract",
+                "cosched-des",
+                "cosched-model",
+                "cosched-rules",
+            ],
         ),
         (
             "cosched-engine",
             include_str!("../../cosched-engine/Cargo.toml"),
-            &["cosched-contract", "cosched-des", "cosched-model"],
+            &[
+                "cosched-contract",
+                "cosched-des",
+                "cosched-model",
+                "cosched-rules",
+            ],
         ),
         (
             "cosched-real",
@@ -69,6 +87,7 @@ fn every_crate_depends_only_on_the_crates_the_graph_allows() {
                 "cosched-des",
                 "cosched-model",
                 "cosched-policies",
+                "cosched-rules",
             ],
         ),
         (

@@ -9,7 +9,7 @@
 //!   processors are the process slots: `mpl` per virtual node (times the rows
 //!   under gang; memory-aware: only on nodes with memory left); a started job is then
 //!   placed on distinct nodes by PACKING (the simulator's rule,
-//!   [`cosched_contract::place::packing`]: the least-loaded layer with room, then
+//!   [`cosched_rules::place::packing`]: the least-loaded layer with room, then
 //!   the emptiest contiguous run; within a gang row, first fit) or NO PACKING
 //!   (seeded random choice). A job that cannot be placed yet stays first in line.
 //! * Gang: the simulator's gang slot policy object
@@ -36,9 +36,9 @@ use crate::client::Client;
 use cosched_contract::cluster::{ClusterPolicy, ClusterView, Decision, Event};
 use crate::mech::JobNodeFreezer;
 use crate::slothost::{gang_policy_with, needs_per_node, Key, Slot, SlotHost, SlotMechanism};
-use cosched_contract::place::packing;
 use cosched_des::SimTime;
 use cosched_model::{JobId, JobSpec};
+use cosched_rules::place::packing;
 use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;

@@ -8,9 +8,10 @@
 
 use super::{kb, place, ProcError, Sim};
 use cosched_contract::admission::{
-    AdmissionControl, AdmissionError, AdmissionEvent, AdmissionPolicy, Fcfs,
+    AdmissionControl, AdmissionError, AdmissionEvent, AdmissionPolicy,
 };
 use cosched_des::SimTime;
+use cosched_rules::admission::Fcfs;
 use std::sync::Arc;
 
 /// Builds the admission policy of each run ([`super::ProcOptions::admission`]).

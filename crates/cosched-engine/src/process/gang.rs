@@ -34,9 +34,9 @@
 //! it keeps the runnable set and runs exactly the process the engine names.
 
 use crate::os::{NativeScheduler, Pick, Pid, Stop, Wake};
-pub use cosched_contract::gang::Ousterhout;
 pub use cosched_contract::process::GangParams;
 use cosched_des::SimTime;
+pub use cosched_rules::gang::Ousterhout;
 
 /// The per-node scheduler of gang mode: it keeps the runnable set and runs the
 /// process it is told to (the `hint` of [`NativeScheduler::pick`], which in gang

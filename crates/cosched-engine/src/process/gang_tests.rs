@@ -3,12 +3,12 @@
 use super::gang::GangParams;
 use super::tests::Spin;
 use super::*;
-use cosched_contract::admission::Fcfs;
 use cosched_contract::slots::{
     MatrixView, SlotDecision, SlotError, SlotFactory, SlotPolicy, SlotView,
 };
 use cosched_model::node::OsConfig;
 use cosched_model::program::Builder;
+use cosched_rules::admission::Fcfs;
 
 /// The engine tests' platform with a context switch of `cs_us`.
 fn platform(nodes: u32, cs_us: f64) -> NodePlatform {

@@ -98,7 +98,7 @@ pub struct ProcOptions {
     /// one source the engine's setup checks and observers read.
     pub slots: Option<cosched_contract::slots::SlotFactory>,
     /// The admission policy outside gang mode ([`admit`]; `None`: the
-    /// reference strict FCFS under `mpl`, `cosched_contract::admission::Fcfs`).
+    /// reference strict FCFS under `mpl`, `cosched_rules::admission::Fcfs`).
     pub admission: Option<admit::AdmissionFactory>,
     /// Measure each job's wait time ([`super::wait_time`]). Off by default:
     /// it follows every wait of the run.

@@ -1,13 +1,13 @@
 //! Node placement of a process-level job (one rank group per node).
 //!
 //! - PACKING: the least-loaded layer with room, then the contiguous run with
-//!   the smallest load ([`cosched_contract::place::packing`], shared with the
+//!   the smallest load ([`cosched_rules::place::packing`], shared with the
 //!   real controller of `cosched run`).
 //! - NO PACKING: `size` of the eligible nodes drawn uniformly without
 //!   replacement from the engine's placement stream.
 
-use cosched_contract::place::packing;
 use cosched_model::Placement;
+use cosched_rules::place::packing;
 use rand::seq::SliceRandom;
 use rand::Rng;
 

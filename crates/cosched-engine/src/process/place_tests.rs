@@ -77,7 +77,7 @@ fn non_strict_order_starts_a_later_job_that_fits() {
         &jobs,
         ProcOptions {
             admission: Some(admit::AdmissionFactory::new(|| {
-                Box::new(cosched_contract::admission::Fcfs::new(false))
+                Box::new(cosched_rules::admission::Fcfs::new(false))
             })),
             ..Default::default()
         },

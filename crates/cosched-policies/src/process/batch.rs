@@ -46,8 +46,9 @@
 use super::starving::StarvingFifo;
 use super::ProcAdmission;
 use crate::registry::{ParamInfo, PolicyInfo, PolicySpec, RegistryError};
-use cosched_contract::admission::{AdmissionPolicy, Fcfs};
+use cosched_contract::admission::AdmissionPolicy;
 use cosched_des::SimTime;
+use cosched_rules::admission::Fcfs;
 
 /// EASY's runtime estimates.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

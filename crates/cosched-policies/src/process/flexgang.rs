@@ -49,12 +49,12 @@
 //! Parameters: [`FlexParams`], parsed with the gang scheme's policy string
 //! (`super::gang::build`, which documents each one's source).
 
-use cosched_contract::gang::Ousterhout;
 use cosched_contract::node::Pid;
 use cosched_contract::process::GangClass;
 pub use cosched_contract::process::{FlexParams, GangBit, LowGang};
 use cosched_contract::slots::SlotView;
 use cosched_des::SimTime;
+use cosched_rules::gang::Ousterhout;
 
 /// The matrix's cells: the job and process placed in each.
 pub type Grid = Ousterhout<(usize, Pid)>;

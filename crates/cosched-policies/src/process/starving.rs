@@ -31,9 +31,10 @@
 //! the queue or holds a reservation), so only the non-strict order uses it.
 
 use cosched_contract::admission::{
-    walk_queue, AdmissionControl, AdmissionError, AdmissionEvent, AdmissionPolicy,
+    AdmissionControl, AdmissionError, AdmissionEvent, AdmissionPolicy,
 };
 use cosched_des::SimTime;
+use cosched_rules::admission::walk_queue;
 use std::collections::VecDeque;
 
 /// Non-strict FIFO with OpenPBS's `help_starving_jobs`.
@@ -74,9 +75,12 @@ impl AdmissionPolicy for StarvingFifo {
         }
         // Only the head can be the most starving job (module documentation).
         let max_starve = self.max_starve;
-        walk_queue(&mut self.queue, |&(j, _)| j, ctl, |k, &(_, arrived)| {
-            k == 0 && now - arrived > max_starve
-        })
+        walk_queue(
+            &mut self.queue,
+            |&(j, _)| j,
+            ctl,
+            |k, &(_, arrived)| k == 0 && now - arrived > max_starve,
+        )
     }
 
     fn dump(&self) -> String {
@@ -107,7 +111,9 @@ mod unit {
             self.need[job]
         }
         fn eligible(&self, _job: usize) -> Vec<u32> {
-            (0..self.nodes()).filter(|&n| !self.busy[n as usize]).collect()
+            (0..self.nodes())
+                .filter(|&n| !self.busy[n as usize])
+                .collect()
         }
         fn idle(&self) -> Vec<u32> {
             self.eligible(0)
