@@ -91,8 +91,9 @@ static struct {
     uint64_t events_skipped; /* MESSAGE events not posted: the policy does nothing with them (message_wanted) */
     /* Blocking waits: futex sleeps ended by a wake-up / by the fallback timeout; futex calls that returned
      * at once (a wake-up came between the test and the sleep); waits completed at the passes right after a
-     * timeout (nothing woke them); wake-ups passed on to blocked collective members. */
-    uint64_t wakeups, timeouts, no_sleeps, timeout_ends, coll_forwards;
+     * timeout (nothing woke them); wake-ups passed on to blocked collective members. Collective messages
+     * this rank took, leaving a tree, before any member had posted them (shim/coll.c). */
+    uint64_t wakeups, timeouts, no_sleeps, timeout_ends, coll_forwards, coll_taken_first;
 } g = {.sock = -1};
 
 /* The collective this thread is in (set by cs_coll_enter, cleared by the matching cs_coll_exit): its
@@ -100,7 +101,7 @@ static struct {
 static __thread int coll_nesting;
 static __thread MPI_Comm coll_comm;
 static __thread int coll_kind, coll_root, coll_modelled;
-static __thread uint64_t coll_number;
+static __thread uint64_t coll_number, coll_bytes;
 
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -428,7 +429,8 @@ static void write_log(void) {
                      "\"spin_ns\":%llu,\"block_ns\":%llu,\"blocks\":%llu,\"collectives\":%llu,"
                      "\"spin_changes\":%llu,\"changed_spin_ns\":%llu,\"events_dropped\":%llu,\"events_skipped\":%llu,"
                      "\"wakeups\":%llu,"
-                     "\"timeouts\":%llu,\"no_sleeps\":%llu,\"timeout_ends\":%llu,\"coll_forwards\":%llu,\"calls\":{",
+                     "\"timeouts\":%llu,\"no_sleeps\":%llu,\"timeout_ends\":%llu,\"coll_forwards\":%llu,"
+                     "\"coll_taken_first\":%llu,\"calls\":{",
                      g.run, g.job, g.rank, g.size, g.pid, COSCHED_MPI_NAME, g.mode_text,
                      LD(&s->agent_gen) ? "true" : "false", (unsigned long long)LD(&s->msgs_sent),
                      (unsigned long long)LD(&s->bytes_sent), (unsigned long long)LD(&s->msgs_recv),
@@ -440,7 +442,8 @@ static void write_log(void) {
                      (unsigned long long)LD(&s->changed_spin_ns), (unsigned long long)g.events_dropped,
                      (unsigned long long)LD(&g.events_skipped),
                      (unsigned long long)g.wakeups, (unsigned long long)g.timeouts, (unsigned long long)g.no_sleeps,
-                     (unsigned long long)g.timeout_ends, (unsigned long long)g.coll_forwards);
+                     (unsigned long long)g.timeout_ends, (unsigned long long)g.coll_forwards,
+                     (unsigned long long)g.coll_taken_first);
     int first = 1;
     for (int c = 0; c < CS_CALLS && n < (int)sizeof buf - 200; c++) {
         if (!g.calls[c][0] && !g.calls[c][1]) continue;
@@ -878,6 +881,8 @@ static int coll_forward_budget(MPI_Comm comm) {
     return 1 + rounds;
 }
 
+void cs_count_taken_first(uint64_t n) { g.coll_taken_first += n; }
+
 struct cosched_rank_shm *cs_shm_of(int w) { return w == g.rank ? g.me : peer(w); }
 
 int cs_world_of(MPI_Comm comm, int rank) {
@@ -899,7 +904,13 @@ void cs_post_message(int to, int from) {
  * had the chance to send them. The agents are told of the collective's messages this entry lets the
  * simulator's algorithm send (shim/coll.c); the count of collectives entered is bumped first (sequentially
  * consistent), so of two members entering at once at least one sees the other. */
-void cs_coll_enter(MPI_Comm comm, int coll, int root) {
+uint64_t cs_coll_bytes(int count, MPI_Datatype type) {
+    int size = 0;
+    if (count <= 0 || type == MPI_DATATYPE_NULL || PMPI_Type_size(type, &size) != MPI_SUCCESS || size < 0) return 0;
+    return (uint64_t)count * (uint64_t)size;
+}
+
+void cs_coll_enter(MPI_Comm comm, int coll, int root, uint64_t bytes) {
     if (!cs_ready) return;
     uint64_t number = ADD(&g.me->collectives, 1) + 1;
     ADD(&g.me->coll_depth, 1u);
@@ -909,15 +920,17 @@ void cs_coll_enter(MPI_Comm comm, int coll, int root) {
     /* Served by an agent, every member works out the messages (their events, and the unconsumed messages
      * the policies read); standalone, none does. */
     if (outer) {
-        coll_kind = coll, coll_root = root, coll_number = number, coll_modelled = g.sock >= 0;
-        if (coll_modelled) cs_coll_messages(comm, coll, root, number);
+        coll_kind = coll, coll_root = root, coll_number = number, coll_bytes = bytes;
+        coll_modelled = g.sock >= 0;
+        if (coll_modelled) cs_coll_messages(comm, coll, root, bytes, number);
     }
 }
 
 void cs_coll_exit(MPI_Comm comm, int coll) {
     if (!cs_ready) return;
     __atomic_fetch_sub(&g.me->coll_depth, 1u, __ATOMIC_SEQ_CST);
-    if (coll_nesting > 0 && --coll_nesting == 0 && coll_modelled) cs_coll_taken(comm, coll_kind, coll_root, coll_number);
+    if (coll_nesting > 0 && --coll_nesting == 0 && coll_modelled)
+        cs_coll_taken(comm, coll_kind, coll_root, coll_bytes, coll_number);
     send_event(COSCHED_MSG_COLL_EXIT, g.rank, coll, 0, 0);
     wake_comm_collective(comm);
 }

@@ -50,19 +50,25 @@ void cs_req_track_recv(MPI_Request req, MPI_Comm comm, MPI_Datatype type);
 int cs_req_take(MPI_Request req, MPI_Comm *comm, MPI_Datatype *type);
 int cs_req_is_recv(MPI_Request req);
 
-/* Collectives: `root` is the root of a rooted collective, -1 otherwise. */
-void cs_coll_enter(MPI_Comm comm, int coll, int root);
+/* Collectives: `root` is the root of a rooted collective, -1 otherwise; `bytes` the data per member the
+ * algorithm's choice depends on (alltoall, allgather: the receive count times its type's size), else 0. */
+void cs_coll_enter(MPI_Comm comm, int coll, int root, uint64_t bytes);
+/* `count` elements of `type` in bytes (0 for a null type). */
+uint64_t cs_coll_bytes(int count, MPI_Datatype type);
 void cs_coll_exit(MPI_Comm comm, int coll);
 
 /* A collective's messages as MESSAGE events (coll.c): those the simulator's algorithm for `coll` sends once
  * this member, whose count of collectives entered is now `number`, has entered. */
-void cs_coll_messages(MPI_Comm comm, int coll, int root, uint64_t number);
-/* Leaving collective `number`: adds to this member's `consumed` the messages to it (barrier, allreduce). */
-void cs_coll_taken(MPI_Comm comm, int coll, int root, uint64_t number);
+void cs_coll_messages(MPI_Comm comm, int coll, int root, uint64_t bytes, uint64_t number);
+/* Leaving collective `number`: adds to this member's `consumed` the messages to it, and to its `arrivals`
+ * those nobody had posted yet (every member on this machine). */
+void cs_coll_taken(MPI_Comm comm, int coll, int root, uint64_t bytes, uint64_t number);
 /* For coll.c: the segment of world rank `w` on this machine (this rank's own included; NULL if none), the
  * world rank of `rank` of `comm` (-1 if none), and posting a 0-byte MESSAGE event from `from` to `to`. */
 struct cosched_rank_shm *cs_shm_of(int w);
 int cs_world_of(MPI_Comm comm, int rank);
 void cs_post_message(int to, int from);
+/* For coll.c: counts collective messages this rank took, leaving, before any member had posted them. */
+void cs_count_taken_first(uint64_t n);
 
 #endif

@@ -348,12 +348,12 @@ int MPI_Comm_free(MPI_Comm *comm) {
 
 /* A blocking collective: enter/exit events, then the library's call (LIBRARY) or its non-blocking
  * form waited for with the RECV wait mode. */
-#define COLLECTIVE(CALL, COLL, ROOT, BLOCKING, NONBLOCKING)              \
+#define COLLECTIVE(CALL, COLL, ROOT, BYTES, BLOCKING, NONBLOCKING)       \
     do {                                                                 \
         COUNT(CALL);                                                     \
         if (!cs_ready) return BLOCKING;                                  \
         int own = !cs_in_fortran;                                        \
-        if (own) cs_coll_enter(comm, COLL, ROOT);                        \
+        if (own) cs_coll_enter(comm, COLL, ROOT, BYTES);                 \
         int rc;                                                          \
         if (cs_mode(COSCHED_WAIT_RECV) == COSCHED_MODE_LIBRARY) {        \
             uint64_t t0 = cs_lib_wait_begin(COSCHED_WAIT_RECV);          \
@@ -369,47 +369,49 @@ int MPI_Comm_free(MPI_Comm *comm) {
     } while (0)
 
 int MPI_Barrier(MPI_Comm comm) {
-    COLLECTIVE(CS_BARRIER, COSCHED_COLL_BARRIER, -1, PMPI_Barrier(comm), PMPI_Ibarrier(comm, &r));
+    COLLECTIVE(CS_BARRIER, COSCHED_COLL_BARRIER, -1, 0, PMPI_Barrier(comm), PMPI_Ibarrier(comm, &r));
 }
 
 int MPI_Bcast(void *buf, int count, MPI_Datatype type, int root, MPI_Comm comm) {
-    COLLECTIVE(CS_BCAST, COSCHED_COLL_BCAST, root, PMPI_Bcast(buf, count, type, root, comm),
+    COLLECTIVE(CS_BCAST, COSCHED_COLL_BCAST, root, 0, PMPI_Bcast(buf, count, type, root, comm),
                PMPI_Ibcast(buf, count, type, root, comm, &r));
 }
 
 int MPI_Reduce(const void *sbuf, void *rbuf, int count, MPI_Datatype type, MPI_Op op, int root, MPI_Comm comm) {
-    COLLECTIVE(CS_REDUCE, COSCHED_COLL_REDUCE, root, PMPI_Reduce(sbuf, rbuf, count, type, op, root, comm),
+    COLLECTIVE(CS_REDUCE, COSCHED_COLL_REDUCE, root, 0, PMPI_Reduce(sbuf, rbuf, count, type, op, root, comm),
                PMPI_Ireduce(sbuf, rbuf, count, type, op, root, comm, &r));
 }
 
 int MPI_Allreduce(const void *sbuf, void *rbuf, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm) {
-    COLLECTIVE(CS_ALLREDUCE, COSCHED_COLL_ALLREDUCE, -1, PMPI_Allreduce(sbuf, rbuf, count, type, op, comm),
+    COLLECTIVE(CS_ALLREDUCE, COSCHED_COLL_ALLREDUCE, -1, 0,
+               PMPI_Allreduce(sbuf, rbuf, count, type, op, comm),
                PMPI_Iallreduce(sbuf, rbuf, count, type, op, comm, &r));
 }
 
 int MPI_Alltoall(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount, MPI_Datatype rtype,
                  MPI_Comm comm) {
-    COLLECTIVE(CS_ALLTOALL, COSCHED_COLL_ALLTOALL, -1, PMPI_Alltoall(sbuf, scount, stype, rbuf, rcount, rtype, comm),
+    COLLECTIVE(CS_ALLTOALL, COSCHED_COLL_ALLTOALL, -1, cs_coll_bytes(rcount, rtype),
+               PMPI_Alltoall(sbuf, scount, stype, rbuf, rcount, rtype, comm),
                PMPI_Ialltoall(sbuf, scount, stype, rbuf, rcount, rtype, comm, &r));
 }
 
 int MPI_Allgather(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount, MPI_Datatype rtype,
                   MPI_Comm comm) {
-    COLLECTIVE(CS_ALLGATHER, COSCHED_COLL_ALLGATHER, -1,
+    COLLECTIVE(CS_ALLGATHER, COSCHED_COLL_ALLGATHER, -1, cs_coll_bytes(rcount, rtype),
                PMPI_Allgather(sbuf, scount, stype, rbuf, rcount, rtype, comm),
                PMPI_Iallgather(sbuf, scount, stype, rbuf, rcount, rtype, comm, &r));
 }
 
 int MPI_Gather(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount, MPI_Datatype rtype,
                int root, MPI_Comm comm) {
-    COLLECTIVE(CS_GATHER, COSCHED_COLL_GATHER, root,
+    COLLECTIVE(CS_GATHER, COSCHED_COLL_GATHER, root, 0,
                PMPI_Gather(sbuf, scount, stype, rbuf, rcount, rtype, root, comm),
                PMPI_Igather(sbuf, scount, stype, rbuf, rcount, rtype, root, comm, &r));
 }
 
 int MPI_Scatter(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount, MPI_Datatype rtype,
                 int root, MPI_Comm comm) {
-    COLLECTIVE(CS_SCATTER, COSCHED_COLL_SCATTER, root,
+    COLLECTIVE(CS_SCATTER, COSCHED_COLL_SCATTER, root, 0,
                PMPI_Scatter(sbuf, scount, stype, rbuf, rcount, rtype, root, comm),
                PMPI_Iscatter(sbuf, scount, stype, rbuf, rcount, rtype, root, comm, &r));
 }

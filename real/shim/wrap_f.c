@@ -227,11 +227,11 @@ typedef void (*t_next_alltoall)(void *, F *, F *, void *, F *, F *, F *, F *);
 typedef void (*t_next_allgather)(void *, F *, F *, void *, F *, F *, F *, F *);
 
 /* Open MPI: convert and run the C wrapper (NATIVE); elsewhere: the library's binding (CALLNEXT). */
-#define FCOLL(CALL, COLL, ROOT, NATIVE, CALLNEXT) \
+#define FCOLL(CALL, COLL, ROOT, BYTES, NATIVE, CALLNEXT) \
     do {                                         \
         cs_count_call(CALL, 1);                  \
         MPI_Comm c = MPI_Comm_f2c(*comm);        \
-        cs_coll_enter(c, COLL, ROOT);            \
+        cs_coll_enter(c, COLL, ROOT, BYTES);     \
         cs_in_fortran = 1;                       \
         if (ompi_sentinels()) {                  \
             *ierr = NATIVE;                      \
@@ -244,20 +244,20 @@ typedef void (*t_next_allgather)(void *, F *, F *, void *, F *, F *, F *, F *);
 
 void cs_f_barrier(F *comm, F *ierr) {
     NEXT(next_barrier, t_next_barrier, "mpi_barrier")
-    FCOLL(CS_BARRIER, COSCHED_COLL_BARRIER, -1, MPI_Barrier(c), next_barrier(comm, ierr));
+    FCOLL(CS_BARRIER, COSCHED_COLL_BARRIER, -1, 0, MPI_Barrier(c), next_barrier(comm, ierr));
 }
 ALIASES(cs_f_barrier, mpi_barrier, MPI_BARRIER)
 
 void cs_f_bcast(void *buf, F *count, F *type, F *root, F *comm, F *ierr) {
     NEXT(next_bcast, t_next_bcast, "mpi_bcast")
-    FCOLL(CS_BCAST, COSCHED_COLL_BCAST, *root, MPI_Bcast(fbuf(buf), *count, MPI_Type_f2c(*type), *root, c),
+    FCOLL(CS_BCAST, COSCHED_COLL_BCAST, *root, 0, MPI_Bcast(fbuf(buf), *count, MPI_Type_f2c(*type), *root, c),
           next_bcast(buf, count, type, root, comm, ierr));
 }
 ALIASES(cs_f_bcast, mpi_bcast, MPI_BCAST)
 
 void cs_f_reduce(void *sbuf, void *rbuf, F *count, F *type, F *op, F *root, F *comm, F *ierr) {
     NEXT(next_reduce, t_next_reduce, "mpi_reduce")
-    FCOLL(CS_REDUCE, COSCHED_COLL_REDUCE, *root,
+    FCOLL(CS_REDUCE, COSCHED_COLL_REDUCE, *root, 0,
           MPI_Reduce(fbuf(sbuf), fbuf(rbuf), *count, MPI_Type_f2c(*type), MPI_Op_f2c(*op), *root, c),
           next_reduce(sbuf, rbuf, count, type, op, root, comm, ierr));
 }
@@ -265,7 +265,7 @@ ALIASES(cs_f_reduce, mpi_reduce, MPI_REDUCE)
 
 void cs_f_allreduce(void *sbuf, void *rbuf, F *count, F *type, F *op, F *comm, F *ierr) {
     NEXT(next_allreduce, t_next_allreduce, "mpi_allreduce")
-    FCOLL(CS_ALLREDUCE, COSCHED_COLL_ALLREDUCE, -1,
+    FCOLL(CS_ALLREDUCE, COSCHED_COLL_ALLREDUCE, -1, 0,
           MPI_Allreduce(fbuf(sbuf), fbuf(rbuf), *count, MPI_Type_f2c(*type), MPI_Op_f2c(*op), c),
           next_allreduce(sbuf, rbuf, count, type, op, comm, ierr));
 }
@@ -273,7 +273,7 @@ ALIASES(cs_f_allreduce, mpi_allreduce, MPI_ALLREDUCE)
 
 void cs_f_alltoall(void *sbuf, F *scount, F *stype, void *rbuf, F *rcount, F *rtype, F *comm, F *ierr) {
     NEXT(next_alltoall, t_next_alltoall, "mpi_alltoall")
-    FCOLL(CS_ALLTOALL, COSCHED_COLL_ALLTOALL, -1,
+    FCOLL(CS_ALLTOALL, COSCHED_COLL_ALLTOALL, -1, cs_coll_bytes(*rcount, MPI_Type_f2c(*rtype)),
           MPI_Alltoall(fbuf(sbuf), *scount, MPI_Type_f2c(*stype), fbuf(rbuf), *rcount, MPI_Type_f2c(*rtype), c),
           next_alltoall(sbuf, scount, stype, rbuf, rcount, rtype, comm, ierr));
 }
@@ -281,7 +281,7 @@ ALIASES(cs_f_alltoall, mpi_alltoall, MPI_ALLTOALL)
 
 void cs_f_allgather(void *sbuf, F *scount, F *stype, void *rbuf, F *rcount, F *rtype, F *comm, F *ierr) {
     NEXT(next_allgather, t_next_allgather, "mpi_allgather")
-    FCOLL(CS_ALLGATHER, COSCHED_COLL_ALLGATHER, -1,
+    FCOLL(CS_ALLGATHER, COSCHED_COLL_ALLGATHER, -1, cs_coll_bytes(*rcount, MPI_Type_f2c(*rtype)),
           MPI_Allgather(fbuf(sbuf), *scount, MPI_Type_f2c(*stype), fbuf(rbuf), *rcount, MPI_Type_f2c(*rtype), c),
           next_allgather(sbuf, scount, stype, rbuf, rcount, rtype, comm, ierr));
 }

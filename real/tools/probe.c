@@ -13,6 +13,10 @@
  *                                        rank 0 prints its CPU time (utime+stime) and its time ready
  *                                        on a run queue (schedstat) over the wait
  *   cosched-probe calls                  one of each wrapped C call (point to point, waits, collectives)
+ *   cosched-probe colls                  the collectives at the sizes that pick each algorithm the shim
+ *                                        lists (shim/coll_algo.c): MPI_Alltoall of 1, 64 and 65536 ints per
+ *                                        pair, MPI_Allgather of 1 and 65536 ints, MPI_Gather to rank 1,
+ *                                        MPI_Scatter from rank 2 (mod size)
  *   cosched-probe crash RANK             rank RANK raises SIGSEGV after MPI_Init; the others wait in a barrier
  *   cosched-probe exit RANK CODE         rank RANK exits with CODE without MPI_Finalize; the others wait
  */
@@ -57,7 +61,7 @@ static int cmp_u64(const void *a, const void *b) {
 
 static void usage(void) {
     fprintf(stderr, "usage: cosched-probe pingpong ITERS BYTES | oneway ITERS GAP_US | sleepwait SECONDS | calls | "
-                    "crash RANK | exit RANK CODE\n");
+                    "colls | crash RANK | exit RANK CODE\n");
     MPI_Abort(MPI_COMM_WORLD, 2);
 }
 
@@ -187,6 +191,19 @@ int main(int argc, char **argv) {
         }
         free(all);
         free(all2);
+    } else if (!strcmp(cmd, "colls") && argc == 2) {
+        const int big = 65536;
+        int *a = calloc((size_t)big * (size_t)size, sizeof(int)), *b = calloc((size_t)big * (size_t)size, sizeof(int));
+        if (!a || !b) MPI_Abort(MPI_COMM_WORLD, 4);
+        MPI_Alltoall(a, 1, MPI_INT, b, 1, MPI_INT, MPI_COMM_WORLD);
+        MPI_Alltoall(a, 64, MPI_INT, b, 64, MPI_INT, MPI_COMM_WORLD);
+        MPI_Alltoall(a, big, MPI_INT, b, big, MPI_INT, MPI_COMM_WORLD);
+        MPI_Allgather(a, 1, MPI_INT, b, 1, MPI_INT, MPI_COMM_WORLD);
+        MPI_Allgather(a, big, MPI_INT, b, big, MPI_INT, MPI_COMM_WORLD);
+        MPI_Gather(a, 1, MPI_INT, b, 1, MPI_INT, 1 % size, MPI_COMM_WORLD);
+        MPI_Scatter(a, 1, MPI_INT, b, 1, MPI_INT, 2 % size, MPI_COMM_WORLD);
+        free(a);
+        free(b);
     } else if (!strcmp(cmd, "crash") && argc == 3) {
         if (rank == atoi(argv[2])) {
             usleep(200000);

@@ -18,6 +18,7 @@ import subprocess
 import threading
 import time
 import uuid
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -380,14 +381,14 @@ class FakeAgent:
 
 
 def run_calls_under(real_build: Path, tmp_path: Path, mpi: str,
-                    mask: int = EVERY_EVENT, n: int = 4) -> tuple[list[tuple], list[dict]]:
-    """`cosched-probe calls` on `n` ranks (job 7) under a fake agent asking for BLOCK waits and the events of
-    `mask`: the messages the agent got and the ranks' shim log lines."""
+                    mask: int = EVERY_EVENT, n: int = 4, cmd: str = "calls") -> tuple[list[tuple], list[dict]]:
+    """`cosched-probe CMD` (`calls` by default) on `n` ranks (job 7) under a fake agent asking for BLOCK waits
+    and the events of `mask`: the messages the agent got and the ranks' shim log lines."""
     run = "t" + uuid.uuid4().hex[:12]
     log = tmp_path / f"shim-{mask}-{n}.log"
     agent = FakeAgent(tmp_path / f"agent-{mask}-{n}.sock", run, mask)
     try:
-        r = mpirun(mpi, n, [str(real_build / f"cosched-probe-{mpi}"), "calls"],
+        r = mpirun(mpi, n, [str(real_build / f"cosched-probe-{mpi}"), cmd],
                    env={"COSCHED_AGENT": str(agent.path), "COSCHED_RUN": run, "COSCHED_JOB": "7",
                         "COSCHED_REQUIRED": "1", "COSCHED_LOG": str(log)})
         assert r.returncode == 0, r.stdout + r.stderr
@@ -407,19 +408,28 @@ def run_calls_under(real_build: Path, tmp_path: Path, mpi: str,
 
 
 #: The collectives' messages `cosched-probe calls` posts as MESSAGE events of 0 bytes, (source, destination)
-#: world ranks, worked by hand from the simulator's algorithms (real/shim/coll.c), by the job's size.
+#: world ranks, worked by hand from the simulator's algorithms (real/shim/coll_algo.c), by the job's size.
 #: 4 ranks: barrier (dissemination, rounds d = 1, 2): r -> r + 1, r -> r + 2 (mod 4), 8; bcast from 0
 #: (binomial): 0 -> 2, 0 -> 1, 2 -> 3; reduce to 0: 1 -> 0, 2 -> 0, 3 -> 2; allreduce (recursive doubling):
-#: r -> r xor 1, r -> r xor 2, 8; alltoall and allgather: the first message r -> r + 1, 4 each. 30 in all.
+#: r -> r xor 1, r -> r xor 2, 8; alltoall of 4 bytes per pair (N = 4 x 4 = 16 <= 128: recursive doubling):
+#: r -> r xor 1, r -> r xor 2, 8; allgather of 4 bytes (T = 16 < 524288, 4 a power of two: recursive
+#: doubling): the same 8. 38 in all.
 #: 3 ranks: barrier (d = 1, 2 mod 3): 6; bcast: 0 -> 2, 0 -> 1 (rank 2's child would be 3); reduce: 1 -> 0,
 #: 2 -> 0; allreduce (pof2 = 2, rank 2 extra): 2 -> 0 (its data), 0 -> 1, 1 -> 0, 0 -> 2 (the result);
-#: alltoall and allgather r -> r + 1, 3 each. 20 in all.
+#: alltoall (N = 12, recursive doubling): step m = 1: 0 <-> 1 (2's partner 3 does not exist); m = 2: 0 <-> 2
+#: (1's partner 3 does not exist); rank 1 lacked that step's partner, so the halving of subtree {0, 1} (sub 1,
+#: done = 3 - 0 - 2 = 1): 0 -> 1: 5; allgather (T = 12, 3 not a power of two, < 81920: Bruck): d = 1 (1 <= 3 / 2):
+#: r -> r - 1; then pof2 2 < 3: r -> r - 2: 6. 25 in all.
 COLL_SYNC = {  # barrier and allreduce
     4: [(r, (r + d) % 4) for r in range(4) for d in (1, 2)] + [(r, r ^ m) for r in range(4) for m in (1, 2)],
     3: [(r, (r + d) % 3) for r in range(3) for d in (1, 2)] + [(2, 0), (0, 1), (1, 0), (0, 2)],
 }
 COLL_TREES = {4: [(0, 2), (0, 1), (2, 3)] + [(1, 0), (2, 0), (3, 2)], 3: [(0, 2), (0, 1)] + [(1, 0), (2, 0)]}
-COLL_MESSAGES = {n: COLL_SYNC[n] + COLL_TREES[n] + [(r, (r + 1) % n) for r in range(n)] * 2 for n in (3, 4)}
+COLL_ALL = {  # alltoall and allgather
+    4: [(r, r ^ m) for r in range(4) for m in (1, 2)] * 2,
+    3: [(0, 1), (1, 0), (0, 2), (2, 0), (0, 1)] + [(r, (r - d) % 3) for r in range(3) for d in (1, 2)],
+}
+COLL_MESSAGES = {n: COLL_SYNC[n] + COLL_TREES[n] + COLL_ALL[n] for n in (3, 4)}
 #: The point-to-point sends of `cosched-probe calls`, (source, destination) world ranks: pairs 0-1 and 2-3
 #: exchange on MPI_COMM_WORLD (5 sends each way); 2 -> 0 and 3 -> 1 are sends on a sub-communicator (rank 1 to
 #: rank 0 of it), translated to world ranks. With 3 ranks rank 2 has no pair and its half holds 0 and 2.
@@ -449,14 +459,15 @@ def test_shim_registers_with_an_agent_and_sends_the_events_asked_for(real_build:
     assert all(m[7] == 4 for m in sends), sends
     assert set(pairs) == P2P_PAIRS[n], pairs
     assert pairs.count((2, 0)) == 1
-    assert sorted(colls) == sorted(COLL_MESSAGES[n]), colls
-    # Each rank's unconsumed messages: its point-to-point receives and the barrier's and allreduce's messages
-    # to it (the collectives that wait for every member), all taken by the end (arrivals counted by the
-    # poster, consumed by the rank when it leaves the collective). The last point-to-point message (on the
+    assert sorted(colls) == sorted(COLL_MESSAGES[n]), (Counter(colls) - Counter(COLL_MESSAGES[n]),
+                                                       Counter(COLL_MESSAGES[n]) - Counter(colls))
+    # Each rank's unconsumed messages: its point-to-point receives and every collective message to it, all
+    # taken by the end (arrivals counted by the poster, or by the receiver leaving a tree before anyone
+    # posted it; consumed by the rank when it leaves the collective). The last point-to-point message (on the
     # sub-communicator, to ranks 0 and 1) is counted by its sender after PMPI_Isend has posted it, so the
     # receiver can take it and write its log first: its arrival may be missing from the log.
     for d in ranks:
-        to_me = sum(1 for _, t in COLL_SYNC[n] if t == d["rank"])
+        to_me = sum(1 for _, t in COLL_MESSAGES[n] if t == d["rank"])
         late = 1 if (n == 4 and d["rank"] in (0, 1)) or (n == 3 and d["rank"] == 0) else 0
         assert d["consumed"] == d["msgs_recv"] + to_me, (d, to_me)
         assert d["consumed"] - late <= d["arrivals"] <= d["consumed"], (d, to_me)
@@ -466,11 +477,66 @@ def test_shim_registers_with_an_agent_and_sends_the_events_asked_for(real_build:
     assert all(d["spin_ns"] == 0 and d["blocks"] == d["waits"] for d in ranks), ranks
 
 
+#: The messages of `cosched-probe colls` (every algorithm real/shim/coll_algo.c lists, picked by size), worked by
+#: hand, (source, destination). In order: alltoall of 4 bytes per pair, of 256 and of 262144; allgather of 4
+#: bytes per member and of 262144; gather to rank 1; scatter from rank 2 (relative rank a = (x - root) mod n).
+#: 4 ranks:
+#: - alltoall 4 B: N = 4 x 4 = 16 <= 128, recursive doubling: r -> r xor 1, r -> r xor 2: 8;
+#: - alltoall 256 B: 128 < N = 1024 < 262144, every send at once: r -> r + 1, r + 2, r + 3: 12;
+#: - alltoall 262144 B: N = 1048576 >= 262144, pairwise: steps k = 1, 2, 3, r -> r + k: 12;
+#: - allgather 4 B: T = 16 < 524288 and 4 a power of two, recursive doubling: 8 as the alltoall's;
+#: - allgather 262144 B: T = 1048576, neither < 524288 nor < 81920, ring: 3 steps of r -> r + 1: 12;
+#: - gather to 1 (reduce's tree): a 1 = rank 2 -> a 0 = rank 1, a 2 = rank 3 -> rank 1, a 3 = rank 0 -> a 2 =
+#:   rank 3: 3;
+#: - scatter from 2 (bcast's tree): a 0 = rank 2 -> a 1 = rank 3 and a 2 = rank 0; a 2 -> a 3 = rank 1: 3.
+#: 58 in all.
+#: 3 ranks:
+#: - alltoall 4 B: N = 12, recursive doubling as in COLL_ALL: 0 <-> 1, 0 <-> 2, then 0 -> 1: 5;
+#: - alltoall 256 B: N = 768, every send at once: r -> r + 1, r + 2: 6;
+#: - alltoall 262144 B: N = 786432, pairwise: steps 1, 2: the same 6 pairs;
+#: - allgather 4 B: T = 12, 3 not a power of two, < 81920, Bruck: r -> r - 1, then r -> r - 2: 6;
+#: - allgather 262144 B: T = 786432, ring: 2 steps of r -> r + 1: 6;
+#: - gather to 1: a 1 = rank 2 -> rank 1, a 2 = rank 0 -> rank 1: 2;
+#: - scatter from 2: a 0 = rank 2 -> a 1 = rank 0 and a 2 = rank 1 (a 2's child a 3 does not exist): 2.
+#: 33 in all.
+COLLS_MESSAGES = {
+    4: [(r, r ^ m) for r in range(4) for m in (1, 2)] * 2
+    + [(r, (r + k) % 4) for r in range(4) for k in (1, 2, 3)] * 2
+    + [(r, (r + 1) % 4) for r in range(4)] * 3
+    + [(2, 1), (3, 1), (0, 3)] + [(2, 3), (2, 0), (0, 1)],
+    3: [(0, 1), (1, 0), (0, 2), (2, 0), (0, 1)]
+    + [(r, (r + k) % 3) for r in range(3) for k in (1, 2)] * 2
+    + [(r, (r - d) % 3) for r in range(3) for d in (1, 2)]
+    + [(r, (r + 1) % 3) for r in range(3)] * 2
+    + [(2, 1), (0, 1)] + [(2, 0), (2, 1)],
+}
+
+
+@pytest.mark.parametrize("n", [4, 3])
+@pytest.mark.parametrize("mpi", MPIS)
+def test_shim_posts_every_message_of_each_collectives_algorithm_by_size(real_build: Path, tmp_path: Path,
+                                                                         mpi: str, n: int) -> None:
+    msgs, ranks = run_calls_under(real_build, tmp_path, mpi, n=n, cmd="colls")
+    assert len(COLLS_MESSAGES[n]) == {4: 58, 3: 33}[n]
+    assert len([m for m in msgs if m[0] == COLL_ENTER]) == 7 * n
+    colls = [(m[5], m[3]) for m in msgs if m[0] == MESSAGE]
+    assert all(m[7] == 0 for m in msgs if m[0] == MESSAGE)
+    assert sorted(colls) == sorted(COLLS_MESSAGES[n]), (Counter(colls) - Counter(COLLS_MESSAGES[n]),
+                                                        Counter(COLLS_MESSAGES[n]) - Counter(colls))
+    # Every message to a rank is unconsumed from its arrival until the rank leaves the collective; at the end
+    # each rank has taken every message to it, and each was counted as arriving once (by its poster, or, in
+    # the gather and scatter trees, by the receiver leaving before anyone posted it). No point-to-point
+    # message here, so no late count either.
+    for d in ranks:
+        to_me = sum(1 for _, t in COLLS_MESSAGES[n] if t == d["rank"])
+        assert d["consumed"] == d["arrivals"] == to_me, (d, to_me)
+
+
 @pytest.mark.parametrize("mpi", MPIS)
 def test_shim_skips_the_message_events_the_mask_names_by_the_destinations_state(real_build: Path, tmp_path: Path,
                                                                                 mpi: str) -> None:
     # Every rank's MESSAGE events: one per point-to-point send (the log's msgs_sent) and the collectives'
-    # messages (COLL_MESSAGES: 30 for 4 ranks, all to ranks of this node).
+    # messages (COLL_MESSAGES: 38 for 4 ranks, all to ranks of this node).
     # Waits BLOCK, so a destination is BLOCKED (off a CPU) or COMPUTING, never SPINNING.
     # (1) All three skip bits: every state is skipped (a computing one without reading /proc, since it
     # would be skipped on a CPU or off one), so no MESSAGE event reaches the agent and each is counted.
