@@ -74,27 +74,10 @@ pub type RankHook = Box<dyn FnMut(i32, i32, bool) + Send>;
 
 /// The OS tick period for policies that declare [`Ops::TICK`].
 const TICK: Duration = Duration::from_millis(4);
-/// A pending "boost until run" is checked every 250 us for the first 4 ms
-/// ([`BOOST_CHECKS_FAST`] checks), then at doubling intervals up to 16 ms; after
-/// [`BOOST_CHECKS`] checks (0.45 s) without the rank having run, the boost is
-/// dropped. A rank of a frozen job is not checked (it cannot run). Each check
-/// that finds the rank not run yet repeats the reschedule check (`nudge.rs`): a
-/// boosted rank that was not owed CPU at the boost becomes so during the running
-/// task's slice (4 ms here), and only a check made after that moment hands it the
-/// CPU before the slice ends; the short intervals over the first slice are for that.
-const BOOST_CHECK: Duration = Duration::from_micros(250);
-const BOOST_CHECKS_FAST: u32 = 16;
-const BOOST_CHECK_MAX: Duration = Duration::from_millis(16);
-const BOOST_CHECKS: u32 = 48;
-
-/// The delay before the next check of a boost until run that was checked
-/// `checks` times already; `None` once it should be dropped.
-fn boost_check_delay(checks: u32) -> Option<Duration> {
-    (checks < BOOST_CHECKS).then(|| {
-        let doublings = (checks + 1).saturating_sub(BOOST_CHECKS_FAST).min(6);
-        (BOOST_CHECK * (1u32 << doublings)).min(BOOST_CHECK_MAX)
-    })
-}
+// A pending "boost until run" is re-checked on the schedule of
+// `cosched_rules::boost` (every 250 us, then backing off, dropped after 48
+// checks). A rank of a frozen job is not checked (it cannot run).
+use cosched_rules::boost::{boost_check_delay, BOOST_CHECK};
 
 /// One virtual node served by the agent.
 #[derive(Clone, Debug)]
@@ -1692,23 +1675,6 @@ mod tests {
         // NLS and HYBRID have no message op: no MESSAGE event at all, and no skip bit.
         assert_eq!(message("nls"), 0);
         assert_eq!(message("hybrid"), 0);
-    }
-
-    #[test]
-    fn boost_until_run_checks_back_off_and_stop() {
-        let d: Vec<u64> = (0..24)
-            .map(|k| boost_check_delay(k).unwrap().as_micros() as u64)
-            .collect();
-        let mut want = vec![250; 16];
-        want.extend([500, 1_000, 2_000, 4_000, 8_000, 16_000, 16_000, 16_000]);
-        assert_eq!(d, want);
-        // The boost is dropped after 4 ms + 15.5 ms + 27 x 16 ms of checks.
-        let total: Duration = (0..BOOST_CHECKS)
-            .map(|k| boost_check_delay(k).unwrap())
-            .sum();
-        assert_eq!(total, Duration::from_micros(451_500));
-        assert!(boost_check_delay(BOOST_CHECKS - 1).is_some());
-        assert_eq!(boost_check_delay(BOOST_CHECKS), None);
     }
 
     #[test]

@@ -9,6 +9,9 @@
 //! - [`place`]: PACKING node placement ([`place::packing`]), shared by the
 //!   simulator (process level and the job-level time-sharing model) and the
 //!   single-machine controller.
+//! - [`boost`]: the re-check schedule of a pending "boost until run"
+//!   ([`boost::boost_check_delay`]), carried out by the real node agent and
+//!   modelled by the simulator on platforms whose boost is the agent's.
 //! - [`admission`]: the reference process-level admission, MPL-limited FCFS
 //!   ([`admission::Fcfs`], strict or not), and its queue pass
 //!   ([`admission::walk_queue`]).
@@ -17,5 +20,6 @@
 //! cosched-rules <- {cosched-policies, cosched-engine, cosched-real}`.
 
 pub mod admission;
+pub mod boost;
 pub mod gang;
 pub mod place;
