@@ -35,6 +35,8 @@ def test_the_preset_is_built_from_the_measurements_only() -> None:
     assert p["cpu_speed"] == 0.9
     assert p["os"] == {"model": "rr"}
     assert (p["send_overhead_us"], p["recv_overhead_us"]) == (0.0, 0.0)
+    # The real runs' boosts are the agent's: re-checked on its schedule (a mechanism property, not measured).
+    assert p["boost_recheck"] == "agent"
     # 0.2% of the running time lost to short detours, over rr's 10 ms timer period: 20 us per tick.
     assert p["os_noise_tick_us"] == 20.0
     assert realsim.preset(bench, "mpich", "cfs")["os_noise_tick_us"] == 8.0  # cfs: 4 ms

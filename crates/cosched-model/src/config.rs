@@ -318,6 +318,10 @@ pub struct NodePlatformConfig {
     pub interrupt_us: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context_switch_us: Option<f64>,
+    /// Replaces the preset's boost re-check (`NodePlatform::boost_recheck`:
+    /// `none` or `agent`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub boost_recheck: Option<crate::node::BoostRecheck>,
 }
 
 impl NodePlatformConfig {
@@ -334,6 +338,9 @@ impl NodePlatformConfig {
         }
         if let Some(x) = self.os_noise_tick_us {
             p.os_noise_tick_us = x;
+        }
+        if let Some(b) = self.boost_recheck {
+            p.boost_recheck = b;
         }
         for (over, field) in [
             (self.latency_us, &mut p.latency_us),
@@ -882,6 +889,41 @@ placement = "random"
         assert!(!serde_json::to_string(&parse(""))
             .unwrap()
             .contains("latency_us"));
+    }
+
+    #[test]
+    fn the_boost_recheck_replaces_the_presets_and_a_bad_value_names_the_field() {
+        let parse = |extra: &str| -> NodePlatformConfig {
+            toml::from_str(&format!("preset = \"lee4\"\n{extra}")).unwrap()
+        };
+        use crate::node::BoostRecheck;
+        assert_eq!(
+            parse("").platform().unwrap().boost_recheck,
+            BoostRecheck::None
+        );
+        let agent = parse("boost_recheck = \"agent\"").platform().unwrap();
+        assert_eq!(agent.boost_recheck, BoostRecheck::Agent);
+        // The default stays out of the platform's canonical form (outputs unchanged).
+        let base = parse("").platform().unwrap();
+        assert!(!serde_json::to_string(&base)
+            .unwrap()
+            .contains("boost_recheck"));
+        assert!(serde_json::to_string(&agent)
+            .unwrap()
+            .contains(r#""boost_recheck":"agent""#));
+        // `[node_platform]` is line 3 of this text, the value at column 17.
+        let e = RunConfig::from_str_with(
+            "fidelity = \"process\"\n[node_platform]\npreset = \"lee4\"\nboost_recheck = \"often\"\n",
+            "c.toml",
+            None,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.starts_with("c.toml: line 4, column 17: field `node_platform.boost_recheck`"),
+            "{e}"
+        );
+        assert!(e.contains("expected `none` or `agent`"), "{e}");
     }
 
     #[test]

@@ -222,6 +222,38 @@ pub struct NodePlatform {
     /// 0: no noise.
     #[serde(default)]
     pub os_noise_tick_us: f64,
+    /// When a boost until run (DCS, PB, CC) whose process is not owed CPU at the
+    /// boost is tested again ([`BoostRecheck`]). Omitted when `none`, the default.
+    #[serde(default, skip_serializing_if = "BoostRecheck::is_none")]
+    pub boost_recheck: BoostRecheck,
+}
+
+/// When the mechanism that applies a boost until run tests its preemption again.
+///
+/// - `none` (the default; every seed preset): at the boost and at the CPU's next
+///   scheduling point only. The seeds' SchedAsst module acts in the kernel with the
+///   NIC's interrupt, where Linux 2.4 decides the preemption at the interrupt's
+///   return (assumption G-SCH-1, docs/models/seed-parameters.md; the engine's
+///   `linux24` model notes).
+/// - `agent`: the real node agent on Linux 6.x (`cosched agent`, docs/real.md):
+///   besides the boost's own reschedule check, it repeats the check on the schedule
+///   of `cosched-rules` `boost.rs` (every 250 us for 16 checks, then at doubling
+///   intervals up to 16 ms; the boost dropped after 48 checks without the process
+///   having run), so a boosted process that becomes owed CPU during the running
+///   slice gets the CPU at the next check instead of at the slice's end.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BoostRecheck {
+    #[default]
+    None,
+    Agent,
+}
+
+impl BoostRecheck {
+    /// Whether this is the default (no re-check).
+    pub fn is_none(&self) -> bool {
+        *self == BoostRecheck::None
+    }
 }
 
 /// OS noise of a Linux node on IA32, microseconds of CPU per timer tick: D. Tsafrir,
@@ -479,6 +511,7 @@ impl NodePlatform {
                 cpu_speed: 1.0, // the reference CPU: the NAS presets are calibrated on this platform
                 os: linux(6), // 60 ms slice: NICE_TO_TICKS(0) = 6 ticks at HZ=100 (Linux 2.4 kernel/sched.c; G-OS-1); 10 ms tick
                 os_noise_tick_us: LINUX_TICK_NOISE_US, // Linux on IA32: Tsafrir, ExpCS 2007 (see the constant)
+                boost_recheck: BoostRecheck::None, // no user-space agent: a boost acts where it is given
             }),
             // Seed 002 (Ghanesh et al.) §3: dual 1.8 GHz Xeon nodes, 100 Mbit/s Ethernet, Linux 2.4.7-10.
             "ghanesh" => Ok(NodePlatform {
@@ -507,6 +540,7 @@ impl NodePlatform {
                 // = 6 ticks = 60 ms at HZ=100 (kernel/sched.c; G-OS-1). Fig. 2's slices are set explicitly.
                 os: linux(6),
                 os_noise_tick_us: LINUX_TICK_NOISE_US, // Linux on IA32: Tsafrir, ExpCS 2007 (see the constant)
+                boost_recheck: BoostRecheck::None, // no user-space agent: a boost acts where it is given
             }),
             // Seed 003 (Lee et al.) §2: the 4-processor Fugu configuration. Fugu time is counted
             // in instructions; here 1 instruction = 1 ns (assumption: the seed gives no clock).
@@ -530,6 +564,7 @@ impl NodePlatform {
                 cpu_speed: 1.0, // programs are written in Fugu instructions (1 ns each)
                 os: OsConfig::Rr { quantum_ms: 0.5 }, // S003 §4 "Quantum size is fixed at 500,000 instructions"
                 os_noise_tick_us: 0.0, // Fugu is simulated, not measured: no OS noise in S003's runs
+                boost_recheck: BoostRecheck::None, // no user-space agent: a boost acts where it is given
             }),
             // Seed 003 §3: the 32-processor gang-scheduled machine of the I/O study.
             "lee32" => Ok(NodePlatform {
@@ -552,6 +587,7 @@ impl NodePlatform {
                 cpu_speed: 1.0, // programs are written in Fugu instructions (1 ns each)
                 os: OsConfig::Rr { quantum_ms: 10.0 }, // S003 §3.2 quanta varied 1-40 ms; 10 ms as the default
                 os_noise_tick_us: 0.0,                 // a simulated machine in S003: no OS noise
+                boost_recheck: BoostRecheck::None, // no user-space agent: a boost acts where it is given
             }),
             other => Err(format!(
                 "unknown platform preset {other:?}; valid presets: {}",

@@ -81,6 +81,7 @@ pub fn proc_platform(nodes: u32) -> cosched_model::node::NodePlatform {
         cpus_per_node: 1,
         context_switch_us: 0.0,
         os_noise_tick_us: 0.0,
+        boost_recheck: Default::default(),
         cpu_speed: 1.0,
         ..cosched_model::node::NodePlatform::preset("lee4").expect("preset")
     }

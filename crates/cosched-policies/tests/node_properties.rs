@@ -64,6 +64,7 @@ fn platform(os: OsConfig, cpus: u32) -> NodePlatform {
         disk_mb_s: 50.0,
         swap: Default::default(),
         os_noise_tick_us: 0.0,
+        boost_recheck: Default::default(),
         os,
         ..NodePlatform::preset("choi2004").unwrap()
     }

@@ -33,6 +33,7 @@ fn platform(nodes: u32) -> NodePlatform {
         disk_mb_s: 20.0,
         swap: Default::default(),
         os_noise_tick_us: 0.0,
+        boost_recheck: Default::default(),
         cpu_speed: 1.0,
         os: OsConfig::Linux24 {
             tick_ms: 10.0,

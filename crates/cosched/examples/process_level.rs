@@ -30,6 +30,7 @@ fn main() {
         disk_mb_s: 20.0,
         swap: Default::default(),
         os_noise_tick_us: 0.0,
+        boost_recheck: Default::default(),
         cpu_speed: 1.0,
         os: OsConfig::default(),
     };

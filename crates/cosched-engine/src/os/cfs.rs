@@ -28,11 +28,13 @@
 //! the kernel for a reschedule check, which preempts exactly when the boosted rank
 //! is eligible. A boosted process that is not owed CPU at the boost waits for
 //! the next scheduling point of the CPU (the running slice's end, or a wake-up or
-//! block there), where the fairness rule above decides. Two differences stay: the
-//! real check is repeated every 250 us, so the real boost also takes effect when
-//! the rank *becomes* owed CPU during the running slice (the model waits for the
-//! slice's end), and the real weight (64x) makes the boosted rank's following
-//! slice longer (the model's boost is a flag, not a weight).
+//! block there), where the fairness rule above decides. The real check is
+//! repeated on the agent's schedule (every 250 us at first), so the real boost
+//! also takes effect when the rank *becomes* owed CPU during the running slice;
+//! the engine asks [`NativeScheduler::should_preempt`] again on that schedule on
+//! platforms with `boost_recheck = "agent"` (`process/hooks.rs`). One difference
+//! stays: the real weight (64x) makes the boosted rank's following slice longer
+//! (the model's boost is a flag, not a weight).
 //!
 //! Slice spread (optional): real CPUs do not end their slices at the same instants
 //! (timer ticks, interrupts and other tasks move each boundary), so two nodes that

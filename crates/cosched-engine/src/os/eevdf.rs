@@ -40,7 +40,9 @@
 //!   reschedule check, docs/real.md "DCS: the boost's reschedule check") preempts as soon
 //!   as its virtual runtime is not above the running process's, and a recommendation or a
 //!   boosted process is picked first when it is eligible (the kernel's `->next` buddy is
-//!   taken when eligible, `PICK_BUDDY`).
+//!   taken when eligible, `PICK_BUDDY`). The test is made at the boost, at the CPU's
+//!   scheduling points and, on platforms with `boost_recheck = "agent"`, at each of the
+//!   agent's re-checks (`process/hooks.rs`).
 //!
 //! Differences from the kernel: one run queue per node (the kernel's are per CPU); a
 //! slice's end is fixed when it is picked (the first tick at which its virtual runtime

@@ -4,6 +4,14 @@
 //! OS tick), and the validation and application of the actions a policy returns
 //! ([`NodeAction`]), each at the moment [`Apply`] says. An action that cannot
 //! apply is a counted [`ActionError`], never applied.
+//!
+//! A boost until run is tested for preemption at the boost (when [`Apply::Now`])
+//! and at the CPU's next scheduling point; on a platform whose boost is the real
+//! agent's (`boost_recheck = "agent"`, [`BoostRecheck`]) it is also tested again on
+//! the agent's schedule ([`boost_check_delay`], shared with `cosched-real`) while
+//! the process waits for a CPU, and dropped (unboosted) when that schedule ends
+//! without the process having run. Not under a slot policy (the gang dispatcher
+//! has no boost).
 
 use super::observe::{Signal, Signals};
 use super::{Apply, Cond, Ev, PState, Pid, Sim, View, Waiting};
@@ -12,6 +20,8 @@ use cosched_contract::node::{
     WaitEndCause, WaitKind, WaitMode,
 };
 use cosched_des::SimTime;
+use cosched_model::node::BoostRecheck;
+use cosched_rules::boost::boost_check_delay;
 
 impl Sim<'_> {
     /// The process an idle CPU of `node` is told to run: under a slot policy
@@ -100,7 +110,10 @@ impl Sim<'_> {
                     self.counters.boosts += 1;
                     self.nodes[node as usize].sched.boost(p, now);
                     if matches!(a, NodeAction::BoostUntilRun(_)) {
-                        self.procs[p as usize].boost_until_run = true;
+                        let pr = &mut self.procs[p as usize];
+                        pr.boost_until_run = true;
+                        pr.boosts_until_run = pr.boosts_until_run.wrapping_add(1);
+                        self.arm_boost_check(p, 0, now);
                     }
                     if apply == Apply::Now
                         && self.procs[p as usize].state == PState::Ready
@@ -126,6 +139,49 @@ impl Sim<'_> {
         if resched {
             self.schedule(node, now);
         }
+    }
+
+    /// Schedules the re-check of `p`'s latest boost until run that was checked
+    /// `checks` times, on a platform with the agent's re-check; none once the
+    /// schedule is over.
+    fn arm_boost_check(&mut self, p: Pid, checks: u32, now: SimTime) {
+        if self.plat.boost_recheck != BoostRecheck::Agent || self.slots.is_some() {
+            return;
+        }
+        let Some(d) = boost_check_delay(checks) else {
+            return;
+        };
+        let ev = Ev::BoostCheck {
+            pid: p,
+            boost: self.procs[p as usize].boosts_until_run,
+            checks,
+        };
+        self.q
+            .schedule(now + SimTime(d.as_nanos() as i64), ev)
+            .expect("future");
+    }
+
+    /// A re-check of `pid`'s boost until run number `boost`, checked `checks`
+    /// times already (as the agent's timer, `cosched-real` `agent.rs`): nothing if
+    /// the process has run since (or was unboosted, or boosted again: a newer chain
+    /// runs); else, with another check to come, a preemption test if it waits for
+    /// a CPU and the next check; without one, the boost is dropped.
+    pub(super) fn boost_check(&mut self, pid: Pid, boost: u32, checks: u32, now: SimTime) {
+        let pr = &self.procs[pid as usize];
+        if !pr.boost_until_run || pr.boosts_until_run != boost || pr.state == PState::Done {
+            return;
+        }
+        let node = pr.node;
+        if boost_check_delay(checks + 1).is_none() {
+            self.procs[pid as usize].boost_until_run = false;
+            self.nodes[node as usize].sched.unboost(pid);
+            return;
+        }
+        if pr.state == PState::Ready && self.preempt_for(node, pid, now) {
+            self.counters.boost_preemptions += 1;
+            self.schedule(node, now);
+        }
+        self.arm_boost_check(pid, checks + 1, now);
     }
 
     /// [`NodeAction::SpinFor`]: `p`, spinning in a wait, spins until `now + d`.

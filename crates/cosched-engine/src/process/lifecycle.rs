@@ -67,6 +67,7 @@ impl Sim<'_> {
                 }),
                 os_noise_rng: None,
                 boost_until_run: false,
+                boosts_until_run: 0,
                 state_since: now,
             });
             // Fresh pages: as much of the footprint as free memory holds; the rest

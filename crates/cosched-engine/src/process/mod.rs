@@ -100,6 +100,8 @@ pub mod policy {
 pub mod testkit;
 
 #[cfg(test)]
+mod boost_tests;
+#[cfg(test)]
 mod contract_tests;
 #[cfg(test)]
 mod flexgang_tests;
@@ -178,6 +180,13 @@ enum Ev {
     /// The node's OS timer interrupt (the policy's `tick` op).
     Tick {
         node: u32,
+    },
+    /// The re-check of `pid`'s boost until run number `boost` that was checked
+    /// `checks` times already (platforms with `boost_recheck = "agent"`, [`hooks`]).
+    BoostCheck {
+        pid: Pid,
+        boost: u32,
+        checks: u32,
     },
     /// The gang slot policy's slot timer ([`slots`]: the end of a slot, or a
     /// re-plan such as an emptied row).
@@ -416,7 +425,11 @@ impl<'a> Sim<'a> {
             // may be stuck ([`Sim::stuck`]).
             let timer = matches!(
                 ev,
-                Ev::Timer { .. } | Ev::Tick { .. } | Ev::GangSwitch { .. } | Ev::GangResume { .. }
+                Ev::Timer { .. }
+                    | Ev::Tick { .. }
+                    | Ev::BoostCheck { .. }
+                    | Ev::GangSwitch { .. }
+                    | Ev::GangResume { .. }
             );
             debug_assert!(now >= last, "time went backwards: {now} after {last}");
             last = now;
@@ -453,6 +466,7 @@ impl<'a> Sim<'a> {
                 Ev::GangResume { gen } => self.slot_switch_done(gen, now),
                 Ev::Timer { node } => self.policy_timer(node, now),
                 Ev::Tick { node } => self.os_tick(node, now),
+                Ev::BoostCheck { pid, boost, checks } => self.boost_check(pid, boost, checks, now),
             }
             if timer && self.stuck() {
                 return Err(self.deadlock());

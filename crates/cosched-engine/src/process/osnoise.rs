@@ -140,6 +140,7 @@ mod tests {
         let plat = NodePlatform {
             nodes: 1,
             os_noise_tick_us: noise_us,
+            boost_recheck: Default::default(),
             ..NodePlatform::preset("choi2004").unwrap()
         };
         let mut b = Builder::new(1);

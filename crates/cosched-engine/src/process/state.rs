@@ -121,6 +121,9 @@ pub(super) struct Proc<'a> {
     pub(super) os_noise_rng: Option<RngStream>,
     /// Boosted until it next gets a CPU ([`NodeAction::BoostUntilRun`]).
     pub(super) boost_until_run: bool,
+    /// Boosts until run given so far: the re-check chain of the latest one
+    /// ([`Ev::BoostCheck`](super::Ev)) carries this number, earlier chains stop.
+    pub(super) boosts_until_run: u32,
     /// Since when it is in its current state (the timeline's ready and blocked segments).
     pub(super) state_since: SimTime,
 }

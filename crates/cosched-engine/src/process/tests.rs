@@ -138,6 +138,7 @@ pub(super) fn platform(nodes: u32, os: OsConfig) -> NodePlatform {
         disk_mb_s: 20.0,
         swap: Default::default(),
         os_noise_tick_us: 0.0,
+        boost_recheck: Default::default(),
         cpu_speed: 1.0,
         os,
     }
