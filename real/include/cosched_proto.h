@@ -124,7 +124,9 @@ enum cosched_msg_type {
     COSCHED_MSG_COLL_ENTER = 6, /* arg = collective id (enum cosched_coll) */
     COSCHED_MSG_COLL_EXIT = 7,  /* arg = collective id */
     COSCHED_MSG_MESSAGE = 8,    /* a message was sent to `rank` of `job`; arg = source rank; a = bytes; b = 1 if
-                                   the sender added it to the receiver's `arrivals` (same machine) */
+                                   the agent must not add it to the receiver's `arrivals`: the sender
+                                   did (same machine), or it is a collective's message, whose arrival
+                                   and consumption the shims count on one machine or not at all */
     COSCHED_MSG_JOB = 9,        /* launcher -> agent: struct cosched_job_msg, declares a job's node policy */
     COSCHED_MSG_JOB_END = 10,   /* launcher -> agent: struct cosched_job_msg (spec empty), the job is over */
     /* Types below 32 may be event bits (`event_mask` bit 1u << type); launcher-only types start at 64 and

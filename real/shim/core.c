@@ -893,10 +893,13 @@ int cs_world_of(MPI_Comm comm, int rank) {
 }
 
 /* A collective's message from world rank `from` to world rank `to`, of 0 bytes (shim/coll.c); `to` may be
- * this rank (another member completed its sender's dependencies by entering). */
+ * this rank (another member completed its sender's dependencies by entering). The event says "counted"
+ * (b = 1) whatever the destination: shim/coll.c counts a collective message's arrival and its consumption
+ * on one machine or not at all, so the agent of a destination on another machine must not add it to the
+ * destination's `arrivals` (its leaving would never consume it). */
 void cs_post_message(int to, int from) {
     if (to < 0 || from < 0 || to == from) return;
-    if (message_wanted(to)) send_event(COSCHED_MSG_MESSAGE, to, from, 0, cs_shm_of(to) ? 1 : 0);
+    if (message_wanted(to)) send_event(COSCHED_MSG_MESSAGE, to, from, 0, 1);
 }
 
 /* Entering wakes nobody: the library has sent none of the collective's messages yet (a member woken

@@ -559,6 +559,80 @@ def test_shim_skips_the_message_events_the_mask_names_by_the_destinations_state(
     assert posted + skipped == sum(d["msgs_sent"] for d in ranks) + len(COLL_MESSAGES[4])
 
 
+def run_split_calls(mpi: str, tmp_path: Path) -> tuple[list[tuple], list[dict]]:
+    """`cosched-probe calls` on 4 ranks (job 7) as if on two machines: ranks 0 and 1 in one run, 2 and 3 in
+    another (segment names carry the run, so each pair sees only its own segments), each pair under its own
+    fake agent. The messages both agents got and the ranks' shim log lines."""
+    runs = ["t" + uuid.uuid4().hex[:12] for _ in range(2)]
+    agents = [FakeAgent(tmp_path / f"agent-{i}.sock", run) for i, run in enumerate(runs)]
+    log = tmp_path / "shim-split.log"
+    probe = str(BUILD / f"cosched-probe-{mpi}")
+    e = {k: v for k, v in os.environ.items() if not k.startswith("COSCHED_")}
+    e.update(COSCHED_JOB="7", COSCHED_REQUIRED="1", COSCHED_LOG=str(log))
+    preload = str(BUILD / f"libcosched-{mpi}.so")
+    if mpi == "mpich":
+        cmd = ["mpiexec.mpich", "-genv", "LD_PRELOAD", preload]
+        parts = [["-n", "2", "-env", "COSCHED_RUN", a.run, "-env", "COSCHED_AGENT", str(a.path), probe, "calls"]
+                 for a in agents]
+    else:
+        e.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", OMPI_MCA_btl="self,vader")
+        # An `-x` holds for its own application context only.
+        cmd = ["mpirun.openmpi", "--oversubscribe"]
+        parts = [["-n", "2", "-x", f"LD_PRELOAD={preload}", "-x", "COSCHED_JOB", "-x", "COSCHED_REQUIRED", "-x",
+                  "COSCHED_LOG", "-x", f"COSCHED_RUN={a.run}", "-x", f"COSCHED_AGENT={a.path}", probe, "calls"]
+                 for a in agents]
+    try:
+        r = subprocess.run(cmd + parts[0] + [":"] + parts[1], env=e, capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, r.stdout + r.stderr
+        assert [segments(run) for run in runs] == [[f"cosched.{runs[0]}.7.{r}" for r in (0, 1)],
+                                                   [f"cosched.{runs[1]}.7.{r}" for r in (2, 3)]]
+    finally:
+        for a in agents:
+            a.close()
+        for run in runs:
+            for name in segments(run):
+                os.unlink(f"/dev/shm/{name}")
+    for a in agents:
+        for t in list(a.threads[1:]):
+            t.join(timeout=30)
+    msgs = []
+    for a in agents:
+        with a.lock:
+            msgs += a.msgs
+    return msgs, log_lines(log)
+
+
+#: `cosched-probe calls` with ranks 0, 1 on one "machine" and 2, 3 on another: the collective messages of
+#: COLL_MESSAGES[4] whose sender and dependencies are all on the poster's machine. Worked by hand: barrier round
+#: d = 1 (depends on the sender alone): 0 -> 1, 1 -> 2, 2 -> 3, 3 -> 0; round d = 2 depends on {s, s - 1}: 1 -> 3
+#: ({1, 0}) and 3 -> 1 ({3, 2}) go, 0 -> 2 ({0, 3}) and 2 -> 0 ({2, 1}) do not; bcast from 0: 0 -> 2 and 0 -> 1
+#: (depend on 0), not 2 -> 3 (on 2 and its ancestor 0); reduce to 0: 1 -> 0 ({1}), 2 -> 0 ({2, 3}), 3 -> 2 ({3});
+#: allreduce, alltoall and allgather (recursive doubling on 4): round 0 depends on the sender, round 1 on the
+#: blocks {0, 1} and {2, 3}, one per machine: all 8 of each. 38 - 3 = 35.
+SPLIT_MESSAGES = Counter(COLL_MESSAGES[4]) - Counter([(0, 2), (2, 0), (2, 3)])
+
+
+@pytest.mark.parametrize("mpi", MPIS)
+def test_collective_messages_with_members_on_another_machine(real_build: Path, tmp_path: Path, mpi: str) -> None:
+    msgs, ranks = run_split_calls(mpi, tmp_path)
+    colls = [m for m in msgs if m[0] == MESSAGE and m[7] == 0]
+    pairs = [(m[5], m[3]) for m in colls]
+    assert sum(SPLIT_MESSAGES.values()) == 35
+    assert Counter(pairs) == SPLIT_MESSAGES, (Counter(pairs) - SPLIT_MESSAGES, SPLIT_MESSAGES - Counter(pairs))
+    # Every collective message says "counted" (b = 1), also to a rank of the other machine: its agent must not
+    # add it to that rank's arrivals, which no leaving there could consume.
+    assert all(m[8] == 1 for m in colls), [m for m in colls if m[8] != 1]
+    # A point-to-point send to the other machine says "not counted" (its agent adds the arrival there).
+    sends = [m for m in msgs if m[0] == MESSAGE and m[7] != 0]
+    assert sorted((m[5], m[3], m[8]) for m in sends if (m[5] < 2) != (m[3] < 2)) == [(2, 0, 0), (3, 1, 0)]
+    # No member sees every member's segment, so collective messages count neither as arrivals nor as
+    # consumed: each rank's consumed is its point-to-point receives, and its arrivals those of them from its own
+    # machine (ranks 0 and 1 miss the one from 2 and 3, which only the other machine's agent could count).
+    for d in ranks:
+        assert d["consumed"] == d["msgs_recv"], d
+        assert d["arrivals"] == d["consumed"] - (1 if d["rank"] < 2 else 0), d
+
+
 def test_shim_under_the_real_node_agent(real_build: Path, node_agent: Path, tmp_path: Path) -> None:
     """The shim and the node agent (`cosched-agent`, conftest's `node_agent`) together: the agent
     hosts SB for an undeclared job, so a rank waiting ~1 s for a sleeping peer spins then blocks (little
