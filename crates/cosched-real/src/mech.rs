@@ -110,6 +110,30 @@ pub enum FreezeBy {
     Signals,
 }
 
+/// The environment variable that chooses how gang slots stop a job:
+/// `signals` (SIGSTOP / SIGCONT to each rank, even where a freezer exists, e.g.
+/// a freezer the agent may not write), `freezer` (the freezer, an error when
+/// there is none); unset or empty: the freezer when there is one, else signals.
+pub const FREEZE_ENV: &str = "COSCHED_FREEZE";
+
+impl FreezeBy {
+    /// The choice `choice` (the value of [`FREEZE_ENV`]) on a machine that has
+    /// a freezer (`has_freezer`) or not; an error names the variable and value.
+    pub fn select(choice: Option<&str>, has_freezer: bool) -> Result<FreezeBy, String> {
+        match choice.unwrap_or("") {
+            "" if has_freezer => Ok(FreezeBy::Freezer),
+            "" | "signals" => Ok(FreezeBy::Signals),
+            "freezer" if has_freezer => Ok(FreezeBy::Freezer),
+            "freezer" => Err(format!(
+                "{FREEZE_ENV}=freezer: this machine has no freezer cgroup (v1 freezer or cgroup2)"
+            )),
+            other => Err(format!(
+                "{FREEZE_ENV}={other:?}: expected \"freezer\" or \"signals\" (or unset)"
+            )),
+        }
+    }
+}
+
 struct Rank {
     job: i32,
     start: u64,
@@ -177,6 +201,9 @@ impl NodeMech {
         }
         let cg = Cgroups::detect();
         cg.require().map_err(MechError::Missing)?;
+        let choice = std::env::var(FREEZE_ENV).ok();
+        let freeze_by = FreezeBy::select(choice.as_deref(), cg.freezer.is_some())
+            .map_err(MechError::Missing)?;
         // A leftover that cannot be restored keeps its record for a later
         // cleanup; it does not prevent this agent from starting.
         if let Err(e) = crate::state::cleanup(state_dir, &cg) {
@@ -184,11 +211,6 @@ impl NodeMech {
         }
         let base = node_base(run, node);
         let state = State::acquire(state_dir, &base, &cg)?;
-        let freeze_by = if cg.freezer.is_some() {
-            FreezeBy::Freezer
-        } else {
-            FreezeBy::Signals
-        };
         let mut m = NodeMech {
             cg,
             base,
@@ -621,5 +643,34 @@ impl NodeMech {
 impl Drop for NodeMech {
     fn drop(&mut self) {
         self.restore();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::FreezeBy;
+
+    #[test]
+    fn the_freeze_choice_defaults_to_the_freezer_and_signals_can_be_forced() {
+        // Unset or empty: the freezer where there is one, else signals.
+        assert_eq!(FreezeBy::select(None, true), Ok(FreezeBy::Freezer));
+        assert_eq!(FreezeBy::select(Some(""), true), Ok(FreezeBy::Freezer));
+        assert_eq!(FreezeBy::select(None, false), Ok(FreezeBy::Signals));
+        // Forced signals even with a freezer; a forced freezer needs one.
+        assert_eq!(
+            FreezeBy::select(Some("signals"), true),
+            Ok(FreezeBy::Signals)
+        );
+        assert_eq!(
+            FreezeBy::select(Some("freezer"), true),
+            Ok(FreezeBy::Freezer)
+        );
+        let e = FreezeBy::select(Some("freezer"), false).unwrap_err();
+        assert!(
+            e.contains("COSCHED_FREEZE=freezer") && e.contains("no freezer"),
+            "{e}"
+        );
+        let e = FreezeBy::select(Some("sigstop"), true).unwrap_err();
+        assert!(e.contains("COSCHED_FREEZE=\"sigstop\""), "{e}");
     }
 }
