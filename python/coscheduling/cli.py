@@ -1378,6 +1378,13 @@ def reproduce(
                      "of a `cosched reproduce real-vs-sim` run to build the preset from. (default: measure the "
                      "micro-benchmarks afresh)", show_default=False, exists=True, dir_okay=False),
     ] = None,
+    os_noise_us: Annotated[
+        float | None,
+        typer.Option("--os-noise-us", min=0.0, help="OS noise of every simulated node, us of CPU per timer tick, "
+                     "in place of the platform preset's sourced value (0: none). `noise-sensitivity` runs seed "
+                     "000/001's experiments at 0, the sourced value and 5x it. (default: the preset's)",
+                     show_default=False),
+    ] = None,
 ) -> None:
     """Run one of the seeds' experiments: CSV tables, PNG plots and a markdown report (report.md).
 
@@ -1392,16 +1399,29 @@ def reproduce(
             t.add_column(col)
         for e in experiments.experiments():
             t.add_row(e.id, escape(e.title), escape(e.source))
+        t.add_row("noise-sensitivity", "Each seed 000/001 finding's verdict at OS noise 0, sourced and 5x",
+                  "seeds 000 and 001 (every choi-* experiment)")
         console().print(t)
         if experiment is None and not list_:
             raise fail("give an experiment id (or --list)", 2)
         return
     with user_errors():
-        experiments.get(experiment)
+        from .experiments import noise
+
+        if experiment != noise.ID:
+            experiments.get(experiment)
         folder = out if out is not None else Path("reproduce") / experiment
         check_out_dir(folder)
         n_seeds = seeds if seeds is not None else (1 if quick else experiments.FULL_SEEDS)
-        settings = experiments.Settings(quick=quick, seeds=n_seeds, repeat=repeat, calibration=calibration)
+        settings = experiments.Settings(quick=quick, seeds=n_seeds, repeat=repeat, calibration=calibration,
+                                        os_noise_us=os_noise_us)
+        if experiment == noise.ID:
+            if os_noise_us is not None:
+                raise ValueError(f"{noise.ID} sets the OS noise itself: drop --os-noise-us")
+            for p in noise.run_sensitivity(folder, settings=settings, workers=workers, command=command_line(),
+                                           say=lambda m: console(True).print(escape(m))):
+                console().print(f"  {escape(str(p))}")
+            return
         err = console(True)
         with Progress(
             TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),

@@ -38,6 +38,9 @@ class Settings:
     #: Experiments compared with the simulator on this machine's preset: the real-vs-sim ``calibration.json``
     #: the preset is built from (None: the experiment measures what it needs itself).
     calibration: Path | None = None
+    #: OS noise of every simulated node, us of CPU per timer tick, replacing the preset's (None: the
+    #: preset's sourced value). Refused for an experiment without a simulated node platform.
+    os_noise_us: float | None = None
 
 
 @dataclass
@@ -111,7 +114,9 @@ def run_experiment(
         raise ValueError("seeds: must be at least 1")
     if settings.repeat is not None and settings.repeat < 1:
         raise ValueError("repeat: must be at least 1")
-    specs = exp.runs(settings)
+    from .noise import with_os_noise
+
+    specs = with_os_noise(exp.id, exp.runs(settings), settings.os_noise_us)
     out.mkdir(parents=True, exist_ok=True)
     # Experiments that analyse the same runs (choi-fig3a and choi-table3, ...) share them
     # through sibling output folders, e.g. reproduce/choi-fig3a and reproduce/choi-table3.
@@ -133,7 +138,8 @@ def run_experiment(
         options={"experiment": exp.id, "quick": settings.quick, "seeds": settings.seeds,
                  "runs_sha256": _runs_hash(specs),
                  **({"repeat": settings.repeat} if settings.repeat is not None else {}),
-                 **({"calibration": str(settings.calibration)} if settings.calibration is not None else {})},
+                 **({"calibration": str(settings.calibration)} if settings.calibration is not None else {}),
+                 **({"os_noise_tick_us": settings.os_noise_us} if settings.os_noise_us is not None else {})},
         trace=None,
         platform={},
         command=command,
@@ -144,6 +150,10 @@ def run_experiment(
         f"{'quick' if settings.quick else 'full'} version, {settings.seeds} seed(s), {len(specs)} runs "
         f"(configurations and per-run results under `runs/`; every run's summary.json holds its provenance).\n\n"
     )
+    if settings.os_noise_us is not None:
+        header += (f"OS noise: {settings.os_noise_us:g} us of CPU per timer tick on every node (`--os-noise-us`), "
+                   "in place of the platform preset's sourced value (`node_platform.os_noise_tick_us` of every "
+                   "run).\n\n")
     files = dict(outcome.files)
     text = header + outcome.report.rstrip() + "\n"
     files["report.md"] = lambda p: p.write_text(text, encoding="utf-8")
