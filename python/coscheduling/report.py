@@ -36,6 +36,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
+from matplotlib.collections import PolyCollection  # noqa: E402
 
 from .output import write_atomic  # noqa: E402
 
@@ -447,6 +448,22 @@ def _matrix_view(run: Run, lo: float, hi: float) -> str:
     return _img(_png(fig), f"Ousterhout matrix (rows x nodes); {source}")
 
 
+def _gantt_bars(occ: pd.DataFrame, index: dict[Any, int], color: dict[int, Any]) -> PolyCollection:
+    """Every interval of ``occ`` as one bar of height 0.8 on its lane's row, in one collection (a timeline
+    holds tens of thousands of segments; one collection per (job, kind, lane) cost a re-autoscale of the axes
+    each). The bars are those ``broken_barh`` draws, in the same order (by job, kind, lane, then interval),
+    faint (alpha 0.35) while spinning."""
+    order = occ.sort_values(["job", "kind", "lane"], kind="stable")
+    x0 = order["start"].to_numpy(dtype=float)
+    x1 = x0 + (order["end"].to_numpy(dtype=float) - x0)
+    y0 = np.array([index[lane] for lane in order["lane"]], dtype=float) - 0.4
+    y1 = y0 + 0.8
+    verts = np.stack([np.column_stack(p) for p in ((x0, y0), (x0, y1), (x1, y1), (x1, y0))], axis=1)
+    faces = np.array([(*color[int(j)][:3], 0.35 if k == "spin" else 1.0)
+                      for j, k in zip(order["job"], order["kind"], strict=True)]).reshape(-1, 4)
+    return PolyCollection(verts, facecolors=faces, linewidth=0)
+
+
 def _window_views(run: Run, lo: float, hi: float, slots: int) -> str:
     occ = _occupancy(run, lo, hi)
     if occ.empty:
@@ -456,10 +473,7 @@ def _window_views(run: Run, lo: float, hi: float, slots: int) -> str:
     color = _colors(jobs)
     fig, ax = plt.subplots(figsize=(12, max(2.5, 0.22 * len(lanes) + 1)))
     index = {lane: k for k, lane in enumerate(lanes)}
-    # One collection per (job, kind, lane): a timeline holds tens of thousands of segments.
-    for (job, kind, lane), g in occ.groupby(["job", "kind", "lane"]):
-        ax.broken_barh(list(zip(g["start"], g["end"] - g["start"], strict=True)), (index[lane] - 0.4, 0.8),
-                       facecolors=color[job], alpha=0.35 if kind == "spin" else 1.0, linewidth=0)
+    ax.add_collection(_gantt_bars(occ, index, color), autolim=False)
     ax.set_yticks(range(len(lanes)), [str(v) for v in lanes], fontsize=6)
     ax.set_ylim(-0.6, len(lanes) - 0.4)
     ax.invert_yaxis()

@@ -158,6 +158,61 @@ def test_ousterhout_matrix_from_gang_rows_and_from_a_gang_timeline(reports: dict
     assert report.gang_params("easy") is None
 
 
+def _gantt_pixels(draw) -> np.ndarray:  # noqa: ANN001
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(4, 2))
+    draw(ax)
+    ax.set_xlim(0, 10)
+    ax.set_ylim(-0.6, 1.6)
+    fig.canvas.draw()
+    pixels = np.asarray(fig.canvas.buffer_rgba()).copy()
+    plt.close(fig)
+    return pixels
+
+
+def test_gantt_bars_are_one_collection_drawn_as_broken_barh_draws_them() -> None:
+    import pandas as pd
+
+    occ = pd.DataFrame({"lane": [7, 3, 7, 3], "job": [1, 0, 0, 1], "start": [2.0, 0.0, 1.0, 4.5],
+                        "end": [5.0, 4.0, 3.0, 9.0], "kind": ["spin", "useful", "useful", "useful"]})
+    index = {3: 0, 7: 1}
+    color = report._colors([0, 1])
+    bars = report._gantt_bars(occ, index, color)
+    # By hand: order (job, kind, lane) = (0, useful, 3), (0, useful, 7), (1, spin, 7), (1, useful, 3); a bar
+    # spans its lane's row index +- 0.4. Job 1's spin interval [2, 5] on lane 7 (row 1): corners (2, 0.6),
+    # (2, 1.4), (5, 1.4), (5, 0.6), alpha 0.35; the others opaque.
+    verts = [p.vertices[:4] for p in bars.get_paths()]
+    np.testing.assert_allclose(verts[2], [[2, 0.6], [2, 1.4], [5, 1.4], [5, 0.6]])
+    np.testing.assert_allclose(verts[0], [[0, -0.4], [0, 0.4], [4, 0.4], [4, -0.4]])
+    assert bars.get_facecolor()[:, 3].tolist() == pytest.approx([1.0, 1.0, 0.35, 1.0])
+
+    def reference(ax) -> None:  # noqa: ANN001
+        # The former drawing: one broken_barh per (job, kind, lane).
+        for (job, kind, lane), g in occ.groupby(["job", "kind", "lane"]):
+            ax.broken_barh(list(zip(g["start"], g["end"] - g["start"], strict=True)), (index[lane] - 0.4, 0.8),
+                           facecolors=color[job], alpha=0.35 if kind == "spin" else 1.0, linewidth=0)
+
+    one = _gantt_pixels(lambda ax: ax.add_collection(report._gantt_bars(occ, index, color), autolim=False))
+    assert (one == _gantt_pixels(reference)).all()
+
+
+def test_the_window_gantt_chart_is_one_collection(reports: dict[str, Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    # A process-level gang timeline has thousands of (job, kind, lane) groups in the window; each added its own
+    # collection (and re-autoscaled the axes), which made `cosched report` of a sweep take minutes.
+    counts = []
+    png = report._png
+
+    def counting(fig) -> str:  # noqa: ANN001
+        counts.append(len(fig.axes[0].collections))
+        return png(fig)
+
+    monkeypatch.setattr(report, "_png", counting)
+    run = report.find_runs(reports["gang_dir"])[0]
+    report._window_views(run, 0.0, 5.0, 24)
+    assert counts[0] == 1, counts
+
+
 def _chromium() -> str:
     exe = shutil.which("chromium") or shutil.which("chromium-browser")
     if exe is None:
