@@ -21,8 +21,9 @@
  * COSCHED_LIBRARY_WAITS=1 every wait is LIBRARY whatever the agent asks (the library's own wait mode,
  * e.g. Open MPI's mpi_yield_when_idle, as a baseline); events and counters are kept.
  *
- * Wake-ups: a send to a rank of the same job adds to the receiver's `arrivals` and bumps its
- * `wake_seq`; FUTEX_WAKE only when the receiver is BLOCKED (state is stored before wake_seq is
+ * Wake-ups: a send to a rank of the same job adds to the receiver's `arrivals` before the library has
+ * the message (so the receiver can never take it before it is counted) and, once the send is posted,
+ * bumps its `wake_seq`; FUTEX_WAKE only when the receiver is BLOCKED (state is stored before wake_seq is
  * read, both sequentially consistent, so no wake-up is lost). Posting or completing a receive
  * wakes its sender when that sender is blocked in a send wait (rendezvous).
  *
@@ -598,22 +599,30 @@ static int message_wanted(int w) {
     return 0;
 }
 
-void cs_on_send(MPI_Comm comm, int dest, int count, MPI_Datatype type) {
-    if (!cs_ready || dest == MPI_PROC_NULL) return;
+int cs_send_begin(MPI_Comm comm, int dest) {
+    if (!cs_ready || dest == MPI_PROC_NULL) return CS_NO_SEND;
+    pthread_mutex_lock(&g_lock);
+    int w = world_rank(comm, dest);
+    pthread_mutex_unlock(&g_lock);
+    struct cosched_rank_shm *p = w >= 0 ? peer(w) : NULL;
+    if (p) ADD(&p->arrivals, 1);
+    return w;
+}
+
+void cs_send_end(int w, int rc, int count, MPI_Datatype type) {
+    if (w == CS_NO_SEND) return;
+    struct cosched_rank_shm *p = w >= 0 ? peer(w) : NULL;
+    if (rc != MPI_SUCCESS) {
+        if (p) __atomic_fetch_sub(&p->arrivals, 1, __ATOMIC_SEQ_CST);
+        return;
+    }
     int tsize = 0;
     PMPI_Type_size(type, &tsize);
     uint64_t bytes = (uint64_t)(count > 0 ? count : 0) * (uint64_t)(tsize > 0 ? tsize : 0);
     RADD(&g.me->msgs_sent, 1);
     RADD(&g.me->bytes_sent, bytes);
-    pthread_mutex_lock(&g_lock);
-    int w = world_rank(comm, dest);
-    pthread_mutex_unlock(&g_lock);
     if (w < 0) return;
-    struct cosched_rank_shm *p = peer(w);
-    if (p) {
-        ADD(&p->arrivals, 1);
-        wake(p);
-    }
+    if (p) wake(p);
     if (message_wanted(w)) send_event(COSCHED_MSG_MESSAGE, w, g.rank, bytes, p ? 1 : 0);
 }
 

@@ -39,7 +39,14 @@ uint64_t cs_lib_wait_begin(int kind);
 void cs_lib_wait_end(int kind, uint64_t t0);
 
 /* Message bookkeeping. */
-void cs_on_send(MPI_Comm comm, int dest, int count, MPI_Datatype type);
+/* Before a send to `dest` of `comm`: counts its arrival at once when the destination is on this machine,
+ * before the library has the message, so the destination can never take it uncounted. Returns the
+ * destination's world rank (-1: unknown), or CS_NO_SEND (no shim ready, MPI_PROC_NULL). */
+#define CS_NO_SEND (-2)
+int cs_send_begin(MPI_Comm comm, int dest);
+/* After the library's send call returned `rc`: a posted send's counters, wake-up and MESSAGE event; a
+ * failed one takes its arrival back. `w` is cs_send_begin's answer. */
+void cs_send_end(int w, int rc, int count, MPI_Datatype type);
 void cs_on_recv_posted(MPI_Comm comm, int source);
 void cs_on_recv_done(MPI_Comm comm, const MPI_Status *st, MPI_Datatype type);
 void cs_comm_forget(MPI_Comm comm);

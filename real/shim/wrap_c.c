@@ -1,7 +1,8 @@
 /*
  * libcosched C wrappers (PMPI interposition). Each blocking call becomes its non-blocking form plus
  * the wait loop of core.c (cs_wait) unless the wait mode is LIBRARY, in which case the library's own
- * blocking call runs untouched. Sends bump the receiver (cs_on_send); receives are counted when they
+ * blocking call runs untouched. Sends count their arrival before the library's call and bump the receiver after it
+ * (cs_send_begin, cs_send_end); receives are counted when they
  * complete. Collectives send enter/exit events and use MPI_I<collective> + the RECV wait mode.
  */
 #include <stdlib.h>
@@ -88,53 +89,60 @@ int MPI_Finalize(void) {
 int MPI_Send(const void *buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm) {
     COUNT(CS_SEND);
     if (cs_mode(COSCHED_WAIT_SEND_ACK) == COSCHED_MODE_LIBRARY) {
+        int w = cs_send_begin(comm, dest);
         int rc = PMPI_Send(buf, count, type, dest, tag, comm);
-        if (rc == MPI_SUCCESS) cs_on_send(comm, dest, count, type);
+        cs_send_end(w, rc, count, type);
         return rc;
     }
     MPI_Request r;
+    int w = cs_send_begin(comm, dest);
     int rc = PMPI_Isend(buf, count, type, dest, tag, comm, &r);
+    cs_send_end(w, rc, count, type);
     if (rc != MPI_SUCCESS) return rc;
-    cs_on_send(comm, dest, count, type);
     return wait_one(COSCHED_WAIT_SEND_ACK, &r, MPI_STATUS_IGNORE);
 }
 
 int MPI_Rsend(const void *buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm) {
     COUNT(CS_RSEND);
+    int w = cs_send_begin(comm, dest);
     int rc = PMPI_Rsend(buf, count, type, dest, tag, comm);
-    if (rc == MPI_SUCCESS) cs_on_send(comm, dest, count, type);
+    cs_send_end(w, rc, count, type);
     return rc;
 }
 
 int MPI_Ssend(const void *buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm) {
     COUNT(CS_SSEND);
     if (cs_mode(COSCHED_WAIT_SEND_ACK) == COSCHED_MODE_LIBRARY) {
+        int w = cs_send_begin(comm, dest);
         uint64_t t0 = cs_lib_wait_begin(COSCHED_WAIT_SEND_ACK);
         int rc = PMPI_Ssend(buf, count, type, dest, tag, comm);
         cs_lib_wait_end(COSCHED_WAIT_SEND_ACK, t0);
-        if (rc == MPI_SUCCESS) cs_on_send(comm, dest, count, type);
+        cs_send_end(w, rc, count, type);
         return rc;
     }
     MPI_Request r;
+    int w = cs_send_begin(comm, dest);
     int rc = PMPI_Issend(buf, count, type, dest, tag, comm, &r);
+    cs_send_end(w, rc, count, type);
     if (rc != MPI_SUCCESS) return rc;
-    cs_on_send(comm, dest, count, type);
     return wait_one(COSCHED_WAIT_SEND_ACK, &r, MPI_STATUS_IGNORE);
 }
 
 int MPI_Isend(const void *buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm,
               MPI_Request *req) {
     COUNT(CS_ISEND);
+    int w = cs_send_begin(comm, dest);
     int rc = PMPI_Isend(buf, count, type, dest, tag, comm, req);
-    if (rc == MPI_SUCCESS) cs_on_send(comm, dest, count, type);
+    cs_send_end(w, rc, count, type);
     return rc;
 }
 
 int MPI_Issend(const void *buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm,
                MPI_Request *req) {
     COUNT(CS_ISSEND);
+    int w = cs_send_begin(comm, dest);
     int rc = PMPI_Issend(buf, count, type, dest, tag, comm, req);
-    if (rc == MPI_SUCCESS) cs_on_send(comm, dest, count, type);
+    cs_send_end(w, rc, count, type);
     return rc;
 }
 
@@ -177,19 +185,21 @@ int MPI_Sendrecv(const void *sbuf, int scount, MPI_Datatype stype, int dest, int
     int rc;
     if (cs_mode(COSCHED_WAIT_RECV) == COSCHED_MODE_LIBRARY) {
         cs_on_recv_posted(comm, source);
+        int w = cs_send_begin(comm, dest);
         uint64_t t0 = cs_lib_wait_begin(COSCHED_WAIT_RECV);
         rc = PMPI_Sendrecv(sbuf, scount, stype, dest, stag, rbuf, rcount, rtype, source, rtag, comm, st);
         cs_lib_wait_end(COSCHED_WAIT_RECV, t0);
-        if (rc == MPI_SUCCESS) cs_on_send(comm, dest, scount, stype);
+        cs_send_end(w, rc, scount, stype);
     } else {
         MPI_Request r[2];
         MPI_Status sts[2];
         rc = PMPI_Irecv(rbuf, rcount, rtype, source, rtag, comm, &r[0]);
         if (rc != MPI_SUCCESS) return rc;
         cs_on_recv_posted(comm, source);
+        int w = cs_send_begin(comm, dest);
         rc = PMPI_Isend(sbuf, scount, stype, dest, stag, comm, &r[1]);
+        cs_send_end(w, rc, scount, stype);
         if (rc != MPI_SUCCESS) return rc;
-        cs_on_send(comm, dest, scount, stype);
         struct all x = {2, r, sts};
         rc = cs_wait(COSCHED_WAIT_RECV, test_all, &x);
         *st = sts[0];

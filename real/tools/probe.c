@@ -17,18 +17,27 @@
  *                                        lists (shim/coll_algo.c): MPI_Alltoall of 1, 64 and 65536 ints per
  *                                        pair, MPI_Allgather of 1 and 65536 ints, MPI_Gather to rank 1,
  *                                        MPI_Scatter from rank 2 (mod size)
+ *   cosched-probe sendcount ITERS        rank 1 sends ITERS messages to rank 0 (MPI_Send, one int); after each
+ *                                        receive rank 0 reads its segment (/dev/shm/cosched.RUN.JOB.0 from
+ *                                        COSCHED_RUN and COSCHED_JOB: an agent keeps it) and prints
+ *                                        {"receives": ITERS, "uncounted": the receives after which its
+ *                                        `consumed` exceeded its `arrivals`}
  *   cosched-probe crash RANK             rank RANK raises SIGSEGV after MPI_Init; the others wait in a barrier
  *   cosched-probe exit RANK CODE         rank RANK exits with CODE without MPI_Finalize; the others wait
  */
+#include <fcntl.h>
 #include <mpi.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "cosched_proto.h"
 
 static uint64_t now_ns(void) {
     struct timespec ts;
@@ -61,7 +70,7 @@ static int cmp_u64(const void *a, const void *b) {
 
 static void usage(void) {
     fprintf(stderr, "usage: cosched-probe pingpong ITERS BYTES | oneway ITERS GAP_US | sleepwait SECONDS | calls | "
-                    "colls | crash RANK | exit RANK CODE\n");
+                    "colls | sendcount ITERS | crash RANK | exit RANK CODE\n");
     MPI_Abort(MPI_COMM_WORLD, 2);
 }
 
@@ -204,6 +213,32 @@ int main(int argc, char **argv) {
         MPI_Scatter(a, 1, MPI_INT, b, 1, MPI_INT, 2 % size, MPI_COMM_WORLD);
         free(a);
         free(b);
+    } else if (!strcmp(cmd, "sendcount") && argc == 3) {
+        int iters = atoi(argv[2]), v = 0;
+        if (iters < 1 || size < 2) usage();
+        if (rank == 0) {
+            char name[256];
+            const char *run = getenv("COSCHED_RUN"), *job = getenv("COSCHED_JOB");
+            snprintf(name, sizeof name, "/dev/shm/cosched.%s.%s.0", run ? run : "", job ? job : "");
+            int fd = open(name, O_RDONLY);
+            struct cosched_rank_shm *seg =
+                fd < 0 ? MAP_FAILED : mmap(NULL, sizeof *seg, PROT_READ, MAP_SHARED, fd, 0);
+            if (seg == MAP_FAILED) {
+                fprintf(stderr, "sendcount: cannot map %s\n", name);
+                MPI_Abort(MPI_COMM_WORLD, 5);
+            }
+            close(fd);
+            int uncounted = 0;
+            for (int i = 0; i < iters; i++) {
+                MPI_Recv(&v, 1, MPI_INT, 1, 8, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                uint64_t consumed = __atomic_load_n(&seg->consumed, __ATOMIC_SEQ_CST);
+                uncounted += consumed > __atomic_load_n(&seg->arrivals, __ATOMIC_SEQ_CST);
+            }
+            printf("{\"receives\": %d, \"uncounted\": %d}\n", iters, uncounted);
+            munmap(seg, sizeof *seg);
+        } else if (rank == 1) {
+            for (int i = 0; i < iters; i++) MPI_Send(&v, 1, MPI_INT, 0, 8, MPI_COMM_WORLD);
+        }
     } else if (!strcmp(cmd, "crash") && argc == 3) {
         if (rank == atoi(argv[2])) {
             usleep(200000);
