@@ -144,7 +144,7 @@ fn collectives_reach_a_message_policy_as_their_algorithms_messages() {
     // One job of 2 ranks running the probe's `calls`: point-to-point sends
     // (rank 0: Send, Ssend, Isend, Isend, Sendrecv; rank 1: Send, Isend, Isend,
     // Sendrecv: 9 messages) then six collectives, posting the MESSAGE events of
-    // the simulator's algorithms (real/shim/coll.c): Barrier, Allreduce,
+    // the simulator's algorithms (real/shim/coll_algo.c): Barrier, Allreduce,
     // Alltoall, Allgather one per member (8), Bcast from 0 only 0 -> 1 and
     // Reduce to 0 only 1 -> 0 (2): 10. NLS subscribes to no event, DCS to
     // MESSAGE for a receiver off a CPU: the difference in the agent's events
