@@ -1455,6 +1455,11 @@ from .real import register_cli as _register_real  # noqa: E402
 
 _register_real(app, console, user_errors)
 
+# `cosched agent ARGS`: the node agent binary (python/coscheduling/agent_cmd.py).
+from .agent_cmd import register_cli as _register_agent  # noqa: E402
+
+_register_agent(app, fail)
+
 
 def main() -> None:
     """Runs the command; Ctrl-C ends it with one line and exit code 130 (no traceback)."""
