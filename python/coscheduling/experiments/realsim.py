@@ -31,7 +31,8 @@ Steps (docs/real.md, "Real against simulated"):
 
 Outputs in ``OUT`` (written all or nothing with the experiment's ``report.md``): ``table.csv`` and
 ``calibration.json`` (measurements, the time-sharing fit ``os_timeshare_fit``, the runtime check, presets,
-each real run's time, provenance). The experiment has no
+each real run's time, provenance), and ``runs.csv``: one row per real run (:func:`real_runs`), the runs the
+command's closing line counts. The experiment has no
 cached simulation runs: real timings are never reused. Real timings depend on what else runs on the
 machine: the report states the load average.
 """
@@ -665,8 +666,29 @@ def _say(msg: str) -> None:
     sys.stderr.flush()
 
 
-def _analyze(_: Gathered, settings: Settings) -> Outcome:
+#: Columns of ``runs.csv`` (:func:`real_runs`).
+RUN_COLUMNS = ["run", "mpi", "granularity", "scheme", "rep", "real_mean_response_s"]
+
+
+def real_runs(table: Any, calib: dict[str, Any]) -> Any:
+    """One row per real run of :func:`measure`: each MPI's launch-time runs (granularity ``launch``, scheme
+    ``DEDICATED``), then the runs behind each row of ``table`` (its ``real_runs_s``), in order; ``run`` names
+    the run (``mpi/granularity/scheme/rep``)."""
+    import pandas as pd
+
+    rows = [(mpi, LAUNCH_GRAIN.name, "DEDICATED", r, float(v))
+            for mpi, fit in calib["os_fit"].items() for r, v in enumerate(fit["launch_s"]["runs"])]
+    rows += [(t.mpi, t.granularity, t.scheme, r, float(v))
+             for t in table.itertuples() for r, v in enumerate(str(t.real_runs_s).split())]
+    return pd.DataFrame([(f"{m}/{g}/{s}/{r}", m, g, s, r, v) for m, g, s, r, v in rows], columns=RUN_COLUMNS)
+
+
+def _analyze(gathered: Gathered, settings: Settings) -> Outcome:
     table, calib, agreement = measure(settings.quick, say=_say)
+    # The experiment's runs are the real runs made now (none is reused): `runs.csv` and the run count of
+    # `cosched reproduce` come from `gathered`.
+    gathered.runs = real_runs(table, calib)
+    gathered.executed = list(gathered.runs["run"])
     text = _report(table, agreement, calib)
     doc = json.dumps(calib, indent=2, sort_keys=True) + "\n"
     return Outcome(report=text, files={
