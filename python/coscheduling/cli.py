@@ -26,6 +26,7 @@ from rich.table import Table
 from . import __version__, _core, api
 from .demo import DEMO_POLICIES, DEMO_TRACE
 from .output import check_out_dir, command_line, git_commit, write_csv_atomic
+from .pypolicy import PolicyError
 
 if TYPE_CHECKING:
     pass
@@ -97,7 +98,7 @@ def user_errors() -> Iterator[None]:
     """Turns the library's exceptions into a red message and an exit code."""
     try:
         yield
-    except ValueError as e:
+    except (ValueError, PolicyError) as e:
         raise fail(str(e), 2) from None
     except RuntimeError as e:
         raise fail(str(e), 1) from None

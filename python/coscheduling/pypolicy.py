@@ -29,9 +29,12 @@ and hosted as the admission at MPL 1: ``procs``, ``free_procs`` and ``total_proc
 and the estimates follow the configuration's ``workload.estimates`` (``"requested"``: the class's requested
 walltimes, ``easy``'s ``estimates=request``; ``"exact"``: each job's dedicated runtime; docs/formats/policies.md).
 
-The engine validates every decision; an invalid one, or an exception raised by the policy,
-stops the run with that error. An optional ``dump() -> str`` describes the state for the
-engine's stall report. Examples: :mod:`coscheduling.pypolicies`.
+The engine validates every decision; an invalid one, or an exception raised by the policy
+(in ``on_events`` or while the returned decisions are iterated), stops the run with a
+:class:`PolicyError` naming the policy, the instant, the events and the exception with the
+file and line that raised it (``cosched simulate``: exit code 2). An optional ``dump() -> str``
+describes the state for the engine's stall report (an exception it raises is described there
+instead, with its file and line). Examples: :mod:`coscheduling.pypolicies`.
 """
 
 from __future__ import annotations
@@ -43,12 +46,18 @@ import traceback
 from collections.abc import Iterable
 from typing import Any, Protocol, runtime_checkable
 
-__all__ = ["ClusterPolicy", "Event", "Decision", "load", "is_python_policy"]
+__all__ = ["ClusterPolicy", "Event", "Decision", "PolicyError", "load", "is_python_policy"]
 
 Event = tuple[Any, ...]
 Decision = tuple[Any, ...]
 
 _NAME = re.compile(r"^python:(?P<module>[A-Za-z_][\w.]*):(?P<cls>[A-Za-z_]\w*)$")
+
+
+class PolicyError(RuntimeError):
+    """A policy written in Python failed during a run: it raised (the exception is the ``__cause__``; the
+    message names its file and line) or returned a malformed decision. The user's code is at fault, not the
+    engine: the command line reports it as bad input (exit code 2)."""
 
 
 @runtime_checkable

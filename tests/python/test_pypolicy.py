@@ -65,6 +65,66 @@ class Raises:
         raise KeyError("boom")
 
 
+class RaisesWhileIterated:
+    """Returns a generator whose second decision raises: the error names the generator's line."""
+
+    def on_events(self, now_s, events, free_procs, total_procs):  # noqa: ANN001, ANN201
+        for e in events:
+            if e[0] == "submitted":
+                yield ("start", e[1])
+                yield ("start", {}["nope"])
+
+
+class StallsAndDumpRaises:
+    """Starts nothing (the engine reports a stall with the policy's dump), and its dump raises."""
+
+    def on_events(self, now_s, events, free_procs, total_procs):  # noqa: ANN001, ANN201
+        return []
+
+    def dump(self) -> str:
+        return str(1 / 0)
+
+
+def _line_of(fn: object, needle: str) -> str:
+    """``FILE:LINE`` of the first line of ``fn``'s source holding ``needle``."""
+    import inspect
+
+    lines, first = inspect.getsourcelines(fn)  # type: ignore[arg-type]
+    k = next(i for i, text in enumerate(lines) if needle in text)
+    return f"{inspect.getsourcefile(fn)}:{first + k}"  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("level", ["job", "process"])
+@pytest.mark.parametrize("cls", ["Raises", "RaisesWhileIterated"])
+def test_a_policy_that_raises_during_the_run_names_its_line(tmp_path: Path, level: str, cls: str) -> None:
+    # Every call the host makes into the policy during the run (on_events, then iterating what it returned),
+    # at job level (a trace) and at process level (hosted as the admission): exit 2, the policy, the exception
+    # and the file:line that raised it, no traceback, no output.
+    policy = f"python:{__name__}:{cls}"
+    where = _line_of(Raises.on_events, "raise") if cls == "Raises" else _line_of(RaisesWhileIterated, '{}["nope"]')
+    what = ("on_events raised KeyError: 'boom'" if cls == "Raises"
+            else "iterating the decisions raised KeyError: 'nope'")
+    out = tmp_path / "out"
+    if level == "job":
+        args = ["simulate", "--trace", str(DEMO_TRACE), "--policy", policy, "--max-jobs", "20", "--out", str(out)]
+    else:
+        args = ["simulate", str(_process_config(tmp_path, policy)), "--out", str(out)]
+    r = run_cli(args)
+    assert r.exit_code == 2, (r.exit_code, r.stderr)
+    assert f"policy {policy} failed at t=" in r.stderr and f"{what} ({where})" in r.stderr, r.stderr
+    assert "Traceback" not in r.stderr and not out.exists()
+
+
+def test_a_dump_that_raises_is_described_in_the_stall_report() -> None:
+    # The engine calls dump() only for its stall report (jobs wait, nothing runs, nothing is left to happen);
+    # the report then says what dump() raised and where, instead of an empty state.
+    with pytest.raises(RuntimeError) as info:
+        c.run(jobs=_jobs([(0, 10, 1)]), platform={"nodes": 1}, policy=f"python:{__name__}:StallsAndDumpRaises")
+    msg = str(info.value)
+    assert f"dump() raised ZeroDivisionError: division by zero ({_line_of(StallsAndDumpRaises.dump, '1 / 0')})" \
+        in msg, msg
+
+
 class BadDecision:
     def on_events(self, now_s, events, free_procs, total_procs):  # noqa: ANN001, ANN201
         return [("launch", 0)]
@@ -78,11 +138,13 @@ class StartsTwice:
 def test_policy_errors_surface() -> None:
     df = _jobs([(0, 10, 1), (5, 10, 1)])
     plat = {"nodes": 2}
-    # A policy's failure is a policy error (RuntimeError, exit code 1) whose cause is its exception.
-    with pytest.raises(RuntimeError, match="on_events raised KeyError: 'boom'") as info:
+    # A policy's failure is a PolicyError (a RuntimeError; exit code 2) whose cause is its exception, naming the
+    # line that raised it.
+    with pytest.raises(pypolicy.PolicyError, match="on_events raised KeyError: 'boom'") as info:
         c.run(jobs=df, platform=plat, policy=f"python:{__name__}:Raises")
-    assert isinstance(info.value.__cause__, KeyError)
-    with pytest.raises(RuntimeError, match=r"malformed decision \('launch', 0\): unknown decision name"):
+    assert isinstance(info.value.__cause__, KeyError) and isinstance(info.value, RuntimeError)
+    assert str(info.value).endswith(f"on_events raised KeyError: 'boom' ({_line_of(Raises.on_events, 'raise')})")
+    with pytest.raises(pypolicy.PolicyError, match=r"malformed decision \('launch', 0\): unknown decision name"):
         c.run(jobs=df, platform=plat, policy=f"python:{__name__}:BadDecision")
     with pytest.raises(RuntimeError, match="not waiting in the queue"):
         c.run(jobs=df, platform=plat, policy=f"python:{__name__}:StartsTwice")
@@ -178,12 +240,13 @@ def test_a_python_policy_s_exception_stops_a_process_level_run(tmp_path: Path) -
         c.run(config=cfg)
     assert str(info.value) == (
         f"policy python:{__name__}:Raises failed at t=0.000000000s on the events "
-        "[('submitted', 0, 2, 600.0, 0.0), ('submitted', 1, 4, 600.0, 0.0)]: on_events raised KeyError: 'boom'"
+        "[('submitted', 0, 2, 600.0, 0.0), ('submitted', 1, 4, 600.0, 0.0)]: on_events raised KeyError: 'boom' "
+        f"({_line_of(Raises.on_events, 'raise')})"
     )
     assert isinstance(info.value.__cause__, KeyError)
     out = tmp_path / "out"
     r = run_cli(["simulate", str(cfg), "--out", str(out)])
-    assert r.exit_code == 1 and "on_events raised KeyError: 'boom'" in r.stderr, r.stderr
+    assert r.exit_code == 2 and "on_events raised KeyError: 'boom'" in r.stderr, r.stderr
     assert not out.exists()
     with pytest.raises(RuntimeError, match="a process-level job cannot be rejected"):
         c.run(config=_process_config(tmp_path, f"python:{__name__}:RejectsAll"))

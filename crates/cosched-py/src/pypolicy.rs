@@ -5,10 +5,13 @@
 //! `on_events(now_s, events, free_procs, total_procs)` with the GIL held, and
 //! converts the returned decisions (protocol: `coscheduling.pypolicy`). The first
 //! failure (an exception raised by the policy, `SystemExit` included, or a
-//! malformed decision) is kept as a `RuntimeError` naming the policy, the instant,
-//! the event batch and the bad decision, with the policy's exception as its
-//! `__cause__`; the policy then decides nothing more, and the binding raises it
-//! after the run. `KeyboardInterrupt` is kept as it is.
+//! malformed decision) is kept as a `coscheduling.pypolicy.PolicyError` (a
+//! `RuntimeError`) naming the policy, the instant, the event batch, the
+//! exception with the file and line that raised it, or the bad decision, with
+//! the policy's exception as its `__cause__`; the policy then decides nothing
+//! more, and the binding raises it after the run. `KeyboardInterrupt` is kept as
+//! it is. An exception raised by the optional `dump()` (called for the engine's
+//! stall report) becomes that report's text, with its file and line.
 //!
 //! At process level ([`PyAdmission`]) a fresh policy object is built for the
 //! run by a Python factory and hosted as the admission through the adapter
@@ -102,11 +105,14 @@ impl PyPolicy {
                     return cause.unwrap();
                 }
             }
-            let e = PyRuntimeError::new_err(format!(
-                "policy {} failed at t={now} on the events {}: {what}",
-                self.name,
-                batch()
-            ));
+            let e = policy_error(
+                py,
+                format!(
+                    "policy {} failed at t={now} on the events {}: {what}",
+                    self.name,
+                    batch()
+                ),
+            );
             e.set_cause(py, cause);
             e
         };
@@ -123,7 +129,7 @@ impl PyPolicy {
                 ),
             )
             .map_err(|e| {
-                let what = format!("on_events raised {}", describe(py, &e));
+                let what = format!("on_events raised {}", raised(py, &e));
                 fail(what, Some(e))
             })?;
         let decisions = res.bind(py).try_iter().map_err(|e| {
@@ -137,7 +143,7 @@ impl PyPolicy {
         })?;
         for item in decisions {
             let item = item.map_err(|e| {
-                let what = format!("iterating the decisions raised {}", describe(py, &e));
+                let what = format!("iterating the decisions raised {}", raised(py, &e));
                 fail(what, Some(e))
             })?;
             let shown = short_repr(&item);
@@ -227,6 +233,40 @@ fn describe(py: Python<'_>, e: &PyErr) -> String {
     }
 }
 
+/// `TypeName: message (FILE:LINE)`: [`describe`] and the line that raised the
+/// exception (the innermost frame of its traceback), as `coscheduling.pypolicy`
+/// names a module's or constructor's exception.
+fn raised(py: Python<'_>, e: &PyErr) -> String {
+    format!("{}{}", describe(py, e), location(py, e).unwrap_or_default())
+}
+
+/// ` (FILE:LINE)` of the innermost frame of `e`'s traceback, if it has one.
+fn location(py: Python<'_>, e: &PyErr) -> Option<String> {
+    let tb = e.traceback(py)?;
+    let frames = py
+        .import("traceback")
+        .and_then(|m| m.call_method1("extract_tb", (tb,)))
+        .ok()?;
+    let last = frames.get_item(-1).ok()?;
+    let file: String = last.getattr("filename").and_then(|f| f.extract()).ok()?;
+    let line: u32 = last.getattr("lineno").and_then(|l| l.extract()).ok()?;
+    Some(format!(" ({file}:{line})"))
+}
+
+/// A `coscheduling.pypolicy.PolicyError` (a `RuntimeError` the command line
+/// reports as the user's error, exit code 2) with message `msg`; a plain
+/// `RuntimeError` if that class cannot be imported.
+fn policy_error(py: Python<'_>, msg: String) -> PyErr {
+    let made = py
+        .import("coscheduling.pypolicy")
+        .and_then(|m| m.getattr("PolicyError"))
+        .and_then(|c| c.call1((msg.clone(),)));
+    match made {
+        Ok(v) if v.is_instance_of::<PyRuntimeError>() => PyErr::from_value(v),
+        _ => PyRuntimeError::new_err(msg),
+    }
+}
+
 /// `repr(obj)`, shortened to 200 characters.
 fn short_repr(obj: &Bound<'_, PyAny>) -> String {
     let r = obj
@@ -255,13 +295,18 @@ impl ClusterPolicy for PyPolicy {
         }
     }
 
+    /// The object's `dump()`, if it has one; an exception it raises (or a
+    /// value that is not a string) is described instead, with its file and line.
     fn dump(&self) -> String {
         Python::attach(|py| {
-            self.obj
-                .bind(py)
-                .call_method0("dump")
-                .and_then(|r| r.extract::<String>())
-                .unwrap_or_default()
+            let obj = self.obj.bind(py);
+            if !obj.hasattr("dump").unwrap_or(false) {
+                return String::new();
+            }
+            match obj.call_method0("dump").and_then(|r| r.extract::<String>()) {
+                Ok(s) => s,
+                Err(e) => format!("policy {}: dump() raised {}", self.name, raised(py, &e)),
+            }
         })
     }
 }
@@ -286,10 +331,11 @@ impl PyAdmission {
     pub fn new(factory: &Py<PyAny>, name: &str, estimates: Vec<SimTime>, error: Failure) -> Self {
         let built = Python::attach(|py| {
             factory.call0(py).map_err(|e| {
-                let err = PyRuntimeError::new_err(format!(
-                    "policy {name} could not be built: {}",
-                    describe(py, &e)
-                ));
+                let err = policy_error(
+                    py,
+                    // The factory (`coscheduling.pypolicy.load`) names the user's line itself.
+                    format!("policy {name} could not be built: {}", describe(py, &e)),
+                );
                 err.set_cause(py, Some(e));
                 err
             })
