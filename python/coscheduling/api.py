@@ -260,8 +260,13 @@ def run(
     - ``timeline``: record the per-node timeline of a process-level configuration
       (``Result.timeline``); only with ``config=`` at process fidelity.
 
+    A job needing more processors than the machine has is rejected at submission (status
+    ``rejected``, counted in ``summary["jobs_rejected"]``) and the run warns of it in
+    :attr:`Result.warnings`, as ``cosched simulate`` does for a trace (docs/formats/swf.md, rule 6).
+
     Bad input raises ``ValueError`` whose message names the file, line and field;
-    an engine failure raises ``RuntimeError``.
+    an engine failure raises ``RuntimeError`` (:class:`coscheduling.pypolicy.PolicyError` when a
+    policy written in Python failed).
     """
     if not isinstance(policy, str):
         raise ValueError(f"policy: expected a policy name such as 'easy' (see policies()), got {policy!r}")

@@ -93,6 +93,16 @@ def test_too_wide_job_is_rejected():
     assert df["status"].tolist() == ["rejected", "completed"]
     assert math.isnan(df["start_s"].iloc[0]) and df["node_list"].iloc[0] == ""
     assert df.attrs["summary"]["jobs_rejected"] == 1
+    # Not silently: the same warning a trace gives (docs/formats/swf.md, rule 6), on a 4 x 1 machine: one job of
+    # the two (8 procs > 4) is wider.
+    assert df.attrs["warnings"] == [
+        "jobs: 1 jobs need more processors than the machine's 4 (platform: 4 nodes x 1 procs); they are rejected"]
+    r = coscheduling.run(jobs=jobs.assign(procs=[8, 5]), platform={"nodes": 2, "procs_per_node": 2},
+                         policy="fcfs")
+    assert r.summary["jobs_rejected"] == 2 and r.warnings == [
+        "jobs: 2 jobs need more processors than the machine's 4 (platform: 2 nodes x 2 procs); they are rejected"]
+    fits = coscheduling.run(jobs=jobs.assign(procs=[4, 1]), platform=PLATFORM, policy="fcfs")
+    assert fits.warnings == [] and fits.summary["jobs_rejected"] == 0
 
 
 def test_empty_workload():

@@ -575,7 +575,10 @@ fn run_jobs(
             kill_after,
         });
     }
-    let workload = Workload::from_jobs(jobs, "jobs");
+    let mut workload = Workload::from_jobs(jobs, "jobs");
+    if let Some(w) = wider_than_machine(&workload, &platform) {
+        workload.warnings.push(w);
+    }
     run_hosted(py, policy, policy_object, |p| match p {
         Some(p) => {
             cosched::run_workload_with(&workload, &platform, p, placement, seed, bsld_threshold_s)
@@ -588,6 +591,21 @@ fn run_jobs(
             seed,
             bsld_threshold_s,
         ),
+    })
+}
+
+/// The warning a trace gives for jobs needing more processors than the machine
+/// has (`cosched::model::swf`, docs/formats/swf.md rule 6), for a `jobs=` table:
+/// the engine rejects them at submission (status `rejected`, counted in the
+/// summary's `jobs_rejected`).
+fn wider_than_machine(workload: &Workload, platform: &Platform) -> Option<String> {
+    let total = platform.total_procs();
+    let wider = workload.jobs.iter().filter(|j| j.procs > total).count();
+    (wider > 0).then(|| {
+        format!(
+            "jobs: {wider} jobs need more processors than the machine's {total} (platform: {} nodes x {} procs); they are rejected",
+            platform.nodes, platform.procs_per_node
+        )
     })
 }
 
