@@ -12,7 +12,9 @@ Output: the table file (docs/formats/interference.md), read by ``timeshare[...]`
 Cached runs under the work folder are reused only when their results came from this very build (version, git
 commit and the compiled core's SHA-256 in their provenance); others are run again. ``cosched calibrate --check``
 refits with the settings of the committed table and reports every value that differs (a stale table after an
-engine change).
+engine change). ``--check --quick`` compares a quick fit with a table made by ``--quick`` (``--against FILE``);
+a check whose fit settings are not those of the table (its ``method``), such as ``--quick`` against the
+committed full table, is refused before any run: it could only report every value as stale.
 """
 
 from __future__ import annotations
@@ -103,15 +105,40 @@ def fit(root: Path, st: Settings, *, workers: int, progress: Callable[[str, int]
     return {
         "format_version": 1,
         "platform": PLATFORM,
-        "method": (f"k = 1..{MPL} identical {NODES}-process class {st.problem_class} copies started together, "
-                   f"MPL {MPL}, PACKING; e_k = k T_1 / T_k (capped at k). Validation: {st.mix_jobs} jobs of the "
-                   f"seed 000 mix (classes {st.mix_classes}, mean inter-arrival {st.mix_interarrival_s:g} s, "
-                   f"seed {st.mix_seed}), memory-aware, relative error of the mean execution time."),
+        "method": method(st),
         "representatives": dict(REPRESENTATIVES),
         "efficiency": efficiency,
         "fit_error": fit_error,
         "provenance": {"version": _core.__version__, "git_commit": git_commit()},
     }
+
+
+def method(st: Settings) -> str:
+    """The table's ``method`` text: what a fit with the settings ``st`` runs (the copies' class, the mix)."""
+    return (f"k = 1..{MPL} identical {NODES}-process class {st.problem_class} copies started together, "
+            f"MPL {MPL}, PACKING; e_k = k T_1 / T_k (capped at k). Validation: {st.mix_jobs} jobs of the "
+            f"seed 000 mix (classes {st.mix_classes}, mean inter-arrival {st.mix_interarrival_s:g} s, "
+            f"seed {st.mix_seed}), memory-aware, relative error of the mean execution time.")
+
+
+def check_settings(st: Settings, committed: dict[str, Any], ref: Path, *, quick: bool) -> None:
+    """Refuses a ``--check`` whose fit could never match the table ``ref``: a table is reproduced only by a fit
+    with the settings it was made with (its ``method``), so a quick fit (class A copies, a smaller class A mix)
+    against the committed full table, or a full fit against a ``--quick`` table, would differ in every value."""
+    if committed.get("method") == method(st):
+        return
+    for name, other in (("--quick", QUICK), ("the full settings", FULL)):
+        if committed.get("method") == method(Settings(schemes=st.schemes, **other)):
+            made = name
+            break
+    else:
+        made = "other settings"
+    mode = "--quick" if quick else "the full settings (no --quick)"
+    hint = ("check the committed table without --quick (the full fit), or give --against a table written by "
+            "`cosched calibrate --quick`") if quick else "check it with --quick" if made == "--quick" else \
+        "give --against a table written by this cosched's `cosched calibrate`"
+    raise ValueError(f"--check: {ref} was fitted with {made}, this fit would use {mode}: its values could never "
+                     f"match (method {committed.get('method')!r}); {hint}")
 
 
 def _validate(runs: pd.DataFrame, jobs: pd.DataFrame, st: Settings, scheme: str, eff: dict[str, list[float]]) -> float:

@@ -1282,7 +1282,9 @@ def calibrate(
     workers: Annotated[int | None, typer.Option("--workers", "-j", min=1, show_default=False,
                                                 help="Parallel processes. (default: CPU count, at most 8)")] = None,
     check: Annotated[bool, typer.Option("--check", help="Refit with the settings of the committed table (or "
-                                        "--against FILE) and compare instead of writing; exit 1 if it is stale.")]
+                                        "--against FILE) and compare instead of writing; exit 1 if it is stale. "
+                                        "With --quick, --against must name a table made with --quick (the "
+                                        "committed one is a full fit: refused, exit 2).")]
     = False,
     against: Annotated[Path | None, typer.Option("--against", help="With --check: the table to compare with. "
                                                  "(default: crates/cosched-model/src/interference.json)",
@@ -1306,6 +1308,8 @@ def calibrate(
                 scheme = sorted(committed.get("efficiency", {}))
         schemes = cal.schemes_arg(scheme)
         st = cal.Settings(schemes=schemes, **(cal.QUICK if quick else cal.FULL))
+        if committed is not None:
+            cal.check_settings(st, committed, ref, quick=quick)
         folder = work if work is not None else (Path(tmp) if check else Path("calibrate-runs"))
         check_out_dir(folder)
         if not check:

@@ -115,6 +115,32 @@ def test_check_tells_a_current_table_from_a_stale_one(quick: tuple[Path, Path, d
     assert "efficiency.nls.high" in r.stdout and "fit_error.block" in r.stdout and "stale" in r.stderr
 
 
+@pytest.mark.parametrize("quick_check", [True, False], ids=["quick-against-full", "full-against-quick"])
+def test_a_check_whose_fit_cannot_match_the_table_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                             quick_check: bool) -> None:
+    # A table is reproduced only by a fit with its own settings (its `method`): --check --quick against the
+    # committed (full, class B) table, or a full --check against a --quick table, would report every value as
+    # stale. Both are refused with exit 2 before any run (fit is never called), naming the way that works.
+    fits = []
+    monkeypatch.setattr(cal, "fit", lambda *a, **k: fits.append(a) or {})
+    committed = json.loads(cal.committed_table().read_text())
+    assert committed["method"] == cal.method(cal.Settings(schemes=("nls",), **cal.FULL))
+    if quick_check:
+        args = ["calibrate", "--check", "--quick", "-s", "nls", "--work", str(tmp_path / "w")]
+        needles = ["interference.json was fitted with the full settings, this fit would use --quick",
+                   "give --against a table written by `cosched calibrate --quick`"]
+    else:
+        table = tmp_path / "quick.json"
+        table.write_text(json.dumps({**committed, "method": cal.method(cal.Settings(schemes=("nls",), **cal.QUICK))}))
+        args = ["calibrate", "--check", "--against", str(table), "-s", "nls", "--work", str(tmp_path / "w")]
+        needles = ["quick.json was fitted with --quick, this fit would use the full settings", "check it with --quick"]
+    r = run_cli(args)
+    assert r.exit_code == 2, r.stdout + r.stderr
+    for n in needles:
+        assert n in r.stderr, r.stderr
+    assert fits == []
+
+
 def test_runs_of_another_build_are_not_reused(quick: tuple[Path, Path, dict], tmp_path: Path) -> None:
     from coscheduling.experiments.runner import _is_cached
 
