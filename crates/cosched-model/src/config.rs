@@ -517,9 +517,9 @@ impl RunConfig {
                 msg: toml_msg(&e, text),
             })?
         } else {
-            serde_json::from_str(text).map_err(|e| ConfigError::Parse {
+            from_json(text).map_err(|msg| ConfigError::Parse {
                 path: origin.into(),
-                msg: json_msg(&e),
+                msg,
             })?
         };
         if let (Some(base), Some(trace)) = (base_dir, &mut cfg.workload.trace) {
@@ -737,12 +737,36 @@ impl RunConfig {
 }
 
 /// Formats a JSON error as "line L, column C: message".
-fn json_msg(e: &serde_json::Error) -> String {
+/// Parses a JSON configuration; an error is "line L, column C: message", with "field `a.b`: "
+/// before the message when it is about a value (a wrong type, an out-of-range number, a bad
+/// enum string): the field path found by `serde_path_to_error`, as TOML errors name theirs.
+fn from_json(text: &str) -> Result<RunConfig, String> {
+    let mut de = serde_json::Deserializer::from_str(text);
+    let cfg = serde_path_to_error::deserialize(&mut de).map_err(|e| {
+        let field = e.path().to_string();
+        json_msg(e.inner(), &field)
+    })?;
+    de.end().map_err(|e| json_msg(&e, "."))?;
+    Ok(cfg)
+}
+
+/// "line L, column C: [field `F`: ]message" of a JSON error; `field` is `.` at the top level
+/// and is named only for an error about a value (not for a syntax error or a missing field).
+fn json_msg(e: &serde_json::Error, field: &str) -> String {
     let mut msg = e.to_string();
     if let Some(i) = msg.rfind(" at line ") {
         msg.truncate(i);
     }
-    format!("line {}, column {}: {msg}", e.line(), e.column())
+    let about_a_value = e.classify() == serde_json::error::Category::Data
+        && field != "."
+        && !msg.starts_with("missing field")
+        && !msg.starts_with("unknown field");
+    let field = if about_a_value {
+        format!("field `{field}`: ")
+    } else {
+        String::new()
+    };
+    format!("line {}, column {}: {field}{msg}", e.line(), e.column())
 }
 
 /// Formats a TOML error as "line L, column C: message", or "line L, column C: field `a.b`:
@@ -821,13 +845,16 @@ policy = "easy"
 placement = "random"
 "#;
 
+    /// The message of the error loading `text` as the file `origin`.
+    fn load_error(text: &str, origin: &str) -> String {
+        RunConfig::from_str_with(text, origin, None)
+            .unwrap_err()
+            .to_string()
+    }
+
     #[test]
     fn a_toml_value_of_the_wrong_type_names_its_field() {
-        let err = |text: &str| {
-            RunConfig::from_str_with(text, "c.toml", None)
-                .unwrap_err()
-                .to_string()
-        };
+        let err = |text: &str| load_error(text, "c.toml");
         // GOOD is 8 lines (a blank first line, then seed ... placement); `[platform]` is line 9 and
         // `nodes = -1` line 10, its value at column 9 (after "nodes = ").
         assert_eq!(
@@ -944,7 +971,10 @@ placement = "random"
         let on = format!("{GOOD}[metrics]\nwait_time = true\n");
         let e = RunConfig::from_str_with(&on, "x.toml", None).unwrap_err();
         assert!(e.to_string().contains("metrics.wait_time"), "{e}");
-        assert!(e.to_string().contains("only at fidelity \"process\""), "{e}");
+        assert!(
+            e.to_string().contains("only at fidelity \"process\""),
+            "{e}"
+        );
     }
 
     #[test]
@@ -1114,10 +1144,51 @@ mpl = 3
             .unwrap_err()
             .to_string();
         assert!(
-            e.starts_with("c.json: line 2, column 12: invalid type"),
+            e.starts_with("c.json: line 2, column 12: field `seed`: invalid type"),
             "{e}"
         );
         assert_eq!(e.matches("line").count(), 1, "{e}");
+    }
+
+    #[test]
+    fn a_json_value_of_the_wrong_type_names_its_field() {
+        let err = |text: &str| load_error(text, "c.json");
+        // Line 2 is ` "platform": {"nodes": -1}}`: the value -1 takes columns 24-25, and serde_json
+        // points at the last character it read, 25.
+        assert_eq!(
+            err("{\"workload\": {\"trace\": \"t.swf\"}, \"scheduler\": {\"policy\": \"easy\"},\n \"platform\": {\"nodes\": -1}}"),
+            "c.json: line 2, column 25: field `platform.nodes`: invalid value: integer `-1`, expected u32"
+        );
+        // Inside an object of an array: the element's index and key, as TOML names them. Line 2 is
+        // `{"app": "CG", "procs": 4}, {"app": "EP", "procs": "four"}]}}`: "four" takes columns 51-56.
+        assert_eq!(
+            err("{\"fidelity\": \"process\", \"workload\": {\"jobs\": [\n{\"app\": \"CG\", \"procs\": 4}, {\"app\": \"EP\", \"procs\": \"four\"}]}}"),
+            "c.json: line 2, column 56: field `workload.jobs[1].procs`: invalid type: string \"four\", expected u32"
+        );
+        // A bad enum string names its field; a key error and a syntax error keep serde's own
+        // message (which names the key, or is about no field).
+        let e =
+            err("{\"workload\": {\"trace\": \"t\"}, \"scheduler\": {\"placement\": \"tight\"}}");
+        assert!(
+            e.contains(": field `scheduler.placement`: unknown variant `tight`"),
+            "{e}"
+        );
+        let e = err("{\"workload\": {\"trace\": \"t\"}, \"scheduler\": {\"placment\": \"x\"}}");
+        assert!(
+            e.contains(": unknown field `placment`") && !e.contains("field `scheduler"),
+            "{e}"
+        );
+        let e = err("{\"seed\": 1,}");
+        assert!(
+            e.starts_with("c.json: line 1, column 12: trailing comma"),
+            "{e}"
+        );
+        // `{"workload": {"trace": "t"}, "scheduler": {}} x`: the x is the 47th character.
+        let e = err("{\"workload\": {\"trace\": \"t\"}, \"scheduler\": {}} x");
+        assert!(
+            e.starts_with("c.json: line 1, column 47: trailing characters"),
+            "{e}"
+        );
     }
 
     #[test]
