@@ -231,37 +231,146 @@ fn value() -> impl Strategy<Value = String> {
     ]
 }
 
-/// A process-level or job-level configuration with one key replaced by a random value.
-#[expect(clippy::too_many_lines, reason = "the list of every configuration key the fuzzer mutates, with its random values")]
-fn config_text() -> impl Strategy<Value = String> {
-    let keys = vec![
-        "seed",
-        "workload.jobs.procs",
-        "workload.jobs.submit_s",
-        "workload.jobs.noise_cv",
-        "workload.jobs.nice",
-        "workload.jobs.ranks_per_node",
-        "scheduler.mpl",
-        "node_platform.nodes",
-        "node_platform.cpu_speed",
-        "limits.max_sim_time_s",
-        "limits.max_events",
+/// Every configuration key the fuzzer mutates (`table.key`, `workload.jobs.key` for a key of a
+/// process-level job), with its value in the process-level and in the job-level base
+/// configuration (`None`: absent there unless it is the key mutated). `{app}` and `{policy}`
+/// stand for the case's drawn application and policy. `every_schema_key_is_fuzzed` checks
+/// that this list is the set of keys the loader accepts.
+const KEYS: &[(&str, Option<&str>, Option<&str>)] = &[
+    ("seed", Some("0"), Some("0")),
+    ("fidelity", Some("\"process\""), None),
+    (
         "metrics.bounded_slowdown_threshold_s",
-        "workload.load_scale",
-        "workload.machine_size",
-        "workload.max_jobs",
-        // `[node_platform]` overrides of the preset's costs and OS scheduler.
-        "node_platform.latency_us",
-        "node_platform.bandwidth_mb_s",
-        "node_platform.send_overhead_us",
-        "node_platform.recv_overhead_us",
-        "node_platform.byte_overhead_ns",
-        "node_platform.eager_copy_ns",
-        "node_platform.interrupt_us",
-        "node_platform.context_switch_us",
-        "node_platform.os_noise_tick_us",
-        "node_platform.os",
-    ];
+        Some("10"),
+        Some("10"),
+    ),
+    ("metrics.wait_time", None, None),
+    ("limits.max_sim_time_s", Some("1e7"), Some("1e7")),
+    ("limits.max_events", Some("2000000000"), Some("2000000000")),
+    ("platform.nodes", None, None),
+    ("platform.procs_per_node", None, None),
+    ("platform.idle_watts", None, None),
+    ("platform.busy_watts", None, None),
+    ("node_platform.preset", Some("\"lee4\""), None),
+    ("node_platform.nodes", Some("4"), None),
+    ("node_platform.cpu_speed", Some("1.0"), None),
+    // `[node_platform]` overrides of the preset's costs and OS scheduler.
+    ("node_platform.latency_us", None, None),
+    ("node_platform.bandwidth_mb_s", None, None),
+    ("node_platform.send_overhead_us", None, None),
+    ("node_platform.recv_overhead_us", None, None),
+    ("node_platform.byte_overhead_ns", None, None),
+    ("node_platform.eager_copy_ns", None, None),
+    ("node_platform.interrupt_us", None, None),
+    ("node_platform.context_switch_us", None, None),
+    ("node_platform.os_noise_tick_us", None, None),
+    ("node_platform.os", None, None),
+    ("node_platform.boost_recheck", None, None),
+    ("workload.trace", None, Some("\"t.swf\"")),
+    ("workload.max_jobs", None, Some("5")),
+    ("workload.estimates", None, None),
+    ("workload.overrun", None, None),
+    ("workload.machine_size_from_nodes", None, None),
+    ("workload.machine_size", None, Some("8")),
+    ("workload.load_scale", None, Some("1")),
+    ("workload.load_scale_by", None, None),
+    ("workload.jobs.app", Some("\"{app}\""), None),
+    ("workload.jobs.class", None, None),
+    ("workload.jobs.procs", Some("4"), None),
+    ("workload.jobs.submit_s", Some("0"), None),
+    ("workload.jobs.background", None, None),
+    ("workload.jobs.ranks_per_node", Some("1"), None),
+    ("workload.jobs.nice", Some("0"), None),
+    ("workload.jobs.noise_cv", Some("0"), None),
+    ("workload.jobs.start_delay_s", None, None),
+    ("workload.jobs.end_delay_s", None, None),
+    (
+        "scheduler.policy",
+        Some("\"{policy}\""),
+        Some("\"{policy}\""),
+    ),
+    ("scheduler.placement", None, None),
+    ("scheduler.event_order", None, None),
+    ("scheduler.node_policy", Some("\"nls\""), None),
+    ("scheduler.mpl", Some("2"), Some("2")),
+    ("scheduler.memory_aware", None, None),
+];
+
+/// The configuration's tables in the order they are written (top-level keys first).
+const TABLES: &[&str] = &[
+    "",
+    "metrics",
+    "limits",
+    "platform",
+    "node_platform",
+    "workload",
+    "scheduler",
+];
+
+/// Values of the string-valued keys: the accepted ones and a wrong one.
+fn words() -> impl Strategy<Value = String> {
+    prop::sample::select(vec![
+        "\"job\"",
+        "\"process\"",
+        "\"requested\"",
+        "\"exact\"",
+        "\"extend\"",
+        "\"kill\"",
+        "\"interarrival\"",
+        "\"runtime\"",
+        "\"packing\"",
+        "\"random\"",
+        "\"per-instant\"",
+        "\"per-event\"",
+        "\"lee4\"",
+        "\"choi2004\"",
+        "\"none\"",
+        "\"agent\"",
+        "\"A\"",
+        "\"AB\"",
+        "\"nope\"",
+    ])
+    .prop_map(str::to_string)
+}
+
+/// A configuration as TOML: `values` (key -> value text) written table by table, the keys
+/// of a process-level job (`workload.jobs.*`) as the one job's inline table.
+fn render(values: &[(&str, String)]) -> String {
+    let mut out = String::new();
+    for table in TABLES {
+        let in_table = |k: &str| match k.rsplit_once('.') {
+            Some((t, _)) => t == *table,
+            None => table.is_empty(),
+        };
+        let lines: Vec<String> = values
+            .iter()
+            .filter(|(k, _)| in_table(k))
+            .map(|(k, v)| format!("{} = {v}\n", k.rsplit('.').next().unwrap_or(k)))
+            .collect();
+        let job: Vec<String> = values
+            .iter()
+            .filter_map(|(k, v)| {
+                k.strip_prefix("workload.jobs.")
+                    .filter(|_| *table == "workload")
+                    .map(|f| format!("{f} = {v}"))
+            })
+            .collect();
+        if lines.is_empty() && job.is_empty() {
+            continue;
+        }
+        if !table.is_empty() {
+            out.push_str(&format!("[{table}]\n"));
+        }
+        out.extend(lines);
+        if !job.is_empty() {
+            out.push_str(&format!("jobs = [{{ {} }}]\n", job.join(", ")));
+        }
+    }
+    out
+}
+
+/// A process-level or job-level configuration with one key replaced by a random value.
+fn config_text() -> impl Strategy<Value = String> {
     // One OS scheduler table per model, its parameter set to the value.
     let os_models = vec![
         "{ model = \"linux24\", tick_ms = V }",
@@ -291,59 +400,117 @@ fn config_text() -> impl Strategy<Value = String> {
         "x",
     ];
     (
-        prop::sample::select(keys),
-        value(),
+        0..KEYS.len(),
+        prop_oneof![3 => value(), 1 => words()],
         prop::sample::select(apps),
         prop::sample::select(policies),
         any::<bool>(),
         prop::sample::select(os_models),
     )
         .prop_map(|(key, v, app, policy, process, os)| {
-            // An override line of the `[node_platform]` table, when the key is one.
-            let overrides = match key.strip_prefix("node_platform.") {
-                Some("os") => format!("os = {}\n", os.replace('V', &v)),
-                Some(field) if field != "nodes" && field != "cpu_speed" => format!("{field} = {v}\n"),
-                _ => String::new(),
-            };
-            let mut seed = "0".to_string();
-            let (mut procs, mut submit, mut noise, mut nice, mut rpn) =
-                ("4".to_string(), "0".to_string(), "0".to_string(), "0".to_string(), "1".to_string());
-            let (mut mpl, mut nodes, mut speed) = ("2".to_string(), "4".to_string(), "1.0".to_string());
-            let (mut tmax, mut emax, mut bsld) = ("1e7".to_string(), "2000000000".to_string(), "10".to_string());
-            let (mut scale, mut size, mut maxj) = ("1".to_string(), "8".to_string(), "5".to_string());
-            let mut unused = String::new();
-            let slot = match key {
-                "seed" => &mut seed,
-                "workload.jobs.procs" => &mut procs,
-                "workload.jobs.submit_s" => &mut submit,
-                "workload.jobs.noise_cv" => &mut noise,
-                "workload.jobs.nice" => &mut nice,
-                "workload.jobs.ranks_per_node" => &mut rpn,
-                "scheduler.mpl" => &mut mpl,
-                "node_platform.nodes" => &mut nodes,
-                "node_platform.cpu_speed" => &mut speed,
-                "limits.max_sim_time_s" => &mut tmax,
-                "limits.max_events" => &mut emax,
-                "metrics.bounded_slowdown_threshold_s" => &mut bsld,
-                "workload.load_scale" => &mut scale,
-                "workload.machine_size" => &mut size,
-                "workload.max_jobs" => &mut maxj,
-                _ => &mut unused,
-            };
-            *slot = v;
-            let common = format!(
-                "seed = {seed}\n[metrics]\nbounded_slowdown_threshold_s = {bsld}\n[limits]\nmax_sim_time_s = {tmax}\nmax_events = {emax}\n"
-            );
-            if process {
-                format!(
-                    "fidelity = \"process\"\n{common}[node_platform]\npreset = \"lee4\"\nnodes = {nodes}\ncpu_speed = {speed}\n{overrides}[workload]\njobs = [{{ app = \"{app}\", procs = {procs}, submit_s = {submit}, noise_cv = {noise}, nice = {nice}, ranks_per_node = {rpn} }}]\n[scheduler]\npolicy = \"{policy}\"\nnode_policy = \"nls\"\nmpl = {mpl}\n"
-                )
+            let key = KEYS[key].0;
+            let v = if key == "node_platform.os" {
+                os.replace('V', &v)
             } else {
-                format!(
-                    "{common}[workload]\ntrace = \"t.swf\"\nload_scale = {scale}\nmachine_size = {size}\nmax_jobs = {maxj}\n[scheduler]\npolicy = \"{policy}\"\nmpl = {mpl}\n"
-                )
-            }
+                v
+            };
+            let values: Vec<(&str, String)> = KEYS
+                .iter()
+                .filter_map(|&(k, p, j)| {
+                    let base = if process { p } else { j };
+                    let text = if k == key { Some(v.as_str()) } else { base };
+                    text.map(|t| (k, t.replace("{app}", app).replace("{policy}", policy)))
+                })
+                .collect();
+            render(&values)
         })
+}
+
+/// The keys the loader accepts in the table `[table]` (a process-level job's keys for
+/// `workload.jobs`), read from its own error for an unknown key there: "unknown field `zz`,
+/// expected `a`", "... expected `a` or `b`", "... expected one of `a`, `b`, `c`".
+fn accepted(table: &str) -> Vec<String> {
+    let zz = |t: &str| if t == table { "zz = 1\n" } else { "" };
+    let job = if table == "workload.jobs" {
+        ", zz = 1"
+    } else {
+        ""
+    };
+    let mut text = format!("fidelity = \"process\"\n{}", zz(""));
+    for t in &TABLES[1..] {
+        let body = match *t {
+            "node_platform" => "preset = \"lee4\"\n".to_string(),
+            "scheduler" => "policy = \"fcfs\"\n".to_string(),
+            "platform" => "nodes = 1\n".to_string(),
+            "workload" => format!("jobs = [{{ app = \"Emp\", procs = 1{job} }}]\n"),
+            _ => String::new(),
+        };
+        text.push_str(&format!("[{t}]\n{body}{}", zz(t)));
+    }
+    let e = RunConfig::from_str_with(&text, "schema.toml", None)
+        .expect_err("an unknown key is refused")
+        .to_string();
+    let (_, list) = e
+        .split_once("expected ")
+        .unwrap_or_else(|| panic!("[{table}]: no list of keys in {e:?}"));
+    // The names are the back-quoted words: the odd pieces between back quotes.
+    list.split('`')
+        .skip(1)
+        .step_by(2)
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn every_schema_key_is_fuzzed() {
+    // Every leaf key the loader accepts, as `table.key`: the top level's keys that are not
+    // tables, each table's keys, and a process-level job's keys under `workload.jobs.`.
+    let mut schema = std::collections::BTreeSet::new();
+    for key in accepted("") {
+        if !TABLES.contains(&key.as_str()) {
+            schema.insert(key);
+        }
+    }
+    for table in &TABLES[1..] {
+        for key in accepted(table) {
+            if !(*table == "workload" && key == "jobs") {
+                schema.insert(format!("{table}.{key}"));
+            }
+        }
+    }
+    for key in accepted("workload.jobs") {
+        schema.insert(format!("workload.jobs.{key}"));
+    }
+    let fuzzed: std::collections::BTreeSet<String> =
+        KEYS.iter().map(|(k, _, _)| (*k).to_string()).collect();
+    assert_eq!(fuzzed.len(), KEYS.len(), "a key is listed twice");
+    let missing: Vec<_> = schema.difference(&fuzzed).collect();
+    let unknown: Vec<_> = fuzzed.difference(&schema).collect();
+    assert!(
+        missing.is_empty() && unknown.is_empty(),
+        "KEYS and the configuration schema differ: not fuzzed {missing:?}, not in the schema {unknown:?}"
+    );
+}
+
+#[test]
+fn the_base_configurations_load() {
+    // The unmutated bases (no key replaced) are valid, so a mutation is what a failure is about.
+    for process in [true, false] {
+        let values: Vec<(&str, String)> = KEYS
+            .iter()
+            .filter_map(|&(k, p, j)| {
+                let base = if process { p } else { j };
+                base.map(|t| (k, t.replace("{app}", "Emp").replace("{policy}", "fcfs")))
+            })
+            .collect();
+        let text = render(&values);
+        let r = RunConfig::from_str_with(
+            &text,
+            "base.toml",
+            Some(std::path::Path::new("/nonexistent")),
+        );
+        assert!(r.is_ok(), "{text}\n{:?}", r.err());
+    }
 }
 
 fn policy_string() -> impl Strategy<Value = String> {
