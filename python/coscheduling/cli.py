@@ -1155,7 +1155,8 @@ class CollectiveForm(StrEnum):
 
 @apps_app.command("export")
 def apps_export(
-    name: Annotated[str, typer.Argument(help="Application preset (see `cosched apps`), e.g. CG, Workpile[unit=2.4].")],
+    name: Annotated[str, typer.Argument(help="Application preset (see `cosched apps`), e.g. CG, "
+                                        "Workpile\\[unit=2.4].")],
     out: Annotated[Path, typer.Option("-o", "--output", help="File to write (atomically).")],
     klass: Annotated[
         str, typer.Option("--class", help="Problem class (one letter; '-' for parameterized apps).")

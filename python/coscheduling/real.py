@@ -88,10 +88,33 @@ def _err(path: Path, msg: str) -> ValueError:
 
 
 def _read(path: Path) -> dict[str, Any]:
+    """The configuration's tables; a syntax error names the file, line and column."""
     text = path.read_text(encoding="utf-8")
     if path.suffix == ".json" or (path.suffix != ".toml" and text.lstrip().startswith("{")):
-        return dict(json.loads(text))
-    return tomllib.loads(text)
+        try:
+            doc = json.loads(text)
+        except json.JSONDecodeError as e:
+            raise _err(path, f"line {e.lineno}, column {e.colno}: {e.msg}") from None
+        if not isinstance(doc, dict):
+            raise _err(path, f"expected a JSON object of tables, got {type(doc).__name__}")
+        return doc
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise _err(path, str(e)) from None
+
+
+def _number(path: Path, real: Mapping[str, Any], key: str, default: float, *, integer: bool = False,
+            least: float = 0.0, strict: bool = True) -> Any:
+    """``real.KEY`` (else ``default``) checked: a finite number (an integer if ``integer``), above ``least``
+    (or equal to it unless ``strict``)."""
+    v = real.get(key, default)
+    number = isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+    if not number or (integer and not float(v).is_integer()):
+        raise _err(path, f"field `real.{key}`: {'an integer' if integer else 'a finite number'}, got {v!r}")
+    if v < least or (strict and v == least):
+        raise _err(path, f"field `real.{key}`: must be {'>' if strict else '>='} {least:g}, got {v!r}")
+    return int(v) if integer else float(v)
 
 
 def default_build_dir() -> Path:
@@ -250,25 +273,27 @@ def plan(config: str | os.PathLike[str], work_dir: Path) -> tuple[dict[str, Any]
     try:
         cfg = json.loads(_core.load_config(f.name))
     except ValueError as e:
-        raise ValueError(str(e).replace(f.name, str(path))) from None
+        # A position would be that of the one-line copy, not of the user's file: the field names the place.
+        msg = re.sub(r"^line \d+, column \d+: ", "", str(e).replace(f"{f.name}: ", "", 1))
+        raise _err(path, msg) from None
     finally:
         os.unlink(f.name)
     mpi = real.get("mpi")
     if mpi not in ("mpich", "openmpi"):
         raise _err(path, f"field `real.mpi`: unknown MPI {mpi!r}; valid: \"mpich\", \"openmpi\"")
-    cpn = int(real.get("cpus_per_node", 1))
+    cpn = _number(path, real, "cpus_per_node", 1, integer=True, least=1, strict=False)
     ncpu = os.cpu_count() or 1
-    nodes = int(real.get("nodes", max(1, ncpu // cpn)))
+    nodes = _number(path, real, "nodes", max(1, ncpu // cpn), integer=True, least=1, strict=False)
     if cpn < 1 or nodes < 1 or nodes * cpn > ncpu:
         raise _err(path, f"fields `real.nodes` x `real.cpus_per_node` = {nodes} x {cpn}: this machine has {ncpu} CPUs")
     build = Path(real.get("build_dir", default_build_dir()))
     shim = build / f"libcosched-{mpi}.so"
     if not shim.is_file():
         raise ValueError(f"the MPI shim {shim} is missing: build it with `make real` (needs the {mpi} compiler)")
-    scale = float(real.get("scale", 1.0))
+    scale = _number(path, real, "scale", 1.0)
     programs = real.get("programs") or {}
-    time_limit = float(real.get("time_limit_s", 600))
-    estimate = float(real.get("estimate_s", time_limit))
+    time_limit = _number(path, real, "time_limit_s", 600.0)
+    estimate = _number(path, real, "estimate_s", time_limit)
     sched = cfg["scheduler"]
     scheme = _policy(path, sched["policy"])
     round_s = _request_rounding(path, sched["policy"]) if isinstance(scheme, dict) and "batch" in scheme else None
@@ -310,7 +335,7 @@ def plan(config: str | os.PathLike[str], work_dir: Path) -> tuple[dict[str, Any]
         "mpi": mpi,
         "shim": str(shim),
         "nodes": [f"{n * cpn}" if cpn == 1 else f"{n * cpn}-{n * cpn + cpn - 1}" for n in range(nodes)],
-        "node_memory_mb": float(real.get("node_memory_mb", _mem_total_mb() / nodes)),
+        "node_memory_mb": _number(path, real, "node_memory_mb", _mem_total_mb() / nodes),
         "scheme": scheme,
         "node_policy": sched["node_policy"],
         "mpl": int(sched["mpl"]),
@@ -319,8 +344,8 @@ def plan(config: str | os.PathLike[str], work_dir: Path) -> tuple[dict[str, Any]
         "seed": int(cfg["seed"]),
         "jobs": jobs,
         "time_limit_ns": int(time_limit * 1e9),
-        "sample_ns": int(float(real.get("sample_ms", 50)) * 1e6),
-        "boost_factor": float(real.get("boost_factor", 64.0)),
+        "sample_ns": int(_number(path, real, "sample_ms", 50.0) * 1e6),
+        "boost_factor": _number(path, real, "boost_factor", 64.0),
         "state_dir": os.environ.get("COSCHED_STATE_DIR", "/run/cosched"),
         "library_waits": _flag(path, real, "library_waits"),
         "env": _rank_env(path, real),
@@ -328,7 +353,7 @@ def plan(config: str | os.PathLike[str], work_dir: Path) -> tuple[dict[str, Any]
     platform = {"nodes": nodes, "procs_per_node": cpn}
     for k in ("idle_watts", "busy_watts"):
         if k in real:
-            platform[k] = float(real[k])
+            platform[k] = _number(path, real, k, 0.0, strict=False)
     options = {"config": cfg, "real": {k: v for k, v in real.items() if k != "build_dir"}}
     return spec, platform, f"{sched['policy']}+{sched['node_policy']}", options
 
@@ -517,7 +542,7 @@ def register_cli(app: Any, console: Callable[..., Any], user_errors: Callable[[]
 
     @app.command("run")
     def run_cmd(
-        config: Annotated[Path, typer.Argument(help="A process-level configuration with a [real] table.",
+        config: Annotated[Path, typer.Argument(help="A process-level configuration with a \\[real] table.",
                                                show_default=False)],
         out: Annotated[Path | None, typer.Option("--out", "-o", help="Output folder. (default: "
                                                  "results/<config stem>-real)", show_default=False)] = None,
