@@ -2,8 +2,12 @@
 
 `shim_latency`: the latency the MPI shim adds per message, as the half round trip of an 8-byte
 ping-pong between two ranks on this machine (median of ITERS round trips, `cosched-probe pingpong`),
-without the shim and with it in each wait mode, per MPI present. Needs `make real` (the shims and
-probes in build/real, or $COSCHED_REAL_BUILD).
+without the shim and with it in each wait mode, per MPI present. The two ranks are bound to distinct
+cores (`-bind-to core`), as `cosched run` puts ranks on distinct virtual nodes: unbound, on a loaded
+machine the scheduler often wakes one rank on the other's CPU, and they stay there; a spin-then-block
+wait then holds the CPU its partner needs for its whole spin, and the half round trip is the spin time
+plus a wake-up (measured: spinblock:50 60.8 us unbound, 0.27 us bound; docs/real.md, "The shim's
+latency"). Needs `make real` (the shims and probes in build/real, or $COSCHED_REAL_BUILD).
 """
 
 from __future__ import annotations
@@ -30,17 +34,20 @@ def mpis_present() -> list[str]:
     return [m for m, exe in launch.items() if shutil.which(exe) and (build_dir() / f"libcosched-{m}.so").exists()]
 
 
-def mpi_command(mpi: str, n: int, argv: list[str], wait: str | None) -> tuple[list[str], dict[str, str]]:
-    """The launch command of an `n`-rank job of `argv` with the shim in wait mode `wait` (None: no shim)."""
+def mpi_command(mpi: str, n: int, argv: list[str], wait: str | None,
+                bind: bool = False) -> tuple[list[str], dict[str, str]]:
+    """The launch command of an `n`-rank job of `argv` with the shim in wait mode `wait` (None: no shim);
+    `bind`: each rank bound to its own core (the launcher's `bind-to core`)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("COSCHED_")}
     shim = str(build_dir() / f"libcosched-{mpi}.so")
     if wait is not None:
         env["COSCHED_WAIT"] = wait
     if mpi == "mpich":
-        cmd = ["mpiexec.mpich", "-n", str(n)] + (["-genv", "LD_PRELOAD", shim] if wait is not None else [])
+        cmd = ["mpiexec.mpich", *(["-bind-to", "core"] if bind else []), "-n", str(n)]
+        cmd += ["-genv", "LD_PRELOAD", shim] if wait is not None else []
     else:
         env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
-        cmd = ["mpirun.openmpi", "--oversubscribe", "-n", str(n)]
+        cmd = ["mpirun.openmpi", "--oversubscribe", *(["--bind-to", "core"] if bind else []), "-n", str(n)]
         if wait is not None:
             cmd += ["-x", f"LD_PRELOAD={shim}", "-x", "COSCHED_WAIT"]
     return cmd + argv, env
@@ -60,7 +67,7 @@ def shim_latency(iters: int = 2000, mpis: list[str] | None = None) -> list[dict]
         base = None
         for mode in MODES:
             probe = str(build_dir() / f"cosched-probe-{mpi}")
-            cmd, env = mpi_command(mpi, 2, [probe, "pingpong", str(iters), "8"], mode)
+            cmd, env = mpi_command(mpi, 2, [probe, "pingpong", str(iters), "8"], mode, bind=True)
             r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
             if r.returncode != 0:
                 raise RuntimeError(f"{' '.join(cmd)} failed ({r.returncode}): {r.stderr.strip()[-500:]}")
