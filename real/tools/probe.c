@@ -22,6 +22,8 @@
  *                                        COSCHED_RUN and COSCHED_JOB: an agent keeps it) and prints
  *                                        {"receives": ITERS, "uncounted": the receives after which its
  *                                        `consumed` exceeded its `arrivals`}
+ *   cosched-probe bcastlag MS            MPI_Bcast of one int from rank 0 (then a barrier); rank 2 enters the
+ *                                        broadcast MS milliseconds after the others
  *   cosched-probe crash RANK             rank RANK raises SIGSEGV after MPI_Init; the others wait in a barrier
  *   cosched-probe exit RANK CODE         rank RANK exits with CODE without MPI_Finalize; the others wait
  */
@@ -70,7 +72,7 @@ static int cmp_u64(const void *a, const void *b) {
 
 static void usage(void) {
     fprintf(stderr, "usage: cosched-probe pingpong ITERS BYTES | oneway ITERS GAP_US | sleepwait SECONDS | calls | "
-                    "colls | sendcount ITERS | crash RANK | exit RANK CODE\n");
+                    "colls | sendcount ITERS | bcastlag MS | crash RANK | exit RANK CODE\n");
     MPI_Abort(MPI_COMM_WORLD, 2);
 }
 
@@ -239,6 +241,11 @@ int main(int argc, char **argv) {
         } else if (rank == 1) {
             for (int i = 0; i < iters; i++) MPI_Send(&v, 1, MPI_INT, 0, 8, MPI_COMM_WORLD);
         }
+    } else if (!strcmp(cmd, "bcastlag") && argc == 3) {
+        int v = rank;
+        if (rank == 2) usleep((useconds_t)atoi(argv[2]) * 1000u);
+        MPI_Bcast(&v, 1, MPI_INT, 0, MPI_COMM_WORLD);
+        MPI_Barrier(MPI_COMM_WORLD);
     } else if (!strcmp(cmd, "crash") && argc == 3) {
         if (rank == atoi(argv[2])) {
             usleep(200000);

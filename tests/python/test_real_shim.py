@@ -382,13 +382,13 @@ class FakeAgent:
 
 def run_calls_under(real_build: Path, tmp_path: Path, mpi: str,
                     mask: int = EVERY_EVENT, n: int = 4, cmd: str = "calls") -> tuple[list[tuple], list[dict]]:
-    """`cosched-probe CMD` (`calls` by default) on `n` ranks (job 7) under a fake agent asking for BLOCK waits
-    and the events of `mask`: the messages the agent got and the ranks' shim log lines."""
+    """`cosched-probe CMD` (`calls` by default; words split at spaces) on `n` ranks (job 7) under a fake agent
+    asking for BLOCK waits and the events of `mask`: the messages the agent got and the ranks' shim log lines."""
     run = "t" + uuid.uuid4().hex[:12]
     log = tmp_path / f"shim-{mask}-{n}.log"
     agent = FakeAgent(tmp_path / f"agent-{mask}-{n}.sock", run, mask)
     try:
-        r = mpirun(mpi, n, [str(real_build / f"cosched-probe-{mpi}"), cmd],
+        r = mpirun(mpi, n, [str(real_build / f"cosched-probe-{mpi}"), *cmd.split()],
                    env={"COSCHED_AGENT": str(agent.path), "COSCHED_RUN": run, "COSCHED_JOB": "7",
                         "COSCHED_REQUIRED": "1", "COSCHED_LOG": str(log)})
         assert r.returncode == 0, r.stdout + r.stderr
@@ -556,6 +556,35 @@ def test_shim_skips_the_message_events_the_mask_names_by_the_destinations_state(
     posted = len([m for m in msgs if m[0] == MESSAGE])
     skipped = sum(d["events_skipped"] for d in ranks)
     assert posted + skipped == sum(d["msgs_sent"] for d in ranks) + len(COLL_MESSAGES[4])
+
+
+#: The library's non-blocking broadcast (the shim waits on MPI_Ibcast under BLOCK waits) forced to a flat tree,
+#: the root sending to every rank itself: MPICH's transport tree of kind k-ary with k = 3, Open MPI's linear
+#: libnbc broadcast.
+FLAT_IBCAST = {
+    "mpich": {"MPIR_CVAR_IBCAST_INTRA_ALGORITHM": "tsp_tree", "MPIR_CVAR_IBCAST_TREE_TYPE": "kary",
+              "MPIR_CVAR_IBCAST_TREE_KVAL": "3"},
+    "openmpi": {"OMPI_MCA_coll_libnbc_ibcast_algorithm": "1"},
+}
+
+
+@pytest.mark.parametrize("mpi", MPIS)
+def test_a_member_leaving_a_tree_before_its_simulated_sender_entered_takes_the_message(
+        real_build: Path, tmp_path: Path, mpi: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # `cosched-probe bcastlag 300` on 4 ranks: MPI_Bcast from 0, rank 2 entering 300 ms after the others, then a
+    # barrier. The simulator's binomial tree sends 0 -> 2, 0 -> 1, 2 -> 3, so 2 -> 3 is due only when 2 has
+    # entered; the library's flat tree gives rank 3 its data from the root, so rank 3 leaves first and takes
+    # 2 -> 3 itself: it posts it, counts its arrival (coll_taken_first = 1) and its consumption; rank 2, entering
+    # later, finds it claimed. Each message is posted once: bcast 3 + barrier r -> r + 1, r + 2 (8) = 11, and
+    # by hand each rank's arrivals = consumed = its barrier messages (2) + its bcast message (ranks 1, 2, 3: 1).
+    for k, v in FLAT_IBCAST[mpi].items():
+        monkeypatch.setenv(k, v)
+    msgs, ranks = run_calls_under(real_build, tmp_path, mpi, cmd="bcastlag 300")
+    bcast = [(0, 2), (0, 1), (2, 3)]
+    barrier = [(r, (r + d) % 4) for r in range(4) for d in (1, 2)]
+    assert sorted((m[5], m[3]) for m in msgs if m[0] == MESSAGE) == sorted(bcast + barrier)
+    assert [(d["rank"], d["coll_taken_first"]) for d in ranks] == [(0, 0), (1, 0), (2, 0), (3, 1)], ranks
+    assert [(d["arrivals"], d["consumed"]) for d in ranks] == [(2, 2), (3, 3), (3, 3), (3, 3)], ranks
 
 
 @pytest.mark.parametrize("mpi", MPIS)
