@@ -16,7 +16,12 @@ Algorithm:
    the node, with a ``cpu-load`` background job for the third spinner, for the slices; two ``io-bound``
    jobs of one rank (the same cycle, the engine's Erlang-5 draws) with a ``cpu-load`` background job for
    the wake-ups, run with each seed of ``WAKE_SEEDS`` and pooled. The same figures are read from the
-   simulated timelines.
+   simulated timelines. Two known differences from the real benchmark (idle traces, docs/real.md "The held
+   time and the lockstep"): the ``io-bound`` sleep is a disk burst, which the engine serves one at a time
+   per node, so the two simulated sleepers sleep in turn (the real ones sleep independently: a woken
+   sleeper finds the other on the CPU at about 1% of the simulated wake-ups against 22-26% traced); and the
+   real sleepers, reading their CPU clock, are switched out at their deadline (1,400 us), the simulated
+   ones at the tick.
 3. **Choose** by the mean over ``FEATURES`` (the median slice of 2 and of 3 spinners, the median and the
    mean held time) of ``|ln((simulated + FLOOR_US) / (measured + FLOOR_US))|`` (``FLOOR_US`` keeps
    differences far below the fine-grained workload's quantum, a wake-up's own cost or the timer's jitter,
