@@ -138,6 +138,15 @@ def test_the_table_lines_up_each_findings_verdicts_and_flags_what_changed() -> N
     assert "| fig-a | 2 | C beats D | **reproduced** | **reproduced** | **not reproduced** |" in md
     assert "| fig-a | 1 | A beats B | reproduced | reproduced | reproduced |" in md
     assert "1 of 2 finding(s) change verdict" in md and "5x (50 us), not reproduced: C − D +3.0%" in md
+    # The numbers that moved, at the sourced level's place in its text: -2.0 at 0, -1.0 sourced, +3.0 at 5x.
+    assert list(t["moved"]) == ["", "C − D [-2.0 / -1.0 / +3.0]%"]
+    assert "- fig-a #2: C − D [-2.0 / -1.0 / +3.0]%" in md
+
+
+def test_numbers_that_do_not_line_up_are_given_whole() -> None:
+    texts = {"0": "A 1 s", "sourced": "A 1 s, B 2 s", "5x": "A 1 s"}
+    assert noise.moved(texts) == "0: A 1 s / sourced: A 1 s, B 2 s / 5x: A 1 s"
+    assert noise.moved({"0": "x 1,000", "sourced": "x 1000", "5x": "x 1,000.0"}) == ""
 
 
 def test_the_table_refuses_reports_whose_findings_differ() -> None:

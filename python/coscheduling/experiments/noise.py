@@ -90,6 +90,28 @@ def numbers(text: str) -> tuple[float, ...]:
     return tuple(float(m.replace(",", "")) for m in _NUMBER.findall(text))
 
 
+def moved(texts: Mapping[str, str]) -> str:
+    """The sourced level's "our numbers" text with each number that differs at another level written as
+    ``0-level / sourced / 5x-level`` (``texts[level]``); the three texts whole, joined, when their numbers
+    do not line up; "" when no number moved."""
+    nums = {lv: numbers(texts[lv]) for lv in LEVELS}
+    if len(set(nums.values())) == 1:
+        return ""
+    if len({len(v) for v in nums.values()}) != 1:
+        return " / ".join(f"{lv}: {texts[lv]}" for lv in LEVELS)
+    found = list(_NUMBER.finditer(texts[SOURCED]))
+    cells = {lv: [m.group() for m in _NUMBER.finditer(texts[lv])] for lv in LEVELS}
+    out, pos = [], 0
+    for k, m in enumerate(found):
+        out.append(texts[SOURCED][pos:m.start()])
+        trio = [cells[lv][k] for lv in LEVELS]
+        out.append(m.group() if nums[ZERO][k] == nums[SOURCED][k] == nums[HIGH][k] else
+                   f"[{' / '.join(trio)}]")
+        pos = m.end()
+    out.append(texts[SOURCED][pos:])
+    return "".join(out)
+
+
 def sensitivity_table(reports: Mapping[str, Mapping[str, str]]) -> pd.DataFrame:
     """One row per (experiment, finding): its verdict and compared numbers at each level of
     :data:`LEVELS`, whether the verdict changes across them, and whether the numbers moved.
@@ -109,6 +131,7 @@ def sensitivity_table(reports: Mapping[str, Mapping[str, str]]) -> pd.DataFrame:
                 row[f"verdict_{lv}"] = g["verdict"]
             row["verdict_changes"] = len({row[f"verdict_{lv}"] for lv in LEVELS}) > 1
             row["numbers_moved"] = len({numbers(by_level[lv][n]["ours"]) for lv in LEVELS}) > 1
+            row["moved"] = moved({lv: by_level[lv][n]["ours"] for lv in LEVELS})
             for lv in LEVELS:
                 row[f"ours_{lv}"] = by_level[lv][n]["ours"]
             rows.append(row)
@@ -135,6 +158,12 @@ def table_md(table: pd.DataFrame, levels_us: Mapping[str, float]) -> str:
             for lv in LEVELS:
                 out.append(f"  - {lv} ({levels_us[lv]:g} us), {getattr(r, f'verdict_{lv}')}: "
                            f"{getattr(r, f'ours_{lv}')}")
+    moving = table[table["numbers_moved"]]
+    if len(moving):
+        out += ["", "## The compared numbers that moved", "",
+                f"Each finding's numbers at the sourced level; a number that differs at another level reads "
+                f"[{' / '.join(f'at {lv}' for lv in LEVELS)}].", ""]
+        out += [f"- {r.experiment} #{r.finding}: {r.moved}" for r in moving.itertuples(index=False)]
     return "\n".join(out)
 
 
