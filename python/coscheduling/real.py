@@ -312,6 +312,10 @@ def plan(config: str | os.PathLike[str], work_dir: Path) -> tuple[dict[str, Any]
             first = Path(argv[0])
             if not first.is_absolute() and (path.parent / first).exists():
                 argv[0] = str((path.parent / first).resolve())
+            elif not (first.exists() if "/" in argv[0] else shutil.which(argv[0])):
+                where = (f"no such file here or in {path.parent.resolve()}" if "/" in argv[0]
+                         else "not found on PATH")
+                raise _err(path, f"field `real.programs.{app}`: {argv[0]}: {where}")
         else:
             runner = build / f"cosched-ir-run-{mpi}"
             export = getattr(_core, "apps_export", None)

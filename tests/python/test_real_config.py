@@ -66,3 +66,16 @@ def test_a_json_configuration_s_syntax_error_names_file_line_and_column(tmp_path
     cfg.write_text("[1, 2]\n")
     assert _plan_error(cfg, tmp_path) == f"{cfg}: expected a JSON object of tables, got list"
 
+
+
+@pytest.mark.parametrize(("program", "where"), [("../build/real/nope", "no such file here or in "),
+                                                ("no-such-command-here", "not found on PATH")])
+def test_a_program_that_does_not_exist_is_refused_before_the_run(tmp_path: Path, program: str, where: str) -> None:
+    # A relative path is looked up beside the configuration, then in the working folder; a bare name on PATH.
+    # Before, the job started and mpiexec failed with "execvp error on file ...".
+    cfg = real_config(tmp_path, [("Msg[pattern=ring]", 2)], {"Msg[pattern=ring]": [program, "x"]})
+    got = _plan_error(cfg, tmp_path)
+    assert got.startswith(f"{cfg}: field `real.programs.Msg[pattern=ring]`: {program}: {where}"), got
+    ok = real_config(tmp_path, [("Msg[pattern=ring]", 2)], {"Msg[pattern=ring]": ["true"]})
+    spec = real.plan(ok, tmp_path)[0]
+    assert spec["jobs"][0]["argv"] == ["true"]
