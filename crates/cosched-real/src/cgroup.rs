@@ -195,6 +195,27 @@ impl Cgroups {
             ))
         }
     }
+
+    /// The hierarchies this process may not create cgroups in (`access(2)`
+    /// W_OK on each root), for a clear error before anything is changed.
+    pub fn require_writable(&self) -> std::result::Result<(), String> {
+        use nix::unistd::{access, AccessFlags};
+        let denied: Vec<String> = self
+            .roots()
+            .iter()
+            .filter(|h| access(&h.root, AccessFlags::W_OK).is_err())
+            .map(|h| h.root.display().to_string())
+            .collect();
+        if denied.is_empty() {
+            Ok(())
+        } else {
+            Err(format!(
+                "no permission to create cgroups in {}: real execution needs root \
+                 (or write access to the cpu, cpuacct, cpuset and freezer cgroup hierarchies)",
+                denied.join(", ")
+            ))
+        }
+    }
 }
 
 impl Hierarchy {

@@ -333,6 +333,8 @@ pub fn check(spec: &RunSpec) -> Result<(), String> {
     }
     let cg = crate::cgroup::Cgroups::detect();
     cg.require()?;
+    cg.require_writable()?;
+    crate::state::require_writable(&spec.state_dir)?;
     if spec.nodes.is_empty() {
         return Err("no virtual node".into());
     }

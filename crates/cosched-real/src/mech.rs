@@ -201,6 +201,8 @@ impl NodeMech {
         }
         let cg = Cgroups::detect();
         cg.require().map_err(MechError::Missing)?;
+        cg.require_writable().map_err(MechError::Missing)?;
+        crate::state::require_writable(state_dir).map_err(MechError::Missing)?;
         let choice = std::env::var(FREEZE_ENV).ok();
         let freeze_by = FreezeBy::select(choice.as_deref(), cg.freezer.is_some())
             .map_err(MechError::Missing)?;

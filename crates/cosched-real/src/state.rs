@@ -28,6 +28,24 @@ pub fn default_dir() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from("/run/cosched"))
 }
 
+/// Whether this process may keep its records in `dir`: `dir`, or the nearest
+/// folder above it that exists (where it would be created), is writable
+/// (`access(2)` W_OK). The error names the folder and what to do.
+pub fn require_writable(dir: &Path) -> Result<(), String> {
+    use nix::unistd::{access, AccessFlags};
+    let Some(existing) = dir.ancestors().find(|d| d.exists()) else {
+        return Ok(());
+    };
+    access(existing, AccessFlags::W_OK).map_err(|e| {
+        format!(
+            "the state directory {} cannot be written ({} is not writable: {e}): real execution \
+             needs root (or COSCHED_STATE_DIR naming a folder this user can write)",
+            dir.display(),
+            existing.display()
+        )
+    })
+}
+
 /// A process the agent moved into its cgroups.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
 pub struct Moved {
