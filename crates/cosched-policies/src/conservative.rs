@@ -105,6 +105,31 @@ impl Conservative {
     }
 }
 
+/// The latest reservation among the failed jobs `(need, slot, reservation)` that
+/// dominate a job needing `need` processors for `dur` reserved at `old` (no more
+/// processors, no longer, reserved no later), or `SimTime(i64::MIN)` when none
+/// does; `None` when one of them is reserved at or after `horizon`, so the job
+/// cannot move. The latest failures are read first: a job is most often
+/// dominated by the one just before it in the queue.
+fn failure_bound(
+    failed: &[(u32, SimTime, SimTime)],
+    need: u32,
+    dur: SimTime,
+    old: SimTime,
+    horizon: SimTime,
+) -> Option<SimTime> {
+    let mut bound = SimTime(i64::MIN);
+    for &(n, d, o) in failed.iter().rev() {
+        if n <= need && d <= dur && o <= old {
+            if o >= horizon {
+                return None;
+            }
+            bound = bound.max(o);
+        }
+    }
+    Some(bound)
+}
+
 impl ClusterPolicy for Conservative {
     fn name(&self) -> String {
         "conservative".into()
@@ -201,18 +226,14 @@ impl ClusterPolicy for Conservative {
                 let Some(first) = profile.first_fit_before_lazy(records, need, horizon) else {
                     continue;
                 };
-                let bound = failed
-                    .iter()
-                    .filter(|f| f.0 <= need && f.1 <= dur && f.2 <= old)
-                    .map(|f| f.2)
-                    .max();
-                if bound.is_some_and(|b| b >= horizon) {
+                let Some(bound) = failure_bound(failed, need, dur, old, horizon) else {
                     continue;
-                }
+                };
                 // The profile starts at `now`, so only a bound can start the search later.
-                let (from, first) = match bound {
-                    Some(b) if b > now => (b, profile.step_index_from(first, b)),
-                    _ => (now, first),
+                let (from, first) = if bound > now {
+                    (bound, profile.step_index_from(first, bound))
+                } else {
+                    (now, first)
                 };
                 match profile.earlier_before(first, from, need, dur, old, horizon) {
                     Some(t) => {
@@ -292,5 +313,37 @@ impl ClusterPolicy for Conservative {
             self.queue.len(),
             q.join(" ")
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Failed jobs (need, slot, reservation): A (4, 10, 20), B (2, 5, 30), C (8, 10, 5).
+    /// - A job of 4 for 10 reserved at 40 is dominated by A (4 <= 4, 10 <= 10,
+    ///   20 <= 40) and B, not C (8 > 4). With horizon 25, B's reservation 30 is
+    ///   at or after it: the job cannot move, none. With horizon 35: the later of
+    ///   20 and 30, 30.
+    /// - A job of 3: only B dominates (A needs 4 > 3): 30.
+    /// - A job of 1: none dominates: the sentinel `i64::MIN`.
+    /// - A job reserved at 25: B (30 > 25) does not dominate; A does: 20.
+    /// - A job of 4 for 4: A's and B's slots (10, 5) are longer, C needs 8: none.
+    #[test]
+    fn failure_bound_by_hand() {
+        let s = SimTime::from_secs;
+        let failed = [(4, s(10), s(20)), (2, s(5), s(30)), (8, s(10), s(5))];
+        assert_eq!(failure_bound(&failed, 4, s(10), s(40), s(25)), None);
+        assert_eq!(failure_bound(&failed, 4, s(10), s(40), s(35)), Some(s(30)));
+        assert_eq!(failure_bound(&failed, 3, s(10), s(40), s(35)), Some(s(30)));
+        assert_eq!(
+            failure_bound(&failed, 1, s(10), s(40), s(35)),
+            Some(SimTime(i64::MIN))
+        );
+        assert_eq!(failure_bound(&failed, 4, s(10), s(25), s(25)), Some(s(20)));
+        assert_eq!(
+            failure_bound(&failed, 4, s(4), s(40), s(35)),
+            Some(SimTime(i64::MIN))
+        );
     }
 }

@@ -247,22 +247,37 @@ impl Profile {
         horizon: SimTime,
     ) -> Option<SimTime> {
         debug_assert!(horizon <= old);
-        let (times, free) = (&self.times[first..], &self.free[first..]);
+        let times = &self.times[first..];
+        let free = &self.free[first..times.len() + first];
+        let n = times.len();
         let mut start = from.max(times[0]);
-        let mut stop = old.min(start.saturating_add(dur));
-        for (k, (&t, &f)) in times.iter().zip(free).enumerate() {
-            if t >= stop {
-                break;
+        let mut k = 0;
+        loop {
+            // The window from `start` holds up to step `k`: read on while its
+            // steps fit, up to the window's end (its part before `old`).
+            let stop = old.min(start.saturating_add(dur));
+            loop {
+                if k == n || times[k] >= stop {
+                    return (start < horizon).then_some(start);
+                }
+                if free[k] < need {
+                    break;
+                }
+                k += 1;
             }
-            if f < need {
-                start = times.get(k + 1).copied().unwrap_or(SimTime::MAX);
-                if start >= horizon {
+            // Step `k` is too full: the next candidate start is the end of the
+            // run of too-full steps, given up on at the horizon.
+            loop {
+                k += 1;
+                if k == n || times[k] >= horizon {
                     return None;
                 }
-                stop = old.min(start.saturating_add(dur));
+                if free[k] >= need {
+                    break;
+                }
             }
+            start = times[k];
         }
-        (start < horizon).then_some(start)
     }
 
     /// Adds `parts[i].2` (signed, non-zero) free processors on
@@ -616,6 +631,12 @@ mod tests {
         assert_eq!(p.earlier_before(0, s(0), 6, s(4), s(15), s(15)), Some(s(2)));
         assert_eq!(p.earlier_before(0, s(0), 6, s(4), s(15), s(2)), None);
         assert_eq!(p.earlier_before(0, s(0), 6, s(4), s(15), s(3)), Some(s(2)));
+        // A run of too-full steps, for a job of 8 processors for 1 s reserved at
+        // 15: steps 0 and 1 have 4 and 7 < 8 free, so the first candidate start is
+        // the end of the run, 3, and [3, 4) has 10 free. With horizon 3 the search
+        // gives up at the end of the run: none. With horizon 4: 3.
+        assert_eq!(p.earlier_before(0, s(0), 8, s(1), s(15), s(3)), None);
+        assert_eq!(p.earlier_before(0, s(0), 8, s(1), s(15), s(4)), Some(s(3)));
     }
 
     /// A move that inserts two breakpoints and removes two: the steps between the
