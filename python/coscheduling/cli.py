@@ -755,30 +755,16 @@ def bench(
     if what == "simulate":
         _bench_simulate(traces, policy or ["easy"], max_jobs, repeat, as_json)
         return
-    policies_ = policy or ["easy", "conservative"]
-    rows = []
+    from .bench_traces import replay_rows
+
+    def progress(line: str) -> None:
+        if not as_json:
+            console(True).print(escape(line))
+
     with user_errors():
-        for t in traces:
-            for p in policies_:
-                t0 = time.perf_counter()
-                r = _core.run_trace(t, p, max_jobs=max_jobs)
-                wall = time.perf_counter() - t0
-                s = json.loads(r.summary_json())
-                tm = r.timings()
-                sim = tm["simulate_s"]
-                rows.append({
-                    "trace": t.name,
-                    "policy": p,
-                    "jobs": s["jobs_total"],
-                    "parse_s": tm["parse_s"],
-                    "simulate_s": sim,
-                    "metrics_s": tm["metrics_s"],
-                    "jobs_per_s": s["jobs_total"] / sim if sim > 0 else None,
-                    "total_s": wall,
-                })
-                if not as_json:
-                    console(True).print(f"{escape(t.name)} / {escape(p)}: {wall:.2f} s")
+        rows = replay_rows(traces, policy or ["easy", "conservative"], max_jobs, progress)
     _bench_rows("end-to-end replay", rows, [("parse s", "parse_s", 3), ("simulate s", "simulate_s", 3),
+                                            ("simulate / EASY", "simulate_vs_easy", 2),
                                             ("jobs/s (simulate)", "jobs_per_s", 0), ("total wall s", "total_s", 3)],
                 as_json)
 
