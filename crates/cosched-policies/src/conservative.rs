@@ -221,12 +221,17 @@ impl ClusterPolicy for Conservative {
                 // `horizon`, and a search that finds none before `horizon` finds
                 // none before `old`.
                 let horizon = old.min(self.gained);
-                // Both tests only reject jobs that cannot move, so their order
-                // does not change the schedule: the cheaper one goes first.
-                let Some(first) = profile.first_fit_before_lazy(records, need, horizon) else {
+                // Both tests only reject jobs that cannot move and change no
+                // state, so their order does not change the schedule. The test
+                // against the failed jobs goes first: it is cheap when the list
+                // is short, and where the queue holds many similar jobs it rules
+                // out most of them (on CEA-Curie, 8.6 M of the 15.9 M visits are
+                // ruled out by it and not by the first-fit test, 2.4 M by the
+                // first-fit test).
+                let Some(bound) = failure_bound(failed, need, dur, old, horizon) else {
                     continue;
                 };
-                let Some(bound) = failure_bound(failed, need, dur, old, horizon) else {
+                let Some(first) = profile.first_fit_before_lazy(records, need, horizon) else {
                     continue;
                 };
                 // The profile starts at `now`, so only a bound can start the search later.
