@@ -240,7 +240,10 @@ pub struct NodePlatform {
 ///   of `cosched-rules` `boost.rs` (every 250 us for 16 checks, then at doubling
 ///   intervals up to 16 ms; the boost dropped after 48 checks without the process
 ///   having run), so a boosted process that becomes owed CPU during the running
-///   slice gets the CPU at the next check instead of at the slice's end.
+///   slice gets the CPU at the next check instead of at the slice's end; and, with
+///   no dispatch hook in Linux, it boosts a node policy's recommendation of a process
+///   that is not running until that process runs (after each op), where a kernel
+///   module would only pass it to the next pick.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum BoostRecheck {

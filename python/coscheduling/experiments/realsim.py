@@ -132,7 +132,8 @@ PRESET_FIELDS = {
     "nodes": "2: the virtual nodes of the real runs (one CPU each)",
     "boost_recheck": "agent: the real runs' boosts are the node agent's, which repeats its reschedule check of a "
                      "boost until run on the schedule of cosched-rules boost.rs (every 250 us, then backing off; "
-                     "dropped after 48 checks): a property of the mechanism, not a measurement",
+                     "dropped after 48 checks) and boosts a recommended rank until it runs: a property of the "
+                     "mechanism, not a measurement",
     "os_noise_tick_us": "cosched-detour (selfish detour, Beckman et al., Cluster 2006) on each virtual node's CPU: "
                         "the share of a compute loop's running time lost to detours under 100 us (interrupts, "
                         "kernel work), mean of the CPUs, times the OS model's timer period (cfs 4 ms, else 10 ms)",

@@ -31,6 +31,39 @@ impl NodePolicy for BoostOnce {
     }
 }
 
+/// From its one timer (`at`) on, recommends the process of its node that is not
+/// running, until that process runs (as `pb` does with a standing recommendation).
+struct RecommendOnce {
+    at: SimTime,
+    fired: bool,
+    pick: Option<Pid>,
+}
+
+impl NodePolicy for RecommendOnce {
+    fn name(&self) -> String {
+        "recommend-once".into()
+    }
+    fn ops(&self) -> policy::Ops {
+        policy::Ops::RUNNING
+    }
+    fn period(&self) -> Option<SimTime> {
+        Some(self.at)
+    }
+    fn on_timer(&mut self, v: &dyn NodeView, _out: &mut Vec<NodeAction>) {
+        if !std::mem::replace(&mut self.fired, true) {
+            self.pick = v.processes().iter().copied().find(|&p| !v.is_running(p));
+        }
+    }
+    fn recommend(&mut self, _v: &dyn NodeView) -> Option<Pid> {
+        self.pick
+    }
+    fn running(&mut self, _v: &dyn NodeView, p: Pid, _out: &mut Vec<NodeAction>) {
+        if self.pick == Some(p) {
+            self.pick = None;
+        }
+    }
+}
+
 /// The first time at or after `after` at which `pid` is given the CPU.
 fn next_run(out: &ProcOutput, pid: Pid, after: SimTime) -> SimTime {
     out.timeline
@@ -42,8 +75,13 @@ fn next_run(out: &ProcOutput, pid: Pid, after: SimTime) -> SimTime {
 }
 
 /// `jobs` on one CPU under EEVDF (0.75 ms base slice, 4 ms tick), run seed 9, the
-/// policy boosting once at 3.406982 ms, with the boost re-check `recheck`.
+/// node policy boosting once at 3.406982 ms ([`BoostOnce`]) or, with `recommend`,
+/// recommending from then on ([`RecommendOnce`]), with the boost re-check `recheck`.
 fn run_boosted_once(jobs: &[ProcJob], recheck: BoostRecheck) -> ProcOutput {
+    run_once(jobs, recheck, false)
+}
+
+fn run_once(jobs: &[ProcJob], recheck: BoostRecheck, recommend: bool) -> ProcOutput {
     let mut plat = platform(
         1,
         OsConfig::Eevdf {
@@ -59,10 +97,18 @@ fn run_boosted_once(jobs: &[ProcJob], recheck: BoostRecheck) -> ProcOutput {
         ..Default::default()
     };
     let make = || -> Box<dyn NodePolicy> {
-        Box::new(BoostOnce {
-            at: BOOST_AT,
-            done: false,
-        })
+        if recommend {
+            Box::new(RecommendOnce {
+                at: BOOST_AT,
+                fired: false,
+                pick: None,
+            })
+        } else {
+            Box::new(BoostOnce {
+                at: BOOST_AT,
+                done: false,
+            })
+        }
     };
     simulate_processes(&plat, jobs, &make, &opts).expect("run")
 }
@@ -143,4 +189,32 @@ fn a_boost_not_run_within_the_agents_checks_is_dropped_after_48() {
     assert_eq!(with.proc_end, without.proc_end);
     // A ran first, then not again until B ended.
     assert_eq!(next_run(&with, 0, SimTime(1)), with.proc_end[1]);
+}
+
+/// The agent's treatment of a recommendation: the first test's two jobs and times,
+/// the policy recommending A from 3.406982 ms on instead of boosting it. With the
+/// agent (`boost_recheck = "agent"`) the recommendation is turned into a boost until
+/// run after the timer op, so A runs at the fifth re-check, 4.656982 ms, as boosted
+/// (one boost, one boost preemption). Without it the recommendation is only the
+/// hint of the node's next pick, B's slice end at the tick, 6.253491 ms (no boost).
+#[test]
+fn on_the_agents_platform_a_recommendation_is_boosted_until_it_runs() {
+    let compute = |name: &str| {
+        let mut b = Builder::new(1);
+        b.all(Op::Compute { ns: 20_000_000 });
+        job(b.build(name, 1.0))
+    };
+    let jobs = [compute("a"), compute("b")];
+    let with = run_once(&jobs, BoostRecheck::Agent, true);
+    assert_eq!(next_run(&with, 0, BOOST_AT), SimTime(4_656_982));
+    assert_eq!(
+        (with.counters.boosts, with.counters.boost_preemptions),
+        (1, 1)
+    );
+    let without = run_once(&jobs, BoostRecheck::None, true);
+    assert_eq!(next_run(&without, 0, BOOST_AT), SimTime(6_253_491));
+    assert_eq!(
+        (without.counters.boosts, without.counters.boost_preemptions),
+        (0, 0)
+    );
 }

@@ -10,8 +10,9 @@
 //! agent's (`boost_recheck = "agent"`, [`BoostRecheck`]) it is also tested again on
 //! the agent's schedule ([`boost_check_delay`], shared with `cosched-real`) while
 //! the process waits for a CPU, and dropped (unboosted) when that schedule ends
-//! without the process having run. Not under a slot policy (the gang dispatcher
-//! has no boost).
+//! without the process having run; and, as the agent does, a recommended process
+//! that is not running is boosted until it runs after each op. Not under a slot
+//! policy (the gang dispatcher has no boost).
 
 use super::observe::{Signal, Signals};
 use super::{Apply, Cond, Ev, PState, Pid, Sim, View, Waiting};
@@ -92,6 +93,7 @@ impl Sim<'_> {
             };
             f(self.policies[node as usize].as_mut(), &view, &mut out);
         }
+        self.agent_recommendation(node, now, &mut out);
         let mut resched = false;
         for a in out.drain(..) {
             let p = a.pid();
@@ -138,6 +140,26 @@ impl Sim<'_> {
         self.actions = out;
         if resched {
             self.schedule(node, now);
+        }
+    }
+
+    /// On a platform whose boosts are the real agent's, the agent's treatment of
+    /// the policy's recommendation after each op (`cosched-real` `agent.rs`,
+    /// `apply`): Linux gives user space no dispatch hook, so a recommended process
+    /// that is not running and has no boost until run pending is boosted until it
+    /// runs, appended to the op's actions. Elsewhere a recommendation is only the
+    /// hint of the node's next pick ([`Sim::recommend`]).
+    fn agent_recommendation(&mut self, node: u32, now: SimTime, out: &mut Vec<NodeAction>) {
+        if self.plat.boost_recheck != BoostRecheck::Agent || self.slots.is_some() {
+            return;
+        }
+        let Some(p) = self.recommend(node, now) else {
+            return;
+        };
+        let pr = &self.procs[p as usize];
+        let waiting = matches!(pr.state, PState::Ready | PState::Blocked);
+        if pr.node == node && waiting && !pr.boost_until_run {
+            out.push(NodeAction::BoostUntilRun(p));
         }
     }
 
