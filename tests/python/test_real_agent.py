@@ -205,29 +205,50 @@ def test_controller_sigkill_is_restored_at_the_next_start(tmp_path: Path, finegr
                 pass
 
 
-def _medians(tmp: Path, finegrain: Path, runs: dict[str, tuple[str, str]]) -> dict[str, float]:
+def _medians(tmp: Path, finegrain: Path, runs: dict[str, tuple[str, str]], iters: int = 1000) -> dict[str, float]:
+    """Makespan medians of 3 runs of each configuration (alternated), each job `iters` rounds of 200 us."""
     out: dict[str, list[float]] = {k: [] for k in runs}
     for _ in range(3):
         for name, (policy, node_policy) in runs.items():
-            out[name].append(makespan(tmp, config(tmp, [str(finegrain), "1000", "200"], policy, node_policy)))
+            out[name].append(makespan(tmp, config(tmp, [str(finegrain), str(iters), "200"], policy, node_policy)))
     med = {k: statistics.median(v) for k, v in out.items()}
     print("makespan medians (s):", {k: round(v, 2) for k, v in med.items()}, "runs:", out)
     return med
 
 
+def within(a: float, b: float, tol: float) -> bool:
+    """Whether `a` is within `tol` (a fraction) of `b`, on either side."""
+    return abs(a - b) <= tol * b
+
+
+def test_within_is_two_sided() -> None:
+    # By hand: |0.80 - 1.00| = 0.20 > 0.15, |1.20 - 1.00| = 0.20 > 0.15, |0.86 - 1.00| = 0.14 <= 0.15,
+    # |1.14 - 1.00| = 0.14 <= 0.15.
+    assert not within(0.80, 1.00, 0.15)
+    assert not within(1.20, 1.00, 0.15)
+    assert within(0.86, 1.00, 0.15)
+    assert within(1.14, 1.00, 0.15)
+
+
 def test_end_to_end_orderings_two_jobs_on_two_cpus(tmp_path: Path, finegrain: Path) -> None:
-    """2 jobs x 2 ranks on 2 CPUs, 200 us grain: gang no more than 15% slower than batch (its slot
-    switches cost little; it may be faster: batch starts the jobs one after the other and, on a
-    machine shared with other work, a dedicated spinning job loses time too); SB and HYBRID faster
-    than the library's default spinning (NLS)."""
+    """2 jobs x 2 ranks on 2 CPUs, 200 us grain: gang makespan within 15% of batch, either way (its slot
+    switches cost little, and time-sharing two jobs of equal length cannot beat running them one after
+    the other by much); SB and HYBRID faster than the library's default spinning (NLS).
+
+    Gang and batch run 5,000 rounds per job (about 1 s of CPU per rank), the others 1,000: on this shared
+    machine (load average 23-25 on 2 CPUs) gang came out 9-17% faster than batch at 1,000 rounds (makespans
+    of 4-6 s, so the other load's swings weigh much), 9-10% faster at 5,000 (21-24 s); at load 2-3, 1% (2.28 s
+    against 2.30 s)."""
     med = _medians(tmp_path, finegrain, {
         "nls": ("fcfs", "nls"),
         "sb": ("fcfs", "sb"),
         "hybrid": ("fcfs", "hybrid"),
+    })
+    med |= _medians(tmp_path, finegrain, {
         "batch": ("batch", "nls"),
         "gang": ("gang[quantum_ms=100,rows=2]", "nls"),
-    })
-    assert med["gang"] <= 1.15 * med["batch"], med
+    }, iters=5000)
+    assert within(med["gang"], med["batch"], 0.15), med
     assert med["sb"] < med["nls"], med
     assert med["hybrid"] < med["nls"], med
     assert not leftovers()
