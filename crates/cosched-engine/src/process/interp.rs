@@ -45,6 +45,8 @@ impl Sim<'_> {
             } = std::mem::replace(&mut p.after, After::Next)
             {
                 self.depart(pid, to, bytes, tag, blocking, now);
+                // MPICH-GM's sends poll GM's receive queue once the data is out.
+                self.poll(pid, None, false);
                 if blocking && self.procs[pid as usize].acks_pending > 0 {
                     self.begin_wait(pid, Cond::Ack, WaitKind::SendAck, now);
                     return;
@@ -85,6 +87,8 @@ impl Sim<'_> {
                     Some(&(_, stop)) => Cond::MsgOr { from, tag, stop },
                     None => Cond::Msg { from, tag },
                 };
+                // Posted, then polled until it completes (MPICH's `MPID_RecvContig`).
+                self.poll(pid, Some(cond), true);
                 self.try_resume(pid, cond).unwrap_or_else(|| {
                     self.begin_wait(pid, cond, WaitKind::Recv, now);
                     false
@@ -94,15 +98,18 @@ impl Sim<'_> {
                 self.procs[pid as usize].posted.push((from, tag));
                 true
             }
-            Op::Wait => self.try_resume(pid, Cond::Completion).unwrap_or_else(|| {
-                let kind = if self.posted_matched(pid) {
-                    WaitKind::SendCompletion
-                } else {
-                    WaitKind::RecvCompletion
-                };
-                self.begin_wait(pid, Cond::Completion, kind, now);
-                false
-            }),
+            Op::Wait => {
+                self.poll(pid, Some(Cond::Completion), true);
+                self.try_resume(pid, Cond::Completion).unwrap_or_else(|| {
+                    let kind = if self.posted_matched(pid) {
+                        WaitKind::SendCompletion
+                    } else {
+                        WaitKind::RecvCompletion
+                    };
+                    self.begin_wait(pid, Cond::Completion, kind, now);
+                    false
+                })
+            }
             Op::CollBegin(_) | Op::CollEnd(_) => {
                 let node = self.procs[pid as usize].node;
                 let enter = matches!(op, Op::CollBegin(_));
@@ -165,7 +172,7 @@ impl Sim<'_> {
     /// A send: the message departs once the send overhead and the per-byte CPU of
     /// its bytes are paid; whether that costs nothing.
     fn exec_send(&mut self, pid: Pid, to: Rank, bytes: u64, tag: u32, blocking: bool) -> bool {
-        let per_byte = self.bytes_cpu_ns(bytes);
+        let per_byte = self.bytes_cpu_ns(bytes, 1);
         self.byte_cpu_ns += per_byte;
         let send_ns = self.send_ns + per_byte;
         let p = &mut self.procs[pid as usize];

@@ -39,6 +39,7 @@ impl Sim<'_> {
                 after: After::Next,
                 wait: None,
                 mailbox: Vec::new(),
+                saved_bytes: 0,
                 posted: Vec::new(),
                 acks_pending: 0,
                 sends_pending: 0,
@@ -148,6 +149,7 @@ impl Sim<'_> {
             p.reading = false;
             self.dropped += p.mailbox.len() as u64 + p.in_flight as u64;
             p.mailbox.clear();
+            p.saved_bytes = 0;
             p.posted.clear();
             p.rts.clear();
             p.granted.clear();

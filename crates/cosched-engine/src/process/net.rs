@@ -4,11 +4,29 @@
 //! - **Eager** (a message shorter than the platform's `eager_limit_bytes`, or
 //!   every message when it has none): the send completes once the message is
 //!   copied out (the sender pays its CPU cost only, MPICH-GM's short protocol);
-//!   the sender node's NIC then transmits it and it lands in the receiver's
-//!   buffer whether or not the receiver runs. The copies are the platform's
-//!   `eager_copy_ns` per byte at each end (MPICH-GM's `memcpy` into a GM send
-//!   buffer, and out of GM's receive buffer when the receive consumes it),
-//!   charged with the send and the receive overheads.
+//!   the sender node's NIC then transmits it and it lands in GM's receive queue
+//!   at the receiver whether or not the receiver runs. Each copy costs the
+//!   platform's `eager_copy_ns` per byte: one at the sender (MPICH-GM's `memcpy`
+//!   into a GM send buffer), charged with the send overhead, and one or two at the
+//!   receiver, charged with the receive overhead when the receive consumes the
+//!   message ([`Landed`]).
+//! - **Unexpected eager messages** (MPICH-GM 1.2.4..8's ch_gm as shipped with
+//!   MPICH 1.2.5, `mpid/ch_gm/gmpi_chshort.c`, and MPICH's ADI, `mpid/ch2/adi2recv.c`):
+//!   the receiver handles GM's receive queue only when it polls, inside an MPI
+//!   call: a send polls after copying out (`MPID_DRAIN_INCOMING` in
+//!   `MPID_CH_Eagerb_send_short`), a blocking receive or a wait polls after posting
+//!   its receive (`MPID_RecvContig` posts through `MPID_IrecvContig`, which only
+//!   searches the unexpected queue, then polls in `MPID_RecvComplete` until its
+//!   receive completes), a non-blocking receive does not poll, and a process waiting
+//!   in MPI polls each message as it lands. A polled message that matches a posted
+//!   receive is copied once, into the user's buffer (`MPID_CH_Eagerb_recv_short`);
+//!   one that matches none is copied into a `malloc`'d buffer
+//!   (`MPID_CH_Eagerb_save_short`) and copied again into the user's buffer when its
+//!   receive is posted (`MPID_CH_Eagerb_unxrecv_start_short`), unless the process
+//!   already holds `GMPI_MAX_UNEXPECTED_QUEUE_SIZE` (100,000,000, `gmpi.h`) bytes of
+//!   saved messages: then it stays in GM's buffer and is copied once. The engine
+//!   charges both receiver copies with the receive that consumes the message (MPICH-GM
+//!   does the first one at the poll, earlier in the same or an earlier MPI call).
 //! - **Rendezvous** (at least `eager_limit_bytes`): the sender's request-to-send
 //!   (a control message, `latency` on the wire) waits at the receiver until the
 //!   receiver answers it, which it does only while it executes an MPI wait
@@ -66,6 +84,24 @@ pub(super) struct Rndv {
     /// A blocking `Send` (completion as an acknowledgement) or an `Isend`.
     pub blocking: bool,
 }
+
+/// Where the MPI library holds an arrived message, hence how many times the
+/// receiver copies an eager one (module doc: MPICH-GM's ch_gm).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Landed {
+    /// In GM's receive queue: the receiver has not polled since it landed.
+    Queued,
+    /// Polled into a posted receive (or kept in GM's buffer past the unexpected
+    /// queue's limit): copied once.
+    Once,
+    /// Polled with no receive posted for it: copied into an unexpected buffer,
+    /// then into the user's buffer.
+    Twice,
+}
+
+/// MPICH-GM copies no more unexpected messages out of GM's buffers once this many
+/// bytes are saved (`GMPI_MAX_UNEXPECTED_QUEUE_SIZE`, ch_gm `gmpi.h`).
+pub(super) const UNEXPECTED_SAVE_LIMIT: u64 = 100_000_000;
 
 /// GM's packet size, bytes (`GM_MTU`, GM 1.x/2.x `gm_types.h`: `#define GM_MTU 4096`).
 pub(super) const PACKET_BYTES: u64 = 4096;
@@ -330,7 +366,8 @@ impl Sim<'_> {
                 })
             };
             if let Some(k) = free(&mail, p.mailbox.len(), &|k| {
-                (p.mailbox[k].0, p.mailbox[k].1)
+                let (f, t, _, _) = p.mailbox[k];
+                (f, t)
             }) {
                 mail.push(k);
             } else if let Some(k) = free(&granted, p.granted.len(), &|k| p.granted[k]) {
@@ -379,25 +416,84 @@ impl Sim<'_> {
     }
 
     /// The CPU time one end of a message spends on its `bytes`: the platform's
-    /// `byte_overhead_ns` per byte, and its `eager_copy_ns` per byte too when the
-    /// message is eager (the MPI library's copy through a staging buffer),
+    /// `byte_overhead_ns` per byte, and `copies` times its `eager_copy_ns` per byte
+    /// when the message is eager (the MPI library's copies through its buffers),
     /// rounded to the ns.
-    pub(super) fn bytes_cpu_ns(&self, bytes: u64) -> i64 {
+    pub(super) fn bytes_cpu_ns(&self, bytes: u64, copies: u32) -> i64 {
         let copy = if bytes < self.eager_limit {
-            self.eager_copy_ns
+            self.eager_copy_ns * f64::from(copies)
         } else {
             0.0
         };
         (bytes as f64 * (self.byte_ns + copy)).round() as i64
     }
 
-    /// A message's data lands in `to`'s buffer.
+    /// `pid` polls GM's receive queue inside an MPI call (module doc), with its
+    /// posted non-blocking receives and `recv` (the blocking receive or wait it is
+    /// in, if any) posted: each queued message, in arrival order, lands in the first
+    /// matching receive no earlier message holds ([`Landed::Once`]) or is saved as
+    /// unexpected ([`Landed::Twice`]). With `until_done`, it stops once `recv` holds
+    /// (`MPID_RecvComplete` polls until its receive completes), before polling
+    /// anything if it already does.
+    pub(super) fn poll(&mut self, pid: Pid, recv: Option<Cond>, until_done: bool) {
+        let limit = self.eager_limit;
+        let p = &mut self.procs[pid as usize];
+        let Some(first) = p.mailbox.iter().position(|m| m.3 == Landed::Queued) else {
+            return;
+        };
+        // Receive slots in posting order (from, tag, the LoopUntil stop tag also
+        // accepted), the blocking receive last; whether a message holds each.
+        let mut slots: Vec<(Option<Rank>, u32, Option<u32>)> =
+            p.posted.iter().map(|&(f, t)| (f, t, None)).collect();
+        match recv {
+            Some(Cond::Msg { from, tag }) => slots.push((from, tag, None)),
+            Some(Cond::MsgOr { from, tag, stop }) => slots.push((from, tag, Some(stop))),
+            _ => {}
+        }
+        let mut held = vec![false; slots.len()];
+        let done = |held: &[bool], p: &super::Proc<'_>| match recv {
+            Some(Cond::Msg { .. } | Cond::MsgOr { .. }) => held[held.len() - 1],
+            Some(Cond::Completion) => {
+                p.acks_pending == 0 && p.sends_pending == 0 && held.iter().all(|&h| h)
+            }
+            _ => false,
+        };
+        for k in 0..p.mailbox.len() {
+            if k >= first && until_done && done(&held, p) {
+                return;
+            }
+            let (f, t, bytes, landed) = p.mailbox[k];
+            let slot = (0..slots.len()).find(|&s| {
+                let (sf, st, stop) = slots[s];
+                !held[s] && (t == st || Some(t) == stop) && sf.is_none_or(|x| x == f)
+            });
+            if let Some(s) = slot {
+                held[s] = true;
+            }
+            if landed != Landed::Queued {
+                continue;
+            }
+            let saved = slot.is_none() && bytes > 0 && bytes < limit;
+            p.mailbox[k].3 = if saved && p.saved_bytes < UNEXPECTED_SAVE_LIMIT {
+                p.saved_bytes += bytes;
+                Landed::Twice
+            } else {
+                Landed::Once
+            };
+        }
+    }
+
+    /// A message's data lands in `to`'s buffer; a process waiting in MPI polls it.
     pub(super) fn msg_arrived(&mut self, to: Pid, from: Rank, tag: u32, bytes: u64, now: SimTime) {
         let p = &mut self.procs[to as usize];
         p.in_flight -= 1;
-        p.mailbox.push((from, tag, bytes));
+        p.mailbox.push((from, tag, bytes, Landed::Queued));
         if let Some(k) = p.granted.iter().position(|&g| g == (from, tag)) {
             p.granted.swap_remove(k);
+        }
+        match p.wait {
+            Some(w) if w.cond != Cond::Io => self.poll(to, Some(w.cond), false),
+            _ => {}
         }
         self.signal(super::observe::Signal::Message { to });
         self.message_arrived(to, now);

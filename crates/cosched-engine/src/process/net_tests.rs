@@ -135,6 +135,131 @@ fn an_eager_message_pays_the_copies_a_rendezvous_one_does_not() {
     assert_eq!(out.proc_cpu_ns[1], 5 * MS + 1_500 + 24_431);
 }
 
+/// A blocking receive from rank `from` with `tag`.
+fn recv(from: Rank, tag: u32) -> Op {
+    Op::Recv {
+        from: Some(from),
+        tag,
+    }
+}
+
+/// Rank 0 sends 1000 bytes (tag 1) to rank 1, computes 1 ms and receives rank
+/// 1's empty message (tag 9); rank 1 runs `r1`; eager copies at 1.5 ns per byte,
+/// every wait blocking.
+fn unexpected_run(r1: Vec<Op>) -> ProcOutput {
+    let mut r0 = eager_sender();
+    r0.push(recv(1, 9));
+    let (mut plat, jobs) = pair(r0, r1);
+    plat.eager_copy_ns = 1.5;
+    run_with_byte_costs(&plat, &jobs)
+}
+
+/// An empty message to rank 0 (tag 9).
+fn empty_to_0() -> Op {
+    Op::Send {
+        to: 0,
+        bytes: 0,
+        tag: 9,
+    }
+}
+
+#[test]
+fn an_unexpected_eager_message_is_copied_twice_at_the_receiver() {
+    // MPICH-GM's ch_gm at 1.5 ns per byte of copy, 1000 bytes: 1,500 ns a copy.
+    // (o_s = 1 us, o_r = 1.5 us.) The message lands in rank 1's GM receive queue
+    // at about 12 us, while rank 1 computes 5 ms.
+    //
+    // Rank 1 then sends (0 bytes, 1,000 ns), whose poll finds the message with no
+    // receive posted: saved as unexpected (first copy); its receive copies it again.
+    // Receive: 1,500 + 2 x 1,500 = 4,500 ns. Rank 1 ends at 5 ms + 1,000 + 4,500 =
+    // 5,005,500 ns.
+    let out = unexpected_run(vec![Op::Compute { ns: 5 * MS }, empty_to_0(), recv(0, 1)]);
+    assert_eq!(out.proc_cpu_ns[1], 5_005_500);
+    assert_eq!(out.proc_end[1].as_ns(), 5_005_500);
+    // Receive first, send after: the receive is posted, then polls (MPICH's
+    // `MPID_RecvContig`): one copy, 1,500 + 1,500 = 3,000 ns, the same total
+    // 5 ms + 3,000 + 1,000 = 5,004,000 ns.
+    let out = unexpected_run(vec![Op::Compute { ns: 5 * MS }, recv(0, 1), empty_to_0()]);
+    assert_eq!(out.proc_cpu_ns[1], 5_004_000);
+    // Posted before it lands (rank 1 waits in its receive from t = 0, blocked; woken
+    // by the interrupt): one copy, 3,000 ns of receive, plus the interrupt and the
+    // send: 3,000 + i + 1,000 ns of CPU.
+    let out = unexpected_run(vec![recv(0, 1), empty_to_0()]);
+    let i = us(platform(2, linux()).interrupt_us);
+    assert_eq!(out.proc_cpu_ns[1], 3_000 + i + 1_000);
+}
+
+#[test]
+fn a_non_blocking_receive_does_not_poll_and_a_wait_stops_once_complete() {
+    // 1.5 ns per byte of copy. Rank 0 sends 1000 bytes with tag 1 then (after
+    // computing 1 ms) receives rank 1's empty message; rank 1 computes 5 ms, posts a
+    // receive for tag 1 (`Irecv`: no poll) and waits for it: the wait's poll finds the
+    // message and the posted receive: one copy. Receive 1,500 + 1,500 = 3,000 ns:
+    // rank 1 ends at 5 ms + 3,000 + 1,000 (its send) = 5,004,000 ns of CPU.
+    let out = unexpected_run(vec![
+        Op::Compute { ns: 5 * MS },
+        Op::Irecv {
+            from: Some(0),
+            tag: 1,
+        },
+        Op::Wait,
+        empty_to_0(),
+    ]);
+    assert_eq!(out.proc_cpu_ns[1], 5_004_000);
+    // Waiting in MPI (blocked in a receive for tag 2, which rank 0 sends after its
+    // 1 ms of compute), rank 1 polls the tag 1 message as it lands: unexpected. Its
+    // later receive pays 1,500 + 3,000 = 4,500 ns; the tag 2 message (empty, posted)
+    // 1,500 ns; one interrupt wakes it. CPU: 4,500 + 1,500 + i + 1,000 ns.
+    let mut r0 = eager_sender();
+    r0.push(Op::Send {
+        to: 1,
+        bytes: 0,
+        tag: 2,
+    });
+    r0.push(recv(1, 9));
+    let r1 = vec![recv(0, 2), recv(0, 1), empty_to_0()];
+    let (mut plat, jobs) = pair(r0, r1);
+    plat.eager_copy_ns = 1.5;
+    let i = us(plat.interrupt_us);
+    let out = run_with_byte_costs(&plat, &jobs);
+    assert_eq!(out.proc_cpu_ns[1], 4_500 + 1_500 + i + 1_000);
+}
+
+#[test]
+fn past_the_unexpected_queue_limit_a_message_stays_in_gms_buffer() {
+    // Every message eager, 1.5 ns per byte of copy. Rank 0 sends 100,000,000 bytes
+    // (tag 1), then 1000 bytes (tag 2); rank 1 computes 5 s, sends an empty message
+    // (its poll saves both: the first as unexpected, 100,000,000 bytes, which
+    // reaches `GMPI_MAX_UNEXPECTED_QUEUE_SIZE`; the second stays in GM's buffer),
+    // then receives tag 2 and tag 1. Receives: 1,500 + 1,000 x 1.5 = 3,000 ns for
+    // tag 2 (one copy) and 1,500 + 2 x 150,000,000 = 300,001,500 ns for tag 1.
+    // CPU: 5 s + 1,000 + 3,000 + 300,001,500 ns.
+    let r0 = vec![
+        Op::Send {
+            to: 1,
+            bytes: 100_000_000,
+            tag: 1,
+        },
+        Op::Send {
+            to: 1,
+            bytes: 1000,
+            tag: 2,
+        },
+        recv(1, 9),
+    ];
+    let r1 = vec![
+        Op::Compute { ns: 5_000 * MS },
+        empty_to_0(),
+        recv(0, 2),
+        recv(0, 1),
+    ];
+    let (mut plat, jobs) = pair(r0, r1);
+    plat.eager_limit_bytes = None;
+    plat.eager_copy_ns = 1.5;
+    let out = run_with_byte_costs(&plat, &jobs);
+    assert_eq!(out.proc_cpu_ns[1], 5_000 * MS + 1_000 + 3_000 + 300_001_500);
+}
+
 #[test]
 fn a_rendezvous_send_waits_for_the_receivers_post() {
     // The same with 100 kB (above the limit): the request reaches rank 1 at

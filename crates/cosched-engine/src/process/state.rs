@@ -3,6 +3,7 @@
 //! accounting and memory), each CPU ([`Cpu`]) and each node ([`Node`]: CPUs,
 //! native scheduler, disk, NIC, memory, page-in queue, policy timers).
 
+use super::net;
 use crate::os::{NativeScheduler, Pid};
 use cosched_contract::node::{Ops, WaitKind, WaitMode};
 use cosched_des::{RngStream, SimTime};
@@ -79,8 +80,12 @@ pub(super) struct Proc<'a> {
     pub(super) cpu_left: i64,
     pub(super) after: After,
     pub(super) wait: Option<Waiting>,
-    /// Arrived, unconsumed messages: (from, tag, bytes).
-    pub(super) mailbox: Vec<(Rank, u32, u64)>,
+    /// Arrived, unconsumed messages: (from, tag, bytes, where the MPI library
+    /// holds them: [`net::Landed`]).
+    pub(super) mailbox: Vec<(Rank, u32, u64, net::Landed)>,
+    /// Bytes of the eager messages in `mailbox` copied out to the MPI library's
+    /// unexpected buffers ([`net::Landed::Twice`]).
+    pub(super) saved_bytes: u64,
     pub(super) posted: Vec<(Option<Rank>, u32)>,
     pub(super) acks_pending: u32,
     /// Non-blocking rendezvous sends not complete yet ([`net`]).

@@ -10,6 +10,7 @@
 //! runnable again, without an interrupt, when its condition holds (it notices at
 //! its next dispatch) or when a CPU of its node would be idle (it spins there).
 
+use super::net::Landed;
 use super::observe::Signal;
 use super::{Apply, Cond, PState, Pid, Sim, Stop, View, Waiting, Wake};
 use cosched_contract::node::{DequeueReason, EnqueueReason, Ops, WaitEndCause, WaitKind, WaitMode};
@@ -91,7 +92,7 @@ impl Sim<'_> {
             .mailbox
             .iter()
             .enumerate()
-            .position(|(k, &(f, t, _))| {
+            .position(|(k, &(f, t, _, _))| {
                 t == tag && from.is_none_or(|x| x == f) && !skip.contains(&k)
             })
     }
@@ -141,8 +142,8 @@ impl Sim<'_> {
                 let first = p
                     .mailbox
                     .iter()
-                    .find(|&&(f, t, _)| (t == tag || t == stop) && from.is_none_or(|x| x == f))
-                    .map(|&(_, t, _)| t)
+                    .find(|&&(f, t, _, _)| (t == tag || t == stop) && from.is_none_or(|x| x == f))
+                    .map(|&(_, t, _, _)| t)
                     .expect("a matching message is buffered");
                 self.consume(pid, from, first);
                 if first == stop {
@@ -163,13 +164,20 @@ impl Sim<'_> {
     }
 
     /// Takes the first matching message out of `pid`'s buffer, paying the receive
-    /// overhead and the per-byte CPU of its bytes.
+    /// overhead and the per-byte CPU of its bytes (an unexpected eager message's
+    /// two copies: [`super::net`]).
     pub(super) fn consume(&mut self, pid: Pid, from: Option<Rank>, tag: u32) {
         let k = self
             .find_msg(pid, from, tag, &[])
             .expect("a matching message is buffered");
-        let (f, _, bytes) = self.procs[pid as usize].mailbox.remove(k);
-        let per_byte = self.bytes_cpu_ns(bytes);
+        let (f, _, bytes, landed) = self.procs[pid as usize].mailbox.remove(k);
+        let copies = if landed == Landed::Twice {
+            self.procs[pid as usize].saved_bytes -= bytes;
+            2
+        } else {
+            1
+        };
+        let per_byte = self.bytes_cpu_ns(bytes, copies);
         self.byte_cpu_ns += per_byte;
         let p = &mut self.procs[pid as usize];
         p.last_from = Some(f);
