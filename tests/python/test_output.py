@@ -308,3 +308,20 @@ def test_an_output_folder_under_a_read_only_folder_is_named(tmp_path, monkeypatc
     assert e.value.filename == str(ro / "a" / "b")
     assert e.value.strerror == f"cannot write the results here: {ro} is not writable"
     assert list(ro.iterdir()) == []
+
+
+def test_the_extension_records_the_commit_it_was_built_from():
+    """`pip install .` copies the package out of the checkout, so provenance cannot ask git at run time: the
+    extension carries the commit its build.rs read. From a checkout, that commit is HEAD or (a build made before
+    the last commits) one of HEAD's ancestors; never "unknown"."""
+    import subprocess
+
+    from coscheduling import _core
+
+    built = getattr(_core, "__git_commit__", None)
+    top = Path(__file__).resolve().parents[2]
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=top, capture_output=True, text=True, check=True)
+    assert built and built != "unknown", built
+    assert len(built) == 40 and all(c in "0123456789abcdef" for c in built), built
+    ancestor = subprocess.run(["git", "merge-base", "--is-ancestor", built, head.stdout.strip()], cwd=top)
+    assert ancestor.returncode == 0, f"extension built from {built}, not an ancestor of HEAD {head.stdout.strip()}"

@@ -1,6 +1,7 @@
 //! EASY backfilling on an excerpt of the real SDSC-SP2 trace, where two running
 //! jobs end at the head's shadow time (the trace is read from `shared/data/traces`
-//! beside the repository, or `$COSCHED_TRACES`; the test is skipped without it).
+//! beside the repository, or `$COSCHED_TRACES`; without it the test fails and says
+//! where the trace is looked for, as the other tests of the real traces do).
 //!
 //! Derivation: lines with run time <= 0, allocated processors <= 0 or submit
 //! time < 0 are dropped; the estimate is the requested time raised to at least
@@ -17,7 +18,7 @@ use cosched::model::WorkloadOptions;
 use cosched::platform_of;
 use std::path::PathBuf;
 
-fn trace(file: &str) -> Option<PathBuf> {
+fn trace(file: &str) -> PathBuf {
     let dir = std::env::var_os("COSCHED_TRACES")
         .map(PathBuf::from)
         .unwrap_or_else(|| {
@@ -27,15 +28,17 @@ fn trace(file: &str) -> Option<PathBuf> {
             ))
         });
     let p = dir.join(file);
-    p.exists().then_some(p)
+    assert!(
+        p.exists(),
+        "trace {} not found: put shared/data/traces beside the repository or set COSCHED_TRACES",
+        p.display()
+    );
+    p
 }
 
 #[test]
 fn sdsc_sp2_job_581_backfills_into_the_tied_extra_processors() {
-    let Some(path) = trace("SDSC-SP2-1998-4.2-cln.swf.gz") else {
-        eprintln!("skipping: SDSC-SP2-1998-4.2-cln.swf.gz not found");
-        return;
-    };
+    let path = trace("SDSC-SP2-1998-4.2-cln.swf.gz");
     let mut t = swf::read_swf(&path).unwrap();
     t.records.retain(|r| {
         let f = &r.fields;
