@@ -331,9 +331,8 @@ pub fn check(spec: &RunSpec) -> Result<(), String> {
             spec.shim.display()
         ));
     }
-    let cg = crate::cgroup::Cgroups::detect();
-    cg.require()?;
-    cg.require_writable()?;
+    let freeze = std::env::var(crate::mech::FREEZE_ENV).ok();
+    crate::mech::check_cgroups(&crate::cgroup::Cgroups::detect(), freeze.as_deref())?;
     crate::state::require_writable(&spec.state_dir)?;
     if spec.nodes.is_empty() {
         return Err("no virtual node".into());

@@ -81,7 +81,9 @@ impl JobNodeFreezer {
 
     /// The cgroup of job `job` on node `node`.
     pub fn dir(&self, node: u32, job: i32) -> PathBuf {
-        self.h.path(&node_base(&self.run, node)).join(format!("j{job}"))
+        self.h
+            .path(&node_base(&self.run, node))
+            .join(format!("j{job}"))
     }
 
     /// Freezes (`true`) or thaws job `job` on node `node` (creating its
@@ -166,6 +168,27 @@ pub fn common_home<'a>(mut origs: impl Iterator<Item = &'a String>) -> Option<St
     origs.all(|o| o == first).then(|| first.clone())
 }
 
+/// The hierarchies of `detected` that gang slots stopping jobs by `by` use,
+/// and the freeze method chosen by `choice` (the value of [`FREEZE_ENV`]),
+/// checked before anything is changed: the cpu and cpuacct controllers exist,
+/// the choice is valid on this machine, and every hierarchy used is writable.
+/// With signals the freezer role is dropped: a v1 freezer hierarchy is then
+/// neither created in nor written, so it need not be writable (a cgroup2
+/// freezer is the cpu hierarchy, which is used and checked anyway).
+pub fn check_cgroups(
+    detected: &Cgroups,
+    choice: Option<&str>,
+) -> Result<(Cgroups, FreezeBy), String> {
+    detected.require()?;
+    let by = FreezeBy::select(choice, detected.freezer.is_some())?;
+    let mut used = detected.clone();
+    if by == FreezeBy::Signals {
+        used.freezer = None;
+    }
+    used.require_writable()?;
+    Ok((used, by))
+}
+
 /// Ranks' leaves live in hierarchies that weigh or account; v1 freezer-only and
 /// cpuset-only hierarchies hold jobs or the node.
 fn leaf_roles(cg: &Cgroups) -> Vec<Hierarchy> {
@@ -199,16 +222,15 @@ impl NodeMech {
                 "run id {run:?} must match [A-Za-z0-9_-]{{1,32}}"
             )));
         }
-        let cg = Cgroups::detect();
-        cg.require().map_err(MechError::Missing)?;
-        cg.require_writable().map_err(MechError::Missing)?;
-        crate::state::require_writable(state_dir).map_err(MechError::Missing)?;
+        let detected = Cgroups::detect();
         let choice = std::env::var(FREEZE_ENV).ok();
-        let freeze_by = FreezeBy::select(choice.as_deref(), cg.freezer.is_some())
-            .map_err(MechError::Missing)?;
+        let (cg, freeze_by) =
+            check_cgroups(&detected, choice.as_deref()).map_err(MechError::Missing)?;
+        crate::state::require_writable(state_dir).map_err(MechError::Missing)?;
         // A leftover that cannot be restored keeps its record for a later
-        // cleanup; it does not prevent this agent from starting.
-        if let Err(e) = crate::state::cleanup(state_dir, &cg) {
+        // cleanup; it does not prevent this agent from starting. Every
+        // hierarchy is scanned, the unused freezer's included.
+        if let Err(e) = crate::state::cleanup(state_dir, &detected) {
             eprintln!("cosched: cleanup of {}: {e}", state_dir.display());
         }
         let base = node_base(run, node);
@@ -650,7 +672,51 @@ impl Drop for NodeMech {
 
 #[cfg(test)]
 mod tests {
-    use super::FreezeBy;
+    use super::{check_cgroups, FreezeBy};
+    use crate::cgroup::{Cgroups, Hierarchy, Version};
+
+    /// cpu, cpuacct and cpuset in the writable folder `ok`; the freezer a
+    /// separate v1 hierarchy at `denied` (absent, so `access(W_OK)` fails for
+    /// any user, root included).
+    fn with_unwritable_freezer(ok: &std::path::Path, denied: &std::path::Path) -> Cgroups {
+        let h = |p: &std::path::Path| {
+            Some(Hierarchy {
+                root: p.to_path_buf(),
+                version: Version::V1,
+            })
+        };
+        Cgroups {
+            cpu: h(ok),
+            cpuacct: h(ok),
+            cpuset: h(ok),
+            freezer: h(denied),
+        }
+    }
+
+    #[test]
+    fn signals_need_no_writable_freezer_and_the_freezer_does() {
+        let tmp = tempfile::tempdir().unwrap();
+        let denied = tmp.path().join("freezer-not-writable");
+        let cg = with_unwritable_freezer(tmp.path(), &denied);
+        // Signals: the freezer hierarchy is left out, so only `tmp` is checked.
+        let (used, by) = check_cgroups(&cg, Some("signals")).unwrap();
+        assert_eq!(by, FreezeBy::Signals);
+        assert_eq!(used.freezer, None);
+        assert_eq!(used.roots().len(), 1);
+        // The freezer, forced or by default (there is one): its root is named.
+        for choice in [Some("freezer"), None] {
+            let e = check_cgroups(&cg, choice).unwrap_err();
+            assert!(
+                e.contains("no permission to create cgroups in")
+                    && e.contains("freezer-not-writable")
+                    && !e.contains(&format!("{}, ", tmp.path().display())),
+                "{choice:?}: {e}"
+            );
+        }
+        // A bad choice is refused before any permission is checked.
+        let e = check_cgroups(&cg, Some("sigstop")).unwrap_err();
+        assert!(e.contains("COSCHED_FREEZE=\"sigstop\""), "{e}");
+    }
 
     #[test]
     fn the_freeze_choice_defaults_to_the_freezer_and_signals_can_be_forced() {
