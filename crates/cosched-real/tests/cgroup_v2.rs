@@ -14,18 +14,22 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
-/// A spinner, a private cgroup2 mount and a cgroup in it: all undone on drop
-/// (the spinner killed first, so the group is empty and can be removed).
+/// A private cgroup2 mount, a cgroup in it and a spinner: all undone on drop
+/// (the spinner killed first, so the group is empty and can be removed). It is
+/// made before the mount, so a panic at any later step (the mount, the
+/// spinner's spawn) still unmounts and removes the folder.
 struct Setup {
-    spinner: Child,
+    spinner: Option<Child>,
     mnt: PathBuf,
     group: PathBuf,
 }
 
 impl Drop for Setup {
     fn drop(&mut self) {
-        let _ = self.spinner.kill();
-        let _ = self.spinner.wait();
+        if let Some(c) = &mut self.spinner {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
         let deadline = Instant::now() + Duration::from_secs(5);
         while self.group.exists() && std::fs::remove_dir(&self.group).is_err() {
             if Instant::now() > deadline {
@@ -55,28 +59,29 @@ fn usage_over(h: &Hierarchy, dir: &Path, d: Duration) -> u64 {
 #[test]
 fn v2_freeze_thaw_round_trip_on_a_private_cgroup2_mount() {
     let mnt = std::env::temp_dir().join(format!("cosched-test-cg2-{}", std::process::id()));
-    std::fs::create_dir_all(&mnt).unwrap();
+    let h = Hierarchy {
+        root: mnt.clone(),
+        version: Version::V2,
+    };
+    let mut s = Setup {
+        spinner: None,
+        group: h.path(&format!("cosched.test-v2-{}", std::process::id())),
+        mnt,
+    };
+    std::fs::create_dir_all(&s.mnt).unwrap();
     let st = Command::new("mount")
         .args(["-t", "cgroup2", "none"])
-        .arg(&mnt)
+        .arg(&s.mnt)
         .status()
         .unwrap();
+    assert!(st.success() && mounted(&s.mnt), "mount -t cgroup2 as root");
     let spinner = Command::new("sh")
         .arg("-c")
         .arg("while :; do :; done")
         .spawn()
         .unwrap();
     let pid = spinner.id();
-    let h = Hierarchy {
-        root: mnt.clone(),
-        version: Version::V2,
-    };
-    let s = Setup {
-        spinner,
-        group: h.path(&format!("cosched.test-v2-{}", std::process::id())),
-        mnt,
-    };
-    assert!(st.success() && mounted(&s.mnt), "mount -t cgroup2 as root");
+    s.spinner = Some(spinner);
     let home = procfs::cgroup_of(pid, None).expect("the spinner has a cgroup2 line");
     let group = h
         .create(s.group.file_name().unwrap().to_str().unwrap())
