@@ -24,6 +24,12 @@ CGROUP_ROOTS = [Path("/sys/fs/cgroup") / c for c in ("cpu", "cpuacct", "cpuset",
 RING = "Msg[pattern=ring]"
 #: The jobs' program, by absolute path: the no-MPI test's PATH has no /usr/bin.
 TRUE = shutil.which("true") or "/bin/true"
+#: Run as user nobody (uid and gid 65534, no supplementary group) keeping one capability, CAP_DAC_READ_SEARCH:
+#: it may read any file and search any folder, so the checkout and its environment are readable wherever they
+#: are (a clone under a mode-700 folder of root's included), but it still may not write cgroups, /run or any
+#: folder it does not own, which is what these tests are about.
+NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=+dac_read_search",
+          "--ambient-caps=+dac_read_search", "--"]
 
 
 def machine_state() -> set[str]:
@@ -69,19 +75,18 @@ def test_real_run_without_mpi_names_the_package_and_changes_nothing(open_dir: Pa
 
 
 def test_real_run_as_an_unprivileged_user_names_what_is_missing_and_changes_nothing(open_dir: Path) -> None:
-    """As user nobody (uid and gid 65534, no supplementary group), with MPICH present: the run cannot write
-    the cgroups, and says so."""
+    """As user nobody (`NOBODY`: it may read everything but write no cgroup), with MPICH present: the run
+    cannot write the cgroups, and says so."""
     assert os.geteuid() == 0, "the test drops from root to nobody"
     cfg = real_config(open_dir, [(RING, 2)], {RING: [TRUE]})
     for p in (cfg, *cfg.parent.iterdir()):
         p.chmod(p.stat().st_mode | 0o444)
     env = {**os.environ, "TMPDIR": str(open_dir), "HOME": str(open_dir)}
-    nobody = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--"]
-    probe = subprocess.run([*nobody, sys.executable, "-c", "import coscheduling"], capture_output=True, text=True,
+    probe = subprocess.run([*NOBODY, sys.executable, "-c", "import coscheduling"], capture_output=True, text=True,
                            env=env, timeout=120)
     assert probe.returncode == 0, f"user nobody cannot import the package from this tree: {probe.stderr}"
     before = machine_state()
-    r = _run(cfg, open_dir / "out", env, prefix=nobody)
+    r = _run(cfg, open_dir / "out", env, prefix=NOBODY)
     err = " ".join(r.stderr.split())
     assert r.returncode == 1, r.stdout + r.stderr
     assert "root" in err and "cgroup" in err, err
@@ -91,11 +96,10 @@ def test_real_run_as_an_unprivileged_user_names_what_is_missing_and_changes_noth
 
 def test_real_agent_as_an_unprivileged_user_names_what_is_missing_and_changes_nothing(
         open_dir: Path, node_agent: Path) -> None:
-    """The node agent alone (`cosched-agent serve`) as user nobody: it refuses to start, naming the cgroup
-    hierarchies it cannot write, and creates nothing."""
-    nobody = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--"]
+    """The node agent alone (`cosched-agent serve`) as user nobody (`NOBODY`): it refuses to start, naming the
+    cgroup hierarchies it cannot write, and creates nothing."""
     before = machine_state()
-    r = subprocess.run([*nobody, str(node_agent), "serve", "--run", f"errs{os.getpid()}", "--node",
+    r = subprocess.run([*NOBODY, str(node_agent), "serve", "--run", f"errs{os.getpid()}", "--node",
                         f"0:0:{open_dir / 'n0.sock'}", "--no-realtime", "--state-dir", str(open_dir / "state")],
                        capture_output=True, text=True, timeout=120)
     err = " ".join(r.stderr.split())
