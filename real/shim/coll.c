@@ -33,7 +33,13 @@
  * still unclaimed, posts it and counts its arrival itself (it has the data: the message has arrived; it is
  * on a CPU, so the policies that act only for a waiting or descheduled destination get no event, by the
  * skip bits), and the member whose entry would have posted it later finds it claimed and neither posts nor
- * counts it. Each message is so posted once, and counted once in `arrivals` and once in `consumed`.
+ * counts it. Each message is so posted at most once. A leaving member whose sender has already moved two
+ * collectives ahead (its claim word holds a later collective) cannot read there whether the message was posted:
+ * in a barrier, allreduce, alltoall or allgather it was (see above), so it counts it as consumed; in a tree it
+ * neither posts nor counts it. If that tree message was posted, its arrival stays counted with no
+ * consumption (one unconsumed message too many, for the rest of the run); this happens only when it was
+ * posted before its sender moved two collectives ahead. Otherwise a posted message counts once in `arrivals`
+ * and once in `consumed`.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -54,30 +60,37 @@ static int entered(const struct coll_ctx *c, int x) {
     return s && LD(&s->collectives) >= c->number;
 }
 
-/* Claims message `slot` of sender `s` for this collective in `s`'s segment: 1 if this member is the first
- * to claim it (and so posts it). Two words by the parity of the number: a sender is never more than one
- * collective ahead of a member that completes one of its messages' dependencies (it cannot finish this
- * one, nor so the next, before that member's library call sends what it needs). */
+/* Claims message `slot` of sender `s` for this collective in `s`'s segment. Two words by the parity of
+ * the number: a sender is never more than one collective ahead of a member that completes one of its
+ * messages' dependencies (it cannot finish this one, nor so the next, before that member's library call
+ * sends what it needs). A member leaving a tree can meet a sender two collectives ahead, though: its word
+ * then holds that later collective, and whether this one's message was posted is no longer known. */
 static uint64_t *posted_word(const struct coll_ctx *c, int s) {
     struct cosched_rank_shm *seg = cs_shm_of(cs_world_of(c->comm, s));
     return seg ? &seg->coll_posted[c->number & 1] : NULL;
 }
 
-static int claim(const struct coll_ctx *c, int s, int slot) {
+enum claim_outcome {
+    CLAIMED,  /* this member is the first to claim the message, and so posts it */
+    TAKEN,    /* another member claimed (and posted) it already */
+    UNKNOWN,  /* no word (the sender's segment is not here), or the word holds a later collective */
+};
+
+static enum claim_outcome claim(const struct coll_ctx *c, int s, int slot) {
     uint64_t *w = posted_word(c, s);
-    if (!w) return 0;
+    if (!w) return UNKNOWN;
     uint64_t bit = 1ull << slot, cur = LD(w);
     for (;;) {
         uint64_t at = cur >> 32, now = c->number & 0xffffffffu, next;
         if (at == now) {
-            if (cur & bit) return 0;
+            if (cur & bit) return TAKEN;
             next = cur | bit;
         } else if (at < now) {
             next = (now << 32) | bit;
         } else {
-            return 0; /* the sender is already in a later collective of this parity */
+            return UNKNOWN; /* the sender is already in a later collective of this parity */
         }
-        if (__atomic_compare_exchange_n(w, &cur, next, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) return 1;
+        if (__atomic_compare_exchange_n(w, &cur, next, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) return CLAIMED;
     }
 }
 
@@ -86,18 +99,25 @@ static void post_if_due(struct coll_ctx *c, int s, int t, int slot, coll_dep_fn 
     if (!dep(c, s, c->me, arg)) return;
     for (int x = 0; x < c->n; x++)
         if (dep(c, s, x, arg) && !entered(c, x)) return;
-    if (!claim(c, s, slot)) return;
+    if (claim(c, s, slot) != CLAIMED) return;
     int to = cs_world_of(c->comm, t);
     if (c->arrivals) ADD(&cs_shm_of(to)->arrivals, 1);
     cs_post_message(to, cs_world_of(c->comm, s));
 }
 
-/* Leaving: counts a message to this member, and claims it if nobody has posted it yet: this member posts
- * it then, and counts its arrival (the data is here: the library's tree brought it). */
+/* Leaving: claims a message to this member if nobody has posted it yet: this member posts it then, and
+ * counts its arrival (the data is here: the library's tree brought it). The message counts as consumed
+ * only when its arrival is known to be counted: claimed now, claimed before, or (the sender's word holding
+ * a later collective) in a collective no member leaves before every member has entered, where every
+ * message was posted at entry. In a tree, a sender's word holding a later collective tells nothing: the
+ * message may never have been posted, and counting it consumed would hide one genuine unconsumed message
+ * of this member for the rest of the run (the counts are cumulative). */
 static void take(struct coll_ctx *c, int s, int t, int slot, coll_dep_fn dep, uint64_t arg) {
     if (t != c->me) return;
+    enum claim_outcome o = claim(c, s, slot);
+    if (o == UNKNOWN && !c->all_enter) return;
     c->taken++;
-    if (!claim(c, s, slot)) return;
+    if (o != CLAIMED) return;
     c->own_count++;
     cs_post_message(cs_world_of(c->comm, t), cs_world_of(c->comm, s));
 }
@@ -123,6 +143,8 @@ void cs_coll_messages(MPI_Comm comm, int coll, int root, uint64_t bytes, uint64_
 void cs_coll_taken(MPI_Comm comm, int coll, int root, uint64_t bytes, uint64_t number) {
     struct coll_ctx c;
     if (!context(&c, comm, root, bytes, number) || !c.arrivals) return;
+    c.all_enter = coll == COSCHED_COLL_BARRIER || coll == COSCHED_COLL_ALLREDUCE || coll == COSCHED_COLL_ALLTOALL ||
+                  coll == COSCHED_COLL_ALLGATHER;
     if (!cs_coll_each_message(&c, coll, take)) return;
     struct cosched_rank_shm *me = cs_shm_of(cs_world_of(comm, c.me));
     if (c.own_count) {

@@ -19,6 +19,7 @@ struct coll_ctx {
     int arrivals;       /* posted messages count in the receivers' arrivals (every member here) */
     uint64_t taken;     /* leaving: messages to this member */
     uint64_t own_count; /* leaving: messages to this member nobody had posted (their arrival counted now) */
+    int all_enter;      /* leaving: no member can leave before every member has entered (not a tree) */
 };
 
 /* Message `slot` (0..31) of sender `s` to `t` (ranks of the communicator) is sent once every member x with

@@ -24,6 +24,9 @@
  *                                        `consumed` exceeded its `arrivals`}
  *   cosched-probe bcastlag MS            MPI_Bcast of one int from rank 0 (then a barrier); rank 2 enters the
  *                                        broadcast MS milliseconds after the others
+ *   cosched-probe gatherahead MS         on 4 ranks: MPI_Gather of one int to rank 0, rank 3 entering it MS
+ *                                        milliseconds after the others; then two MPI_Gathers to rank 1, an
+ *                                        MPI_Bcast from rank 1 and a barrier
  *   cosched-probe crash RANK             rank RANK raises SIGSEGV after MPI_Init; the others wait in a barrier
  *   cosched-probe exit RANK CODE         rank RANK exits with CODE without MPI_Finalize; the others wait
  */
@@ -72,7 +75,7 @@ static int cmp_u64(const void *a, const void *b) {
 
 static void usage(void) {
     fprintf(stderr, "usage: cosched-probe pingpong ITERS BYTES | oneway ITERS GAP_US | sleepwait SECONDS | calls | "
-                    "colls | sendcount ITERS | bcastlag MS | crash RANK | exit RANK CODE\n");
+                    "colls | sendcount ITERS | bcastlag MS | gatherahead MS | crash RANK | exit RANK CODE\n");
     MPI_Abort(MPI_COMM_WORLD, 2);
 }
 
@@ -245,6 +248,15 @@ int main(int argc, char **argv) {
         int v = rank;
         if (rank == 2) usleep((useconds_t)atoi(argv[2]) * 1000u);
         MPI_Bcast(&v, 1, MPI_INT, 0, MPI_COMM_WORLD);
+        MPI_Barrier(MPI_COMM_WORLD);
+    } else if (!strcmp(cmd, "gatherahead") && argc == 3) {
+        int v = rank, all[4];
+        if (size != 4) usage();
+        if (rank == 3) usleep((useconds_t)atoi(argv[2]) * 1000u);
+        MPI_Gather(&v, 1, MPI_INT, all, 1, MPI_INT, 0, MPI_COMM_WORLD);
+        MPI_Gather(&v, 1, MPI_INT, all, 1, MPI_INT, 1, MPI_COMM_WORLD);
+        MPI_Gather(&v, 1, MPI_INT, all, 1, MPI_INT, 1, MPI_COMM_WORLD);
+        MPI_Bcast(&v, 1, MPI_INT, 1, MPI_COMM_WORLD);
         MPI_Barrier(MPI_COMM_WORLD);
     } else if (!strcmp(cmd, "crash") && argc == 3) {
         if (rank == atoi(argv[2])) {

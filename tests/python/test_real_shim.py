@@ -568,6 +568,20 @@ FLAT_IBCAST = {
 }
 
 
+def run_with_library_env(real_build: Path, tmp_path: Path, mpi: str, monkeypatch: pytest.MonkeyPatch,
+                         library_env: dict[str, str], cmd: str) -> tuple[list[tuple[int, int]], list[dict]]:
+    """`run_calls_under` with the MPI library's variables `library_env` set: the posted messages as sorted
+    (source, destination) pairs and the ranks' shim log lines."""
+    for k, v in library_env.items():
+        monkeypatch.setenv(k, v)
+    msgs, ranks = run_calls_under(real_build, tmp_path, mpi, cmd=cmd)
+    return sorted((m[5], m[3]) for m in msgs if m[0] == MESSAGE), ranks
+
+
+#: A 4-rank barrier's messages (dissemination): r -> r + 1, r -> r + 2.
+BARRIER4 = [(r, (r + d) % 4) for r in range(4) for d in (1, 2)]
+
+
 @pytest.mark.parametrize("mpi", MPIS)
 def test_a_member_leaving_a_tree_before_its_simulated_sender_entered_takes_the_message(
         real_build: Path, tmp_path: Path, mpi: str, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -577,14 +591,39 @@ def test_a_member_leaving_a_tree_before_its_simulated_sender_entered_takes_the_m
     # 2 -> 3 itself: it posts it, counts its arrival (coll_taken_first = 1) and its consumption; rank 2, entering
     # later, finds it claimed. Each message is posted once: bcast 3 + barrier r -> r + 1, r + 2 (8) = 11, and
     # by hand each rank's arrivals = consumed = its barrier messages (2) + its bcast message (ranks 1, 2, 3: 1).
-    for k, v in FLAT_IBCAST[mpi].items():
-        monkeypatch.setenv(k, v)
-    msgs, ranks = run_calls_under(real_build, tmp_path, mpi, cmd="bcastlag 300")
-    bcast = [(0, 2), (0, 1), (2, 3)]
-    barrier = [(r, (r + d) % 4) for r in range(4) for d in (1, 2)]
-    assert sorted((m[5], m[3]) for m in msgs if m[0] == MESSAGE) == sorted(bcast + barrier)
+    posted, ranks = run_with_library_env(real_build, tmp_path, mpi, monkeypatch, FLAT_IBCAST[mpi], "bcastlag 300")
+    assert posted == sorted([(0, 2), (0, 1), (2, 3)] + BARRIER4)
     assert [(d["rank"], d["coll_taken_first"]) for d in ranks] == [(0, 0), (1, 0), (2, 0), (3, 1)], ranks
     assert [(d["arrivals"], d["consumed"]) for d in ranks] == [(2, 2), (3, 3), (3, 3), (3, 3)], ranks
+
+
+#: The library's non-blocking gather made flat, every rank sending to the root itself: MPICH's transport tree
+#: (k-nomial, k = 4 on 4 ranks); Open MPI's libnbc gather is linear.
+FLAT_IGATHER = {
+    "mpich": {"MPIR_CVAR_IGATHER_INTRA_ALGORITHM": "tsp_tree", "MPIR_CVAR_IGATHER_TREE_KVAL": "4"},
+    "openmpi": {},
+}
+
+
+@pytest.mark.parametrize("mpi", MPIS)
+def test_a_message_whose_sender_ran_two_collectives_ahead_is_not_counted_consumed(
+        real_build: Path, tmp_path: Path, mpi: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # `cosched-probe gatherahead 300` on 4 ranks: collective N a gather to 0 that rank 3 enters 300 ms late,
+    # N + 1 and N + 2 gathers to 1, N + 3 a bcast from 1, N + 4 a barrier. The simulator's tree for N
+    # (binomial, root 0): 1 -> 0 (depends on 1), 3 -> 2 (on 3), 2 -> 0 (on 2 and 3). The library's flat gather
+    # lets rank 2 leave N at once and enter N + 1 and N + 2, whose 2 -> 1 (root 1: rank 2 is relative rank 1,
+    # depends on itself only) rank 2 claims at entry: its claim word of N's parity then holds N + 2. Rank 3,
+    # entering N, completes 2 -> 0's dependencies but finds that word ahead: 2 -> 0 is never posted. Rank 0
+    # leaving N must not count it consumed either (it did before: its consumed stayed one above its arrivals).
+    # Root 1 (relative ranks 1:0, 2:1, 3:2, 0:3): N + 1 and N + 2 each 2 -> 1, 0 -> 3, 3 -> 1; N + 3 (bcast)
+    # 1 -> 2, 1 -> 3, 3 -> 0; barrier r -> r + 1, r + 2. Posted: 2 + 3 + 3 + 3 + 8 = 19. By hand each rank's
+    # arrivals = consumed: rank 0: 1 -> 0, 3 -> 0, barrier 2 = 4; rank 1: (2 -> 1, 3 -> 1) x 2 + 2 = 6;
+    # rank 2: 3 -> 2, 1 -> 2 + 2 = 4; rank 3: 0 -> 3 x 2, 1 -> 3 + 2 = 5.
+    posted, ranks = run_with_library_env(real_build, tmp_path, mpi, monkeypatch, FLAT_IGATHER[mpi],
+                                         "gatherahead 300")
+    gathers = [(1, 0), (3, 2)] + [(2, 1), (0, 3), (3, 1)] * 2
+    assert posted == sorted(gathers + [(1, 2), (1, 3), (3, 0)] + BARRIER4)
+    assert [(d["arrivals"], d["consumed"]) for d in ranks] == [(4, 4), (6, 6), (4, 4), (5, 5)], ranks
 
 
 @pytest.mark.parametrize("mpi", MPIS)
