@@ -7,11 +7,13 @@ use cosched_model::node::{BoostRecheck, OsConfig};
 use cosched_model::program::Builder;
 use policy::{NodeView, Pid};
 
-/// Boosts, at its one timer (`at`), the process of its node that is not running,
-/// until it runs.
+/// Boosts, at its one timer (`at`), the process of its node that is not running
+/// (with `running`, the one that is running: a boost the process has, as the agent
+/// sees it, already used), until it runs.
 struct BoostOnce {
     at: SimTime,
     done: bool,
+    running: bool,
 }
 
 impl NodePolicy for BoostOnce {
@@ -25,7 +27,8 @@ impl NodePolicy for BoostOnce {
         if std::mem::replace(&mut self.done, true) {
             return;
         }
-        if let Some(&p) = v.processes().iter().find(|&&p| !v.is_running(p)) {
+        let running = self.running;
+        if let Some(&p) = v.processes().iter().find(|&&p| v.is_running(p) == running) {
             out.push(NodeAction::BoostUntilRun(p));
         }
     }
@@ -82,6 +85,30 @@ fn run_boosted_once(jobs: &[ProcJob], recheck: BoostRecheck) -> ProcOutput {
 }
 
 fn run_once(jobs: &[ProcJob], recheck: BoostRecheck, recommend: bool) -> ProcOutput {
+    run_with(jobs, recheck, &|| -> Box<dyn NodePolicy> {
+        if recommend {
+            Box::new(RecommendOnce {
+                at: BOOST_AT,
+                fired: false,
+                pick: None,
+            })
+        } else {
+            Box::new(BoostOnce {
+                at: BOOST_AT,
+                done: false,
+                running: false,
+            })
+        }
+    })
+}
+
+/// `jobs` on one CPU under EEVDF (0.75 ms base slice, 4 ms tick), run seed 9, the
+/// node policy `make`'s, with the boost re-check `recheck`.
+fn run_with(
+    jobs: &[ProcJob],
+    recheck: BoostRecheck,
+    make: &dyn Fn() -> Box<dyn NodePolicy>,
+) -> ProcOutput {
     let mut plat = platform(
         1,
         OsConfig::Eevdf {
@@ -96,21 +123,7 @@ fn run_once(jobs: &[ProcJob], recheck: BoostRecheck, recommend: bool) -> ProcOut
         record_timeline: true,
         ..Default::default()
     };
-    let make = || -> Box<dyn NodePolicy> {
-        if recommend {
-            Box::new(RecommendOnce {
-                at: BOOST_AT,
-                fired: false,
-                pick: None,
-            })
-        } else {
-            Box::new(BoostOnce {
-                at: BOOST_AT,
-                done: false,
-            })
-        }
-    };
-    simulate_processes(&plat, jobs, &make, &opts).expect("run")
+    simulate_processes(&plat, jobs, make, &opts).expect("run")
 }
 
 /// When the test policy boosts.
@@ -217,4 +230,59 @@ fn on_the_agents_platform_a_recommendation_is_boosted_until_it_runs() {
         (without.counters.boosts, without.counters.boost_preemptions),
         (0, 0)
     );
+}
+
+/// The first test's two jobs (A pid 0, B pid 1, 20 ms each, one CPU, EEVDF 0.75 ms /
+/// 4 ms tick, seed 9), with the agent's re-check, B boosted while it runs, at `at`.
+fn run_running_boosted(at: SimTime) -> ProcOutput {
+    let compute = |name: &str| {
+        let mut b = Builder::new(1);
+        b.all(Op::Compute { ns: 20_000_000 });
+        job(b.build(name, 1.0))
+    };
+    let jobs = [compute("a"), compute("b")];
+    run_with(&jobs, BoostRecheck::Agent, &|| -> Box<dyn NodePolicy> {
+        Box::new(BoostOnce {
+            at,
+            done: false,
+            running: true,
+        })
+    })
+}
+
+/// A boost until run given to a running process is dropped at the agent's first
+/// check, which finds that the process runs (case 1) or has run since the boost
+/// (case 2), as the agent drops it when the process's CPU time has grown.
+///
+/// By hand (the first test's schedule): A runs 0 to 2.253491 ms (v_A = 2.253491),
+/// B from then to its slice end at the tick 6.253491 ms (v_B = 4.0); A then runs
+/// to its slice end at the next tick, 10.253491 ms (v_A = 6.253491 > v_B: B runs).
+/// Case 1: B boosted while it runs, at 3.406982 ms; the first check, 250 us later,
+/// finds it running and drops the boost: the schedule is unchanged, B runs again at
+/// 10.253491 ms, no boost preemption. Were the boost kept, B (ready from 6.253491 ms)
+/// would preempt A at the first check with v_A >= v_B = 4.0, i.e. at or after
+/// 8.003491 ms: checks fall at 3.406982 + 0.25 x 16 = 7.406982, + 0.5 = 7.906982
+/// (v_A = 3.906982, not yet) and + 1 = 8.906982 ms (v_A = 4.906982): B at 8.906982.
+/// Case 2: B boosted at 6.1 ms, 0.153491 ms before its slice ends; the first check,
+/// at 6.35 ms, finds it ready but taken off its CPU at 6.253491 ms, after the boost:
+/// it has run, the boost is dropped, B runs at 10.253491 ms. Kept, the check at
+/// 6.1 + 0.25 x 8 = 8.1 ms (v_A = 4.1; the one before, 7.85 ms, has v_A = 3.85) would
+/// preempt A: B at 8.1 ms.
+#[test]
+fn a_boost_given_to_a_running_process_is_dropped_at_the_first_check() {
+    for at in [BOOST_AT, SimTime(6_100_000)] {
+        let out = run_running_boosted(at);
+        assert_eq!(next_run(&out, 1, SimTime::ZERO), SimTime(2_253_491));
+        assert_eq!(next_run(&out, 0, SimTime(1)), SimTime(6_253_491), "{at:?}");
+        assert_eq!(
+            next_run(&out, 1, SimTime(2_253_492)),
+            SimTime(10_253_491),
+            "{at:?}"
+        );
+        assert_eq!(
+            (out.counters.boosts, out.counters.boost_preemptions),
+            (1, 0),
+            "{at:?}"
+        );
+    }
 }

@@ -9,8 +9,9 @@
 //! and at the CPU's next scheduling point; on a platform whose boost is the real
 //! agent's (`boost_recheck = "agent"`, [`BoostRecheck`]) it is also tested again on
 //! the agent's schedule ([`boost_check_delay`], shared with `cosched-real`) while
-//! the process waits for a CPU, and dropped (unboosted) when that schedule ends
-//! without the process having run; and, as the agent does, a recommended process
+//! the process waits for a CPU, and dropped (unboosted) at the first check that
+//! finds the process running or run since the boost (as the agent, which sees its
+//! CPU time grow), or when that schedule ends; and, as the agent does, a recommended process
 //! that is not running is boosted until it runs after each op. Not under a slot
 //! policy (the gang dispatcher has no boost).
 
@@ -185,16 +186,19 @@ impl Sim<'_> {
 
     /// A re-check of `pid`'s boost until run number `boost`, checked `checks`
     /// times already (as the agent's timer, `cosched-real` `agent.rs`): nothing if
-    /// the process has run since (or was unboosted, or boosted again: a newer chain
-    /// runs); else, with another check to come, a preemption test if it waits for
-    /// a CPU and the next check; without one, the boost is dropped.
+    /// the process was given a CPU since (dispatch drops the boost), unboosted, or
+    /// boosted again (a newer chain runs); the boost is dropped if the process runs
+    /// at the check or has run since the boost (it was running when boosted and
+    /// left its CPU after: the agent sees its CPU time grow), or if no check is to
+    /// come; else a preemption test if it waits for a CPU, and the next check.
     pub(super) fn boost_check(&mut self, pid: Pid, boost: u32, checks: u32, now: SimTime) {
         let pr = &self.procs[pid as usize];
         if !pr.boost_until_run || pr.boosts_until_run != boost || pr.state == PState::Done {
             return;
         }
         let node = pr.node;
-        if boost_check_delay(checks + 1).is_none() {
+        let ran = matches!(pr.state, PState::Running(_)) || pr.last_ran > boosted_at(checks, now);
+        if ran || boost_check_delay(checks + 1).is_none() {
             self.procs[pid as usize].boost_until_run = false;
             self.nodes[node as usize].sched.unboost(pid);
             return;
@@ -331,4 +335,16 @@ impl Sim<'_> {
             self.arm_tick(node, now);
         }
     }
+}
+
+/// When the boost whose re-check number `checks` (counted from 0) falls at `now`
+/// was given: `now` less the delays of checks 0 to `checks`
+/// ([`Sim::arm_boost_check`] schedules check `k` `boost_check_delay(k)` after
+/// check `k - 1`, check 0 after the boost).
+fn boosted_at(checks: u32, now: SimTime) -> SimTime {
+    let waited: i64 = (0..=checks)
+        .filter_map(boost_check_delay)
+        .map(|d| d.as_nanos() as i64)
+        .sum();
+    now - SimTime(waited)
 }
