@@ -736,7 +736,6 @@ impl RunConfig {
     }
 }
 
-/// Formats a JSON error as "line L, column C: message".
 /// Parses a JSON configuration; an error is "line L, column C: message", with "field `a.b`: "
 /// before the message when it is about a value (a wrong type, an out-of-range number, a bad
 /// enum string): the field path found by `serde_path_to_error`, as TOML errors name theirs.
