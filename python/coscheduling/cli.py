@@ -1336,6 +1336,33 @@ def calibrate(
 # reproduce
 
 
+def _print_experiments() -> None:
+    """`cosched reproduce --list`: the table of the experiments, `noise-sensitivity` last."""
+    from . import experiments
+
+    t = Table(title="experiments", show_header=True, header_style="bold")
+    for col in ("id", "title", "reproduces"):
+        t.add_column(col)
+    for e in experiments.experiments():
+        t.add_row(e.id, escape(e.title), escape(e.source))
+    t.add_row("noise-sensitivity", "Each seed 000/001 finding's verdict at OS noise 0, sourced and 5x",
+              "seeds 000 and 001 (every choi-* experiment)")
+    console().print(t)
+
+
+def _reproduce_noise(folder: Path, settings: Any, workers: int | None) -> None:
+    """`cosched reproduce noise-sensitivity`: the seed 000/001 experiments at each OS noise level into
+    `folder` (:func:`coscheduling.experiments.noise.run_sensitivity`), then the files written; a
+    `--os-noise-us` (in `settings`) is refused, the experiment setting the noise itself."""
+    from .experiments import noise
+
+    if settings.os_noise_us is not None:
+        raise ValueError(f"{noise.ID} sets the OS noise itself: drop --os-noise-us")
+    for p in noise.run_sensitivity(folder, settings=settings, workers=workers, command=command_line(),
+                                   say=lambda m: console(True).print(escape(m))):
+        console().print(f"  {escape(str(p))}")
+
+
 @app.command()
 def reproduce(
     experiment: Annotated[
@@ -1386,14 +1413,7 @@ def reproduce(
     from . import experiments
 
     if list_ or experiment is None:
-        t = Table(title="experiments", show_header=True, header_style="bold")
-        for col in ("id", "title", "reproduces"):
-            t.add_column(col)
-        for e in experiments.experiments():
-            t.add_row(e.id, escape(e.title), escape(e.source))
-        t.add_row("noise-sensitivity", "Each seed 000/001 finding's verdict at OS noise 0, sourced and 5x",
-                  "seeds 000 and 001 (every choi-* experiment)")
-        console().print(t)
+        _print_experiments()
         if experiment is None and not list_:
             raise fail("give an experiment id (or --list)", 2)
         return
@@ -1408,11 +1428,7 @@ def reproduce(
         settings = experiments.Settings(quick=quick, seeds=n_seeds, repeat=repeat, calibration=calibration,
                                         os_noise_us=os_noise_us)
         if experiment == noise.ID:
-            if os_noise_us is not None:
-                raise ValueError(f"{noise.ID} sets the OS noise itself: drop --os-noise-us")
-            for p in noise.run_sensitivity(folder, settings=settings, workers=workers, command=command_line(),
-                                           say=lambda m: console(True).print(escape(m))):
-                console().print(f"  {escape(str(p))}")
+            _reproduce_noise(folder, settings, workers)
             return
         err = console(True)
         with Progress(
