@@ -1787,7 +1787,7 @@ def _fig7_findings(agg: pd.DataFrame, speed: pd.DataFrame, runs: pd.DataFrame | 
                   "memory-aware admission removes the paging from execution and adds the time jobs are held "
                   "until memory frees"))
     f = [Finding(
-        "memory-aware allocation gains over 35% on average (S000 §5.3; the brief reads about 28%)",
+        "memory-aware allocation gains over 35% on average (S000 §5.3; S001 §5.3: over 28%)",
         "the response gain (no memory-aware − memory-aware) / no memory-aware, averaged over the schemes run both "
         f"ways, per seed: reproduced if its 95% interval is above 0 and its mean at least {lo_b:.1f}% (the paper's "
         "lower bound 35% less half); partly if above 0 but below that; tie if the interval contains 0",
