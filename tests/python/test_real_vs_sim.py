@@ -113,6 +113,18 @@ def test_rank_agreement() -> None:
     assert a["kendall_tau"] == pytest.approx(1 / 3)  # 2 concordant pairs, 1 discordant
 
 
+def test_compute_time_is_the_dedicated_run_minus_the_launch() -> None:
+    # By hand: fine 0.9 - 0.4 = 0.5 s, coarse 1.5 - 0.4 = 1.1 s.
+    got = realsim.compute_times({"fine": 0.9, "coarse": 1.5}, 0.4, "mpich")
+    assert got == pytest.approx({"fine": 0.5, "coarse": 1.1})
+    # A dedicated run no longer than the launch (0.35 <= 0.4) measured nothing but the launch: a clear error
+    # naming the MPI, the granularity and both times, not a math domain error from the runtime check's log.
+    with pytest.raises(ValueError, match=r"mpich fine: the dedicated run \(0\.350 s.*launch \(0\.400 s"):
+        realsim.compute_times({"coarse": 1.5, "fine": 0.35}, 0.4, "mpich")
+    with pytest.raises(ValueError, match="coarse"):
+        realsim.compute_times({"coarse": 0.4}, 0.4, "openmpi")
+
+
 def test_sim_trace_sees_lockstep_and_independent_nodes(tmp_path: Path) -> None:
     """Hand-made timelines of 2 jobs of 2 ranks on 2 nodes, 4 ms slices over 16 ms. In lockstep both nodes
     run the same job at the same instants: co-run 1, every dispatch aligned. Out of step (node 1 a half

@@ -111,7 +111,13 @@ FULL_GRAINS = (Grain("fine", 0.4, 1000, 2), Grain("coarse", 4.0, 1000, 3))
 #: A job that does almost nothing (one barrier after 0.5 ms): its response time is the launch time
 #: (mpiexec, MPI_Init, registration with the agent, MPI_Finalize, the controller's polling).
 LAUNCH_GRAIN = Grain("launch", 1.0, 1, 1)
-QUICK_GRAINS = (Grain("fine", 0.4, 100, 2), Grain("coarse", 4.0, 100, 2))
+#: The quick run's grains (its MPI is MPICH where present). Rule: a rank's compute (``quanta`` x 0.5 ms) at
+#: least 3 times MPICH's launch time measured idle, so that the dedicated run minus the launch (what the
+#: runtime check compares) is mostly compute: the launch's medians in three full runs started idle (load
+#: average 0.06-0.13) were 0.057, 0.076 and 0.077 s, 3 x 0.077 = 0.231 s, so 500 quanta (0.25 s). (100
+#: quanta, 0.05 s, left the dedicated run within the launch's spread: loaded, launch 0.187 s and dedicated
+#: 0.250-0.260 s, medians; a run at load average 4.4 found a dedicated run no longer than the launch.)
+QUICK_GRAINS = (Grain("fine", 0.4, 500, 2), Grain("coarse", 4.0, 500, 2))
 
 #: Each preset field and the measurement that gives it.
 PRESET_FIELDS = {
@@ -549,6 +555,22 @@ def kendall(a: list[float], b: list[float]) -> float:
     return 1.0 if math.isnan(tau) else tau
 
 
+def compute_times(dedicated: dict[str, float], launch: float, mpi: str) -> dict[str, float]:
+    """Each granularity's dedicated compute time: its dedicated real median minus the launch time (what
+    the runtime check compares with the simulator, which has no launch). Raises ValueError naming the
+    granularity and both times when the launch is as long as the dedicated run or longer: then the run
+    measured nothing but its launch and no log error can be taken."""
+    out = {}
+    for name, ded in dedicated.items():
+        if ded <= launch:
+            raise ValueError(f"{mpi} {name}: the dedicated run ({ded:.3f} s, median) is no longer than the launch "
+                             f"({launch:.3f} s, median of the `launch` job): its compute cannot be told from the "
+                             "launch; make the granularity's `quanta` larger (the machine may have been loaded "
+                             "differently during the two measurements)")
+        out[name] = ded - launch
+    return out
+
+
 def fit_os(dedicated: dict[str, float], bench: dict[str, Any], mpi: str, models: list[str],
            grains: tuple[Grain, ...], root: Path, say: Callable[[str], None]) -> dict[str, float]:
     """The runtime check of step 2: each OS model of ``models`` (labels of ``osfit.CANDIDATES``) simulates
@@ -622,8 +644,9 @@ def measure(quick: bool, reps: int = REPS, mpis: list[str] | None = None,
             say(f"launch time ({mpi})")
             launch, launch_runs = _median_real(mpi, LAUNCH_GRAIN, "fcfs", "nls", reps, root, f"{mpi}-launch", 1)
             checked = list(OS_MODELS) + ([best] if best not in OS_MODELS else [])
-            errors = fit_os({k: v[0] - launch for k, v in dedicated.items()}, bench, mpi, checked, grains,
-                            root / mpi, say)
+            say(f"launch {launch:.3f} s; dedicated " + ", ".join(f"{k} {v[0]:.3f} s" for k, v in dedicated.items()))
+            computed = compute_times({k: v[0] for k, v in dedicated.items()}, launch, mpi)
+            errors = fit_os(computed, bench, mpi, checked, grains, root / mpi, say)
             plat = preset(bench, mpi, best)
             presets[mpi] = plat
             fits[mpi] = {"chosen": best, "chosen_by": "time sharing (os_timeshare_fit)",
