@@ -226,7 +226,7 @@ def policy_module(tmp_path, monkeypatch):
 )
 def test_python_policy_failures_are_policy_errors(policy_module, cls, needle):
     r = run_cli(["simulate", "--trace", policy_module, "--policy", f"python:badpolicies:{cls}"])
-    check(r, 1, f"policy python:badpolicies:{cls} failed at t=0.000000000s on the events [('submitted', 0",
+    check(r, 2, f"policy python:badpolicies:{cls} failed at t=0.000000000s on the events [('submitted', 0",
           needle)
 
 
