@@ -116,7 +116,7 @@ impl Sim<'_> {
                         let pr = &mut self.procs[p as usize];
                         pr.boost_until_run = true;
                         pr.boosts_until_run = pr.boosts_until_run.wrapping_add(1);
-                        self.arm_boost_check(p, 0, now);
+                        self.arm_boost_check(p, 0, now, now);
                     }
                     if apply == Apply::Now
                         && self.procs[p as usize].state == PState::Ready
@@ -164,10 +164,10 @@ impl Sim<'_> {
         }
     }
 
-    /// Schedules the re-check of `p`'s latest boost until run that was checked
-    /// `checks` times, on a platform with the agent's re-check; none once the
-    /// schedule is over.
-    fn arm_boost_check(&mut self, p: Pid, checks: u32, now: SimTime) {
+    /// Schedules the re-check of `p`'s latest boost until run, given at `since`,
+    /// that was checked `checks` times, on a platform with the agent's re-check;
+    /// none once the schedule is over.
+    fn arm_boost_check(&mut self, p: Pid, checks: u32, since: SimTime, now: SimTime) {
         if self.plat.boost_recheck != BoostRecheck::Agent || self.slots.is_some() {
             return;
         }
@@ -178,26 +178,34 @@ impl Sim<'_> {
             pid: p,
             boost: self.procs[p as usize].boosts_until_run,
             checks,
+            since,
         };
         self.q
             .schedule(now + SimTime(d.as_nanos() as i64), ev)
             .expect("future");
     }
 
-    /// A re-check of `pid`'s boost until run number `boost`, checked `checks`
-    /// times already (as the agent's timer, `cosched-real` `agent.rs`): nothing if
+    /// A re-check of `pid`'s boost until run number `boost`, given at `since` and
+    /// checked `checks` times already (as the agent's timer, `cosched-real` `agent.rs`): nothing if
     /// the process was given a CPU since (dispatch drops the boost), unboosted, or
     /// boosted again (a newer chain runs); the boost is dropped if the process runs
     /// at the check or has run since the boost (it was running when boosted and
     /// left its CPU after: the agent sees its CPU time grow), or if no check is to
     /// come; else a preemption test if it waits for a CPU, and the next check.
-    pub(super) fn boost_check(&mut self, pid: Pid, boost: u32, checks: u32, now: SimTime) {
+    pub(super) fn boost_check(
+        &mut self,
+        pid: Pid,
+        boost: u32,
+        checks: u32,
+        since: SimTime,
+        now: SimTime,
+    ) {
         let pr = &self.procs[pid as usize];
         if !pr.boost_until_run || pr.boosts_until_run != boost || pr.state == PState::Done {
             return;
         }
         let node = pr.node;
-        let ran = matches!(pr.state, PState::Running(_)) || pr.last_ran > boosted_at(checks, now);
+        let ran = matches!(pr.state, PState::Running(_)) || pr.last_ran > since;
         if ran || boost_check_delay(checks + 1).is_none() {
             self.procs[pid as usize].boost_until_run = false;
             self.nodes[node as usize].sched.unboost(pid);
@@ -207,7 +215,7 @@ impl Sim<'_> {
             self.counters.boost_preemptions += 1;
             self.schedule(node, now);
         }
-        self.arm_boost_check(pid, checks + 1, now);
+        self.arm_boost_check(pid, checks + 1, since, now);
     }
 
     /// [`NodeAction::SpinFor`]: `p`, spinning in a wait, spins until `now + d`.
@@ -335,16 +343,4 @@ impl Sim<'_> {
             self.arm_tick(node, now);
         }
     }
-}
-
-/// When the boost whose re-check number `checks` (counted from 0) falls at `now`
-/// was given: `now` less the delays of checks 0 to `checks`
-/// ([`Sim::arm_boost_check`] schedules check `k` `boost_check_delay(k)` after
-/// check `k - 1`, check 0 after the boost).
-fn boosted_at(checks: u32, now: SimTime) -> SimTime {
-    let waited: i64 = (0..=checks)
-        .filter_map(boost_check_delay)
-        .map(|d| d.as_nanos() as i64)
-        .sum();
-    now - SimTime(waited)
 }

@@ -181,12 +181,14 @@ enum Ev {
     Tick {
         node: u32,
     },
-    /// The re-check of `pid`'s boost until run number `boost` that was checked
-    /// `checks` times already (platforms with `boost_recheck = "agent"`, [`hooks`]).
+    /// The re-check of `pid`'s boost until run number `boost`, given at `since`,
+    /// that was checked `checks` times already (platforms with
+    /// `boost_recheck = "agent"`, [`hooks`]).
     BoostCheck {
         pid: Pid,
         boost: u32,
         checks: u32,
+        since: SimTime,
     },
     /// The gang slot policy's slot timer ([`slots`]: the end of a slot, or a
     /// re-plan such as an emptied row).
@@ -466,7 +468,12 @@ impl<'a> Sim<'a> {
                 Ev::GangResume { gen } => self.slot_switch_done(gen, now),
                 Ev::Timer { node } => self.policy_timer(node, now),
                 Ev::Tick { node } => self.os_tick(node, now),
-                Ev::BoostCheck { pid, boost, checks } => self.boost_check(pid, boost, checks, now),
+                Ev::BoostCheck {
+                    pid,
+                    boost,
+                    checks,
+                    since,
+                } => self.boost_check(pid, boost, checks, since, now),
             }
             if timer && self.stuck() {
                 return Err(self.deadlock());
