@@ -23,7 +23,7 @@
 //!
 //! Parameters: none.
 
-use crate::profile::{Profile, Records};
+use crate::profile::{Mark, Profile, Records};
 use crate::registry::{ParamInfo, PolicyInfo, PolicySpec, RegistryError};
 use cosched_contract::cluster::{ClusterPolicy, ClusterView, Decision, Event};
 use cosched_des::SimTime;
@@ -43,13 +43,17 @@ pub fn build(spec: &PolicySpec) -> Result<Box<dyn ClusterPolicy>, RegistryError>
     Ok(Box::new(Conservative::default()))
 }
 
-/// A queued job: its reserved start, processors and slot length.
+/// A queued job: its reserved start, processors and slot length, and marks of
+/// its reservation's first and last steps in the profile (where to look for
+/// them again).
 #[derive(Clone, Copy)]
 struct Queued {
     job: JobId,
     start: SimTime,
     need: u32,
     dur: SimTime,
+    start_mark: Mark,
+    end_mark: Mark,
 }
 
 #[derive(Default)]
@@ -65,7 +69,7 @@ pub struct Conservative {
     /// Scratch records of the profile's running maximum.
     records: Records,
     /// Scratch list of jobs that could not move in the current pass.
-    failed: Vec<(u32, SimTime, SimTime)>,
+    failed: Vec<Failed>,
     /// The latest end of the processors given back by the moves of the last
     /// compression, or of this one while it runs (`SimTime::ZERO` when none).
     moved_end: SimTime,
@@ -105,26 +109,32 @@ impl Conservative {
     }
 }
 
-/// The latest reservation among the failed jobs `(need, slot, reservation)` that
-/// dominate a job needing `need` processors for `dur` reserved at `old` (no more
-/// processors, no longer, reserved no later), or `SimTime(i64::MIN)` when none
-/// does; `None` when one of them is reserved at or after `horizon`, so the job
-/// cannot move. The latest failures are read first: a job is most often
-/// dominated by the one just before it in the queue.
+/// A job that could not move: (need, slot, reservation, mark of the
+/// reservation's first step).
+type Failed = (u32, SimTime, SimTime, Mark);
+
+/// The latest reservation among the failed jobs that dominate a job needing
+/// `need` processors for `dur` reserved at `old` (no more processors, no longer,
+/// reserved no later), with its mark, or `SimTime(i64::MIN)` when none does;
+/// `None` when one of them is reserved at or after `horizon`, so the job cannot
+/// move. The latest failures are read first: a job is most often dominated by
+/// the one just before it in the queue.
 fn failure_bound(
-    failed: &[(u32, SimTime, SimTime)],
+    failed: &[Failed],
     need: u32,
     dur: SimTime,
     old: SimTime,
     horizon: SimTime,
-) -> Option<SimTime> {
-    let mut bound = SimTime(i64::MIN);
-    for &(n, d, o) in failed.iter().rev() {
+) -> Option<(SimTime, Mark)> {
+    let mut bound = (SimTime(i64::MIN), Mark::FIRST);
+    for &(n, d, o, m) in failed.iter().rev() {
         if n <= need && d <= dur && o <= old {
             if o >= horizon {
                 return None;
             }
-            bound = bound.max(o);
+            if o > bound.0 {
+                bound = (o, m);
+            }
         }
     }
     Some(bound)
@@ -164,6 +174,8 @@ impl ClusterPolicy for Conservative {
                     start: SimTime::MAX,
                     need: view.job(j).procs,
                     dur: Self::slot(view, j),
+                    start_mark: Mark::FIRST,
+                    end_mark: Mark::FIRST,
                 }),
                 Event::Timer => {}
             }
@@ -193,12 +205,17 @@ impl ClusterPolicy for Conservative {
                 start: old,
                 need,
                 dur,
+                start_mark,
+                end_mark,
             } = self.queue[k];
             let t = if old == SimTime::MAX {
-                let t = profile.earliest(now, need, dur);
+                let found = profile.earliest_at(now, need, dur);
                 // A reservation only takes processors: every failed job still fails.
-                records.truncate(profile.reserve(t, dur, need));
-                t
+                let placed = profile.reserve_found(found, dur, need);
+                records.truncate(placed.changed);
+                self.queue[k].start_mark = placed.start;
+                self.queue[k].end_mark = placed.end;
+                found.start
             } else if self.plain {
                 match profile.earlier_than(now, need, dur, old) {
                     Some(t) => {
@@ -228,7 +245,8 @@ impl ClusterPolicy for Conservative {
                 // out most of them (on CEA-Curie, 8.6 M of the 15.9 M visits are
                 // ruled out by it and not by the first-fit test, 2.4 M by the
                 // first-fit test).
-                let Some(bound) = failure_bound(failed, need, dur, old, horizon) else {
+                let Some((bound, bound_mark)) = failure_bound(failed, need, dur, old, horizon)
+                else {
                     continue;
                 };
                 let Some(first) = profile.first_fit_before_lazy(records, need, horizon) else {
@@ -236,13 +254,17 @@ impl ClusterPolicy for Conservative {
                 };
                 // The profile starts at `now`, so only a bound can start the search later.
                 let (from, first) = if bound > now {
-                    (bound, profile.step_index_from(first, bound))
+                    (bound, profile.step_index_near(first, bound_mark, bound))
                 } else {
                     (now, first)
                 };
                 match profile.earlier_before(first, from, need, dur, old, horizon) {
-                    Some(t) => {
-                        records.truncate(profile.move_earlier(old, t, dur, need));
+                    Some(found) => {
+                        let t = found.start;
+                        let placed = profile.move_found(old, found, dur, need, end_mark);
+                        records.truncate(placed.changed);
+                        self.queue[k].start_mark = placed.start;
+                        self.queue[k].end_mark = placed.end;
                         // The move gives processors back only from the later of its
                         // new end and its old start on: a failed job reserved no
                         // later than that still fails.
@@ -258,7 +280,7 @@ impl ClusterPolicy for Conservative {
                         if failed.len() == 4 {
                             failed.remove(0);
                         }
-                        failed.push((need, dur, old));
+                        failed.push((need, dur, old, start_mark));
                         continue;
                     }
                 }
@@ -337,18 +359,18 @@ mod tests {
     #[test]
     fn failure_bound_by_hand() {
         let s = SimTime::from_secs;
-        let failed = [(4, s(10), s(20)), (2, s(5), s(30)), (8, s(10), s(5))];
-        assert_eq!(failure_bound(&failed, 4, s(10), s(40), s(25)), None);
-        assert_eq!(failure_bound(&failed, 4, s(10), s(40), s(35)), Some(s(30)));
-        assert_eq!(failure_bound(&failed, 3, s(10), s(40), s(35)), Some(s(30)));
-        assert_eq!(
-            failure_bound(&failed, 1, s(10), s(40), s(35)),
-            Some(SimTime(i64::MIN))
-        );
-        assert_eq!(failure_bound(&failed, 4, s(10), s(25), s(25)), Some(s(20)));
-        assert_eq!(
-            failure_bound(&failed, 4, s(4), s(40), s(35)),
-            Some(SimTime(i64::MIN))
-        );
+        let failed: Vec<Failed> = [(4, s(10), s(20)), (2, s(5), s(30)), (8, s(10), s(5))]
+            .into_iter()
+            .map(|(n, d, o)| (n, d, o, Mark::FIRST))
+            .collect();
+        let bound = |need, dur, old, horizon| {
+            failure_bound(&failed, need, dur, old, horizon).map(|(b, _)| b)
+        };
+        assert_eq!(bound(4, s(10), s(40), s(25)), None);
+        assert_eq!(bound(4, s(10), s(40), s(35)), Some(s(30)));
+        assert_eq!(bound(3, s(10), s(40), s(35)), Some(s(30)));
+        assert_eq!(bound(1, s(10), s(40), s(35)), Some(SimTime(i64::MIN)));
+        assert_eq!(bound(4, s(10), s(25), s(25)), Some(s(20)));
+        assert_eq!(bound(4, s(4), s(40), s(35)), Some(SimTime(i64::MIN)));
     }
 }

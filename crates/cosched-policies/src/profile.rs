@@ -10,10 +10,53 @@
 
 use cosched_des::SimTime;
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// Where a search found a start: the start, the number of steps that start
+/// before it (`at`), and a lower bound on the number that start before the
+/// searching job's window or its old reservation ends (`past`), for the update
+/// that follows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Found {
+    pub start: SimTime,
+    at: usize,
+    past: usize,
+}
+
+#[derive(Clone, Debug)]
 pub struct Profile {
     times: Vec<SimTime>,
     free: Vec<u32>,
+    /// The number of steps forgotten by [`Profile::advance`] so far (modulo
+    /// 2^32), so that a [`Mark`] outlives them.
+    dropped: u32,
+}
+
+impl PartialEq for Profile {
+    fn eq(&self, other: &Self) -> bool {
+        self.times == other.times && self.free == other.free
+    }
+}
+
+impl Eq for Profile {}
+
+/// A remembered step position (the steps forgotten since are accounted for),
+/// used as a starting point to find a breakpoint again: updates since it was
+/// taken may have moved the breakpoint by a few places, so it is a guess, never
+/// trusted as an answer. `Mark::default()` guesses the first step.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Mark(u32);
+
+impl Mark {
+    /// A mark of the first step ever (the default).
+    pub const FIRST: Mark = Mark(0);
+}
+
+/// Where an update left the reservation it made: marks of the steps at its
+/// start and at its end, and the first step index that may have changed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Placed {
+    pub changed: usize,
+    pub start: Mark,
+    pub end: Mark,
 }
 
 /// The running maximum of a profile's free count over its first `scanned`
@@ -62,12 +105,59 @@ impl Records {
     }
 }
 
+/// `slice.partition_point(pred)` for a predicate that usually holds for few
+/// leading elements: a look at the first few, then ranges doubling in length,
+/// then a binary search in the last range, so that the cost grows with the log
+/// of the answer rather than of the length.
+#[inline]
+fn gallop(slice: &[SimTime], pred: impl Fn(SimTime) -> bool) -> usize {
+    if let Some(i) = slice.iter().take(4).position(|&x| !pred(x)) {
+        return i;
+    }
+    // `pred` holds for every element before `below`; it fails at or before
+    // `hi - 1` unless `hi` passes the end.
+    if slice.len() <= 4 {
+        return slice.len();
+    }
+    let (mut below, mut hi) = (4, 8);
+    while hi < slice.len() && pred(slice[hi - 1]) {
+        below = hi;
+        hi *= 2;
+    }
+    let hi = hi.min(slice.len());
+    below + slice[below..hi].partition_point(|&x| pred(x))
+}
+
+/// `slice.partition_point(pred)` searched from a guess: ranges doubling in
+/// length from `guess` in the direction of the answer, then a binary search in
+/// the last range, so that the cost grows with the log of the guess's error.
+#[inline]
+fn search_near(slice: &[SimTime], guess: usize, pred: impl Fn(SimTime) -> bool) -> usize {
+    let n = slice.len();
+    if guess < n && pred(slice[guess]) {
+        return guess + 1 + gallop(&slice[guess + 1..], pred);
+    }
+    // The answer is at most `hi`: `pred` fails at `hi` (or `hi` is the end).
+    let mut hi = guess.min(n);
+    let mut step = 1;
+    while hi > 0 {
+        let probe = hi.saturating_sub(step);
+        if pred(slice[probe]) {
+            return probe + 1 + slice[probe + 1..hi].partition_point(|&x| pred(x));
+        }
+        hi = probe;
+        step *= 2;
+    }
+    0
+}
+
 impl Profile {
     /// A machine of `total` processors, all free from `origin` on.
     pub fn new(origin: SimTime, total: u32) -> Self {
         Self {
             times: vec![origin],
             free: vec![total],
+            dropped: 0,
         }
     }
 
@@ -85,17 +175,41 @@ impl Profile {
         self.seg(t)
     }
 
-    /// The later of step `first` and the step containing `t`.
+    /// The later of step `first` and the step containing `t`; the cost grows
+    /// with the log of the distance from `first`.
     pub fn step_index_from(&self, first: usize, t: SimTime) -> usize {
-        first
-            + self.times[first..]
-                .partition_point(|&s| s <= t)
-                .saturating_sub(1)
+        first + gallop(&self.times[first..], |s| s <= t).saturating_sub(1)
+    }
+
+    /// The later of step `first` and the step containing `t`, searched from a
+    /// mark near that step.
+    pub fn step_index_near(&self, first: usize, near: Mark, t: SimTime) -> usize {
+        let k = search_near(&self.times, self.guess(near), |s| s <= t).saturating_sub(1);
+        k.max(first)
+    }
+
+    /// The mark of step index `k`.
+    fn mark(&self, k: usize) -> Mark {
+        Mark((k as u32).wrapping_add(self.dropped))
+    }
+
+    /// The index a mark points at now, not counting the steps inserted or
+    /// removed before it since it was taken (hence a guess). A mark of a step
+    /// forgotten since (the difference wraps) guesses the first step.
+    fn guess(&self, m: Mark) -> usize {
+        let k = m.0.wrapping_sub(self.dropped);
+        if k > u32::MAX / 2 {
+            0
+        } else {
+            k as usize
+        }
     }
 
     /// Index of the step containing `t` (t must not precede the first breakpoint).
+    /// The callers ask mostly about instants near the start (now, or the
+    /// first steps), so the search gallops from there.
     fn seg(&self, t: SimTime) -> usize {
-        self.times.partition_point(|&s| s <= t).saturating_sub(1)
+        gallop(&self.times, |s| s <= t).saturating_sub(1)
     }
 
     /// Start of step `k + 1`, i.e. the end of step `k` (`SimTime::MAX` for the last).
@@ -106,6 +220,7 @@ impl Profile {
     /// Forgets the history before `now` (the step containing `now` starts at `now`).
     pub fn advance(&mut self, now: SimTime) {
         let i = self.seg(now);
+        self.dropped = self.dropped.wrapping_add(i as u32);
         if i > 0 {
             self.times.drain(..i);
             self.free.drain(..i);
@@ -123,17 +238,29 @@ impl Profile {
     /// Earliest `t >= from` such that at least `need` processors are free on `[t, t + dur)`.
     /// `need` must not exceed the final (all-jobs-done) free count.
     pub fn earliest(&self, from: SimTime, need: u32, dur: SimTime) -> SimTime {
-        let mut start = from;
+        self.earliest_at(from, need, dur).start
+    }
+
+    /// [`Profile::earliest`], with where the start lies among the steps (for
+    /// [`Profile::reserve_found`]).
+    pub fn earliest_at(&self, from: SimTime, need: u32, dur: SimTime) -> Found {
         let first = self.seg(from);
+        let mut start = from;
+        let mut at = first + usize::from(self.times[first] < from);
         for k in first..self.times.len() {
             let end = self.end_of(k);
             if self.free[k] < need {
                 start = end;
+                at = k + 1;
             } else if end >= start.saturating_add(dur) {
-                return start;
+                break;
             }
         }
-        start
+        Found {
+            start,
+            at,
+            past: at,
+        }
     }
 
     /// Running maximum of the free count: `out[k] = max(free_0..=free_k)`.
@@ -236,6 +363,9 @@ impl Profile {
     /// step that starts before `old` and reaches past it is entirely inside the
     /// window of any candidate that reaches it, so its free count decides as in
     /// the plain scan.
+    ///
+    /// The answer says where the start lies among the steps, for
+    /// [`Profile::move_found`].
     #[inline]
     pub fn earlier_before(
         &self,
@@ -245,12 +375,14 @@ impl Profile {
         dur: SimTime,
         old: SimTime,
         horizon: SimTime,
-    ) -> Option<SimTime> {
+    ) -> Option<Found> {
         debug_assert!(horizon <= old);
         let times = &self.times[first..];
         let free = &self.free[first..times.len() + first];
         let n = times.len();
         let mut start = from.max(times[0]);
+        // The steps before `start`, counted from `first`.
+        let mut at = usize::from(times[0] < start);
         let mut k = 0;
         loop {
             // The window from `start` holds up to step `k`: read on while its
@@ -258,7 +390,12 @@ impl Profile {
             let stop = old.min(start.saturating_add(dur));
             loop {
                 if k == n || times[k] >= stop {
-                    return (start < horizon).then_some(start);
+                    // Every step before `k` starts before `stop`, so before `old`.
+                    return (start < horizon).then_some(Found {
+                        start,
+                        at: first + at,
+                        past: first + k,
+                    });
                 }
                 if free[k] < need {
                     break;
@@ -277,6 +414,7 @@ impl Profile {
                 }
             }
             start = times[k];
+            at = k;
         }
     }
 
@@ -291,9 +429,19 @@ impl Profile {
     fn apply(&mut self, parts: &[(SimTime, SimTime, i64)]) -> usize {
         let mut first = self.times.len();
         for &(s, e, d) in parts.iter().rev() {
-            first = self.apply_one(s, e, d);
+            first = self.apply_one(s, e, d, 0).0;
         }
         first
+    }
+
+    /// The number of steps that start before `s`, given that the first `lo` do:
+    /// a look at the next few steps (the caller's bound is usually exact or
+    /// close), then a galloping search (ranges doubling from `lo`), so that the
+    /// cost grows with the log of the distance from the bound.
+    #[inline]
+    fn count_before(&self, lo: usize, s: SimTime) -> usize {
+        debug_assert!(self.times[..lo].iter().all(|&x| x < s));
+        lo + gallop(&self.times[lo..], |x| x < s)
     }
 
     /// Adds `d` (signed, non-zero) free processors on `[s, e)` (`s` at or after
@@ -305,12 +453,21 @@ impl Profile {
     /// the value before it plus `d`, a missing one is inserted with the old value
     /// there. So the update is an addition over the old steps in `[s, e)`, then
     /// one move of those steps (by the edit at `s`) and one of the steps after
-    /// `e` (by both edits; none when they cancel). Returns the index of the step
-    /// starting at `s`.
-    fn apply_one(&mut self, s: SimTime, e: SimTime, d: i64) -> usize {
+    /// `e` (by both edits; none when they cancel). `lo` is a lower bound on the
+    /// number of steps that start before `s`. Returns the index of the step
+    /// starting at `s` and of the step starting at `e` (or the next one when
+    /// those breakpoints merged away).
+    fn apply_one(&mut self, s: SimTime, e: SimTime, d: i64, lo: usize) -> (usize, usize) {
         debug_assert!(s < e && d != 0 && s >= self.times[0]);
+        let a = self.count_before(lo, s);
+        self.apply_at(a, s, e, d)
+    }
+
+    /// [`Profile::apply_one`] for a part whose start is known to come after `a`
+    /// steps.
+    fn apply_at(&mut self, a: usize, s: SimTime, e: SimTime, d: i64) -> (usize, usize) {
         let n = self.times.len();
-        let a = self.times.partition_point(|&x| x < s);
+        debug_assert_eq!(a, self.times.partition_point(|&x| x < s));
         // A part usually spans a few steps: look at the next ones before searching.
         let near = self.times[a..].iter().take(8).position(|&x| x >= e);
         let b = a + near.unwrap_or_else(|| self.times[a..].partition_point(|&x| x < e));
@@ -380,7 +537,7 @@ impl Profile {
         }
         self.times.truncate(new_len);
         self.free.truncate(new_len);
-        a
+        (a, b.checked_add_signed(left).expect("index"))
     }
 
     /// Moves the steps `[from, to)` by `by` places.
@@ -410,6 +567,67 @@ impl Profile {
     /// that may have changed.
     pub fn release(&mut self, t: SimTime, dur: SimTime, need: u32) -> usize {
         self.adjust(t, dur, need as i64)
+    }
+
+    /// [`Profile::reserve`] at the start found by [`Profile::earliest_at`] on
+    /// this profile.
+    pub fn reserve_found(&mut self, found: Found, dur: SimTime, need: u32) -> Placed {
+        let t = found.start;
+        if dur <= SimTime::ZERO {
+            let k = self.times.len();
+            return self.placed(k, k, k);
+        }
+        let (a, e) = self.apply_one(t, t.saturating_add(dur), -(need as i64), found.at);
+        self.placed(a, a, e)
+    }
+
+    fn placed(&self, changed: usize, start: usize, end: usize) -> Placed {
+        Placed {
+            changed,
+            start: self.mark(start),
+            end: self.mark(end),
+        }
+    }
+
+    /// [`Profile::move_earlier`] to the start found by [`Profile::earlier_before`]
+    /// on this profile for the same job, whose reservation's end was marked at
+    /// `old_end_mark`: the search's step counts and the mark spare the update
+    /// most of its searching. The later part (given back) is applied first, so
+    /// the count before the earlier part's start still holds for it.
+    pub fn move_found(
+        &mut self,
+        old: SimTime,
+        found: Found,
+        dur: SimTime,
+        need: u32,
+        old_end_mark: Mark,
+    ) -> Placed {
+        let t = found.start;
+        debug_assert!(t < old);
+        if dur <= SimTime::ZERO {
+            let k = self.times.len();
+            return self.placed(k, k, k);
+        }
+        let n = need as i64;
+        let (t_end, old_end) = (t.saturating_add(dur), old.saturating_add(dur));
+        if t_end < old {
+            // The slots do not overlap: the old one is given back whole, and the
+            // new end is the end of the part taken.
+            let a = self.count_before(found.past, old);
+            self.apply_at(a, old, old_end, n);
+            let (a, e) = self.apply_at(found.at, t, t_end, -n);
+            return self.placed(a, a, e);
+        }
+        // The slots overlap: `[old, t_end)` keeps the reservation. The new end
+        // is near the old end (the steps between are the part given back).
+        let mut end = None;
+        if t_end < old_end {
+            let a = search_near(&self.times, self.guess(old_end_mark), |x| x < t_end);
+            end = Some(self.apply_at(a, t_end, old_end, n).0);
+        }
+        let (a, e) = self.apply_at(found.at, t, old, -n);
+        // Without a part given back (a zero-length shift), the new end is the old one.
+        self.placed(a, a, end.unwrap_or(e))
     }
 
     /// Moves a reservation of `need` processors for `dur` from `old` to the
@@ -485,16 +703,32 @@ mod tests {
                 let first = first.max(p.step_index(s(from)));
                 p.earlier_before(first, s(from), need, s(dur), old, old)
             });
-            prop_assert_eq!(plain, fast);
+            prop_assert_eq!(plain, fast.map(|f| f.start));
+            // Where the start lies: `at` steps start before it, and at least
+            // `past` before `old`.
+            let before = |t: SimTime| p.times.partition_point(|&x| x < t);
+            if let Some(f) = fast {
+                prop_assert_eq!(f.at, before(f.start));
+                prop_assert!(f.past <= before(old));
+            }
             // Without the running maximum: every start step is allowed.
             let all = p.step_index(s(from));
-            prop_assert_eq!(plain, p.earlier_before(all, s(from), need, s(dur), old, old));
+            let found = p.earlier_before(all, s(from), need, s(dur), old, old);
+            prop_assert_eq!(plain, found.map(|f| f.start));
             // A horizon keeps the answers before it.
             let horizon = old.min(s(horizon));
             prop_assert_eq!(
                 plain.filter(|&t| t < horizon),
-                p.earlier_before(all, s(from), need, s(dur), old, horizon)
+                p.earlier_before(all, s(from), need, s(dur), old, horizon).map(|f| f.start)
             );
+            // The step containing `from`, searched from any mark.
+            for m in 0..p.steps().len() + 2 {
+                let mark = Mark(m as u32);
+                prop_assert_eq!(
+                    p.step_index_near(0, mark, s(from)),
+                    p.step_index(s(from))
+                );
+            }
         });
     }
 
@@ -618,25 +852,34 @@ mod tests {
         assert_eq!(p.move_earlier(s(2), s(0), s(3), 3), 0);
         let moved = [(s(0), 4), (s(2), 7), (s(3), 10), (s(5), 6), (s(15), 10)];
         assert_eq!(p.steps(), &moved);
+        let start = |first, from, need, dur, old, horizon| {
+            p.earlier_before(first, from, need, dur, old, horizon)
+                .map(|f| f.start)
+        };
         // The search reads only the steps before the job's own slot at `old`.
-        assert_eq!(p.earlier_before(0, s(0), 6, s(4), s(5), s(5)), Some(s(2)));
-        assert_eq!(p.earlier_before(0, s(0), 8, s(1), s(5), s(5)), Some(s(3)));
-        assert_eq!(p.earlier_before(0, s(0), 8, s(1), s(3), s(3)), None);
-        assert_eq!(p.earlier_before(0, s(0), 11, s(1), s(15), s(15)), None);
+        assert_eq!(start(0, s(0), 6, s(4), s(5), s(5)), Some(s(2)));
+        assert_eq!(start(0, s(0), 8, s(1), s(5), s(5)), Some(s(3)));
+        assert_eq!(start(0, s(0), 8, s(1), s(3), s(3)), None);
+        assert_eq!(start(0, s(0), 11, s(1), s(15), s(15)), None);
         // The horizon, for a job of 6 processors for 4 s reserved at 15: step 0
         // has 4 < 6 free, so the first candidate start is 2, and [2, 6) has 7, 10
         // and 6 free, so the job can start at 2 (horizon 15, none). With horizon 2
         // the candidate 2 is not before it: the search gives up, none. With
         // horizon 3 it is: 2.
-        assert_eq!(p.earlier_before(0, s(0), 6, s(4), s(15), s(15)), Some(s(2)));
-        assert_eq!(p.earlier_before(0, s(0), 6, s(4), s(15), s(2)), None);
-        assert_eq!(p.earlier_before(0, s(0), 6, s(4), s(15), s(3)), Some(s(2)));
+        assert_eq!(start(0, s(0), 6, s(4), s(15), s(15)), Some(s(2)));
+        assert_eq!(start(0, s(0), 6, s(4), s(15), s(2)), None);
+        assert_eq!(start(0, s(0), 6, s(4), s(15), s(3)), Some(s(2)));
         // A run of too-full steps, for a job of 8 processors for 1 s reserved at
         // 15: steps 0 and 1 have 4 and 7 < 8 free, so the first candidate start is
         // the end of the run, 3, and [3, 4) has 10 free. With horizon 3 the search
         // gives up at the end of the run: none. With horizon 4: 3.
-        assert_eq!(p.earlier_before(0, s(0), 8, s(1), s(15), s(3)), None);
-        assert_eq!(p.earlier_before(0, s(0), 8, s(1), s(15), s(4)), Some(s(3)));
+        assert_eq!(start(0, s(0), 8, s(1), s(15), s(3)), None);
+        assert_eq!(start(0, s(0), 8, s(1), s(15), s(4)), Some(s(3)));
+        // Where the found start lies: 2 steps start before 3 (0 and 2); the
+        // window [3, 4) was read up to step 3 (at 3), so at least 3 steps start
+        // before `old`.
+        let f = p.earlier_before(0, s(0), 8, s(1), s(15), s(4)).unwrap();
+        assert_eq!((f.at, f.past), (2, 3));
     }
 
     /// A move that inserts two breakpoints and removes two: the steps between the
@@ -732,30 +975,40 @@ mod tests {
         use proptest::prelude::*;
         let mut p = Profile::new(s(0), total);
         let mut plain = Plain(vec![(s(0), total)]);
-        let mut held: Vec<(SimTime, SimTime, u32)> = Vec::new();
+        // Reservations: start, length, processors, mark of the end.
+        let mut held: Vec<(SimTime, SimTime, u32, Mark)> = Vec::new();
         let mut now = s(0);
         let mut lazy = Records::default();
         for &(t, d, n, code, x) in ops {
             let prev = p.steps();
             let changed = match (code, held.pop()) {
-                (0, Some((a, b, c))) => {
+                (0, Some((a, b, c, _))) => {
                     plain.adjust(a, b, c as i64);
                     p.release(a, b, c)
                 }
-                (1, Some((a, b, c))) => {
+                (1, Some((a, b, c, end_mark))) => {
                     let from = now.max(s(x));
                     let slow = p.earlier_than(from, c, b, a);
                     let fast = p.earlier_before(p.step_index(from), from, c, b, a, a);
-                    prop_assert_eq!(slow, fast);
-                    match slow {
-                        Some(to) => {
-                            held.insert(0, (to, b, c));
+                    prop_assert_eq!(slow, fast.map(|f| f.start));
+                    match (slow, fast) {
+                        (Some(to), Some(found)) => {
                             plain.adjust(a, b, c as i64);
                             plain.adjust(to, b, -(c as i64));
-                            p.move_earlier(a, to, b, c)
+                            // Both updates, the second with the search's step
+                            // counts and the mark (a guess, exact or not).
+                            if x % 2 == 0 {
+                                held.insert(0, (to, b, c, Mark::FIRST));
+                                p.move_earlier(a, to, b, c)
+                            } else {
+                                let placed = p.move_found(a, found, b, c, end_mark);
+                                marks_near(&p, placed, to, to.saturating_add(b))?;
+                                held.insert(0, (to, b, c, placed.end));
+                                placed.changed
+                            }
                         }
-                        None => {
-                            held.insert(0, (a, b, c));
+                        _ => {
+                            held.insert(0, (a, b, c, end_mark));
                             prev.len()
                         }
                     }
@@ -764,17 +1017,27 @@ mod tests {
                     held.extend(other);
                     let step = if x % 10 == 0 { x } else { x / 15 };
                     now = s(now.0 / 1_000_000_000 + step);
-                    held.retain(|&(a, _, _)| a >= now);
+                    held.retain(|&(a, ..)| a >= now);
                     p.advance(now);
                     plain.advance(now);
                     0
                 }
                 (_, other) => {
                     held.extend(other);
-                    let at = p.earliest(now.max(s(t)), n, s(d));
-                    held.push((at, s(d), n));
+                    let found = p.earliest_at(now.max(s(t)), n, s(d));
+                    let at = found.start;
+                    prop_assert_eq!(at, p.earliest(now.max(s(t)), n, s(d)));
+                    prop_assert_eq!(found.at, p.times.partition_point(|&x| x < at));
                     plain.adjust(at, s(d), -(n as i64));
-                    p.reserve(at, s(d), n)
+                    if x % 2 == 0 {
+                        held.push((at, s(d), n, Mark::FIRST));
+                        p.reserve(at, s(d), n)
+                    } else {
+                        let placed = p.reserve_found(found, s(d), n);
+                        marks_near(&p, placed, at, at.saturating_add(s(d)))?;
+                        held.push((at, s(d), n, placed.end));
+                        placed.changed
+                    }
                 }
             };
             prop_assert_eq!(&p.steps(), &plain.0);
@@ -782,6 +1045,62 @@ mod tests {
             kept_prefix_and_lazy_fit(&p, &prev, changed, &mut lazy, n, s(t))?;
         }
         Ok(())
+    }
+
+    /// The marks an update returns: its start's is exact (the steps before
+    /// `start`), its end's within two places of the steps before `end` (the
+    /// earlier part of a move may shift it after it was taken).
+    fn marks_near(
+        p: &Profile,
+        placed: Placed,
+        start: SimTime,
+        end: SimTime,
+    ) -> Result<(), proptest::test_runner::TestCaseError> {
+        use proptest::prelude::*;
+        let before = |t: SimTime| p.times.partition_point(|&x| x < t);
+        prop_assert_eq!(p.guess(placed.start), before(start));
+        prop_assert!(p.guess(placed.end).abs_diff(before(end)) <= 2);
+        Ok(())
+    }
+
+    /// Marks by hand: a reservation of 2 on [10, 15) on a machine of 4 free from
+    /// 0 makes steps 0, 10, 15; its marks point at steps 1 and 2. After the
+    /// history up to 12 is forgotten (step 0 goes, the step of 10 now starts at
+    /// 12), the same marks point at steps 0 and 1; after 20 (steps 0 and 1 go)
+    /// the start's step is forgotten: it guesses the first step.
+    #[test]
+    fn marks_by_hand() {
+        let mut p = Profile::new(s(0), 4);
+        let found = p.earliest_at(s(10), 2, s(5));
+        assert_eq!((found.start, found.at), (s(10), 1));
+        let placed = p.reserve_found(found, s(5), 2);
+        assert_eq!(p.steps(), &[(s(0), 4), (s(10), 2), (s(15), 4)]);
+        assert_eq!(
+            (placed.changed, p.guess(placed.start), p.guess(placed.end)),
+            (1, 1, 2)
+        );
+        p.advance(s(12));
+        assert_eq!(p.steps(), &[(s(12), 2), (s(15), 4)]);
+        assert_eq!((p.guess(placed.start), p.guess(placed.end)), (0, 1));
+        p.advance(s(20));
+        assert_eq!((p.guess(placed.start), p.guess(placed.end)), (0, 0));
+    }
+
+    /// The searches from a guess give `partition_point`'s answer, for every
+    /// guess, in and past the slice.
+    #[test]
+    fn searches_from_a_guess_match_partition_point() {
+        use proptest::prelude::*;
+        let times = proptest::collection::vec(0i64..200, 0..60);
+        proptest!(ProptestConfig::with_cases(500), |(mut times in times, t in -5i64..210)| {
+            times.sort_unstable();
+            let times: Vec<SimTime> = times.into_iter().map(SimTime).collect();
+            let want = times.partition_point(|&x| x < SimTime(t));
+            prop_assert_eq!(gallop(&times, |x| x < SimTime(t)), want);
+            for guess in 0..times.len() + 3 {
+                prop_assert_eq!(search_near(&times, guess, |x| x < SimTime(t)), want);
+            }
+        });
     }
 
     /// Reserving, releasing and moving reservations give the same steps as the
