@@ -41,8 +41,8 @@ impl Eq for Profile {}
 /// A remembered step position (the steps forgotten since are accounted for),
 /// used as a starting point to find a breakpoint again: updates since it was
 /// taken may have moved the breakpoint by a few places, so it is a guess, never
-/// trusted as an answer. `Mark::default()` guesses the first step.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+/// trusted as an answer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Mark(u32);
 
 impl Mark {
@@ -173,12 +173,6 @@ impl Profile {
     /// Index of the step containing `t` (0 when `t` precedes the first breakpoint).
     pub fn step_index(&self, t: SimTime) -> usize {
         self.seg(t)
-    }
-
-    /// The later of step `first` and the step containing `t`; the cost grows
-    /// with the log of the distance from `first`.
-    pub fn step_index_from(&self, first: usize, t: SimTime) -> usize {
-        first + gallop(&self.times[first..], |s| s <= t).saturating_sub(1)
     }
 
     /// The later of step `first` and the step containing `t`, searched from a
@@ -693,11 +687,15 @@ mod tests {
             let plain = p.earlier_than(s(from), need, s(dur), old);
             let mut prefix = Vec::new();
             p.prefix_max(&mut prefix);
+            // The step containing `from`, no earlier than `first`, searched from
+            // any mark.
             for first in 0..p.steps().len() {
-                prop_assert_eq!(
-                    p.step_index_from(first, s(from)),
-                    first.max(p.step_index(s(from)))
-                );
+                for m in 0..p.steps().len() + 2 {
+                    prop_assert_eq!(
+                        p.step_index_near(first, Mark(m as u32), s(from)),
+                        first.max(p.step_index(s(from)))
+                    );
+                }
             }
             let fast = p.first_fit_before(&prefix, need, old).and_then(|first| {
                 let first = first.max(p.step_index(s(from)));
@@ -721,14 +719,6 @@ mod tests {
                 plain.filter(|&t| t < horizon),
                 p.earlier_before(all, s(from), need, s(dur), old, horizon).map(|f| f.start)
             );
-            // The step containing `from`, searched from any mark.
-            for m in 0..p.steps().len() + 2 {
-                let mark = Mark(m as u32);
-                prop_assert_eq!(
-                    p.step_index_near(0, mark, s(from)),
-                    p.step_index(s(from))
-                );
-            }
         });
     }
 
