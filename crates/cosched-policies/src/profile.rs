@@ -46,7 +46,7 @@ impl Eq for Profile {}
 pub struct Mark(u32);
 
 impl Mark {
-    /// A mark of the first step ever (the default).
+    /// A mark of the first step ever (also the mark of a job not placed yet).
     pub const FIRST: Mark = Mark(0);
 }
 
@@ -412,22 +412,6 @@ impl Profile {
         }
     }
 
-    /// Adds `parts[i].2` (signed, non-zero) free processors on
-    /// `[parts[i].0, parts[i].1)` for each part (sorted, disjoint, non-empty,
-    /// starting at or after the first breakpoint), and keeps the profile
-    /// canonical. The parts are applied one by one from the last, so that an
-    /// earlier part's steps keep their index until it is applied (a canonical
-    /// profile is unique, so the order does not change the result). Returns the
-    /// index of the first step that may have changed: steps before it keep their
-    /// index and value.
-    fn apply(&mut self, parts: &[(SimTime, SimTime, i64)]) -> usize {
-        let mut first = self.times.len();
-        for &(s, e, d) in parts.iter().rev() {
-            first = self.apply_one(s, e, d, 0).0;
-        }
-        first
-    }
-
     /// The number of steps that start before `s`, given that the first `lo` do:
     /// a look at the next few steps (the caller's bound is usually exact or
     /// close), then a galloping search (ranges doubling from `lo`), so that the
@@ -439,7 +423,7 @@ impl Profile {
     }
 
     /// Adds `d` (signed, non-zero) free processors on `[s, e)` (`s` at or after
-    /// the first breakpoint). Only the two bounds can gain or lose a breakpoint,
+    /// the first breakpoint), and keeps the profile canonical. Only the two bounds can gain or lose a breakpoint,
     /// and whether one does is known before anything moves: at `s`, an existing
     /// breakpoint goes when its value plus `d` equals its left neighbour's, a
     /// missing one is inserted (its value differs by `d` from its left
@@ -449,8 +433,9 @@ impl Profile {
     /// one move of those steps (by the edit at `s`) and one of the steps after
     /// `e` (by both edits; none when they cancel). `lo` is a lower bound on the
     /// number of steps that start before `s`. Returns the index of the step
-    /// starting at `s` and of the step starting at `e` (or the next one when
-    /// those breakpoints merged away).
+    /// starting at `s` (the first step that may have changed: steps before it
+    /// keep their index and value) and of the step starting at `e` (or the next
+    /// one when those breakpoints merged away).
     fn apply_one(&mut self, s: SimTime, e: SimTime, d: i64, lo: usize) -> (usize, usize) {
         debug_assert!(s < e && d != 0 && s >= self.times[0]);
         let a = self.count_before(lo, s);
@@ -543,16 +528,16 @@ impl Profile {
         }
     }
 
-    /// Adds `delta` (signed) free processors on `[t, t + dur)`; see [`Profile::apply`].
+    /// Adds `delta` (signed) free processors on `[t, t + dur)`; see [`Profile::apply_one`].
     fn adjust(&mut self, t: SimTime, dur: SimTime, delta: i64) -> usize {
         if dur <= SimTime::ZERO {
             return self.times.len();
         }
-        self.apply(&[(t, t.saturating_add(dur), delta)])
+        self.apply_one(t, t.saturating_add(dur), delta, 0).0
     }
 
     /// Takes `need` processors on `[t, t + dur)`; returns the first step index that
-    /// may have changed (see [`Profile::apply`]).
+    /// may have changed (see [`Profile::apply_one`]).
     pub fn reserve(&mut self, t: SimTime, dur: SimTime, need: u32) -> usize {
         self.adjust(t, dur, -(need as i64))
     }
@@ -628,19 +613,17 @@ impl Profile {
     /// earlier start `t`: the same profile as `release(old, ..)` then
     /// `reserve(t, ..)`, in one update (only the parts of the two slots that do
     /// not overlap change). Returns the first step index that may have changed.
+    /// It is [`Profile::move_found`] for a caller without a search's step counts
+    /// or a mark: the steps before `t` are counted, and the old end is looked
+    /// for from the first step.
     pub fn move_earlier(&mut self, old: SimTime, t: SimTime, dur: SimTime, need: u32) -> usize {
-        debug_assert!(t < old);
-        if dur <= SimTime::ZERO {
-            return self.times.len();
-        }
-        let n = need as i64;
-        let (t_end, old_end) = (t.saturating_add(dur), old.saturating_add(dur));
-        let (take_end, give_start) = (t_end.min(old), t_end.max(old));
-        if give_start < old_end {
-            self.apply(&[(t, take_end, -n), (give_start, old_end, n)])
-        } else {
-            self.apply(&[(t, take_end, -n)])
-        }
+        let at = self.count_before(0, t);
+        let found = Found {
+            start: t,
+            at,
+            past: at,
+        };
+        self.move_found(old, found, dur, need, Mark::FIRST).changed
     }
 }
 #[cfg(test)]
@@ -907,7 +890,7 @@ mod tests {
     }
 
     /// The profile before its update code was rewritten: breakpoint by breakpoint
-    /// inserts and removes. The oracle for [`Profile::apply`].
+    /// inserts and removes. The oracle for the in-place updates ([`Profile::apply_one`]).
     struct Plain(Vec<(SimTime, u32)>);
 
     impl Plain {
