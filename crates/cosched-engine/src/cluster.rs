@@ -210,12 +210,6 @@ impl State {
     }
 }
 
-#[derive(Debug, Clone, Copy)]
-enum Internal {
-    End(JobId),
-    Timer,
-}
-
 struct View<'a> {
     jobs: &'a [JobSpec],
     records: &'a [JobRecord],
@@ -297,7 +291,8 @@ struct Run<'a> {
     total: u32,
     ppn: u32,
     alloc: Allocator,
-    queue: EventQueue<Internal>,
+    /// Job ends, by (time, order of scheduling).
+    queue: EventQueue<JobId>,
     state: Vec<State>,
     records: Vec<JobRecord>,
     stats: EngineStats,
@@ -309,8 +304,9 @@ struct Run<'a> {
     /// The events of the current instant.
     events: Vec<Event>,
     decisions: Vec<Decision>,
-    /// The pending wake-up: its time and queue entry.
-    timer: Option<(SimTime, cosched_des::EventId)>,
+    /// The pending wake-up. It is kept outside the queue: it is delivered
+    /// after the instant's other events whatever its order among them.
+    timer: Option<SimTime>,
     /// Consecutive policy calls with jobs waiting and nothing running.
     idle_calls: u64,
 }
@@ -345,15 +341,14 @@ impl<'a> Run<'a> {
         }
     }
 
-    /// The next instant: the earlier of the next submission and the next pending
-    /// engine event; `None` when neither is left.
+    /// The next instant: the earliest of the next submission, the next job end
+    /// and the pending wake-up; `None` when none is left.
     fn next_instant(&mut self) -> Option<SimTime> {
         let t_sub = self.jobs.get(self.next_submit).map(|j| j.submit);
-        match (t_sub, self.queue.peek_time()) {
-            (None, None) => None,
-            (Some(a), None) | (None, Some(a)) => Some(a),
-            (Some(a), Some(b)) => Some(a.min(b)),
-        }
+        [t_sub, self.queue.peek_time(), self.timer]
+            .into_iter()
+            .flatten()
+            .min()
     }
 
     /// The watchdogs, checked at every instant before the policy is called.
@@ -386,24 +381,19 @@ impl<'a> Run<'a> {
     /// event, when their completion is delivered.
     fn collect_events(&mut self, now: SimTime, per_event: bool) -> bool {
         self.events.clear();
-        let mut timer_fired = false;
         let mut ended = 0usize;
         while let Some(ev) = self.queue.pop_at(now) {
-            match ev.event {
-                Internal::End(j) => {
-                    if !per_event {
-                        self.finish(j, now);
-                    }
-                    ended += 1;
-                    self.events
-                        .push(if self.records[j.idx()].status == JobStatus::Killed {
-                            Event::Killed(j)
-                        } else {
-                            Event::Completed(j)
-                        });
-                }
-                Internal::Timer => timer_fired = true,
+            let j = ev.event;
+            if !per_event {
+                self.finish(j, now);
             }
+            ended += 1;
+            self.events
+                .push(if self.records[j.idx()].status == JobStatus::Killed {
+                    Event::Killed(j)
+                } else {
+                    Event::Completed(j)
+                });
         }
         while self.next_submit < self.jobs.len() && self.jobs[self.next_submit].submit == now {
             let j = JobId(self.next_submit as u32);
@@ -420,7 +410,7 @@ impl<'a> Run<'a> {
             // Submissions before completions.
             self.events.rotate_left(ended);
         }
-        if timer_fired {
+        if self.timer == Some(now) {
             self.timer = None;
             self.events.push(Event::Timer);
         }
@@ -482,7 +472,11 @@ impl<'a> Run<'a> {
 
     /// Nothing is left to happen but jobs still wait: the policy has stalled.
     fn check_stalled(&self, now: SimTime, policy: &dyn ClusterPolicy) -> Result<(), EngineError> {
-        if self.waiting > 0 && self.next_submit == self.jobs.len() && self.queue.is_empty() {
+        if self.waiting > 0
+            && self.next_submit == self.jobs.len()
+            && self.queue.is_empty()
+            && self.timer.is_none()
+        {
             return Err(EngineError::Stalled {
                 time: now,
                 policy: self.policy_name.clone(),
@@ -535,16 +529,8 @@ impl<'a> Run<'a> {
                     return Err(self.invalid(now, DecisionError::WakeInPast { at: *t, now }, d));
                 }
                 // One pending timer at a time: the earliest request wins.
-                if self.timer.is_none_or(|(cur, _)| *t < cur) {
-                    if let Some((_, old)) = self.timer.take() {
-                        self.queue.cancel(old);
-                    }
-                    self.timer = Some((
-                        *t,
-                        self.queue
-                            .schedule(*t, Internal::Timer)
-                            .expect("checked above"),
-                    ));
+                if self.timer.is_none_or(|cur| *t < cur) {
+                    self.timer = Some(*t);
                 }
                 Ok(())
             }
@@ -590,9 +576,7 @@ impl<'a> Run<'a> {
         self.waiting -= 1;
         self.running += 1;
         self.idle_calls = 0;
-        self.queue
-            .schedule(end, Internal::End(j))
-            .expect("runtime >= 0");
+        self.queue.schedule(end, j).expect("runtime >= 0");
         Ok(())
     }
 

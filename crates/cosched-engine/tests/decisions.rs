@@ -226,6 +226,66 @@ fn timers_are_delivered_and_can_start_jobs() {
     assert_eq!(out.records[0].end, Some(SimTime::from_secs(17)));
 }
 
+/// A scripted policy that also records each call's instant and events.
+struct Recording(Scripted, Vec<(SimTime, Vec<Event>)>);
+
+impl ClusterPolicy for Recording {
+    fn name(&self) -> String {
+        "recording".into()
+    }
+    fn on_events(&mut self, e: &[Event], v: &dyn ClusterView, out: &mut Vec<Decision>) {
+        self.1.push((v.now(), e.to_vec()));
+        self.0.on_events(e, v, out);
+    }
+}
+
+/// One pending wake-up at a time, the earliest request winning, delivered after
+/// the instant's other events. Job A (1 proc, 10 s) and job B (1 proc, 3 s,
+/// submitted at 10) on 1 processor. At 0 the policy starts A and asks for
+/// wake-ups at 20, 10 and 15: only 10 stays. At 10, A's end, B's submission and
+/// the timer come in one call, in that order; the policy starts B and asks for
+/// 12 then 11: only 11 stays. At 11 the timer alone; at 13 B's end alone (the
+/// requests for 20, 15 and 12 were dropped, so no call at 12, 15 or 20).
+#[test]
+fn the_earliest_wake_up_wins_and_comes_after_the_instants_events() {
+    let w = Workload {
+        jobs: vec![job(1, 0, 1, 10), job(2, 10, 1, 3)],
+        ..Default::default()
+    };
+    let s = SimTime::from_secs;
+    let script = vec![
+        vec![
+            Decision::Start(JobId(0)),
+            Decision::WakeAt(s(20)),
+            Decision::WakeAt(s(10)),
+            Decision::WakeAt(s(15)),
+        ],
+        vec![
+            Decision::Start(JobId(1)),
+            Decision::WakeAt(s(12)),
+            Decision::WakeAt(s(11)),
+        ],
+    ];
+    let mut p = Recording(Scripted(script, 0), Vec::new());
+    simulate(&w, &Platform::new(1, 1), &mut p, &SimOptions::default()).unwrap();
+    assert_eq!(
+        p.1,
+        vec![
+            (s(0), vec![Event::Submitted(JobId(0))]),
+            (
+                s(10),
+                vec![
+                    Event::Completed(JobId(0)),
+                    Event::Submitted(JobId(1)),
+                    Event::Timer
+                ]
+            ),
+            (s(11), vec![Event::Timer]),
+            (s(13), vec![Event::Completed(JobId(1))]),
+        ]
+    );
+}
+
 #[test]
 fn unsorted_workloads_are_refused() {
     let r = run(vec![job(1, 5, 1, 1), job(2, 0, 1, 1)], 4, vec![]);
