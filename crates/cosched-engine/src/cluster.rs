@@ -345,10 +345,15 @@ impl<'a> Run<'a> {
     /// and the pending wake-up; `None` when none is left.
     fn next_instant(&mut self) -> Option<SimTime> {
         let t_sub = self.jobs.get(self.next_submit).map(|j| j.submit);
-        [t_sub, self.queue.peek_time(), self.timer]
-            .into_iter()
-            .flatten()
-            .min()
+        let next = match (t_sub, self.queue.peek_time()) {
+            (None, None) => None,
+            (Some(a), None) | (None, Some(a)) => Some(a),
+            (Some(a), Some(b)) => Some(a.min(b)),
+        };
+        match (next, self.timer) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 
     /// The watchdogs, checked at every instant before the policy is called.
