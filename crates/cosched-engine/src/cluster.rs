@@ -283,6 +283,15 @@ fn check_workload(jobs: &[JobSpec]) -> Result<(), EngineError> {
     Ok(())
 }
 
+/// The earlier of two instants, either of which may be missing.
+#[inline]
+fn earlier(a: Option<SimTime>, b: Option<SimTime>) -> Option<SimTime> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
 /// The state of a run between two instants.
 struct Run<'a> {
     jobs: &'a [JobSpec],
@@ -345,15 +354,7 @@ impl<'a> Run<'a> {
     /// and the pending wake-up; `None` when none is left.
     fn next_instant(&mut self) -> Option<SimTime> {
         let t_sub = self.jobs.get(self.next_submit).map(|j| j.submit);
-        let next = match (t_sub, self.queue.peek_time()) {
-            (None, None) => None,
-            (Some(a), None) | (None, Some(a)) => Some(a),
-            (Some(a), Some(b)) => Some(a.min(b)),
-        };
-        match (next, self.timer) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        earlier(earlier(t_sub, self.queue.peek_time()), self.timer)
     }
 
     /// The watchdogs, checked at every instant before the policy is called.
