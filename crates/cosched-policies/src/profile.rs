@@ -423,13 +423,13 @@ impl Profile {
     }
 
     /// Adds `d` (signed, non-zero) free processors on `[s, e)` (`s` at or after
-    /// the first breakpoint), and keeps the profile canonical. Only the two bounds can gain or lose a breakpoint,
-    /// and whether one does is known before anything moves: at `s`, an existing
-    /// breakpoint goes when its value plus `d` equals its left neighbour's, a
-    /// missing one is inserted (its value differs by `d` from its left
-    /// neighbour's); at `e`, an existing breakpoint goes when its value equals
-    /// the value before it plus `d`, a missing one is inserted with the old value
-    /// there. So the update is an addition over the old steps in `[s, e)`, then
+    /// the first breakpoint), and keeps the profile canonical. Only the two
+    /// bounds can gain or lose a breakpoint, and whether one does is known
+    /// before anything moves: at `s`, an existing breakpoint goes when its
+    /// value plus `d` equals its left neighbour's, a missing one is inserted
+    /// (its value differs by `d` from its left neighbour's); at `e`, an
+    /// existing breakpoint goes when its value equals the value before it plus
+    /// `d`, a missing one is inserted with the old value there. So the update is an addition over the old steps in `[s, e)`, then
     /// one move of those steps (by the edit at `s`) and one of the steps after
     /// `e` (by both edits; none when they cancel). `lo` is a lower bound on the
     /// number of steps that start before `s`. Returns the index of the step
@@ -447,9 +447,8 @@ impl Profile {
     fn apply_at(&mut self, a: usize, s: SimTime, e: SimTime, d: i64) -> (usize, usize) {
         let n = self.times.len();
         debug_assert_eq!(a, self.times.partition_point(|&x| x < s));
-        // A part usually spans a few steps: look at the next ones before searching.
-        let near = self.times[a..].iter().take(8).position(|&x| x >= e);
-        let b = a + near.unwrap_or_else(|| self.times[a..].partition_point(|&x| x < e));
+        // A part usually spans a few steps: searched from its start.
+        let b = self.count_before(a, e);
         // The edit at each bound: 1 insert, -1 remove, 0 none.
         let left: isize = if a < n && self.times[a] == s {
             if a > 0 && i64::from(self.free[a]) + d == i64::from(self.free[a - 1]) {
@@ -605,7 +604,8 @@ impl Profile {
             end = Some(self.apply_at(a, t_end, old_end, n).0);
         }
         let (a, e) = self.apply_at(found.at, t, old, -n);
-        // Without a part given back (a zero-length shift), the new end is the old one.
+        // Without a part given back (both ends saturated at `SimTime::MAX`), the
+        // new end is the old one.
         self.placed(a, a, end.unwrap_or(e))
     }
 
